@@ -1,0 +1,77 @@
+// swift-tools-version: 6.1
+//
+// OpenCoreBluetooth: CoreBluetooth for Linux, with the whole BLE stack underneath.
+// The layers (dependencies point down only) are described in ../shared/DESIGN.md and README.md.
+
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "OpenCoreBluetooth",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "BluetoothCore", targets: ["BluetoothCore"]),
+        .library(name: "AdvertisingData", targets: ["AdvertisingData"]),
+        .library(name: "BluetoothCrypto", targets: ["BluetoothCrypto"]),
+        .library(name: "HCI", targets: ["HCI"]),
+        .library(name: "L2CAP", targets: ["L2CAP"]),
+        .library(name: "ATT", targets: ["ATT"]),
+        .library(name: "SMP", targets: ["SMP"]),
+        .library(name: "BluetoothDissector", targets: ["BluetoothDissector"]),
+        .executable(name: "blue", targets: ["blue"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        // Foundation-free value types shared by every layer.
+        .target(name: "BluetoothCore", swiftSettings: strict),
+        // Advertising and scan response data (Core Supplement Part A), beacons.
+        .target(name: "AdvertisingData", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        // The LE security toolbox (Vol 3 Part H §2.2) and link-layer AES-CCM (Vol 6 Part E).
+        .target(
+            name: "BluetoothCrypto",
+            dependencies: [
+                "BluetoothCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // HCI packets (Vol 4 Part E), H4 framing (Vol 4 Part A), ACL fragmentation, btsnoop.
+        .target(name: "HCI", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        // L2CAP basic frames and LE signaling (Vol 3 Part A).
+        .target(name: "L2CAP", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        // ATT PDUs (Vol 3 Part F).
+        .target(name: "ATT", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        // SMP PDUs (Vol 3 Part H §3).
+        .target(name: "SMP", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
+        .target(
+            name: "BluetoothDissector",
+            dependencies: ["BluetoothCore", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "blue",
+            dependencies: [
+                "BluetoothCore", "HCI", "BluetoothDissector",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "BluetoothCoreTests",
+            dependencies: ["BluetoothCore", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

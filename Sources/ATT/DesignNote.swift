@@ -1,0 +1,1 @@
+// ATT: design note to come.

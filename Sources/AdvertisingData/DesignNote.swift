@@ -1,0 +1,1 @@
+// AdvertisingData: design note to come.

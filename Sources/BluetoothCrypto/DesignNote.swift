@@ -1,0 +1,1 @@
+// BluetoothCrypto: design note to come.

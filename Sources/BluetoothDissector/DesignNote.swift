@@ -1,0 +1,1 @@
+// BluetoothDissector: design note to come.

@@ -1,0 +1,1 @@
+// HCI: design note to come.

@@ -1,0 +1,1 @@
+// L2CAP: design note to come.

@@ -1,0 +1,1 @@
+// SMP: design note to come.
