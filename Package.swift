@@ -67,6 +67,30 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "AdvertisingDataTests", dependencies: ["AdvertisingData", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "HCITests",
+            dependencies: ["HCI", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "L2CAPTests",
+            dependencies: ["L2CAP", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ATTTests",
+            dependencies: ["ATT", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SMPTests",
+            dependencies: ["SMP", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BlueToolTests", dependencies: ["TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BluetoothCoreTests",
             dependencies: ["BluetoothCore", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
