@@ -1,1 +1,19 @@
-// L2CAP: design note to come.
+// L2CAP: design note.
+//
+// What this layer is: the codecs of the Logical Link Control and Adaptation Protocol as LE uses it
+// (Core 5.4 Vol 3 Part A): basic frames (B-frames, §3.1) that carry ATT, SMP and signaling over fixed channels,
+// the LE signaling channel's commands (§4, CID 0x0005: one command per C-frame on LE), and the segmentation and
+// reassembly of SDUs over LE Credit Based Flow Control channels (K-frames, §3.4).
+//
+// Who owns state: nobody here. Every type is a pure value (`L2CAPBasicFrame`, `L2CAPSignalingCommand`) except
+// `L2CAPSDUReassembler`, a small struct the Host keeps per credit-based channel and drives synchronously; it
+// returns complete SDUs or a typed `L2CAPSDUError` naming the rule the peer broke (the Host then disconnects the
+// channel, as §3.4.3 requires). Credit accounting, channel tables, identifiers and timeouts belong to the Host.
+//
+// Which executor: none of its own. Codecs are pure values with no state, usable on any thread; the reassembler
+// is owned by the stack's serial executor like every other per-connection state machine.
+//
+// Decoding: every decoder reads through `ByteReader` and throws `DecodeError`; exact lengths per signaling
+// command come from one table (`L2CAPSignalingCode.leLengthRule`). Value-range checks the specification
+// answers with a protocol result rather than with a Command Reject (connection parameters, MTU/MPS minimums,
+// credit counts) are in `validate()`, so the Host can still read the identifier and answer properly.

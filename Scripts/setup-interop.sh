@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the external peers the interop checks use, idempotently: tshark (Debian) and Bumble (PyPI, in .venv/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v tshark >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    echo "installing tshark (Debian)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null
+  else
+    echo "tshark is missing: run 'sudo apt-get install tshark' (needed by the interop checks)" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import bumble, pytest" >/dev/null 2>&1; then
+  echo "installing bumble and pytest into .venv (PyPI)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "bumble==0.0.236" pytest
+fi
+echo "interop peers: $(tshark --version | head -1); bumble $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("bumble"))')"

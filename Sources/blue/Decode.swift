@@ -1,0 +1,81 @@
+import ArgumentParser
+import BluetoothCore
+import BluetoothDissector
+import Foundation
+
+/// `blue decode HEX | -`: recognises one packet of any layer and prints it field by field.
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode a packet: H4, HCI command/event, ACL/L2CAP, ATT, SMP or advertising data.",
+        discussion: """
+            The kind of packet is recognised from its bytes; --as forces one. Give the packet as hex (spaces and \
+            colons allowed), or '-' to read one packet per line from standard input.
+
+            Examples:
+              blue decode 04 0e 04 01 03 0c 00          (H4: HCI Command Complete for Reset)
+              blue decode 1106010004000118              (ATT Read By Group Type Response)
+              blue decode --as ad 0201060303aafe        (advertising data)
+              echo 0a0300 | blue decode - --json
+            """
+    )
+
+    @Argument(help: "The packet as hex, or '-' for standard input (one packet per line).")
+    var hex: [String]
+
+    @Option(name: .customLong("as"), help: "Decode as this kind instead of guessing: \(PacketKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var kind: PacketKind?
+
+    @Flag(help: "Print JSON (one object per packet and line).")
+    var json = false
+
+    mutating func run() throws {
+        if hex == ["-"] {
+            var failures = 0
+            var lineNumber = 0
+            while let line = readLine(strippingNewline: true) {
+                lineNumber += 1
+                let text = line.trimmingCharacters(in: .whitespaces)
+                if text.isEmpty || text.hasPrefix("#") { continue }
+                if !decodeOne(text, label: "line \(lineNumber)") { failures += 1 }
+            }
+            if failures > 0 { throw ExitCode(1) }
+        } else {
+            guard decodeOne(hex.joined(separator: " "), label: nil) else { throw ExitCode(1) }
+        }
+    }
+
+    /// Decodes and prints one packet; on failure prints the reason to standard error and returns false.
+    private func decodeOne(_ text: String, label: String?) -> Bool {
+        let prefix = label.map { "\($0): " } ?? ""
+        let bytes: [UInt8]
+        do {
+            bytes = try Hex.decode(text)
+        } catch {
+            printError("\(prefix)not hex: \(error.reason) (character \(error.offset))")
+            return false
+        }
+        guard !bytes.isEmpty else {
+            printError("\(prefix)no bytes to decode")
+            return false
+        }
+        do {
+            let packet = try PacketDissector.dissect(bytes, as: kind)
+            if json {
+                print(packet.renderJSON())
+            } else {
+                print(packet.dissection.renderText())
+            }
+            return true
+        } catch {
+            printError("\(prefix)\(error.description)")
+            return false
+        }
+    }
+}
+
+extension PacketKind: ExpressibleByArgument {}
+
+/// Writes a line to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+}
