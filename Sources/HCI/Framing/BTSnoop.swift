@@ -12,8 +12,12 @@ public enum BTSnoop {
     public static let fileHeaderLength = 16
     /// The length of a record header.
     public static let recordHeaderLength = 24
-    /// Microseconds from 0 AD to the Unix epoch (1970-01-01T00:00:00Z): 0x00E03AB44A676000.
-    public static let unixEpochOffset: Int64 = 0x00E0_3AB4_4A67_6000
+    /// The btsnoop timestamp of the Unix epoch (1970-01-01T00:00:00Z): 0x00DCDDB30F2F8000, Wireshark's
+    /// `KUnixTimeBase` (wiretap/btsnoop.c) and Android's `kBtSnoopEpochDelta`.
+    public static let unixEpochOffset: Int64 = 0x00DC_DDB3_0F2F_8000
+    /// The btsnoop timestamp of 2000-01-01T00:00:00Z: 0x00E03AB44A676000. BlueZ (src/shared/btsnoop.c) writes
+    /// `(unix seconds - 946684800) * 1000000 + this`, which is the same as adding ``unixEpochOffset``.
+    public static let year2000Offset: Int64 = 0x00E0_3AB4_4A67_6000
 
     /// A btsnoop timestamp (microseconds since 0 AD) for a Unix time in microseconds.
     public static func timestamp(unixMicroseconds: Int64) -> Int64 { unixMicroseconds &+ unixEpochOffset }
