@@ -17,8 +17,9 @@
 //
 // State and executors
 //   Pure functions and immutable values, no state, any thread. `LEKeyPair` wraps a swift-crypto private key
-//   (Sendable, immutable). `LinkLayerCipher` is an immutable value; the packet counters belong to the caller
-//   (the link layer of the virtual controller). Every function that touches AES throws `BluetoothCryptoError`
+//   (Sendable, immutable). `LinkLayerCipher` is an immutable value; `LinkLayerEncryptionSession` adds the two
+//   packet counters and is a plain struct owned by one connection's link layer (the virtual controller), driven on
+//   that stack's serial executor. Every function that touches AES throws `BluetoothCryptoError`
 //   rather than trapping; with the typed inputs of this API only peer-controlled lengths/values can make it throw.
 //
 // Dependencies
