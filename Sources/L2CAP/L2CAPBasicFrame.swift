@@ -14,7 +14,7 @@ public struct L2CAPBasicFrame: Hashable, Sendable, Dissectable {
     /// The destination channel.
     public var channelID: L2CAPChannelIdentifier
     /// The information payload.
-    public var payload: [UInt8]
+    public private(set) var payload: [UInt8]
 
     /// Builds a frame. Throws `invalidLength` when the payload is longer than 65535 octets (the length field).
     public init(channelID: L2CAPChannelIdentifier, payload: [UInt8]) throws(DecodeError) {

@@ -1,3 +1,5 @@
+public import BluetoothCore
+
 /// An L2CAP channel identifier (CID), Core 5.4 Vol 3 Part A §2.1, Tables 2.1 (ACL-U) and 2.2 (LE-U).
 ///
 /// Fixed channels have names; on LE the dynamically allocated range is 0x0040...0x007F.
