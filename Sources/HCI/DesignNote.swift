@@ -1,1 +1,14 @@
-// HCI: design note to come.
+// HCI — the Host Controller Interface as packets (Core 5.4 Vol 4 Part E; H4 framing Vol 4 Part A).
+//
+// What this layer is: pure codecs, both directions. The host encodes `HCICommand` and decodes `HCIEvent`;
+// the virtual controller decodes `HCICommand` and encodes `HCIEvent`. `HCICommand.table` lists every command
+// this build knows (name, exact parameter length, Command Complete return length) and drives validation;
+// `HCIReturnParameters` types the return parameters of Command Complete by opcode. Framing/ACL (Framing/) adds
+// the H4 packet indicator, ACL data packets, fragmentation/reassembly and btsnoop files.
+//
+// State: none. Every type here is an immutable value (Sendable, Hashable); decoders take untrusted bytes through
+// `BluetoothCore.ByteReader` and throw `DecodeError`, never trap. Connection handles are masked to 12 bits and
+// checked against 0x0EFF. Credits, pending commands and the connection table belong to Host (or to the
+// VirtualController), which drives these codecs on its own serial executor.
+//
+// Executor: any thread; nothing here is isolated.
