@@ -1,1 +1,22 @@
-// SMP: design note to come.
+// SMP: design note.
+//
+// What this layer is: the codecs of the Security Manager Protocol PDUs (Core 5.4 Vol 3 Part H §3), carried on
+// the LE fixed channel 0x0006: pairing feature exchange, confirm/random values, public keys, DHKey checks,
+// key distribution and keypress notifications, plus the field types they use (IO capability, AuthReq, key
+// distribution bitfields).
+//
+// Who owns state: nobody here. Every type is a pure value. The pairing state machine (phases, SMP timeout,
+// which PDU is expected next) and the bond store belong to the Host; the cryptographic toolbox (c1, s1, f4-f6,
+// g2, ah) is in BluetoothCrypto.
+//
+// Which executor: none. Pure values with no state, usable on any thread.
+//
+// Byte order: every multi-octet field is kept in wire order (least significant octet first), including the
+// 128-bit values (confirm, random, LTK, IRK, CSRK, DHKey check) and the P-256 coordinates, which are `[UInt8]`
+// exactly as they appear in the PDU. The spec's sample data prints them most significant octet first; reverse
+// before comparing with it.
+//
+// Decoding: one PDU per B-frame, so `SMPPDU(decoding:)` takes the whole payload; the code's exact length comes
+// from `SMPCode.pduLengths`. Reserved codes decode as `.unknown` (the Host ignores them or answers
+// Pairing Failed "Command Not Supported"); wrong lengths and out-of-range values throw `DecodeError`, which the
+// Host answers with Pairing Failed "Invalid Parameters".
