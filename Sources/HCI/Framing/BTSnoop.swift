@@ -148,10 +148,11 @@ public struct BTSnoopRecord: Hashable, Sendable {
     /// The timestamp in microseconds since the Unix epoch.
     public var unixMicroseconds: Int64 { BTSnoop.unixMicroseconds(timestamp: timestamp) }
 
-    /// The record header and data as written in the file.
+    /// The record header and data as written in the file. An Original Length below the data count is written as
+    /// the data count, so that every record written can be read back.
     public func encode() -> [UInt8] {
         var writer = ByteWriter(capacity: BTSnoop.recordHeaderLength + data.count)
-        writer.writeBigEndian(originalLength)
+        writer.writeBigEndian(max(originalLength, includedLength))
         writer.writeBigEndian(includedLength)
         writer.writeBigEndian(flags.rawValue)
         writer.writeBigEndian(cumulativeDrops)
