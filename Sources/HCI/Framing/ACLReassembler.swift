@@ -69,6 +69,9 @@ public enum ACLReassemblyError: Error, Hashable, Sendable, CustomStringConvertib
 /// Hostile input cannot make it grow without bound: each partial PDU is capped by ``maximumPDULength`` (checked
 /// against the announced length before any payload is kept) and at most ``maximumPendingHandles`` handles hold
 /// one. Call ``dropState(for:)`` when a connection ends. A plain value owned by the host's ACL path.
+///
+/// Every Packet_Boundary_Flag other than 0b01 (continuing) starts a PDU: 0b00 and 0b10 as the specification says,
+/// and 0b11 (complete PDU) leniently, as a start that may still be continued.
 public struct ACLReassembler: Sendable {
     /// The result of one packet: a completed PDU, a problem (what was dropped), or neither, or — when a start
     /// replaced a partial PDU and completed at once — both.
