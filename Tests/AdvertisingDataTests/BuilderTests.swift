@@ -86,3 +86,34 @@ import Testing
         #expect(try IBeacon(advertisement: builder.advertisingData) == beacon)
     }
 }
+
+@Suite struct PeripheralAdvertisementTests {
+    @Test func nameAndOneServiceFitInTheirPackets() throws {
+        let packets = PeripheralAdvertisement(localName: "Heart Rate Sensor", serviceUUIDs: [BluetoothUUID(0x180D)])
+        #expect(packets.advertisingData.structures == [.flags(.generalDiscoverableLEOnly), .serviceUUIDs16([0x180D], complete: true)])
+        #expect(packets.scanResponse.structures == [.localName("Heart Rate Sensor", complete: true)])
+        try packets.advertisingData.validate()
+        try packets.scanResponse.validate()
+    }
+
+    @Test func overflowGoesToScanResponseAndIsMarkedIncomplete() throws {
+        let long = try (0..<3).map { index throws(DecodeError) in
+            try BluetoothUUID(string: "0CDBE648-EED0-11E6-BC64-92361F00267\(index)")
+        }
+        let packets = PeripheralAdvertisement(localName: "A name that is far too long for one packet",
+                                              serviceUUIDs: [BluetoothUUID(0x180D)] + long)
+        try packets.advertisingData.validate()
+        try packets.scanResponse.validate()
+        #expect(packets.advertisingData.structures == [
+            .flags(.generalDiscoverableLEOnly), .serviceUUIDs16([0x180D], complete: true),
+            .serviceUUIDs128([long[0]], complete: false),
+        ])
+        // The name takes the whole scan response (shortened), so two 128-bit UUIDs are left out.
+        #expect(packets.scanResponse.structures.count == 1)
+        #expect(packets.scanResponse.localNameValue?.string == "A name that is far too long f")
+        #expect(packets.serviceUUIDs == [BluetoothUUID(0x180D), long[0]])
+        let noName = PeripheralAdvertisement(localName: nil, serviceUUIDs: long)
+        #expect(noName.serviceUUIDs == Array(long.prefix(2)))
+        #expect(noName.advertisingData.hasIncompleteServiceList)
+    }
+}

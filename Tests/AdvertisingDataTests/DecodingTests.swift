@@ -183,3 +183,31 @@ import Testing
         #expect(ADFlags(rawValue: 0x81).names == ["LE Limited Discoverable Mode", "Reserved (bit 7)"])
     }
 }
+
+@Suite struct ADTypeTableTests {
+    /// Every AD type with a typed case decodes to it (not `.unknown`) and round-trips a sample; every other
+    /// value of the type octet decodes as `.unknown` and round-trips unchanged.
+    @Test func everyTypedADTypeHasACodec() throws {
+        let samples: [UInt8: [UInt8]] = [
+            0x01: [0x06], 0x02: [0x0D, 0x18], 0x03: [0x0D, 0x18], 0x04: [1, 2, 3, 4], 0x05: [1, 2, 3, 4],
+            0x06: [UInt8](repeating: 7, count: 16), 0x07: [UInt8](repeating: 7, count: 16), 0x08: [0x41], 0x09: [0x41],
+            0x0A: [0xF8], 0x0D: [1, 2, 3], 0x12: [6, 0, 0x40, 6], 0x14: [0x12, 0x18], 0x15: [UInt8](repeating: 1, count: 16),
+            0x16: [0xAA, 0xFE, 0x30], 0x17: [1, 2, 3, 4, 5, 6], 0x18: [1, 2, 3, 4, 5, 0xC6], 0x19: [0xC1, 0x00],
+            0x1A: [0x20, 0x00], 0x1B: [1, 2, 3, 4, 5, 0xC6, 1], 0x1C: [0x02], 0x1F: [1, 2, 3, 4], 0x20: [1, 2, 3, 4, 9],
+            0x21: [UInt8](repeating: 2, count: 17), 0x24: [0x17, 0x2F, 0x2F, 0x61], 0x27: [0x01], 0x2F: [0, 0, 1],
+            0x31: [1, 2, 3], 0xFF: [0x4C, 0x00, 0x01],
+        ]
+        for type in UInt8.min...UInt8.max {
+            let data = samples[type] ?? [0xAB]
+            let bytes = [UInt8(data.count + 1), type] + data
+            let structure = try ADStructure(decoding: bytes)
+            #expect(structure.type == ADType(type))
+            #expect(structure.encode() == bytes, "type \(type)")
+            let isUnknown = if case .unknown = structure { true } else { false }
+            #expect(isUnknown == (samples[type] == nil), "type \(Dissection.hex8(type))")
+            // Every structure names itself with the SIG's name, or says it is unknown.
+            let label = structure.dissection.label
+            #expect(label == (ADType(type).name ?? "Unknown AD type (\(Dissection.hex8(type)))"))
+        }
+    }
+}
