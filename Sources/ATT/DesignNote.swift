@@ -12,6 +12,7 @@
 // Invalid Handle (and the right handle) instead of Invalid PDU: `ATTPDU.validate()` finds them. When decoding
 // fails, `ATTPDU.errorResponse(answeringUndecodable:)` says what a server answers (Request Not Supported
 // for unknown requests, Invalid PDU for malformed ones, nothing for commands and non-requests).
+// `ATTServerInput(classifying:)` does all of it at once: process / respond with this Error Response / ignore.
 //
 // `ATTMTU` holds the pure functions that size values for a given ATT_MTU; the `packing` builders of the list
 // responses fill a response up to the MTU the way GATT servers must.

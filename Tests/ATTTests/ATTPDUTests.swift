@@ -380,3 +380,23 @@ struct ATTServerAnswerTests {
         #expect(ATTLengthValue(value: .init(repeating: 0, count: 65536)) == nil)
     }
 }
+
+@Suite("ATT server input")
+struct ATTServerInputTests {
+    @Test func classifies() {
+        #expect(ATTServerInput(classifying: hex("0a0300")) == .process(.readRequest(handle: 3)))
+        #expect(ATTServerInput(classifying: hex("0a0000"))
+            == .respond(.errorResponse(requestOpcode: .readRequest, handle: 0, error: .invalidHandle)))
+        #expect(ATTServerInput(classifying: hex("08050004000328"))
+            == .respond(.errorResponse(requestOpcode: .readByTypeRequest, handle: 5, error: .invalidHandle)))
+        #expect(ATTServerInput(classifying: hex("0a03"))
+            == .respond(.errorResponse(requestOpcode: .readRequest, handle: 0, error: .invalidPDU)))
+        #expect(ATTServerInput(classifying: hex("2a0300"))
+            == .respond(.errorResponse(requestOpcode: ATTOpcode(0x2A), handle: 0, error: .requestNotSupported)))
+        if case .ignore = ATTServerInput(classifying: hex("5200")) {} else { Issue.record("short command answered") }
+        if case .ignore = ATTServerInput(classifying: hex("520000aa")) {} else { Issue.record("zero-handle command answered") }
+        if case .ignore = ATTServerInput(classifying: hex("6a0300")) {} else { Issue.record("unknown command answered") }
+        if case .ignore = ATTServerInput(classifying: []) {} else { Issue.record("empty PDU answered") }
+        #expect(ATTServerInput(classifying: hex("1e")) == .process(.handleValueConfirmation))
+    }
+}
