@@ -67,7 +67,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "AdvertisingDataTests", dependencies: ["AdvertisingData", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "AdvertisingDataTests",
+            dependencies: ["AdvertisingData", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HCITests",
@@ -90,7 +94,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "BlueToolTests", dependencies: ["TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BluetoothCoreTests",
             dependencies: ["BluetoothCore", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -62,7 +62,7 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         }
         var value: UInt64 = 0
         for (index, part) in parts.enumerated() {
-            guard part.count == 2, let byte = UInt8(part, radix: 16) else {
+            guard part.count == 2, part.allSatisfy(\.isHexDigit), let byte = UInt8(part, radix: 16) else {
                 throw DecodeError(.malformedText, at: index * 3, "\"\(part)\" is not a hex byte in \"\(string)\"")
             }
             value = value << 8 | UInt64(byte)

@@ -28,12 +28,10 @@ import Testing
         }
     }
 
-    /// Bug in BluetoothCore (reported, not fixed here): `UInt8(_:radix:)` accepts a leading "+", so a pair like
-    /// "+1" parses as 0x01. Each part should be exactly two hex digits.
+    /// `UInt8(_:radix:)` accepts a leading "+" or "-": each part must be exactly two hex digits.
     @Test func signCharactersAreNotHexDigits() {
-        withKnownIssue("BluetoothAddress(string:) accepts '+1' as a hex byte") {
-            #expect(throws: DecodeError.self) { try BluetoothAddress(string: "+1:22:33:44:55:66") }
-        }
+        #expect(throws: DecodeError.self) { try BluetoothAddress(string: "+1:22:33:44:55:66") }
+        #expect(throws: DecodeError.self) { try BluetoothAddress(string: "11:22:33:44:55:-6") }
     }
 
     @Test func fourKindsFromTheTopBits() {

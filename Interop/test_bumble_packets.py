@@ -1,0 +1,155 @@
+"""Packets built by Bumble (Google's Python Bluetooth stack, code we did not write) are decoded by `blue decode`:
+the recognised PDU name and field values must match what Bumble built, and our encoder must reproduce Bumble's
+bytes exactly from the decoded value."""
+import re
+
+import pytest
+from bumble import att, core, hci, l2cap, smp
+from bumble.core import UUID
+
+from conftest import decode_many, flatten
+
+
+def words(name):
+    """'ATT_Read_By_Type_Request' -> 'read by type request' (for comparing PDU names)."""
+    name = re.sub(r"^(HCI_LE_|HCI_|ATT_|SMP_|L2CAP_)", "", name)
+    name = re.sub(r"_(Command|Event)$", "", name)
+    return name.replace("_", " ").lower()
+
+
+def check(kind, cases):
+    results = decode_many(kind, [bytes(case[0]) for case in cases])
+    for (packet, expected_name, expected_values), result in zip(cases, results):
+        data = bytes(packet)
+        assert result["kind"] == kind
+        assert result.get("reencoded") == data.hex(), f"{expected_name}: re-encoded {result.get('reencoded')} != {data.hex()}"
+        lines = "\n".join(flatten(result["dissection"])).lower()
+        assert expected_name.lower() in lines, f"{expected_name!r} not in:\n{lines}"
+        for value in expected_values:
+            assert str(value).lower() in lines, f"{expected_name}: {value!r} not in:\n{lines}"
+
+
+def test_att_pdus_built_by_bumble():
+    u16 = UUID.from_16_bits
+    long_uuid = UUID("0CDBE648-EED0-11E6-BC64-92361F002671")
+    cases = [
+        (att.ATT_Exchange_MTU_Request(client_rx_mtu=517), "Exchange MTU Request", ["517"]),
+        (att.ATT_Exchange_MTU_Response(server_rx_mtu=247), "Exchange MTU Response", ["247"]),
+        (att.ATT_Error_Response(request_opcode_in_error=0x0A, attribute_handle_in_error=0x0003,
+                                error_code=att.ATT_INSUFFICIENT_ENCRYPTION_ERROR), "Error Response", ["Insufficient Encryption"]),
+        (att.ATT_Find_Information_Request(starting_handle=1, ending_handle=0xFFFF), "Find Information Request", ["0xffff"]),
+        (att.ATT_Read_By_Group_Type_Request(starting_handle=1, ending_handle=0xFFFF, attribute_group_type=u16(0x2800)),
+         "Read By Group Type Request", ["Primary Service"]),
+        (att.ATT_Read_By_Type_Request(starting_handle=1, ending_handle=0xFFFF, attribute_type=u16(0x2803)),
+         "Read By Type Request", ["Characteristic"]),
+        (att.ATT_Read_By_Type_Request(starting_handle=1, ending_handle=0x0010, attribute_type=long_uuid),
+         "Read By Type Request", ["0CDBE648-EED0-11E6-BC64-92361F002671"]),
+        (att.ATT_Find_By_Type_Value_Request(starting_handle=1, ending_handle=0xFFFF, attribute_type=0x2800,
+                                            attribute_value=bytes([0x0D, 0x18])), "Find By Type Value Request", ["0xffff"]),
+        (att.ATT_Read_Request(attribute_handle=0x0021), "Read Request", ["0x0021"]),
+        (att.ATT_Read_Blob_Request(attribute_handle=0x0021, value_offset=22), "Read Blob Request", ["22"]),
+        (att.ATT_Read_Multiple_Request(set_of_handles=[3, 5, 7]), "Read Multiple Request", ["0x0007"]),
+        (att.ATT_Write_Request(attribute_handle=0x0004, attribute_value=bytes([1, 0])), "Write Request", ["0x0004"]),
+        (att.ATT_Write_Command(attribute_handle=0x0004, attribute_value=b"hello"), "Write Command", ["hello"]),
+        (att.ATT_Prepare_Write_Request(attribute_handle=0x0005, value_offset=18, part_attribute_value=b"abc"),
+         "Prepare Write Request", ["18"]),
+        (att.ATT_Execute_Write_Request(flags=1), "Execute Write Request", []),
+        (att.ATT_Handle_Value_Notification(attribute_handle=0x000E, attribute_value=bytes([0x06, 0x48])),
+         "Handle Value Notification", ["0x000e"]),
+        (att.ATT_Handle_Value_Indication(attribute_handle=0x000E, attribute_value=bytes([1, 2, 3])),
+         "Handle Value Indication", ["0x000e"]),
+        (att.ATT_Handle_Value_Confirmation(), "Handle Value Confirmation", []),
+        (att.ATT_Write_Response(), "Write Response", []),
+        (att.ATT_Read_Response(attribute_value=b"Darkness"), "Read Response", ["Darkness"]),
+    ]
+    check("att", cases)
+
+
+def test_smp_pdus_built_by_bumble():
+    cases = [
+        (smp.SMP_Pairing_Request_Command(io_capability=smp.SMP_KEYBOARD_DISPLAY_IO_CAPABILITY, oob_data_flag=0,
+                                         auth_req=0x2D, maximum_encryption_key_size=16,
+                                         initiator_key_distribution=0x07, responder_key_distribution=0x07),
+         "Pairing Request", ["KeyboardDisplay"]),
+        (smp.SMP_Pairing_Response_Command(io_capability=smp.SMP_NO_INPUT_NO_OUTPUT_IO_CAPABILITY, oob_data_flag=0,
+                                          auth_req=0x09, maximum_encryption_key_size=16,
+                                          initiator_key_distribution=0x05, responder_key_distribution=0x07),
+         "Pairing Response", ["NoInputNoOutput"]),
+        (smp.SMP_Pairing_Confirm_Command(confirm_value=bytes(range(16))), "Pairing Confirm", []),
+        (smp.SMP_Pairing_Random_Command(random_value=bytes(range(16, 32))), "Pairing Random", []),
+        (smp.SMP_Pairing_Failed_Command(reason=smp.SMP_CONFIRM_VALUE_FAILED_ERROR), "Pairing Failed", ["Confirm Value Failed"]),
+        (smp.SMP_Pairing_Public_Key_Command(public_key_x=bytes(range(32)), public_key_y=bytes(range(32, 64))),
+         "Pairing Public Key", []),
+        (smp.SMP_Pairing_DHKey_Check_Command(dhkey_check=bytes(16)), "DHKey Check", []),
+        (smp.SMP_Encryption_Information_Command(long_term_key=bytes(range(16))), "Encryption Information", []),
+        (smp.SMP_Master_Identification_Command(ediv=0x9A39, rand=bytes(range(8))), "Identification", []),
+        (smp.SMP_Identity_Information_Command(identity_resolving_key=bytes(16)), "Identity Information", []),
+        (smp.SMP_Identity_Address_Information_Command(addr_type=0, bd_addr=hci.Address("0A:45:00:11:22:33")),
+         "Identity Address Information", ["0A:45:00:11:22:33"]),
+        (smp.SMP_Signing_Information_Command(signature_key=bytes(16)), "Signing Information", []),
+        (smp.SMP_Security_Request_Command(auth_req=0x0D), "Security Request", []),
+    ]
+    check("smp", cases)
+
+
+def test_hci_commands_built_by_bumble():
+    cases = [
+        (hci.HCI_Reset_Command(), "Reset", []),
+        (hci.HCI_Read_BD_ADDR_Command(), "Read BD_ADDR", []),
+        (hci.HCI_LE_Set_Scan_Parameters_Command(le_scan_type=1, le_scan_interval=0x0060, le_scan_window=0x0030,
+                                                own_address_type=1, scanning_filter_policy=0),
+         "LE Set Scan Parameters", ["0x0060"]),
+        (hci.HCI_LE_Set_Scan_Enable_Command(le_scan_enable=1, filter_duplicates=1), "LE Set Scan Enable", []),
+        (hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=bytes.fromhex("020106030d18")),
+         "LE Set Advertising Data", []),
+        (hci.HCI_LE_Create_Connection_Command(le_scan_interval=0x0060, le_scan_window=0x0060, initiator_filter_policy=0,
+                                              peer_address_type=1, peer_address=hci.Address("C4:12:34:56:78:9A"),
+                                              own_address_type=1, connection_interval_min=0x0018,
+                                              connection_interval_max=0x0028, max_latency=0,
+                                              supervision_timeout=0x002A, min_ce_length=0, max_ce_length=0),
+         "LE Create Connection", ["C4:12:34:56:78:9A"]),
+        (hci.HCI_Disconnect_Command(connection_handle=0x0040, reason=0x13), "Disconnect", ["Remote User Terminated Connection"]),
+        (hci.HCI_LE_Enable_Encryption_Command(connection_handle=0x0040, random_number=bytes(8), encrypted_diversifier=0,
+                                              long_term_key=bytes(range(16))), "Encryption", []),
+        (hci.HCI_LE_Set_Data_Length_Command(connection_handle=0x0040, tx_octets=251, tx_time=2120), "LE Set Data Length", ["251"]),
+    ]
+    check("hci-command", cases)
+
+
+def test_hci_events_built_by_bumble():
+    cases = [
+        (hci.HCI_Command_Complete_Event(num_hci_command_packets=1, command_opcode=hci.HCI_RESET_COMMAND,
+                                        return_parameters=bytes([0])), "Command Complete", ["Reset"]),
+        (hci.HCI_Command_Status_Event(status=0, num_hci_command_packets=1,
+                                      command_opcode=hci.HCI_LE_CREATE_CONNECTION_COMMAND), "Command Status", ["LE Create Connection"]),
+        (hci.HCI_Disconnection_Complete_Event(status=0, connection_handle=0x0040, reason=0x08), "Disconnection Complete",
+         ["Connection Timeout"]),
+        (hci.HCI_Number_Of_Completed_Packets_Event(connection_handles=[0x40, 0x41], num_completed_packets=[3, 1]),
+         "Number Of Completed Packets", ["0x0041"]),
+        (hci.HCI_Encryption_Change_Event(status=0, connection_handle=0x0040, encryption_enabled=1), "Encryption Change", []),
+    ]
+    check("hci-event", cases)
+
+
+def test_signaling_and_l2cap_frames_built_by_bumble():
+    cases = [
+        (l2cap.L2CAP_PDU(cid=0x0005, payload=bytes(l2cap.L2CAP_Connection_Parameter_Update_Request(
+            identifier=1, interval_min=6, interval_max=12, latency=0, timeout=400))),
+         "Connection Parameter Update Request", ["400"]),
+        (l2cap.L2CAP_PDU(cid=0x0005, payload=bytes(l2cap.L2CAP_LE_Credit_Based_Connection_Request(
+            identifier=2, le_psm=0x0080, source_cid=0x0040, mtu=512, mps=247, initial_credits=10))),
+         "LE Credit Based Connection Request", ["512"]),
+        (l2cap.L2CAP_PDU(cid=0x0004, payload=bytes(att.ATT_Read_Request(attribute_handle=3))), "Read Request", ["0x0003"]),
+    ]
+    check("l2cap", cases)
+
+
+def test_advertising_data_built_by_bumble():
+    ad = core.AdvertisingData([
+        (core.AdvertisingData.FLAGS, bytes([0x06])),
+        (core.AdvertisingData.COMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS, bytes([0x0D, 0x18, 0x0F, 0x18])),
+        (core.AdvertisingData.COMPLETE_LOCAL_NAME, b"Bumble HR"),
+        (core.AdvertisingData.TX_POWER_LEVEL, bytes([0xF8])),
+        (core.AdvertisingData.MANUFACTURER_SPECIFIC_DATA, bytes([0x4C, 0x00, 0x01, 0x02])),
+    ])
+    check("ad", [(ad, "Complete Local Name", ["Bumble HR", "Heart Rate", "Battery", "Apple, Inc.", "-8"])])
