@@ -1,0 +1,161 @@
+public import BluetoothCore
+import AdvertisingData
+import ATT
+import HCI
+import L2CAP
+import SMP
+
+/// Recognises a packet of any layer and describes it field by field (see the design note for the order).
+public enum PacketDissector {
+    /// The order in which kinds are tried when the caller does not name one.
+    public static let recognitionOrder: [PacketKind] = [.h4, .hciEvent, .hciCommand, .acl, .l2cap, .ad, .att, .smp]
+
+    /// Describes `bytes` as `kind`, or as the first kind in ``recognitionOrder`` that decodes all of them.
+    public static func dissect(_ bytes: [UInt8], as kind: PacketKind? = nil) throws(DissectorError) -> DissectedPacket {
+        var attempts: [DissectorError.Attempt] = []
+        for candidate in kind.map({ [$0] }) ?? recognitionOrder {
+            do {
+                let (dissection, reencoded) = try describe(bytes, as: candidate)
+                return DissectedPacket(kind: candidate, bytes: bytes, dissection: dissection, reencoded: reencoded)
+            } catch {
+                attempts.append(.init(kind: candidate, error: error))
+            }
+        }
+        throw DissectorError(attempts: attempts)
+    }
+
+    /// One decoder: the dissection and our own re-encoding of the decoded value.
+    static func describe(_ bytes: [UInt8], as kind: PacketKind) throws(DecodeError) -> (Dissection, [UInt8]?) {
+        switch kind {
+        case .h4:
+            let frame = try H4Frame(decoding: bytes)
+            let inner = try describe(frame: frame)
+            return (Dissection("H4 \(frame.type.name ?? "packet")", nil, [
+                Dissection("Packet Type", frame.type.description), inner.0,
+            ]), inner.1.map { [frame.type.rawValue] + $0 })
+        case .hciCommand:
+            let command = try HCICommand(decoding: bytes)
+            return (withAdvertisingData(command.dissection, payloads: advertisingPayloads(of: command)), command.encode())
+        case .hciEvent:
+            let event = try HCIEvent(decoding: bytes)
+            return (withAdvertisingData(event.dissection, payloads: advertisingPayloads(of: event)), event.encode())
+        case .acl:
+            let packet = try HCIACLDataPacket(decoding: bytes)
+            return (describe(acl: packet), packet.encode())
+        case .l2cap:
+            let frame = try L2CAPBasicFrame(decoding: bytes)
+            return (describe(l2cap: frame), frame.encode())
+        case .att:
+            let pdu = try ATTPDU(decoding: bytes)
+            return (pdu.dissection, pdu.encode())
+        case .smp:
+            let pdu = try SMPPDU(decoding: bytes)
+            return (pdu.dissection, pdu.encode())
+        case .ad:
+            let data = try AdvertisingData(decoding: bytes, kind: bytes.count > 31 ? .extended : .legacy)
+            return (Dissection("Advertising Data", "\(bytes.count) bytes", data.dissection.children), data.encode())
+        }
+    }
+
+    /// The packet inside an H4 frame (or a btsnoop record), by its type.
+    public static func describe(frame: H4Frame) throws(DecodeError) -> (Dissection, [UInt8]?) {
+        switch frame.type {
+        case .command:
+            return try describe(frame.packet, as: .hciCommand)
+        case .event:
+            return try describe(frame.packet, as: .hciEvent)
+        case .aclData:
+            return try describe(frame.packet, as: .acl)
+        default:
+            return (frame.dissection, frame.packet)
+        }
+    }
+
+    /// An ACL packet, with the L2CAP frame inside when it starts a PDU that fits in this one packet.
+    static func describe(acl packet: HCIACLDataPacket) -> Dissection {
+        var node = packet.dissection
+        guard packet.packetBoundary.isStart else { return node }
+        if let frame = try? L2CAPBasicFrame(decoding: packet.data) {
+            node.children.append(describe(l2cap: frame))
+        } else if let announced = L2CAPBasicFrame.announcedPayloadLength(packet.data[...]) {
+            node.children.append(Dissection(
+                "L2CAP", "first fragment of a \(announced)-byte PDU (\(packet.data.count) bytes here)"))
+        }
+        return node
+    }
+
+    /// An L2CAP frame, with its payload decoded by channel: ATT, LE signaling, SMP.
+    static func describe(l2cap frame: L2CAPBasicFrame) -> Dissection {
+        var node = frame.dissection
+        let payload = frame.payload
+        let inner: Dissection?
+        switch frame.channelID {
+        case .attributeProtocol:
+            inner = attempt { () throws(DecodeError) in try ATTPDU(decoding: payload).dissection }
+        case .leSignaling:
+            inner = attempt { () throws(DecodeError) in try L2CAPSignalingCommand(decoding: payload).dissection }
+        case .securityManager:
+            inner = attempt { () throws(DecodeError) in try SMPPDU(decoding: payload).dissection }
+        default:
+            inner = nil
+        }
+        if let inner { node.children.append(inner) }
+        return node
+    }
+
+    /// A payload's dissection, or a node saying why it did not decode.
+    private static func attempt(_ body: () throws(DecodeError) -> Dissection) -> Dissection {
+        do {
+            return try body()
+        } catch {
+            return Dissection("Malformed payload", error.description)
+        }
+    }
+
+    private static func advertisingPayloads(of command: HCICommand) -> [[UInt8]] {
+        switch command {
+        case .leSetAdvertisingData(let data), .leSetScanResponseData(let data): [data]
+        default: []
+        }
+    }
+
+    private static func advertisingPayloads(of event: HCIEvent) -> [[UInt8]] {
+        guard case .leMeta(.advertisingReport(let reports)) = event else { return [] }
+        return reports.map(\.data)
+    }
+
+    /// Appends the decoded advertising data after the raw bytes: to the root for commands, to each "Report" node
+    /// (in order) for advertising reports.
+    private static func withAdvertisingData(_ node: Dissection, payloads: [[UInt8]]) -> Dissection {
+        guard !payloads.isEmpty else { return node }
+        var remaining = payloads[...]
+        var result = node
+        if !appendToReports(&result, remaining: &remaining), let only = payloads.first {
+            result.children.append(advertisingDataNode(only))
+        }
+        return result
+    }
+
+    private static func appendToReports(_ node: inout Dissection, remaining: inout ArraySlice<[UInt8]>) -> Bool {
+        var found = false
+        for index in node.children.indices {
+            if node.children[index].label == "Report", let payload = remaining.popFirst() {
+                node.children[index].children.append(advertisingDataNode(payload))
+                found = true
+            } else if appendToReports(&node.children[index], remaining: &remaining) {
+                found = true
+            }
+        }
+        return found
+    }
+
+    private static func advertisingDataNode(_ payload: [UInt8]) -> Dissection {
+        if payload.isEmpty { return Dissection("Advertising Data", "(empty)") }
+        do {
+            let data = try AdvertisingData(decoding: payload)
+            return Dissection("Advertising Data", nil, data.dissection.children)
+        } catch {
+            return Dissection("Advertising Data", "malformed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import BluetoothCore
+import BluetoothDissector
+import Foundation
+import HCI
+
+/// `blue snoop`: btsnoop captures (the format btmon, Android and Wireshark use).
+struct Snoop: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read and write btsnoop captures.",
+        subcommands: [Show.self, Make.self]
+    )
+
+    /// `blue snoop show FILE`: every record, decoded like btmon prints it.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a btsnoop capture packet by packet.")
+
+        @Argument(help: "The btsnoop file.")
+        var file: String
+
+        @Flag(help: "Print JSON (one object per record and line).")
+        var json = false
+
+        func run() throws {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                printError("cannot read \(file)")
+                throw ExitCode(1)
+            }
+            let capture: (header: BTSnoopFileHeader, records: [BTSnoopRecord], error: BTSnoopError?)
+            do {
+                capture = try BTSnoopReader.readAll(Array(data))
+            } catch {
+                printError("\(file) is not a btsnoop capture: \(error)")
+                throw ExitCode(1)
+            }
+            var formatter = SnoopFormatter()
+            if !json {
+                print("btsnoop version \(capture.header.version), datalink \(capture.header.datalink), \(capture.records.count) records")
+            }
+            for (index, record) in capture.records.enumerated() {
+                if json {
+                    print(SnoopFormatter.json(record, number: index + 1, datalink: capture.header.datalink))
+                } else {
+                    print(formatter.format(record, number: index + 1, datalink: capture.header.datalink))
+                }
+            }
+            if let error = capture.error {
+                printError("\(file): stopped after \(capture.records.count) records: \(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    /// `blue snoop make FILE`: a capture from H4 packets given as hex lines (for tests and bug reports).
+    struct Make: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a btsnoop capture from H4 packets read as hex lines on standard input.",
+            discussion: """
+                Each line is an H4 packet in hex (type octet first). Commands and ACL data are recorded as sent by \
+                the host, events as received; a line starting with '<' or '>' sets the direction explicitly. \
+                Records are 1 ms apart.
+                """
+        )
+
+        @Argument(help: "The btsnoop file to write.")
+        var file: String
+
+        func run() throws {
+            var writer = BTSnoopWriter()
+            var lineNumber = 0
+            var count = 0
+            var failed = false
+            let start: Int64 = 1_763_769_600_000_000  // 2025-11-22T00:00:00Z
+            while let line = readLine() {
+                lineNumber += 1
+                var text = line.trimmingCharacters(in: .whitespaces)
+                if text.isEmpty || text.hasPrefix("#") { continue }
+                var direction: BTSnoopDirection?
+                if text.hasPrefix("<") { direction = .sent; text.removeFirst() }
+                if text.hasPrefix(">") { direction = .received; text.removeFirst() }
+                do {
+                    let frame = try H4Frame(decoding: try Hex.decode(text))
+                    let defaultDirection: BTSnoopDirection = frame.type == .event ? .received : .sent
+                    writer.write(frame, direction: direction ?? defaultDirection,
+                                 unixMicroseconds: start + Int64(count) * 1000)
+                    count += 1
+                } catch {
+                    printError("line \(lineNumber): \(error)")
+                    failed = true
+                }
+            }
+            guard !failed else { throw ExitCode(1) }
+            guard FileManager.default.createFile(atPath: file, contents: Data(writer.takeBytes())) else {
+                printError("cannot write \(file)")
+                throw ExitCode(1)
+            }
+            print("wrote \(count) records to \(file)")
+        }
+    }
+}
