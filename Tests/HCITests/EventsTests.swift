@@ -72,6 +72,16 @@ import TestSupport
         }
     }
 
+    @Test func commandResponseGivesOpcodeCreditsAndStatus() {
+        let complete = EventVectors.complete(.readRSSI, .readRSSI(status: .success, handle: 1, rssi: -3)).commandResponse
+        #expect(complete?.opcode == .readRSSI && complete?.numHCICommandPackets == 1 && complete?.status == .success)
+        let status = HCIEvent.commandStatus(status: .commandDisallowed, numHCICommandPackets: 2, opcode: .leCreateConnection)
+        #expect(status.commandResponse?.status == .commandDisallowed)
+        #expect(HCIEvent.hardwareError(hardwareCode: 0).commandResponse == nil)
+        #expect(HCICommand.table[.leCreateConnection]?.answeredByCommandStatus == true)
+        #expect(HCICommand.table[.reset]?.answeredByCommandStatus == false)
+    }
+
     @Test func advertisingDataIsExposedRaw() throws {
         let event = try HCIEvent(decoding: hex("3e 1f 02 02 00 00 1371da7d1a00 03 020106 c4 04 01 5544332211c0 06 050954657374 ba"))
         guard case .leMeta(.advertisingReport(let reports)) = event else {

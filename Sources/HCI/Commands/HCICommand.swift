@@ -94,6 +94,9 @@ public enum HCICommand: Hashable, Sendable {
         public let name: String
         public let parameterLength: Int
         public let returnParametersLength: Int?
+        /// Whether the controller answers with Command Status (the outcome follows in another event) rather than
+        /// Command Complete.
+        public var answeredByCommandStatus: Bool { returnParametersLength == nil }
     }
 
     /// Every command this build decodes, by opcode. Drives length validation in ``init(decoding:)`` and in

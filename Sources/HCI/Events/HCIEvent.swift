@@ -38,6 +38,16 @@ public enum HCIEvent: Hashable, Sendable {
 
     public static let maximumParameterLength = 255
 
+    /// For Command Complete and Command Status: the opcode answered and the command credits granted
+    /// (Num_HCI_Command_Packets); nil for other events. The host's command pipe keys on this.
+    public var commandResponse: (opcode: HCIOpcode, numHCICommandPackets: UInt8, status: HCIStatus?)? {
+        switch self {
+        case .commandComplete(let credits, let opcode, let returned): (opcode, credits, returned.status)
+        case .commandStatus(let status, let credits, let opcode): (opcode, credits, status)
+        default: nil
+        }
+    }
+
     public var code: HCIEventCode {
         switch self {
         case .disconnectionComplete: .disconnectionComplete

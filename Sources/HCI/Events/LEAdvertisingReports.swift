@@ -207,7 +207,9 @@ public struct LEExtendedAdvertisingReport: Hashable, Sendable {
             Dissection("Address", address.string), F.code("Primary_PHY", primaryPHY), F.code("Secondary_PHY", secondaryPHY),
             F.hex8("Advertising_SID", advertisingSID),
             Dissection("TX_Power", txPower == 127 ? "127 (not available)" : "\(txPower) dBm"), F.rssi("RSSI", rssi),
-            F.connectionInterval("Periodic_Advertising_Interval", periodicAdvertisingInterval),
+            periodicAdvertisingInterval == 0
+                ? Dissection("Periodic_Advertising_Interval", "0x0000 (no periodic advertising)")
+                : F.connectionInterval("Periodic_Advertising_Interval", periodicAdvertisingInterval),
             F.code("Direct_Address_Type", directAddressType), Dissection("Direct_Address", directAddress.string),
             F.decimal("Data_Length", data.count), F.bytes("Data", data),
         ])
