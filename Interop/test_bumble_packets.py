@@ -44,7 +44,7 @@ def test_att_pdus_built_by_bumble():
          "Read By Type Request", ["Characteristic"]),
         (att.ATT_Read_By_Type_Request(starting_handle=1, ending_handle=0x0010, attribute_type=long_uuid),
          "Read By Type Request", ["0CDBE648-EED0-11E6-BC64-92361F002671"]),
-        (att.ATT_Find_By_Type_Value_Request(starting_handle=1, ending_handle=0xFFFF, attribute_type=0x2800,
+        (att.ATT_Find_By_Type_Value_Request(starting_handle=1, ending_handle=0xFFFF, attribute_type=UUID.from_16_bits(0x2800),
                                             attribute_value=bytes([0x0D, 0x18])), "Find By Type Value Request", ["0xffff"]),
         (att.ATT_Read_Request(attribute_handle=0x0021), "Read Request", ["0x0021"]),
         (att.ATT_Read_Blob_Request(attribute_handle=0x0021, value_offset=22), "Read Blob Request", ["22"]),
@@ -113,7 +113,7 @@ def test_hci_commands_built_by_bumble():
                                               long_term_key=bytes(range(16))), "Encryption", []),
         (hci.HCI_LE_Set_Data_Length_Command(connection_handle=0x0040, tx_octets=251, tx_time=2120), "LE Set Data Length", ["251"]),
     ]
-    check("hci-command", cases)
+    check("h4", cases)
 
 
 def test_hci_events_built_by_bumble():
@@ -128,7 +128,7 @@ def test_hci_events_built_by_bumble():
          "Number Of Completed Packets", ["0x0041"]),
         (hci.HCI_Encryption_Change_Event(status=0, connection_handle=0x0040, encryption_enabled=1), "Encryption Change", []),
     ]
-    check("hci-event", cases)
+    check("h4", cases)
 
 
 def test_signaling_and_l2cap_frames_built_by_bumble():

@@ -129,7 +129,9 @@ public enum ATTPDU: Hashable, Sendable {
         }
         guard info.lengthRule.accepts(bytes.count) else {
             let code: DecodeError.Code = bytes.count < info.lengthRule.minimumLength ? .truncated : .invalidLength
-            throw DecodeError(code, at: 0, "\(info.name) has \(info.lengthRule), not \(bytes.count)")
+            // Truncated: the data ran out at its end; too long: the first octet past the shortest valid PDU.
+            let offset = code == .truncated ? bytes.count : info.lengthRule.minimumLength
+            throw DecodeError(code, at: offset, "\(info.name) has \(info.lengthRule), not \(bytes.count)")
         }
         self = try Self.decodeParameters(opcode, &reader)
         try reader.expectEnd(info.name)

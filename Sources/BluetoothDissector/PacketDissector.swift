@@ -1,7 +1,7 @@
 public import BluetoothCore
 import AdvertisingData
 import ATT
-import HCI
+public import HCI
 import L2CAP
 import SMP
 
@@ -15,6 +15,7 @@ public enum PacketDissector {
         var attempts: [DissectorError.Attempt] = []
         for candidate in kind.map({ [$0] }) ?? recognitionOrder {
             do {
+                if kind == nil { try requireKnownType(bytes, as: candidate) }
                 let (dissection, reencoded) = try describe(bytes, as: candidate)
                 return DissectedPacket(kind: candidate, bytes: bytes, dissection: dissection, reencoded: reencoded)
             } catch {
@@ -22,6 +23,36 @@ public enum PacketDissector {
             }
         }
         throw DissectorError(attempts: attempts)
+    }
+
+    /// When guessing, an opcode or code no table knows is a refusal: otherwise any three bytes would be an
+    /// "unknown HCI command". (Forced with `--as`, unknown codes still decode and print as unknown.)
+    static func requireKnownType(_ bytes: [UInt8], as kind: PacketKind) throws(DecodeError) {
+        switch kind {
+        case .hciCommand:
+            if case .unknown(let opcode, _) = try HCICommand(decoding: bytes) {
+                throw DecodeError(.unknownType, at: 0, "\(opcode) is not a command this decoder knows")
+            }
+        case .hciEvent:
+            let event = try HCIEvent(decoding: bytes)
+            if case .unknown = event {
+                throw DecodeError(.unknownType, at: 0, "event code \(Dissection.hex8(bytes[0])) is not an event this decoder knows")
+            }
+            if case .leMeta(.unknown) = event {
+                throw DecodeError(.unknownType, at: 2, "LE subevent is not one this decoder knows")
+            }
+        case .smp:
+            if case .unknown(let code, _) = try SMPPDU(decoding: bytes) {
+                throw DecodeError(.unknownType, at: 0, "\(code) is not an SMP code")
+            }
+        case .ad:
+            let data = try AdvertisingData(decoding: bytes, kind: bytes.count > 31 ? .extended : .legacy)
+            if let unknown = data.structures.first(where: { !$0.type.isKnown }) {
+                throw DecodeError(.unknownType, at: 0, "AD type \(unknown.type.hexValue) is not an assigned AD type")
+            }
+        case .h4, .acl, .l2cap, .att:
+            break
+        }
     }
 
     /// One decoder: the dissection and our own re-encoding of the decoded value.

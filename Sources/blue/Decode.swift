@@ -1,6 +1,6 @@
-import ArgumentParser
+public import ArgumentParser
 import BluetoothCore
-import BluetoothDissector
+public import BluetoothDissector
 import Foundation
 
 /// `blue decode HEX | -`: recognises one packet of any layer and prints it field by field.

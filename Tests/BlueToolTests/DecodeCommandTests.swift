@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func jsonOutputIsOneObjectPerPacket() throws {
-        let result = try BlueProcess.run(["decode", "-", "--json"], input: "0a0300\n# comment\n\n1203000100\n")
+        let result = try BlueProcess.run(["decode", "-", "--json", "--as", "att"], input: "0a0300\n# comment\n\n1203000100\n")
         #expect(result.status == 0, "\(result.standardError)")
         let lines = result.standardOutput.split(separator: "\n")
         #expect(lines.count == 2)

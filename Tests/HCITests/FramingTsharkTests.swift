@@ -4,8 +4,11 @@ import TestSupport
 import Testing
 
 /// Checks that a btsnoop capture written by ``BTSnoopWriter`` opens in Wireshark's `tshark`. Skipped cleanly when
-/// `tshark` is not on the PATH (CI installs it).
+/// `tshark` is not on the PATH, unless `OCB_REQUIRE_INTEROP=1` (set by Scripts/test.sh, which installs tshark): then
+/// a missing tshark fails the test instead of skipping it.
 @Suite struct FramingTsharkTests {
+    static let interopRequired = ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1"
+
     static let tsharkPath: String? = {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for directory in path.split(separator: ":") {
@@ -44,7 +47,7 @@ import Testing
         (H4Frame(type: .aclData, packet: hex("40 20 06 00 02 00 04 00 0B 42")), .received),
     ]
 
-    @Test(.enabled(if: tsharkPath != nil, "tshark is not installed"))
+    @Test(.enabled(if: tsharkPath != nil || interopRequired, "tshark is not installed"))
     func tsharkReadsOurH4Capture() throws {
         var writer = BTSnoopWriter()
         for (index, (frame, direction)) in Self.capture.enumerated() {
@@ -61,7 +64,7 @@ import Testing
         ], "tshark stderr: \(errors)")
     }
 
-    @Test(.enabled(if: tsharkPath != nil, "tshark is not installed"))
+    @Test(.enabled(if: tsharkPath != nil || interopRequired, "tshark is not installed"))
     func tsharkReadsOurUnencapsulatedCapture() throws {
         var writer = BTSnoopWriter(datalink: .hciUnencapsulated)
         for (frame, direction) in Self.capture {

@@ -1,0 +1,25 @@
+// libFuzzer entry point: ATT PDU decoding, validation and the server's classification.
+import ATT
+import BluetoothCore
+import CLibFuzzer
+
+func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
+    // Whatever decodes must re-encode to something that decodes to the same value.
+    if let value = try? ATTPDU(decoding: bytes) {
+        guard let again = try? ATTPDU(decoding: value.encode()), again == value else {
+            fatalError("re-encoding changed the value: \\(Hex.encode(bytes))")
+        }
+    }
+    if let pdu = try? ATTPDU(decoding: bytes) { _ = pdu.dissection; _ = try? pdu.validate() }
+    _ = ATTServerInput(classifying: bytes)
+    return 0
+}
+
+// SwiftPM links an executable's `main` to `<Target>_main`; hand control to libFuzzer's driver from there.
+@_cdecl("FuzzATT_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    return LLVMFuzzerRunDriver(&count, &arguments) { fuzzOne($0, $1) }
+}
