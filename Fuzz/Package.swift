@@ -1,15 +1,23 @@
 // swift-tools-version: 6.1
 //
-// libFuzzer entry points, one executable per decoder, discovered from Fuzz/Sources/Fuzz*/.
+// libFuzzer entry points, one executable per decoder (Fuzz/Sources/Fuzz*/main.swift).
 // Built by Scripts/fuzz.sh with `-sanitize=fuzzer,address`; not part of the main package's build.
+// Add a new entry point's folder name to `entries` (SwiftPM caches manifests, so the list is explicit).
 
-import Foundation
 import PackageDescription
 
-let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-let entries = ((try? FileManager.default.contentsOfDirectory(atPath: here.appendingPathComponent("Sources").path)) ?? [])
-    .filter { $0.hasPrefix("Fuzz") && $0 != "FuzzSupport" }
-    .sorted()
+let entries = [
+    "FuzzACLReassembly",
+    "FuzzATT",
+    "FuzzAdvertisingData",
+    "FuzzBTSnoop",
+    "FuzzH4Framer",
+    "FuzzHCICommand",
+    "FuzzHCIEvent",
+    "FuzzHex",
+    "FuzzL2CAPSignaling",
+    "FuzzSMP",
+]
 
 let libraries = ["BluetoothCore", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP"]
 

@@ -10,7 +10,7 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             _ = data.dissection
             _ = data.localName
             _ = data.serviceUUIDs
-            _ = IBeacon(advertisement: data)
+            _ = try? IBeacon(advertisement: data)
             _ = try? EddystoneFrame(advertisement: data)
         }
         _ = try? AdvertisingData(decoding: bytes, kind: kind, lenient: true)
