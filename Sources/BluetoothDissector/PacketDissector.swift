@@ -47,6 +47,11 @@ public enum PacketDissector {
             }
         case .ad:
             let data = try AdvertisingData(decoding: bytes, kind: bytes.count > 31 ? .extended : .legacy)
+            if data.encodedLength < bytes.count {
+                throw DecodeError(
+                    .trailingBytes, at: data.encodedLength,
+                    "a zero length octet ends the advertising data after \(data.encodedLength) of \(bytes.count) bytes")
+            }
             if let unknown = data.structures.first(where: { !$0.type.isKnown }) {
                 throw DecodeError(.unknownType, at: 0, "AD type \(unknown.type.hexValue) is not an assigned AD type")
             }
