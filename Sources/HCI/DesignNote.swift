@@ -12,3 +12,9 @@
 // VirtualController), which drives these codecs on its own serial executor.
 //
 // Executor: any thread; nothing here is isolated.
+//
+// Framing (Sources/HCI/Framing): pure values as well. `H4Framer` is owned by a transport's single ordered reader
+// and holds at most one partial frame; after an unknown packet type or an over-long length the stream is poisoned
+// until `reset()`. `ACLFragmenter` and `ACLReassembler` belong to the host's ACL path on the stack executor; the
+// reassembler keeps one partial L2CAP PDU per handle, capped in size and in handles, and forgets a handle on
+// Disconnection Complete. The btsnoop writer and reader work on bytes; the caller does the file I/O.
