@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "ATT", targets: ["ATT"]),
         .library(name: "SMP", targets: ["SMP"]),
         .library(name: "BluetoothDissector", targets: ["BluetoothDissector"]),
+        .library(name: "BluetoothRuntime", targets: ["BluetoothRuntime"]),
         .executable(name: "blue", targets: ["blue"]),
     ],
     dependencies: [
@@ -52,6 +53,8 @@ let package = Package(
         .target(name: "ATT", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // SMP PDUs (Vol 3 Part H §3).
         .target(name: "SMP", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
+        .target(name: "BluetoothRuntime", swiftSettings: strict),
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
         .target(
             name: "BluetoothDissector",
@@ -93,6 +96,7 @@ let package = Package(
             dependencies: ["SMP", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
+        .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),
         .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport"], swiftSettings: strict),
         .testTarget(

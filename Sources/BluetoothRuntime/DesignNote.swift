@@ -1,0 +1,18 @@
+// BluetoothRuntime — design note
+//
+// What: time and execution for every stateful part of the stack (Host, VirtualController, the air).
+//
+// - `StackInstant` is a point on the stack's own timeline (nanoseconds), `Duration` the standard library's.
+// - `EventLoop` is a serial executor with a clock: jobs run one at a time, in the order they were enqueued;
+//   timers run on the same loop, in deadline order (ties in scheduling order). Protocol state machines are plain
+//   structs driven synchronously by jobs on one loop; they never await in the middle of a transition.
+// - `DispatchEventLoop` is production: a DispatchQueue and the continuous clock. It is also a Swift concurrency
+//   `SerialExecutor`, so an actor can run on the stack's loop (`unownedExecutor`).
+// - `ManualEventLoop` is for tests and deterministic simulation: nothing runs until the test says so
+//   (`run()`, `advance(by:)`), and time only moves when the test moves it. A 30 s ATT timeout is a call to
+//   `advance(by: .seconds(30))`, not a sleep. `pendingWorkDescription` lists what is left (the leak check).
+// - One timer per owner: a layer reports its next deadline; the owner keeps one `ScheduledJob` armed for the
+//   earliest and asks each layer again when it fires (DESIGN.md "one timer asking each layer").
+//
+// State: each loop owns its queue of jobs and timers behind a lock; everything else is confined to the loop.
+// `LoopBound` carries loop-confined values across the Sendable boundary, checked in debug builds.

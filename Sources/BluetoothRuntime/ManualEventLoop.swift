@@ -1,0 +1,140 @@
+/// An `EventLoop` that runs only when told to, on the caller's thread, with time that moves only when told to.
+/// Tests and the deterministic simulation use it: the same calls give the same order of events every run.
+public final class ManualEventLoop: EventLoop, @unchecked Sendable {
+    private struct Timer {
+        var deadline: StackInstant
+        var sequence: UInt64
+        var handle: ScheduledJob
+        var job: @Sendable () -> Void
+    }
+
+    private struct State {
+        var now: StackInstant = .zero
+        var jobs: [@Sendable () -> Void] = []
+        var jobsHead = 0
+        var timers: [Timer] = []
+        var sequence: UInt64 = 0
+        var running = false
+    }
+
+    private let state = LockedValue(State())
+
+    /// A loop whose clock starts at `start`.
+    public init(start: StackInstant = .zero) {
+        state.withLock { $0.now = start }
+    }
+
+    public var now: StackInstant { state.withLock { $0.now } }
+
+    public var inEventLoop: Bool { state.withLock { $0.running } }
+
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        state.withLock { $0.jobs.append(job) }
+    }
+
+    @discardableResult
+    public func schedule(at deadline: StackInstant, _ job: @escaping @Sendable () -> Void) -> ScheduledJob {
+        let handle = ScheduledJob(deadline: deadline)
+        state.withLock { state in
+            state.sequence &+= 1
+            state.timers.append(Timer(deadline: deadline, sequence: state.sequence, handle: handle, job: job))
+        }
+        return handle
+    }
+
+    /// Runs every enqueued job and every timer already due, until none is left. Returns how many ran.
+    /// `limit` stops a runaway loop (a job that always enqueues another).
+    @discardableResult
+    public func run(limit: Int = 10_000_000) -> Int {
+        var count = 0
+        while count < limit, let job = nextRunnable() {
+            perform(job)
+            count += 1
+        }
+        return count
+    }
+
+    /// Moves time forward by `duration`, firing timers in deadline order at their own instants and running every
+    /// job they cause. Returns how many jobs and timers ran.
+    @discardableResult
+    public func advance(by duration: Duration, limit: Int = 10_000_000) -> Int {
+        advance(to: now + duration, limit: limit)
+    }
+
+    /// Moves time forward to `target` (see ``advance(by:limit:)``).
+    @discardableResult
+    public func advance(to target: StackInstant, limit: Int = 10_000_000) -> Int {
+        var count = run(limit: limit)
+        while count < limit {
+            let next: StackInstant? = state.withLock { state in
+                state.timers.lazy.filter { !$0.handle.isCancelled && $0.deadline <= target }.map(\.deadline).min()
+            }
+            guard let deadline = next else { break }
+            state.withLock { $0.now = max($0.now, deadline) }
+            count += run(limit: limit - count)
+        }
+        state.withLock { $0.now = max($0.now, target) }
+        return count + run(limit: max(0, limit - count))
+    }
+
+    /// Whether any job or live timer is left.
+    public var hasPendingWork: Bool {
+        state.withLock { state in
+            state.jobsHead < state.jobs.count || state.timers.contains { !$0.handle.isCancelled }
+        }
+    }
+
+    /// What is left, for leak checks: "2 jobs, 1 timer (next at 30.000000s)", or "nothing".
+    public var pendingWorkDescription: String {
+        state.withLock { state in
+            let jobs = state.jobs.count - state.jobsHead
+            let live = state.timers.filter { !$0.handle.isCancelled }
+            if jobs == 0 && live.isEmpty { return "nothing" }
+            let next = live.map(\.deadline).min().map { " (next at \($0))" } ?? ""
+            return "\(jobs) job\(jobs == 1 ? "" : "s"), \(live.count) timer\(live.count == 1 ? "" : "s")\(next)"
+        }
+    }
+
+    /// The deadline of the earliest live timer.
+    public var nextDeadline: StackInstant? {
+        state.withLock { state in state.timers.lazy.filter { !$0.handle.isCancelled }.map(\.deadline).min() }
+    }
+
+    private func nextRunnable() -> (@Sendable () -> Void)? {
+        state.withLock { state in
+            state.timers.removeAll { $0.handle.isCancelled }
+            if state.jobsHead < state.jobs.count {
+                let job = state.jobs[state.jobsHead]
+                state.jobsHead += 1
+                if state.jobsHead == state.jobs.count {
+                    state.jobs.removeAll(keepingCapacity: true)
+                    state.jobsHead = 0
+                }
+                return job
+            }
+            var best: Int?
+            for index in state.timers.indices where state.timers[index].deadline <= state.now {
+                if let current = best {
+                    let a = state.timers[index], b = state.timers[current]
+                    if (a.deadline, a.sequence) < (b.deadline, b.sequence) { best = index }
+                } else {
+                    best = index
+                }
+            }
+            guard let index = best else { return nil }
+            let timer = state.timers.remove(at: index)
+            timer.handle.cancel()
+            return timer.job
+        }
+    }
+
+    private func perform(_ job: @Sendable () -> Void) {
+        let wasRunning = state.withLock { state -> Bool in
+            let previous = state.running
+            state.running = true
+            return previous
+        }
+        job()
+        state.withLock { $0.running = wasRunning }
+    }
+}

@@ -1,0 +1,90 @@
+import BluetoothRuntime
+import Testing
+
+@Suite struct ManualEventLoopTests {
+    @Test func jobsRunInOrderOnlyWhenAsked() {
+        let loop = ManualEventLoop()
+        let log = LockedValue<[Int]>([])
+        for value in 1...3 { loop.execute { log.withLock { $0.append(value) } } }
+        #expect(log.withLock { $0 }.isEmpty)
+        #expect(loop.run() == 3)
+        #expect(log.withLock { $0 } == [1, 2, 3])
+        #expect(!loop.hasPendingWork)
+    }
+
+    @Test func timersFireInDeadlineOrderAtTheirOwnInstants() {
+        let loop = ManualEventLoop()
+        let log = LockedValue<[String]>([])
+        loop.schedule(after: .seconds(30)) { log.withLock { $0.append("30s at \(loop.now)") } }
+        loop.schedule(after: .milliseconds(100)) {
+            log.withLock { $0.append("100ms at \(loop.now)") }
+            loop.schedule(after: .milliseconds(100)) { log.withLock { $0.append("200ms at \(loop.now)") } }
+        }
+        loop.advance(by: .seconds(1))
+        #expect(log.withLock { $0 } == ["100ms at 0.100000s", "200ms at 0.200000s"])
+        #expect(loop.pendingWorkDescription == "0 jobs, 1 timer (next at 30.000000s)")
+        loop.advance(by: .seconds(29))
+        #expect(log.withLock { $0 }.last == "30s at 30.000000s")
+        #expect(loop.pendingWorkDescription == "nothing")
+    }
+
+    @Test func cancelledTimersNeverRunAndTiesKeepSchedulingOrder() {
+        let loop = ManualEventLoop()
+        let log = LockedValue<[Int]>([])
+        let cancelled = loop.schedule(after: .seconds(1)) { log.withLock { $0.append(0) } }
+        loop.schedule(after: .seconds(1)) { log.withLock { $0.append(1) } }
+        loop.schedule(after: .seconds(1)) { log.withLock { $0.append(2) } }
+        cancelled.cancel()
+        loop.advance(by: .seconds(1))
+        #expect(log.withLock { $0 } == [1, 2])
+    }
+
+    @Test func inEventLoopIsTrueOnlyInsideJobs() {
+        let loop = ManualEventLoop()
+        let seen = LockedValue<Bool?>(nil)
+        loop.execute { seen.withLock { $0 = loop.inEventLoop } }
+        #expect(!loop.inEventLoop)
+        loop.run()
+        #expect(seen.withLock { $0 } == true)
+    }
+
+    @Test func runawayJobsStopAtTheLimit() {
+        let loop = ManualEventLoop()
+        @Sendable func again() { loop.execute(again) }
+        loop.execute(again)
+        #expect(loop.run(limit: 1_000) == 1_000)
+        #expect(loop.hasPendingWork)
+    }
+}
+
+@Suite struct DispatchEventLoopTests {
+    @Test func runsJobsSeriallyAndTimersAfterTheirDelay() async {
+        let loop = DispatchEventLoop(label: "test")
+        let start = loop.now
+        let elapsed: Duration = await withCheckedContinuation { continuation in
+            loop.schedule(after: .milliseconds(20)) {
+                continuation.resume(returning: loop.now - start)
+            }
+        }
+        #expect(elapsed >= .milliseconds(20))
+        let inLoop = loop.sync { loop.inEventLoop }
+        #expect(inLoop)
+        #expect(!loop.inEventLoop)
+    }
+
+    @Test func actorsCanRunOnTheLoop() async {
+        actor Counter {
+            let loop: DispatchEventLoop
+            var count = 0
+            init(loop: DispatchEventLoop) { self.loop = loop }
+            nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+            func increment() -> Bool {
+                count += 1
+                return loop.inEventLoop
+            }
+        }
+        let loop = DispatchEventLoop(label: "actor")
+        let counter = Counter(loop: loop)
+        #expect(await counter.increment())
+    }
+}
