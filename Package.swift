@@ -23,6 +23,10 @@ let package = Package(
         .library(name: "SMP", targets: ["SMP"]),
         .library(name: "BluetoothDissector", targets: ["BluetoothDissector"]),
         .library(name: "BluetoothRuntime", targets: ["BluetoothRuntime"]),
+        .library(name: "GATT", targets: ["GATT"]),
+        .library(name: "HCITransport", targets: ["HCITransport"]),
+        .library(name: "VirtualController", targets: ["VirtualController"]),
+        .library(name: "Host", targets: ["Host"]),
         .executable(name: "blue", targets: ["blue"]),
     ],
     dependencies: [
@@ -48,13 +52,32 @@ let package = Package(
         // HCI packets (Vol 4 Part E), H4 framing (Vol 4 Part A), ACL fragmentation, btsnoop.
         .target(name: "HCI", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // L2CAP basic frames and LE signaling (Vol 3 Part A).
-        .target(name: "L2CAP", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        .target(name: "L2CAP", dependencies: ["BluetoothCore", "BluetoothRuntime"], swiftSettings: strict),
         // ATT PDUs (Vol 3 Part F).
-        .target(name: "ATT", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        .target(name: "ATT", dependencies: ["BluetoothCore", "BluetoothRuntime"], swiftSettings: strict),
         // SMP PDUs (Vol 3 Part H §3).
         .target(name: "SMP", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
         .target(name: "BluetoothRuntime", swiftSettings: strict),
+        // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
+        .target(name: "GATT", dependencies: ["BluetoothCore", "ATT", "BluetoothRuntime"], swiftSettings: strict),
+        // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
+        .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime"], swiftSettings: strict),
+        // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
+        .target(
+            name: "VirtualController",
+            dependencies: ["BluetoothCore", "HCI", "BluetoothCrypto", "BluetoothRuntime"],
+            swiftSettings: strict
+        ),
+        // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
+        .target(
+            name: "Host",
+            dependencies: [
+                "BluetoothCore", "BluetoothRuntime", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
+                "AdvertisingData", "BluetoothCrypto",
+            ],
+            swiftSettings: strict
+        ),
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
         .target(
             name: "BluetoothDissector",
@@ -83,17 +106,37 @@ let package = Package(
         ),
         .testTarget(
             name: "L2CAPTests",
-            dependencies: ["L2CAP", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["L2CAP", "BluetoothRuntime", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ATTTests",
-            dependencies: ["ATT", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["ATT", "BluetoothRuntime", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SMPTests",
             dependencies: ["SMP", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "GATTTests",
+            dependencies: ["GATT", "ATT", "BluetoothRuntime", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HCITransportTests",
+            dependencies: ["HCITransport", "HCI", "BluetoothRuntime", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "VirtualControllerTests",
+            dependencies: ["VirtualController", "HCI", "BluetoothRuntime", "BluetoothCrypto", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HostTests",
+            dependencies: ["Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),

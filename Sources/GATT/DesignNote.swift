@@ -1,0 +1,1 @@
+// GATT: design note to come (see the issue that fills this layer).

@@ -1,0 +1,1 @@
+// HCITransport: design note to come (see the issue that fills this layer).

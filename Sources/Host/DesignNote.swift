@@ -1,0 +1,1 @@
+// Host: design note to come (see the issue that fills this layer).
