@@ -1,0 +1,187 @@
+// GATT client (design note of the client half of this module).
+//
+// `GATTClient` runs the client procedures of Core 5.4 Vol 3 Part G §4 (service, characteristic and descriptor
+// discovery; reads, long reads, read by UUID, read multiple; writes of every kind, long and reliable writes;
+// Client Characteristic Configuration writes) as a sans-I/O state machine: a plain struct that turns a queue of
+// procedures into ATT requests and ATT responses into the next request or a result. It owns no bearer, no
+// timer and no clock. It sits on an ATT bearer written separately, which does the MTU exchange, serialises
+// transactions and runs the 30 s transaction timeout; the client's contract with that bearer:
+// - it emits at most one request at a time (`.sendRequest`), the next only after the previous one's response
+//   (or Error Response) is fed back with `receive(response:)`; commands (`.sendCommand`) are emitted in queue
+//   order and complete at once;
+// - the owner sets `mtu` after the exchange (each request is sized with the MTU current when it is built);
+// - the owner reports the end of the bearer with `bearerFailed(_:)`: the current and every queued procedure
+//   fail with `.bearerFailed`, and later procedures fail at once;
+// - notifications and indications are passed through as actions, in arrival order; the owner confirms
+//   indications through the bearer.
+// Procedures complete in enqueue order. Every continuation of a discovery strictly advances its start handle,
+// and every response is checked against the request (opcode, handle ranges, ordering, echoes), so a hostile
+// server cannot make the client loop or accept garbage: the procedure fails with `.invalidResponse`.
+// State: owned by whoever owns the connection (the Host), mutated only on that stack's serial executor.
+
+public import ATT
+import BluetoothCore
+
+/// Signs a Signed Write Command (Core 5.4 Vol 3 Part H §2.4.5): given the message (opcode ‖ handle ‖ value),
+/// returns the 12-octet Authentication Signature (SignCounter ‖ MAC) with the local CSRK and counter, or nil when
+/// no signing key exists. The closure owns the sign counter. (GATT cannot depend on BluetoothCrypto; the Host
+/// builds this closure from it.)
+public typealias GATTClientSigner = @Sendable (_ message: [UInt8]) -> ATTAuthenticationSignature?
+
+/// The GATT client procedures (Core 5.4 Vol 3 Part G §4) as a sans-I/O state machine over an ATT bearer.
+///
+/// Drive it so:
+/// ```swift
+/// var client = GATTClient(mtu: 23)
+/// let (id, actions) = client.enqueue(.discoverAllPrimaryServices)   // perform actions
+/// // for each ATT PDU the bearer receives from the server:
+/// actions = client.receive(serverPDU: pdu)                            // perform actions
+/// // .sendRequest(pdu) -> bearer; .complete(id, result) -> caller; .notification / .indication -> app
+/// ```
+/// It never sends a second request before the first is answered, and never holds a timer: the bearer does
+/// timeouts and reports them through ``bearerFailed(_:)``.
+public struct GATTClient: Sendable {
+    /// ATT_MTU of the bearer (values below 23 are used as 23). Set it after the MTU exchange.
+    public var mtu: Int
+    /// Signs Signed Write Commands; nil fails them with ``GATTClientError/signingUnavailable``.
+    public var signer: GATTClientSigner?
+
+    private struct Running: Sendable {
+        var id: GATTOperationID
+        var machine: any GATTClientProcedureMachine
+        var outstanding: ATTPDU
+    }
+
+    private var queue: [(id: GATTOperationID, procedure: GATTProcedure)] = []
+    private var running: Running?
+    private var lastID: UInt64 = 0
+    /// Why the bearer ended, once it has.
+    public private(set) var bearerFailure: GATTClientBearerFailure?
+    /// Responses that arrived with no request outstanding (dropped; the bearer should not let these through).
+    public private(set) var strayResponseCount = 0
+
+    public init(mtu: Int = ATTMTU.leDefault, signer: GATTClientSigner? = nil) {
+        self.mtu = mtu
+        self.signer = signer
+    }
+
+    /// Procedures not yet complete: the one awaiting a response plus those queued behind it.
+    public var pendingProcedureCount: Int { queue.count + (running == nil ? 0 : 1) }
+    /// The request whose response the client waits for, if any.
+    public var outstandingRequest: ATTPDU? { running?.outstanding }
+    /// No procedure running or queued.
+    public var isIdle: Bool { running == nil && queue.isEmpty }
+
+    private var context: GATTClientContext { GATTClientContext(mtu: ATTMTU.clamped(mtu), signer: signer) }
+
+    /// Queues a procedure; it starts at once when nothing else runs. Returns its identifier and the actions to
+    /// perform now (its first request, or its completion when it needs none).
+    public mutating func enqueue(_ procedure: GATTProcedure) -> (GATTOperationID, [GATTClientAction]) {
+        lastID += 1
+        let id = GATTOperationID(rawValue: lastID)
+        if let bearerFailure {
+            return (id, [.complete(id, .failure(.bearerFailed(bearerFailure)))])
+        }
+        queue.append((id, procedure))
+        var actions: [GATTClientAction] = []
+        startNext(&actions)
+        return (id, actions)
+    }
+
+    /// Feeds the server's answer to the outstanding request: its response, or an Error Response. A PDU that does
+    /// not answer it fails the current procedure with ``GATTClientError/unexpectedResponse(received:expected:)``
+    /// (the next one then starts). With no request outstanding the PDU is dropped and counted.
+    public mutating func receive(response: ATTPDU) -> [GATTClientAction] {
+        guard var current = running else {
+            strayResponseCount += 1
+            return []
+        }
+        let requestOpcode = current.outstanding.opcode
+        let expected = requestOpcode.responseOpcode ?? .errorResponse
+        let context = self.context
+        let step: GATTClientStep
+        if case .errorResponse(let answered, let handle, let code) = response {
+            if answered == requestOpcode {
+                step = current.machine.receiveError(code, handle: handle, context)
+            } else {
+                step = .fail(.invalidResponse("an Error Response for \(answered) answers \(requestOpcode)"))
+            }
+        } else if response.opcode != expected {
+            step = .fail(.unexpectedResponse(received: response.opcode, expected: expected))
+        } else {
+            do {
+                try response.validate()
+                step = current.machine.receive(response, context)
+            } catch {
+                step = .fail(.invalidResponse(error.description))
+            }
+        }
+        var actions: [GATTClientAction] = []
+        running = nil
+        apply(step, id: current.id, machine: &current.machine, &actions)
+        startNext(&actions)
+        return actions
+    }
+
+    /// A Handle Value Notification from the server: passed to the owner.
+    public mutating func receive(notification handle: UInt16, value: [UInt8]) -> [GATTClientAction] {
+        [.notification(handle: handle, value: value)]
+    }
+
+    /// A Handle Value Indication from the server: passed to the owner, who confirms it through the bearer.
+    public mutating func receive(indication handle: UInt16, value: [UInt8]) -> [GATTClientAction] {
+        [.indication(handle: handle, value: value)]
+    }
+
+    /// A Multiple Handle Value Notification: one notification action per tuple, in order.
+    public mutating func receive(multipleNotification: ATTMultipleHandleValueNotification) -> [GATTClientAction] {
+        multipleNotification.tuples.map { .notification(handle: $0.handle, value: $0.value) }
+    }
+
+    /// Routes any PDU received from the server: notifications and indications to the owner, everything else as
+    /// the answer to the outstanding request.
+    public mutating func receive(serverPDU pdu: ATTPDU) -> [GATTClientAction] {
+        switch pdu {
+        case .handleValueNotification(let handle, let value): return receive(notification: handle, value: value)
+        case .handleValueIndication(let handle, let value): return receive(indication: handle, value: value)
+        case .multipleHandleValueNotification(let list): return receive(multipleNotification: list)
+        default: return receive(response: pdu)
+        }
+    }
+
+    /// The bearer ended (transaction timeout, disconnection): the current and all queued procedures fail, in
+    /// order, and every later one fails as soon as it is enqueued.
+    public mutating func bearerFailed(_ failure: GATTClientBearerFailure) -> [GATTClientAction] {
+        if bearerFailure == nil { bearerFailure = failure }
+        var actions: [GATTClientAction] = []
+        if let current = running {
+            actions.append(.complete(current.id, .failure(.bearerFailed(failure))))
+            running = nil
+        }
+        for pending in queue { actions.append(.complete(pending.id, .failure(.bearerFailed(failure)))) }
+        queue.removeAll()
+        return actions
+    }
+
+    private mutating func startNext(_ actions: inout [GATTClientAction]) {
+        while running == nil, !queue.isEmpty {
+            let next = queue.removeFirst()
+            var machine = next.procedure.makeMachine()
+            let step = machine.start(context)
+            apply(step, id: next.id, machine: &machine, &actions)
+        }
+    }
+
+    private mutating func apply(_ step: GATTClientStep, id: GATTOperationID, machine: inout any GATTClientProcedureMachine, _ actions: inout [GATTClientAction]) {
+        switch step {
+        case .request(let pdu):
+            running = Running(id: id, machine: machine, outstanding: pdu)
+            actions.append(.sendRequest(pdu))
+        case .commandThenFinish(let pdu):
+            actions.append(.sendCommand(pdu))
+            actions.append(.complete(id, .success(.written)))
+        case .finish(let result):
+            actions.append(.complete(id, result))
+        }
+    }
+}

@@ -1,0 +1,62 @@
+public import ATT
+public import BluetoothCore
+
+/// Why the ATT bearer under a ``GATTClient`` stopped (Core 5.4 Vol 3 Part F §3.3.3: a transaction that times out
+/// ends the bearer; a disconnected link ends it too).
+public enum GATTClientBearerFailure: Hashable, Sendable, CustomStringConvertible {
+    /// The 30-second ATT transaction timeout expired (Vol 3 Part F §3.3.3).
+    case transactionTimeout
+    /// The link (or the L2CAP channel) went away; the HCI reason when known.
+    case disconnected(reason: UInt8?)
+    /// Any other reason the owner gives.
+    case other(String)
+
+    public var description: String {
+        switch self {
+        case .transactionTimeout: return "ATT transaction timeout"
+        case .disconnected(let reason?): return "disconnected (reason \(Dissection.hex8(reason)))"
+        case .disconnected(nil): return "disconnected"
+        case .other(let text): return text
+        }
+    }
+}
+
+/// Why a GATT client procedure failed (Core 5.4 Vol 3 Part G §4; errors of Vol 3 Part F §3.4.1.1).
+public enum GATTClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The server answered with an Error Response: the ATT error code and the handle it named.
+    case attError(ATTErrorCode, handle: UInt16)
+    /// The server answered with a PDU that does not answer the outstanding request (expected is the response
+    /// opcode the request calls for).
+    case unexpectedResponse(received: ATTOpcode, expected: ATTOpcode)
+    /// The response is of the right kind but breaks the procedure's rules: handles that go backwards or do not
+    /// advance, entries outside the requested range, a wrong echo length, a malformed value.
+    case invalidResponse(String)
+    /// A Prepare Write Response did not echo the request (handle, offset and value); the prepared writes were
+    /// cancelled with Execute Write (0x00) (§4.9.4, §4.9.5).
+    case prepareWriteEchoMismatch(handle: UInt16, offset: UInt16)
+    /// The bearer failed (timeout or disconnection) before the procedure finished; nothing more can be sent.
+    case bearerFailed(GATTClientBearerFailure)
+    /// The procedure cannot be run as asked (a value too long for the MTU, a bad handle range, too few handles).
+    case invalidParameter(String)
+    /// A signed write was asked for and no signer is set, or the signer declined.
+    case signingUnavailable
+
+    /// The ATT error code, when the server answered with an Error Response.
+    public var attErrorCode: ATTErrorCode? {
+        if case .attError(let code, _) = self { return code }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .attError(let code, let handle): return "\(code) (handle \(Dissection.hex16(handle)))"
+        case .unexpectedResponse(let received, let expected): return "unexpected \(received), expected \(expected)"
+        case .invalidResponse(let reason): return "invalid response: \(reason)"
+        case .prepareWriteEchoMismatch(let handle, let offset):
+            return "the Prepare Write Response for handle \(Dissection.hex16(handle)) offset \(offset) does not echo the request"
+        case .bearerFailed(let failure): return "bearer failed: \(failure)"
+        case .invalidParameter(let reason): return "invalid parameter: \(reason)"
+        case .signingUnavailable: return "no signing key for a signed write"
+        }
+    }
+}
