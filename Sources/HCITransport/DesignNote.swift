@@ -1,1 +1,23 @@
-// HCITransport: design note to come (see the issue that fills this layer).
+// HCITransport: the pipes between a host and a controller (Core 5.4 Vol 4 Part A §2, H4 framing of the HCI
+// packets of Vol 4 Part E §5.4).
+//
+// What it is: implementations of the `HCITransport` protocol — `InProcessHCITransport.makePair()` (host and a
+// virtual controller in one process), `SocketH4Transport` (H4 over TCP or a UNIX stream socket, client side or
+// accepted from an `H4Listener`), `SerialH4Transport` (H4 over a raw tty), `HCIUserChannelTransport` (the Linux HCI
+// user channel), and `SnoopingTransport` (a btsnoop tap around any of them, written through `BTSnoopFileSink`).
+// `HCITransportSpec` parses the `--hci` strings and opens the transports that need no virtual controller.
+//
+// Who owns the state: each transport owns its descriptor, its `H4Framer` and its callbacks. Shared mutable state
+// (started/closing flags, callbacks) sits behind `LockedValue`; writes are serialized by a per-transport lock.
+// The descriptor is closed exactly once, by the reader thread as it ends (after any write in progress), so no
+// write ever reaches a closed or reused descriptor.
+//
+// Which executor runs it: none of the stack's. Each descriptor transport has ONE reader thread (a detached
+// pthread doing poll + blocking read) that deframes and calls `onFrame` in order, then `onClose` exactly once; the
+// in-process pair delivers from one serial DispatchQueue per side. Owners hop to their `EventLoop`
+// (`loop.execute { ... }`) from these callbacks. `send` is callable from any thread. `close()` never blocks: it
+// shuts the socket down and wakes the reader through a pipe; `onClose(nil)` follows on the reader thread.
+//
+// Failure model: peer EOF / ECONNRESET -> `.closedByPeer`; a poisoned H4 stream -> `.framingError` naming the
+// stream offset (frames completed before it are delivered first); other I/O errors -> `.ioError`; opening errors
+// -> `.openFailed` with the errno text and what to do.

@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin helpers over the POSIX calls the transports share: errno text, full writes, close-on-exec pipes.
+enum POSIX {
+    /// "Connection refused (errno 111)".
+    static func errorText(_ code: Int32) -> String {
+        if let text = strerror(code) { return "\(String(cString: text)) (errno \(code))" }
+        return "errno \(code)"
+    }
+
+    /// The current errno as text.
+    static var lastErrorText: String { errorText(errno) }
+
+    /// How a descriptor is written: `send(MSG_NOSIGNAL)` for sockets (a closed peer must not raise SIGPIPE),
+    /// `write` for ttys.
+    enum WriteStyle: Sendable {
+        case socket
+        case file
+    }
+
+    /// Writes every byte of `bytes`, retrying on EINTR and after partial writes. Returns nil on success, the errno
+    /// otherwise.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], style: WriteStyle) -> Int32? {
+        var written = 0
+        while written < bytes.count {
+            let result: Int = bytes.withUnsafeBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                let pointer = base + written
+                let remaining = buffer.count - written
+                switch style {
+                case .socket:
+                    #if canImport(Darwin)
+                    return send(fd, pointer, remaining, 0)
+                    #else
+                    return send(fd, pointer, remaining, Int32(MSG_NOSIGNAL))
+                    #endif
+                case .file:
+                    return write(fd, pointer, remaining)
+                }
+            }
+            if result < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK {
+                    // A non-blocking descriptor (should not happen: ours are blocking): wait until writable.
+                    var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&descriptor, 1, 1000)
+                    continue
+                }
+                return code
+            }
+            if result == 0 { return EIO }
+            written += result
+        }
+        return nil
+    }
+
+    /// A close-on-exec pipe used to wake a thread blocked in `poll`: (read end, write end).
+    static func makeWakePipe() -> (read: Int32, write: Int32)? {
+        var fds: [Int32] = [-1, -1]
+        // pipe2 is not exported by Glibc's Swift overlay; the small window before FD_CLOEXEC is acceptable.
+        guard pipe(&fds) == 0 else { return nil }
+        setCloseOnExec(fds[0])
+        setCloseOnExec(fds[1])
+        return (fds[0], fds[1])
+    }
+
+    /// Sets FD_CLOEXEC on `fd`.
+    static func setCloseOnExec(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFD)
+        if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+
+    /// Makes a socket never raise SIGPIPE where the platform has a socket option for it (Darwin); Linux uses
+    /// MSG_NOSIGNAL on every send instead.
+    static func disableSIGPIPE(_ fd: Int32) {
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
+    /// Sets TCP_NODELAY (H4 packets are small and latency matters more than coalescing).
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Closes `fd`, ignoring EINTR (on Linux the descriptor is released even then).
+    static func closeDescriptor(_ fd: Int32) {
+        guard fd >= 0 else { return }
+        _ = close(fd)
+    }
+
+    /// The current Unix time in microseconds (CLOCK_REALTIME).
+    static func unixMicroseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) &* 1_000_000 &+ Int64(spec.tv_nsec / 1000)
+    }
+}

@@ -1,0 +1,191 @@
+import BluetoothRuntime
+import Dispatch
+import Foundation
+import HCI
+import HCITransport
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Collects what a transport delivers, and lets a test wait (bounded) for frames or the close.
+final class Collector: Sendable {
+    struct Seen {
+        var frames: [H4Frame] = []
+        /// `.some(nil)` = closed locally, `.some(error)` = closed with an error.
+        var close: HCITransportError??
+        var closeCount = 0
+        var frameThreads: Set<UInt> = []
+    }
+
+    let seen = LockedValue(Seen())
+    private let signal = DispatchSemaphore(value: 0)
+
+    var onFrame: @Sendable (H4Frame) -> Void {
+        { [self] frame in
+            let thread = UInt(pthread_self())
+            seen.withLock { $0.frames.append(frame); $0.frameThreads.insert(thread) }
+            signal.signal()
+        }
+    }
+
+    var onClose: @Sendable (HCITransportError?) -> Void {
+        { [self] error in
+            seen.withLock { $0.close = .some(error); $0.closeCount += 1 }
+            signal.signal()
+        }
+    }
+
+    func start(_ transport: any HCITransport) throws {
+        try transport.start(onFrame: onFrame, onClose: onClose)
+    }
+
+    var frames: [H4Frame] { seen.withLock { $0.frames } }
+
+    /// Waits until `count` frames arrived (or the transport closed), at most `seconds`.
+    @discardableResult
+    func waitForFrames(_ count: Int, seconds: Double = 10) -> [H4Frame] {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            let (frames, closed) = seen.withLock { ($0.frames, $0.close != nil) }
+            if frames.count >= count || closed { return frames }
+            if signal.wait(timeout: deadline) == .timedOut { return seen.withLock { $0.frames } }
+        }
+    }
+
+    /// Waits for `onClose`, at most `seconds`; nil if it did not come.
+    func waitForClose(seconds: Double = 10) -> HCITransportError?? {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            if let close = seen.withLock({ $0.close }) { return .some(close) }
+            if signal.wait(timeout: deadline) == .timedOut { return seen.withLock { $0.close } }
+        }
+    }
+}
+
+/// A deterministic mix of commands, events and ACL data packets of varied lengths.
+func sampleFrames(count: Int, seed: UInt64) -> [H4Frame] {
+    var generator = SeededGenerator(seed: seed)
+    return (0..<count).map { index in
+        switch index % 3 {
+        case 0:
+            let parameters = generator.bytes(Int.random(in: 0...255, using: &generator))
+            return H4Frame(type: .command, packet: [UInt8(index & 0xFF), 0x20, UInt8(parameters.count)] + parameters)
+        case 1:
+            let parameters = generator.bytes(Int.random(in: 0...255, using: &generator))
+            return H4Frame(type: .event, packet: [0x3E, UInt8(parameters.count)] + parameters)
+        default:
+            let data = generator.bytes(Int.random(in: 0...600, using: &generator))
+            return H4Frame(
+                type: .aclData,
+                packet: [0x40, 0x00, UInt8(data.count & 0xFF), UInt8(data.count >> 8)] + data)
+        }
+    }
+}
+
+/// A raw peer socket (code that does not use our transport), for writing and reading H4 bytes by hand.
+final class RawPeer {
+    let fd: Int32
+
+    init(fd: Int32) {
+        self.fd = fd
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Connects to a TCP port on 127.0.0.1.
+    static func tcp(port: UInt16) throws -> RawPeer {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw PeerError("socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else { _ = Glibc.close(fd); throw PeerError("connect: \(errno)") }
+        return RawPeer(fd: fd)
+    }
+
+    /// Connects to a UNIX stream socket.
+    static func unix(path: String) throws -> RawPeer {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw PeerError("socket: \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else { _ = Glibc.close(fd); throw PeerError("connect: \(errno)") }
+        return RawPeer(fd: fd)
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw PeerError("send: \(errno)")
+            }
+            offset += count
+        }
+    }
+
+    /// Reads and deframes until `count` frames arrived (10 s read timeout).
+    func readFrames(_ count: Int) throws -> [H4Frame] {
+        var framer = H4Framer()
+        var frames: [H4Frame] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while frames.count < count {
+            let received = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if received < 0, errno == EINTR { continue }
+            guard received > 0 else { throw PeerError("read ended after \(frames.count) frames (\(received), errno \(errno))") }
+            frames += framer.append(buffer[0..<received])
+        }
+        return frames
+    }
+
+    func close() {
+        _ = Glibc.close(fd)
+    }
+}
+
+struct PeerError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A unique short path under /tmp (sun_path holds 107 bytes).
+func temporaryPath(_ suffix: String) -> String {
+    "/tmp/ocb-tt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))\(suffix)"
+}
+
+/// Waits for a value a callback stores, at most `seconds`.
+final class Mailbox<Value: Sendable>: Sendable {
+    private let values = LockedValue<[Value]>([])
+    private let signal = DispatchSemaphore(value: 0)
+
+    func put(_ value: Value) {
+        values.withLock { $0.append(value) }
+        signal.signal()
+    }
+
+    func take(seconds: Double = 10) -> Value? {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            let value: Value? = values.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            if let value { return value }
+            if signal.wait(timeout: deadline) == .timedOut { return nil }
+        }
+    }
+}
