@@ -1,1 +1,32 @@
-// Host: design note to come (see the issue that fills this layer).
+// Host — design note
+//
+// What: the host side of HCI over one controller (Core 5.4 Vol 4 Part E) and GAP on top of it (Vol 3 Part C §9).
+//
+// - `HostStack` (final class) owns everything: the command pipe, controller info, the connection table, ACL in
+//   and out, the scan merge state, the pending connect, one timer. It is driven by an `HCITransport` (frames in
+//   via `onFrame`, hopped onto the loop in order) and by its owner's calls (any thread, hopped onto the loop).
+// - `CommandPipe` (struct, sans-I/O): queue + credits from the latest Command Complete / Command Status
+//   (Num_HCI_Command_Packets, §4.4, starting at 1), answers matched by opcode to the oldest command in flight
+//   (Command Complete vs Command Status per `HCICommand.table[...].answeredByCommandStatus`), a per-command timeout
+//   reported as an unresponsive controller after which the pipe continues with one credit.
+// - `ACLOutbound` (struct, sans-I/O): LE ACL buffer flow control (§4.1.1) with Number Of Completed Packets,
+//   fragments from `ACLFragmenter` to LE_ACL_Data_Packet_Length, per-connection queues served round-robin.
+//   Inbound ACL goes through `ACLReassembler`; complete L2CAP PDUs go to the L2CAP handler (`setL2CAPHandler`),
+//   ACL for a handle not in the table (unknown, just closed) is dropped and counted.
+// - Connections are created synchronously when LE (Enhanced) Connection Complete is handled, before the next
+//   frame; Disconnection Complete removes one and fails everything of it (queued sends, reassembly state,
+//   pending parameter updates), giving its controller buffers back (§4.3).
+// - `ScanReportMerger`: advertising report + scan response per device → `ScanReport` (decoded AD, RSSI,
+//   connectable); `AdvertisingContent` lays out legacy advertising data / scan response with
+//   `AdvertisingDataBuilder` and refuses, naming the structure, what does not fit.
+// - Robustness against controllers we did not write (Bumble: ignored LE Set PHY / LE Encrypt / P-256 commands,
+//   Unknown Command for Read RSSI and LE Set Data Length, Reset doing nothing, no event after Create Connection
+//   Cancel): timeouts fail the one command, Unknown Command is remembered per opcode, init steps after Reset are
+//   optional with warnings, data length falls back to 27, a cancelled connect completes on the Cancel's success.
+//
+// State: all of it is confined to the host's `EventLoop` (ManualEventLoop in tests, DispatchEventLoop in
+// production); no locks, no tasks. Completions and handlers run on that loop. Time comes only from the loop;
+// one `ScheduledJob` is armed for the earliest deadline (command timeouts, a connect's own time limit).
+//
+// Later layers plug in: L2CAP / ATT / GATT / SMP wiring uses `setL2CAPHandler` and `sendL2CAP`, and the LTK
+// request / encryption events of `HostEvent`.

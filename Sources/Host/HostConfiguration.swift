@@ -1,0 +1,37 @@
+public import BluetoothCore
+
+/// How a ``HostStack`` behaves: timeouts, the address it uses and its policies.
+public struct HostConfiguration: Sendable {
+    /// Which address the host uses on air (Core 5.4 Vol 6 Part B §1.3).
+    public enum AddressPolicy: Hashable, Sendable {
+        /// A random static address generated at start (from `seed` when given, else the system generator) and set
+        /// with LE Set Random Address. The default: Bumble's controllers all have the public address 0.
+        case randomStatic(seed: UInt64?)
+        /// This random static address.
+        case fixedRandom(BluetoothAddress)
+        /// The controller's public address (BD_ADDR).
+        case publicAddress
+    }
+
+    /// How long a command may wait for its Command Complete / Command Status before it fails as an unresponsive
+    /// controller (the pipe then continues with one credit).
+    public var commandTimeout: Duration = .seconds(2)
+    public var address: AddressPolicy = .randomStatic(seed: nil)
+    /// Answer LE Remote Connection Parameter Request with the requested values (true) or reject it with
+    /// Unacceptable Connection Parameters (false).
+    public var acceptsConnectionParameterRequests = true
+    /// Set Event Mask (§7.3.1): Disconnection Complete, Encryption Change, Read Remote Version Information
+    /// Complete, Hardware Error, Data Buffer Overflow, Encryption Key Refresh Complete, LE Meta.
+    public var eventMask: UInt64 = 0x2000_8000_0200_8890
+    /// LE Set Event Mask (§7.8.1): the LE subevents 0x01...0x0C (connection complete to PHY update complete).
+    public var leEventMask: UInt64 = 0x0000_0000_0000_0FFF
+    /// How many devices the scan merges advertising and scan response for at once (oldest forgotten first).
+    public var maximumScanCacheEntries = 256
+    /// The largest L2CAP PDU accepted from the controller (basic header included).
+    public var maximumReassembledPDULength = 65_539
+
+    public init(commandTimeout: Duration = .seconds(2), address: AddressPolicy = .randomStatic(seed: nil)) {
+        self.commandTimeout = commandTimeout
+        self.address = address
+    }
+}

@@ -1,0 +1,77 @@
+import BluetoothCore
+import HCI
+
+/// ACL data both ways (Core 5.4 Vol 4 Part E §5.4.2, §4.1.1 flow control; Vol 3 Part A §7.2 fragmentation and
+/// recombination of L2CAP PDUs).
+extension HostStack {
+    /// Sends one L2CAP PDU (basic header included) on a connection: fragmented to the controller's LE ACL data
+    /// length, queued per connection and sent as controller buffers free up. The completion (on the loop) comes
+    /// when the last fragment is handed to the controller, or with ``HostError/Code/disconnected`` if the
+    /// connection ends first.
+    public func sendL2CAP(connectionHandle: UInt16, pdu: [UInt8],
+                          completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            guard lifecycle == .ready, let fragmenter else {
+                completion?(.failure(HostError(.notReady, "the host stack is not running")))
+                return
+            }
+            guard connections[connectionHandle] != nil else {
+                completion?(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(connectionHandle))")))
+                return
+            }
+            let fragments: [HCIACLDataPacket]
+            do {
+                fragments = try fragmenter.fragment(pdu, handle: connectionHandle)
+            } catch {
+                completion?(.failure(HostError(.invalidParameters, "cannot fragment the PDU: \(error)")))
+                return
+            }
+            outbound.enqueue(fragments, handle: connectionHandle, completion: completion)
+            pumpACL()
+        }
+    }
+
+    func pumpACL() {
+        guard lifecycle == .ready else { return }
+        let (packets, completed) = outbound.takeSendable()
+        stats.sentACLPackets += packets.count
+        for packet in packets { sendFrame(packet.frame) }
+        for completion in completed { completion(.success(())) }
+    }
+
+    func receiveACL(_ frame: H4Frame) {
+        let packet: HCIACLDataPacket
+        do {
+            packet = try HCIACLDataPacket(frame: frame)
+        } catch {
+            stats.malformedACLPackets += 1
+            return
+        }
+        guard let record = connections[packet.handle] else {
+            stats.droppedACLPackets += 1
+            return
+        }
+        let output = reassembler.receive(packet)
+        if output.error != nil { stats.reassemblyErrors += 1 }
+        guard let pdu = output.pdu else { return }
+        stats.receivedL2CAPPDUs += 1
+        l2capHandler?(record.connection, pdu.bytes)
+    }
+
+    /// Counters of what was tolerated or dropped (read on the loop).
+    public var statistics: HostStatistics { stats }
+
+    /// What the host holds right now (read on the loop): the leak check.
+    public var resources: HostResources {
+        HostResources(
+            pendingCommands: pipe.pendingCount, queuedACLPackets: outbound.queuedPacketCount,
+            inFlightACLPackets: outbound.inFlightPacketCount, connections: connections.count,
+            pendingOperations: (pendingConnect == nil ? 0 : 1)
+                + connections.values.reduce(0) { $0 + $1.pendingUpdates.count + $1.pendingDisconnects.count },
+            reassemblyBufferedBytes: reassembler.bufferedByteCount, scanCacheEntries: scanMerger.deviceCount,
+            timerArmed: timer.map { !$0.isCancelled } ?? false)
+    }
+
+    /// The controller's free LE ACL buffers (read on the loop).
+    public var freeACLBuffers: Int { outbound.freeBuffers }
+}

@@ -1,0 +1,318 @@
+public import AdvertisingData
+public import BluetoothCore
+import BluetoothRuntime
+public import HCI
+
+/// GAP over HCI (Core 5.4 Vol 3 Part C §9; Vol 4 Part E §7.8): legacy advertising, scanning with advertising and
+/// scan response merged per device, connecting and cancelling, connection parameter updates (both directions),
+/// disconnection, RSSI, data length and PHY requests with fallbacks for controllers that refuse or ignore them.
+extension HostStack {
+    // MARK: Advertising
+
+    /// Starts legacy advertising of `content` (laid out by ``AdvertisingContent/build(hasScanResponse:)``): LE Set
+    /// Advertising Parameters, Advertising Data, Scan Response Data, Advertising Enable. Content that does not fit
+    /// fails with ``HostError/Code/advertisingDataTooLarge`` before anything is sent.
+    public func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions = AdvertisingOptions(),
+                                 completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        let built: (advertisingData: AdvertisingData, scanResponse: AdvertisingData)
+        do {
+            built = try content.build(hasScanResponse: options.kind.hasScanResponse)
+        } catch {
+            onLoop { completion(.failure(error)) }
+            return
+        }
+        startAdvertising(advertisingData: built.advertisingData, scanResponse: built.scanResponse, options: options,
+                         completion: completion)
+    }
+
+    /// Starts legacy advertising of ready-made data (each at most 31 octets).
+    public func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(),
+                                 options: AdvertisingOptions = AdvertisingOptions(),
+                                 completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { [self] in
+            for (data, name) in [(advertisingData, "advertising data"), (scanResponse, "scan response")] {
+                guard data.encodedLength <= HCICommand.maximumAdvertisingDataLength else {
+                    completion(.failure(HostError(
+                        .advertisingDataTooLarge, "the \(name) takes \(data.encodedLength) octets; legacy advertising carries 31")))
+                    return
+                }
+            }
+            guard (0x0020...0x4000).contains(options.intervalMin), options.intervalMin <= options.intervalMax,
+                  options.intervalMax <= 0x4000 else {
+                completion(.failure(HostError(.invalidParameters, "advertising interval \(options.intervalMin)...\(options.intervalMax) is outside 0x0020...0x4000")))
+                return
+            }
+            let parameters = LEAdvertisingParameters(
+                intervalMin: options.intervalMin, intervalMax: options.intervalMax,
+                advertisingType: options.kind.advertisingType, ownAddressType: info.ownAddressType,
+                channelMap: options.channelMap)
+            var commands: [HCICommand] = [.leSetAdvertisingParameters(parameters), .leSetAdvertisingData(advertisingData.encode())]
+            if options.kind.hasScanResponse { commands.append(.leSetScanResponseData(scanResponse.encode())) }
+            commands.append(.leSetAdvertisingEnable(true))
+            runSequence(commands) { [self] result in
+                if case .success = result { isAdvertising = true }
+                completion(result)
+            }
+        }
+    }
+
+    /// Stops advertising (LE Set Advertising Enable off).
+    public func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            isAdvertising = false
+            runSequence([.leSetAdvertisingEnable(false)]) { completion?($0) }
+        }
+    }
+
+    // MARK: Scanning
+
+    /// Starts scanning (LE Set Scan Parameters, LE Set Scan Enable). Reports arrive as
+    /// ``HostEvent/advertisingReport(_:)``, each merged with the device's other packet.
+    public func startScanning(_ options: ScanOptions = ScanOptions(),
+                              completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { [self] in
+            guard (0x0004...0x4000).contains(options.interval), (0x0004...0x4000).contains(options.window),
+                  options.window <= options.interval else {
+                completion(.failure(HostError(.invalidParameters,
+                                              "scan interval \(options.interval) / window \(options.window): both 0x0004...0x4000, window ≤ interval")))
+                return
+            }
+            scanMerger.reset()
+            let parameters = LEScanParameters(scanType: options.active ? 0x01 : 0x00, interval: options.interval,
+                                              window: options.window, ownAddressType: info.ownAddressType)
+            command(.leSetScanParameters(parameters)) { [self] result in
+                if case .failure(let error) = result { return completion(.failure(error)) }
+                isScanning = true
+                command(.leSetScanEnable(enable: true, filterDuplicates: options.filterDuplicates)) { [self] result in
+                    if case .failure(let error) = result {
+                        isScanning = false
+                        return completion(.failure(error))
+                    }
+                    completion(.success(()))
+                }
+            }
+        }
+    }
+
+    /// Stops scanning; the per-device merge state is forgotten.
+    public func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            isScanning = false
+            scanMerger.reset()
+            runSequence([.leSetScanEnable(enable: false, filterDuplicates: false)]) { completion?($0) }
+        }
+    }
+
+    // MARK: Connecting
+
+    /// Connects to `peer` as central (LE Create Connection). The completion comes with the connection (after
+    /// ``HostEvent/connected(_:)``), or a failure: ``HostError/Code/cancelled`` after ``cancelConnect(completion:)``,
+    /// ``HostError/Code/timedOut`` when `options.timeout` passed, ``HostError/Code/busy`` when a connect is
+    /// already pending (HCI allows one).
+    public func connect(to peer: BluetoothAddress, options: ConnectOptions = ConnectOptions(),
+                        completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
+        onLoop { [self] in
+            guard lifecycle == .ready else {
+                return completion(.failure(HostError(.notReady, "the host stack is not running")))
+            }
+            guard pendingConnect == nil else {
+                return completion(.failure(HostError(.busy, "a connect is already pending; cancel it first")))
+            }
+            nextOperationID &+= 1
+            let id = nextOperationID
+            pendingConnect = PendingConnect(id: id, peer: peer, completion: completion,
+                                            deadline: options.timeout.map { eventLoop.now + $0 })
+            let parameters = LECreateConnectionParameters(
+                scanInterval: options.scanInterval, scanWindow: options.scanWindow, peerAddressType: LEAddressType(peer.type),
+                peerAddress: peer, ownAddressType: info.ownAddressType, connection: options.parameters)
+            command(.leCreateConnection(parameters)) { [self] result in
+                guard case .failure(let error) = result, let pending = pendingConnect, pending.id == id else { return }
+                pendingConnect = nil
+                armTimer()
+                pending.completion(.failure(error))
+            }
+            armTimer()
+        }
+    }
+
+    /// Cancels the pending connect (LE Create Connection Cancel). The connect completes with
+    /// ``HostError/Code/cancelled``; if the connection was made first, the connect succeeds and this fails.
+    public func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            guard pendingConnect != nil else {
+                completion?(.failure(HostError(.invalidParameters, "no connect is pending")))
+                return
+            }
+            cancelPendingConnect(reason: HostError(.cancelled, "the connect was cancelled"), completion: completion)
+        }
+    }
+
+    func connectTimedOut() {
+        guard let pending = pendingConnect else { return }
+        pendingConnect?.deadline = nil
+        cancelPendingConnect(reason: HostError(.timedOut, "connecting to \(pending.peer) timed out"), completion: nil)
+    }
+
+    private func cancelPendingConnect(reason: HostError, completion: ((Result<Void, HostError>) -> Void)?) {
+        guard let pending = pendingConnect else { return }
+        pendingConnect?.cancelReason = reason
+        pendingConnect?.deadline = nil
+        armTimer()
+        command(.leCreateConnectionCancel) { [self] result in
+            switch result {
+            case .success:
+                // The controller now owes a Connection Complete with Unknown Connection Identifier; the connect is
+                // over already (some controllers never send that event).
+                if let current = pendingConnect, current.id == pending.id {
+                    pendingConnect = nil
+                    expectsCancelledConnectionComplete = true
+                    armTimer()
+                    current.completion(.failure(reason))
+                }
+                completion?(.success(()))
+            case .failure(let error):
+                // Command Disallowed: the connection was made first; its Connection Complete decides.
+                pendingConnect?.cancelReason = nil
+                completion?(.failure(error))
+            }
+        }
+    }
+
+    // MARK: Connection parameters
+
+    /// Asks for new connection parameters (LE Connection Update, §7.8.18); completes with the connection when
+    /// LE Connection Update Complete comes, which is also reported as ``HostEvent/connectionUpdated(_:)``.
+    public func updateConnectionParameters(connectionHandle handle: UInt16, _ parameters: LEConnectionParameters,
+                                           completion: (@Sendable (Result<Connection, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            guard connections[handle] != nil else {
+                completion?(.failure(unknownConnection(handle)))
+                return
+            }
+            command(.leConnectionUpdate(handle: handle, parameters: parameters)) { [self] result in
+                switch result {
+                case .success:
+                    guard connections[handle] != nil else {
+                        completion?(.failure(HostError(.disconnected, "connection \(Dissection.hex16(handle)) ended")))
+                        return
+                    }
+                    connections[handle]?.pendingUpdates.append { completion?($0) }
+                case .failure(let error):
+                    completion?(.failure(error))
+                }
+            }
+        }
+    }
+
+    func connectionUpdateComplete(status: HCIStatus, handle: UInt16, parameters: ConnectionParameters) {
+        guard var record = connections[handle] else {
+            stats.unknownHandleEvents += 1
+            return
+        }
+        let waiting = record.pendingUpdates.first
+        if !record.pendingUpdates.isEmpty { record.pendingUpdates.removeFirst() }
+        if status == .success { record.connection.parameters = parameters }
+        connections[handle] = record
+        if status == .success {
+            emit(.connectionUpdated(record.connection))
+            waiting?(.success(record.connection))
+        } else {
+            waiting?(.failure(HostError(.commandFailed, "connection update failed: \(status)", status: status)))
+        }
+    }
+
+    /// LE Remote Connection Parameter Request (§7.7.65.6): accepted with the requested values, or rejected with
+    /// Unacceptable Connection Parameters when the configuration says so.
+    func answerParameterRequest(handle: UInt16, _ parameters: LEConnectionParameters) {
+        let reply: HCICommand = configuration.acceptsConnectionParameterRequests
+            ? .leRemoteConnectionParameterRequestReply(handle: handle, parameters: parameters)
+            : .leRemoteConnectionParameterRequestNegativeReply(handle: handle, reason: .unacceptableConnectionParameters)
+        command(reply) { [self] result in
+            if case .failure(let error) = result { emit(.controllerError(error)) }
+        }
+    }
+
+    // MARK: Disconnecting, link queries
+
+    /// Disconnects (HCI Disconnect, §7.1.6) with `reason` (Remote User Terminated Connection by default); completes
+    /// with the reason of Disconnection Complete.
+    public func disconnect(connectionHandle handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection,
+                           completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            guard connections[handle] != nil else {
+                completion?(.failure(unknownConnection(handle)))
+                return
+            }
+            connections[handle]?.pendingDisconnects.append { completion?($0) }
+            command(.disconnect(handle: handle, reason: reason)) { [self] result in
+                guard case .failure(let error) = result, var record = connections[handle] else { return }
+                let waiting = record.pendingDisconnects
+                record.pendingDisconnects = []
+                connections[handle] = record
+                for callback in waiting { callback(.failure(error)) }
+            }
+        }
+    }
+
+    /// Reads the RSSI of a connection (Read RSSI, §7.5.4). Controllers without it (Bumble's) fail with
+    /// ``HostError/Code/unsupported``; later calls then fail at once.
+    public func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {
+        onLoop { [self] in
+            guard connections[handle] != nil else { return completion(.failure(unknownConnection(handle))) }
+            command(.readRSSI(handle: handle)) { result in
+                switch result {
+                case .success(.readRSSI(_, _, let rssi)): completion(.success(rssi))
+                case .success(let other): completion(.failure(HostError(.protocolError, "unexpected Read RSSI answer \(other)")))
+                case .failure(let error): completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// Asks for a larger LE data length (LE Set Data Length, §7.8.33). Completes with true when the controller
+    /// accepted (the change is reported by ``HostEvent/dataLengthChanged(handle:maxTxOctets:maxRxOctets:)``),
+    /// false when it does not support it (Bumble answers Unknown Command): the link stays at 27 octets.
+    public func requestDataLength(connectionHandle handle: UInt16, txOctets: UInt16 = 251, txTime: UInt16 = 2120,
+                                  completion: @escaping @Sendable (Result<Bool, HostError>) -> Void) {
+        onLoop { [self] in
+            guard connections[handle] != nil else { return completion(.failure(unknownConnection(handle))) }
+            command(.leSetDataLength(handle: handle, txOctets: txOctets, txTime: txTime)) { result in
+                switch result {
+                case .success: completion(.success(true))
+                case .failure(let error) where error.code == .unsupported: completion(.success(false))
+                case .failure(let error): completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// Asks for PHYs (LE Set PHY, §7.8.49; `allPHYs` 0 = use tx/rx masks, bit 0 LE 1M, bit 1 LE 2M, bit 2 Coded).
+    /// A controller that ignores it (Bumble's) makes this fail as unresponsive after the command timeout; the
+    /// stack goes on.
+    public func setPHY(connectionHandle handle: UInt16, txPHYs: UInt8 = 0x02, rxPHYs: UInt8 = 0x02,
+                       completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { [self] in
+            guard connections[handle] != nil else { return completion(.failure(unknownConnection(handle))) }
+            command(.leSetPHY(handle: handle, allPHYs: 0, txPHYs: txPHYs, rxPHYs: rxPHYs, phyOptions: 0)) { result in
+                completion(result.map { _ in () })
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    func unknownConnection(_ handle: UInt16) -> HostError {
+        HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")
+    }
+
+    /// Runs commands one after the other, stopping at the first failure.
+    func runSequence(_ commands: [HCICommand], completion: @escaping (Result<Void, HostError>) -> Void) {
+        guard let first = commands.first else { return completion(.success(())) }
+        command(first) { [self] result in
+            switch result {
+            case .success: runSequence(Array(commands.dropFirst()), completion: completion)
+            case .failure(let error): completion(.failure(error))
+            }
+        }
+    }
+}

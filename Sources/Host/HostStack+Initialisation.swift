@@ -1,0 +1,152 @@
+import BluetoothCore
+import HCI
+
+/// Controller initialisation (Core 5.4 Vol 4 Part E §7.3.2 Reset, §7.4.1 / §7.4.3 / §7.4.2 local version,
+/// features and supported commands, §7.8.2 / §7.8.93 LE buffer size v1 / v2, §7.4.5 Read Buffer Size when LE has
+/// no buffers of its own, §7.4.6 BD_ADDR, §7.3.1 / §7.8.1 event masks, §7.8.3 LE features, §7.8.4 random
+/// address; the address is a random static one by default, Vol 6 Part B §1.3.2.1).
+///
+/// Only Reset must succeed; any later step that fails or times out is noted in ``ControllerInfo/warnings`` and
+/// the sequence goes on (Bumble's controller, for one, answers some commands oddly or not at all).
+extension HostStack {
+    enum InitStep: CaseIterable {
+        case reset, readLocalVersion, readLocalFeatures, readLocalCommands
+        case leReadBufferSizeV2, leReadBufferSize, readBufferSize
+        case readBDADDR, setEventMask, leSetEventMask, leReadLocalFeatures, setRandomAddress
+    }
+
+    func initialise(completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
+        info = ControllerInfo()
+        leBuffersRead = false
+        run(.reset, completion)
+    }
+
+    private func run(_ step: InitStep?, _ completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
+        guard lifecycle == .starting else { return }
+        guard let step else {
+            finishInitialisation(completion)
+            return
+        }
+        guard let command = initCommand(step) else {
+            run(nextStep(after: step), completion)
+            return
+        }
+        self.command(command) { [self] result in
+            guard lifecycle == .starting else {
+                if case .failure(let error) = result { completion(.failure(error)) }
+                return
+            }
+            switch result {
+            case .success(let returned):
+                apply(returned, of: step)
+            case .failure(let error):
+                if step == .reset {
+                    tearDown(HostError(error.code, "controller initialisation failed: \(error.reason)",
+                                       status: error.status, opcode: error.opcode))
+                    transport.close()
+                    completion(.failure(error))
+                    return
+                }
+                info.warnings.append("\(command.name): \(error.reason)")
+                failed(step)
+            }
+            run(nextStep(after: step), completion)
+        }
+    }
+
+    private func initCommand(_ step: InitStep) -> HCICommand? {
+        switch step {
+        case .reset: return .reset
+        case .readLocalVersion: return .readLocalVersionInformation
+        case .readLocalFeatures: return .readLocalSupportedFeatures
+        case .readLocalCommands: return .readLocalSupportedCommands
+        case .leReadBufferSizeV2:
+            let bit = SupportedCommandBit.leReadBufferSizeV2
+            return info.supportsCommand(octet: bit.octet, bit: bit.bit) ? .leReadBufferSizeV2 : nil
+        case .leReadBufferSize:
+            return leBuffersKnown ? nil : .leReadBufferSize
+        case .readBufferSize:
+            return leBuffersKnown ? nil : .readBufferSize
+        case .readBDADDR: return .readBDADDR
+        case .setEventMask: return .setEventMask(configuration.eventMask)
+        case .leSetEventMask: return .leSetEventMask(configuration.leEventMask)
+        case .leReadLocalFeatures: return .leReadLocalSupportedFeatures
+        case .setRandomAddress:
+            switch configuration.address {
+            case .publicAddress:
+                info.ownAddress = info.publicAddress
+                return nil
+            case .randomStatic(let seed):
+                info.ownAddress = RandomStaticAddress.generate(seed: seed)
+            case .fixedRandom(let address):
+                info.ownAddress = BluetoothAddress(address.value, type: .random)
+            }
+            return .leSetRandomAddress(info.ownAddress)
+        }
+    }
+
+    /// Whether an LE buffer size with at least one buffer was read.
+    private var leBuffersKnown: Bool { leBuffersRead }
+
+    private func nextStep(after step: InitStep) -> InitStep? {
+        let all = InitStep.allCases
+        guard let index = all.firstIndex(of: step), index + 1 < all.count else { return nil }
+        return all[index + 1]
+    }
+
+    private func apply(_ returned: HCIReturnParameters, of step: InitStep) {
+        switch returned {
+        case .readLocalVersionInformation(_, let version):
+            info.version = version
+        case .readLocalSupportedFeatures(_, let features):
+            info.lmpFeatures = features
+        case .readLocalSupportedCommands(_, let commands):
+            info.supportedCommands = commands
+        case .leReadBufferSize(_, let length, let count), .leReadBufferSizeV2(_, let length, let count, _, _):
+            takeBufferSize(length: Int(length), count: Int(count), from: step)
+        case .readBufferSize(_, let length, _, let count, _):
+            takeBufferSize(length: Int(length), count: Int(count), from: step)
+        case .readBDADDR(_, let address):
+            info.publicAddress = address
+        case .leReadLocalSupportedFeatures(_, let features):
+            info.leFeatures = features
+        default:
+            break
+        }
+    }
+
+    private func takeBufferSize(length: Int, count: Int, from step: InitStep) {
+        if length > 0, count > 0 {
+            info.leACLDataPacketLength = min(length, Int(UInt16.max))
+            info.totalNumLEACLDataPackets = count
+            leBuffersRead = true
+        } else if step == .readBufferSize {
+            info.warnings.append("the controller reports no ACL buffers; assuming 27 octets × 1")
+            useDefaultBuffers()
+        }
+    }
+
+    private func failed(_ step: InitStep) {
+        if step == .readBufferSize, !leBuffersRead {
+            info.warnings.append("no ACL buffer size could be read; assuming 27 octets × 1")
+            useDefaultBuffers()
+        }
+        if step == .setRandomAddress {
+            info.warnings.append("falling back to the public address \(info.publicAddress)")
+            info.ownAddress = info.publicAddress
+        }
+    }
+
+    private func useDefaultBuffers() {
+        info.leACLDataPacketLength = 27
+        info.totalNumLEACLDataPackets = 1
+        leBuffersRead = true
+    }
+
+    private func finishInitialisation(_ completion: (Result<ControllerInfo, HostError>) -> Void) {
+        fragmenter = try? ACLFragmenter(maximumDataLength: info.leACLDataPacketLength)
+        outbound = ACLOutbound(totalBuffers: info.totalNumLEACLDataPackets)
+        lifecycle = .ready
+        completion(.success(info))
+    }
+}

@@ -1,0 +1,400 @@
+import BluetoothCore
+public import BluetoothRuntime
+public import HCI
+public import HCITransport
+
+/// The host stack over one controller: the HCI command pipe with credits and timeouts (Core 5.4 Vol 4 Part E
+/// §4.4), controller initialisation (§7.3, §7.4, §7.8), the connection table, ACL flow control and
+/// fragmentation / reassembly (§4.1.1, §5.4.2), and GAP (Vol 3 Part C §9: advertising, scanning, connecting,
+/// connection parameter updates, disconnection; in `HostStack+GAP.swift`).
+///
+/// Concurrency: every piece of state is confined to ``eventLoop``. Public methods may be called from any thread;
+/// they hop onto the loop (and run at once when already on it). Completions, the event handler and the L2CAP
+/// handler are called on the loop. Transport callbacks hop onto the loop in arrival order, so an LE Connection
+/// Complete is always processed (and the connection created) before ACL data that followed it.
+///
+/// Driving it: ``setEventHandler(_:)`` and ``setL2CAPHandler(_:)``, then ``start(completion:)``; then GAP calls,
+/// ``sendL2CAP(connectionHandle:pdu:completion:)`` and raw ``send(_:completion:)``; ``shutdown()`` at the end.
+public final class HostStack: @unchecked Sendable {
+    public let eventLoop: any EventLoop
+    public let configuration: HostConfiguration
+    let transport: any HCITransport
+
+    enum Lifecycle { case idle, starting, ready, closed }
+
+    struct ConnectionRecord {
+        var connection: Connection
+        var pendingUpdates: [(Result<Connection, HostError>) -> Void] = []
+        var pendingDisconnects: [(Result<HCIStatus, HostError>) -> Void] = []
+    }
+
+    struct PendingConnect {
+        let id: UInt64
+        let peer: BluetoothAddress
+        let completion: (Result<Connection, HostError>) -> Void
+        var deadline: StackInstant?
+        /// Why a cancel was sent (cancelled by the caller, or its own time limit passed), nil when none.
+        var cancelReason: HostError?
+    }
+
+    var lifecycle: Lifecycle = .idle
+    var pipe: CommandPipe
+    var info = ControllerInfo()
+    /// Initialisation read a usable LE (or shared) ACL buffer size.
+    var leBuffersRead = false
+    var outbound = ACLOutbound(totalBuffers: 1)
+    var fragmenter: ACLFragmenter?
+    var reassembler: ACLReassembler
+    var connections: [UInt16: ConnectionRecord] = [:]
+    var pendingConnect: PendingConnect?
+    var nextOperationID: UInt64 = 0
+    /// A cancelled connect's Connection Complete (Unknown Connection Identifier) is still to come; swallow it.
+    var expectsCancelledConnectionComplete = false
+    var scanMerger: ScanReportMerger
+    var isScanning = false
+    var isAdvertising = false
+    /// Opcodes the controller answered with Unknown Command: later uses fail at once instead of asking again.
+    var unknownOpcodes: Set<HCIOpcode> = []
+    var timer: ScheduledJob?
+    var timerDeadline: StackInstant?
+    var eventHandler: ((HostEvent) -> Void)?
+    var l2capHandler: ((Connection, [UInt8]) -> Void)?
+    var stats = HostStatistics()
+
+    public init(transport: any HCITransport, eventLoop: any EventLoop, configuration: HostConfiguration = HostConfiguration()) {
+        self.transport = transport
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        pipe = CommandPipe(timeout: configuration.commandTimeout)
+        reassembler = ACLReassembler(maximumPDULength: configuration.maximumReassembledPDULength)
+        scanMerger = ScanReportMerger(capacity: configuration.maximumScanCacheEntries)
+    }
+
+    // MARK: Owner hooks
+
+    /// Sets the handler of ``HostEvent``s (called on the loop, in order).
+    public func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
+        onLoop { [self] in eventHandler = handler }
+    }
+
+    /// Sets the handler of complete L2CAP PDUs received (basic header included), per connection. The L2CAP layer
+    /// plugs in here; called on the loop.
+    public func setL2CAPHandler(_ handler: @escaping @Sendable (Connection, [UInt8]) -> Void) {
+        onLoop { [self] in l2capHandler = handler }
+    }
+
+    /// Runs `body` on the loop: now when already there, else enqueued.
+    func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if eventLoop.inEventLoop { body() } else { eventLoop.execute(body) }
+    }
+
+    func emit(_ event: HostEvent) {
+        eventHandler?(event)
+    }
+
+    // MARK: Lifecycle
+
+    /// Starts the transport and initialises the controller (see `HostStack+Initialisation.swift`). The completion
+    /// gets what was learned about the controller, or why it could not be used.
+    public func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void) {
+        onLoop { [self] in
+            guard lifecycle == .idle else {
+                completion(.failure(HostError(.notReady, "the host stack was already started")))
+                return
+            }
+            lifecycle = .starting
+            let loop = eventLoop
+            do {
+                try transport.start(
+                    onFrame: { [weak self] frame in loop.execute { [weak self] in self?.receive(frame) } },
+                    onClose: { [weak self] error in loop.execute { [weak self] in self?.transportClosed(error) } })
+            } catch {
+                lifecycle = .closed
+                completion(.failure(HostError(.transportFailed, "\(transport.name): \(error)")))
+                return
+            }
+            initialise(completion: completion)
+        }
+    }
+
+    /// Closes the transport and fails everything pending with ``HostError/Code/notReady``.
+    public func shutdown() {
+        onLoop { [self] in
+            guard lifecycle != .closed else { return }
+            tearDown(HostError(.notReady, "the host stack was shut down"))
+            transport.close()
+        }
+    }
+
+    func transportClosed(_ error: HCITransportError?) {
+        guard lifecycle != .closed else { return }
+        let failure = HostError(.transportFailed, "\(transport.name) closed: \(error.map { "\($0)" } ?? "by this side")")
+        emit(.controllerError(failure))
+        tearDown(failure)
+    }
+
+    /// Ends everything: state is cleared first, then completions are called.
+    func tearDown(_ error: HostError) {
+        lifecycle = .closed
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
+        let commands = pipe.removeAll()
+        let sends = outbound.removeAll()
+        let records = connections.values
+        connections = [:]
+        reassembler.reset()
+        let connect = pendingConnect
+        pendingConnect = nil
+        scanMerger.reset()
+        isScanning = false
+        isAdvertising = false
+        for completion in commands { completion(.failure(error)) }
+        for completion in sends { completion(.failure(error)) }
+        for record in records {
+            for completion in record.pendingUpdates { completion(.failure(error)) }
+            for completion in record.pendingDisconnects { completion(.failure(error)) }
+        }
+        connect?.completion(.failure(error))
+    }
+
+    // MARK: Commands
+
+    /// Sends any HCI command through the pipe (credits, timeout) and completes with its return parameters
+    /// (`.status(.success)` for a command answered by Command Status). An error status fails the command.
+    public func send(_ command: HCICommand,
+                     completion: @escaping @Sendable (Result<HCIReturnParameters, HostError>) -> Void) {
+        onLoop { [self] in self.command(command, completion) }
+    }
+
+    /// Queues a command (on the loop).
+    func command(_ command: HCICommand, _ completion: @escaping CommandPipe.Completion) {
+        guard lifecycle == .starting || lifecycle == .ready else {
+            completion(.failure(HostError(.notReady, "\(command.name): the host stack is not running")))
+            return
+        }
+        if unknownOpcodes.contains(command.opcode) {
+            completion(.failure(.command(command.opcode, failedWith: .unknownCommand)))
+            return
+        }
+        pipe.enqueue(command, completion: completion)
+        pumpCommands()
+    }
+
+    func pumpCommands() {
+        for command in pipe.takeSendable(now: eventLoop.now) {
+            sendFrame(H4Frame(type: .command, packet: command.encode()))
+        }
+        armTimer()
+    }
+
+    func sendFrame(_ frame: H4Frame) {
+        do {
+            try transport.send(frame)
+        } catch {
+            // The transport reports its end through onClose as well; make sure the stack stops either way.
+            eventLoop.execute { [weak self] in self?.transportClosed(error) }
+        }
+    }
+
+    // MARK: Timer (one, for the earliest deadline)
+
+    func armTimer() {
+        guard lifecycle != .closed else { return }
+        let deadline = [pipe.nextDeadline, pendingConnect?.deadline].compactMap { $0 }.min()
+        if let timer, !timer.isCancelled, deadline == timerDeadline { return }
+        timer?.cancel()
+        timer = nil
+        timerDeadline = deadline
+        guard let deadline else { return }
+        timer = eventLoop.schedule(at: deadline) { [weak self] in self?.timerFired() }
+    }
+
+    func timerFired() {
+        timer = nil
+        timerDeadline = nil
+        guard lifecycle != .closed else { return }
+        let now = eventLoop.now
+        for (completion, error) in pipe.expire(now: now) {
+            emit(.controllerError(error))
+            completion(.failure(error))
+        }
+        if let pending = pendingConnect, let deadline = pending.deadline, deadline <= now {
+            connectTimedOut()
+        }
+        pumpCommands()
+    }
+
+    // MARK: Input
+
+    func receive(_ frame: H4Frame) {
+        guard lifecycle == .starting || lifecycle == .ready else { return }
+        switch frame.type {
+        case .event:
+            let event: HCIEvent
+            do {
+                event = try HCIEvent(decoding: frame.packet)
+            } catch {
+                undecodableEvent(frame.packet, error)
+                return
+            }
+            handle(event)
+        case .aclData:
+            receiveACL(frame)
+        default:
+            stats.ignoredFrames += 1
+        }
+    }
+
+    /// An event that does not decode. A Command Complete still gives its credits and fails its command.
+    func undecodableEvent(_ packet: [UInt8], _ error: DecodeError) {
+        stats.undecodableEvents += 1
+        let failure = HostError(.protocolError, "undecodable event \(Hex.encode(Array(packet.prefix(8))))...: \(error)")
+        emit(.controllerError(failure))
+        if packet.count >= 5, packet[0] == HCIEventCode.commandComplete.rawValue {
+            let opcode = HCIOpcode(UInt16(packet[3]) | UInt16(packet[4]) << 8)
+            if let (completion, commandError) = pipe.receiveMalformed(opcode: opcode, credits: packet[2], reason: "\(error)") {
+                completion(.failure(commandError))
+            }
+            pumpCommands()
+        }
+    }
+
+    func handle(_ event: HCIEvent) {
+        switch event {
+        case .commandComplete, .commandStatus:
+            if let (completion, result) = pipe.receive(event) {
+                if case .failure(let error) = result, error.status == .unknownCommand, let opcode = error.opcode {
+                    unknownOpcodes.insert(opcode)
+                }
+                completion(result)
+            }
+            stats.unmatchedCommandResponses = pipe.unmatchedResponses
+            pumpCommands()
+        case .disconnectionComplete(let status, let handle, let reason):
+            if status == .success {
+                closeConnection(handle, reason: reason)
+            } else if var record = connections[handle] {
+                let waiting = record.pendingDisconnects
+                record.pendingDisconnects = []
+                connections[handle] = record
+                let error = HostError(.commandFailed, "Disconnection Complete failed: \(status)", status: status)
+                for completion in waiting { completion(.failure(error)) }
+            }
+        case .numberOfCompletedPackets(let entries):
+            for entry in entries { outbound.completed(handle: entry.handle, count: Int(entry.count)) }
+            stats.unexpectedCompletedPackets = outbound.unexpectedCompletions
+            pumpACL()
+        case .encryptionChange(let status, let handle, let enabled),
+             .encryptionChangeV2(let status, let handle, let enabled, _):
+            if status == .success { connections[handle]?.connection.isEncrypted = enabled != 0 }
+            emit(.encryptionChanged(handle: handle, status: status, enabled: enabled != 0))
+        case .encryptionKeyRefreshComplete(let status, let handle):
+            emit(.encryptionKeyRefreshed(handle: handle, status: status))
+        case .hardwareError(let code):
+            emit(.controllerError(HostError(.protocolError, "controller hardware error \(Dissection.hex8(code))")))
+        case .dataBufferOverflow(let linkType):
+            emit(.controllerError(HostError(.protocolError, "controller data buffer overflow (link type \(linkType))")))
+        case .leMeta(let meta):
+            handle(meta)
+        case .readRemoteVersionInformationComplete, .vendor, .unknown:
+            stats.ignoredEvents += 1
+        }
+    }
+
+    func handle(_ meta: HCILEMetaEvent) {
+        switch meta {
+        case .connectionComplete(let complete):
+            connectionComplete(complete)
+        case .enhancedConnectionComplete(let enhanced), .enhancedConnectionCompleteV2(let enhanced, _, _):
+            connectionComplete(enhanced.connection)
+        case .advertisingReport(let reports):
+            guard isScanning else { return }
+            for report in reports { emit(.advertisingReport(scanMerger.merge(report))) }
+        case .connectionUpdateComplete(let status, let handle, let interval, let latency, let timeout):
+            connectionUpdateComplete(status: status, handle: handle,
+                                     parameters: ConnectionParameters(interval: interval, latency: latency, supervisionTimeout: timeout))
+        case .readRemoteFeaturesComplete(let status, let handle, let features):
+            emit(.remoteFeatures(handle: handle, status: status, features: features))
+        case .longTermKeyRequest(let handle, let random, let ediv):
+            emit(.longTermKeyRequest(handle: handle, randomNumber: random, encryptedDiversifier: ediv))
+        case .remoteConnectionParameterRequest(let handle, let intervalMin, let intervalMax, let latency, let timeout):
+            answerParameterRequest(handle: handle, LEConnectionParameters(
+                intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: latency, supervisionTimeout: timeout))
+        case .dataLengthChange(let handle, let txOctets, _, let rxOctets, _):
+            emit(.dataLengthChanged(handle: handle, maxTxOctets: txOctets, maxRxOctets: rxOctets))
+        case .phyUpdateComplete(let status, let handle, let tx, let rx):
+            emit(.phyUpdated(handle: handle, status: status, tx: tx, rx: rx))
+        case .readLocalP256PublicKeyComplete, .generateDHKeyComplete, .directedAdvertisingReport,
+             .extendedAdvertisingReport, .unknown:
+            stats.ignoredEvents += 1
+        }
+    }
+
+    // MARK: Connections
+
+    /// LE (Enhanced) Connection Complete: the connection exists from here on, before any other work.
+    func connectionComplete(_ complete: LEConnectionComplete) {
+        let role: ConnectionRole = complete.role == .central ? .central : .peripheral
+        guard complete.status == .success else {
+            if role == .peripheral { isAdvertising = false }
+            if expectsCancelledConnectionComplete, complete.status == .unknownConnectionIdentifier {
+                expectsCancelledConnectionComplete = false
+                return
+            }
+            if let pending = pendingConnect {
+                pendingConnect = nil
+                armTimer()
+                let error = pending.cancelReason ?? HostError(
+                    .commandFailed, "connecting to \(pending.peer) failed: \(complete.status)", status: complete.status)
+                pending.completion(.failure(error))
+            }
+            return
+        }
+        if connections[complete.handle] != nil {
+            emit(.controllerError(HostError(
+                .protocolError, "connection complete for handle \(Dissection.hex16(complete.handle)), which is in use")))
+            closeConnection(complete.handle, reason: .unspecifiedError)
+        }
+        let connection = Connection(
+            handle: complete.handle, role: role, peer: complete.peerAddress, peerAddressType: complete.peerAddressType,
+            parameters: ConnectionParameters(interval: complete.connectionInterval, latency: complete.peripheralLatency,
+                                             supervisionTimeout: complete.supervisionTimeout))
+        connections[complete.handle] = ConnectionRecord(connection: connection)
+        var completed: PendingConnect?
+        if role == .central {
+            completed = pendingConnect
+            pendingConnect = nil
+            if completed?.cancelReason != nil { expectsCancelledConnectionComplete = false }
+            armTimer()
+        } else {
+            isAdvertising = false
+        }
+        emit(.connected(connection))
+        completed?.completion(.success(connection))
+    }
+
+    /// Disconnection Complete: the connection and everything of it goes (queued sends, reassembly, operations).
+    func closeConnection(_ handle: UInt16, reason: HCIStatus) {
+        guard let record = connections.removeValue(forKey: handle) else {
+            stats.unknownHandleEvents += 1
+            return
+        }
+        reassembler.dropState(for: handle)
+        let failedSends = outbound.removeConnection(handle)
+        let error = HostError(.disconnected, "\(record.connection) ended: \(reason)", status: reason)
+        for completion in failedSends { completion(.failure(error)) }
+        for completion in record.pendingUpdates { completion(.failure(error)) }
+        for completion in record.pendingDisconnects { completion(.success(reason)) }
+        emit(.disconnected(handle: handle, reason: reason))
+        pumpACL()
+    }
+
+    /// The connections open now (read on the loop).
+    public var openConnections: [Connection] {
+        connections.values.map(\.connection).sorted { $0.handle < $1.handle }
+    }
+
+    /// What the host learned about the controller (read on the loop; complete after `start` succeeded).
+    public var controllerInfo: ControllerInfo { info }
+}
