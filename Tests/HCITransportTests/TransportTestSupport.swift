@@ -86,9 +86,12 @@ func sampleFrames(count: Int, seed: UInt64) -> [H4Frame] {
 /// A raw peer socket (code that does not use our transport), for writing and reading H4 bytes by hand.
 final class RawPeer {
     let fd: Int32
+    /// Sockets are written with send(MSG_NOSIGNAL), anything else (a pty master) with write.
+    let isSocket: Bool
 
-    init(fd: Int32) {
+    init(fd: Int32, isSocket: Bool = true) {
         self.fd = fd
+        self.isSocket = isSocket
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
@@ -132,7 +135,9 @@ final class RawPeer {
     func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = bytes[offset...].withUnsafeBytes {
+                isSocket ? send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, $0.baseAddress, $0.count)
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw PeerError("send: \(errno)")

@@ -1,0 +1,106 @@
+import HCI
+@testable import HCITransport
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ``SerialH4Transport`` on a pseudo-terminal pair: the slave stands in for the UART device, the test drives the
+/// master side as the "controller".
+@Suite struct SerialTransportTests {
+    /// Looks up a libc function the Glibc module does not export (the XSI pseudo-terminal calls).
+    static func libc<Function>(_ name: String, as type: Function.Type) throws -> Function {
+        guard let symbol = dlsym(nil, name) else { throw PeerError("dlsym \(name) failed") }
+        return unsafeBitCast(symbol, to: type)
+    }
+
+    /// Opens a pty master (posix_openpt, grantpt, unlockpt, ptsname_r) and returns it with the slave's path.
+    static func openPseudoTerminal() throws -> (master: Int32, slavePath: String) {
+        typealias OpenPT = @convention(c) (Int32) -> Int32
+        typealias OnMaster = @convention(c) (Int32) -> Int32
+        typealias PTSName = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
+        let posixOpenPT = try libc("posix_openpt", as: OpenPT.self)
+        let grantPT = try libc("grantpt", as: OnMaster.self)
+        let unlockPT = try libc("unlockpt", as: OnMaster.self)
+        let ptsName = try libc("ptsname_r", as: PTSName.self)
+        let master = posixOpenPT(O_RDWR | O_NOCTTY)
+        guard master >= 0 else { throw PeerError("posix_openpt: \(errno)") }
+        guard grantPT(master) == 0, unlockPT(master) == 0 else {
+            _ = Glibc.close(master)
+            throw PeerError("grantpt/unlockpt: \(errno)")
+        }
+        var name = [CChar](repeating: 0, count: 128)
+        guard ptsName(master, &name, name.count) == 0 else {
+            _ = Glibc.close(master)
+            throw PeerError("ptsname_r: \(errno)")
+        }
+        return (master, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    @Test func framesCrossAPseudoTerminalBothWaysInRawMode() throws {
+        let (master, slavePath) = try Self.openPseudoTerminal()
+        let transport = try SerialH4Transport(path: slavePath, baudRate: 1_000_000, flowControl: true)
+        #expect(transport.name == "serial:\(slavePath),1000000,rtscts")
+        // The slave is raw: no echo, no CR/LF translation, 8 bits through.
+        var options = termios()
+        let slave = open(slavePath, O_RDWR | O_NOCTTY)
+        #expect(slave >= 0)
+        #expect(tcgetattr(slave, &options) == 0)
+        _ = Glibc.close(slave)
+        #expect(options.c_lflag & tcflag_t(ECHO | ICANON | ISIG) == 0)
+        #expect(options.c_oflag & tcflag_t(OPOST) == 0)
+        #expect(options.c_iflag & tcflag_t(ICRNL | IXON) == 0)
+        #expect(cfgetospeed(&options) == speed_t(B1000000))
+
+        let seen = Collector()
+        try seen.start(transport)
+        let controller = RawPeer(fd: master, isSocket: false)
+        // Bytes that a cooked tty would mangle: 0x0D, 0x0A, 0x03 (^C), 0x11/0x13 (XON/XOFF), 0x7F.
+        let tricky = H4Frame(type: .event, packet: hex("FF 08 0D 0A 03 11 13 7F 04 00"))
+        let frames = [tricky] + sampleFrames(count: 20, seed: 20)
+        for byte in H4Framer.encode(frames) { try controller.write([byte]) }
+        #expect(seen.waitForFrames(frames.count) == frames)
+        let commands = [tricky] + sampleFrames(count: 20, seed: 21)
+        for frame in commands { try transport.send(frame) }
+        #expect(try controller.readFrames(commands.count) == commands)
+
+        // The "UART" goes away: the reader reports it.
+        controller.close()
+        #expect(seen.waitForClose()??.code == .closedByPeer)
+        #expect(throws: HCITransportError.self) { try transport.send(tricky) }
+    }
+
+    @Test func localCloseEndsTheReader() throws {
+        let (master, slavePath) = try Self.openPseudoTerminal()
+        defer { _ = Glibc.close(master) }
+        let transport = try SerialH4Transport(path: slavePath)
+        #expect(transport.name == "serial:\(slavePath),115200")
+        let seen = Collector()
+        try seen.start(transport)
+        transport.close()
+        #expect(seen.waitForClose() == .some(nil))
+        #expect(throws: HCITransportError(.closed, "\(transport.name): the transport is closed")) {
+            try transport.send(H4Frame(type: .command, packet: hex("03 0C 00")))
+        }
+    }
+
+    @Test func openingFailsClearly() throws {
+        #expect(throws: HCITransportError(
+            .openFailed,
+            "serial:/dev/null,115200: /dev/null is not a terminal device")) {
+            try SerialH4Transport(path: "/dev/null")
+        }
+        let missing = "/dev/ocb-no-such-tty"
+        #expect(throws: HCITransportError(
+            .openFailed,
+            "serial:\(missing),115200: cannot open \(missing): \(POSIX.errorText(ENOENT)) (no such device; is the adapter plugged in?)")) {
+            try SerialH4Transport(path: missing)
+        }
+        let rates = SerialH4Transport.supportedBaudRates.map(String.init).joined(separator: ", ")
+        #expect(throws: HCITransportError(
+            .openFailed, "serial:/dev/null,12345: unsupported baud rate 12345; expected one of \(rates)")) {
+            try SerialH4Transport(path: "/dev/null", baudRate: 12345)
+        }
+    }
+}
