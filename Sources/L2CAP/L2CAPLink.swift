@@ -148,16 +148,19 @@ public struct L2CAPLink: Sendable {
     public mutating func send(sdu: [UInt8], on channel: L2CAPChannelIdentifier) throws(L2CAPLinkError)
         -> [L2CAPLinkAction]
     {
-        guard var state = channels[channel] else {
+        guard let (isOpen, remoteMTU, remoteMPS) = channels[channel].map({ ($0.isOpen, $0.remoteMTU, $0.remoteMPS) })
+        else {
             throw L2CAPLinkError(.unknownChannel, "no channel \(channel)")
         }
-        guard state.isOpen else { throw L2CAPLinkError(.channelNotOpen, "channel \(channel) is not open") }
+        guard isOpen else { throw L2CAPLinkError(.channelNotOpen, "channel \(channel) is not open") }
         let payloads: [[UInt8]]
         do {
-            payloads = try L2CAPSDUSegmenter.segment(sdu, mtu: state.remoteMTU, mps: state.remoteMPS)
+            payloads = try L2CAPSDUSegmenter.segment(sdu, mtu: remoteMTU, mps: remoteMPS)
         } catch {
             throw L2CAPLinkError(.sduTooLarge, error.description)
         }
+        // Taken out of the table while it changes, so its queue is not copied (copy-on-write).
+        guard var state = channels.removeValue(forKey: channel) else { return [] }
         state.enqueue(payloads)
         let frames = state.takeSendable()
         channels[channel] = state

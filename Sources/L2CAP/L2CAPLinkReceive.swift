@@ -25,7 +25,8 @@ extension L2CAPLink {
     mutating func receiveKFrame(_ payload: [UInt8], on cid: L2CAPChannelIdentifier, now: StackInstant)
         -> [L2CAPLinkAction]
     {
-        guard var state = channels[cid], state.isOpen else { return [] }
+        // Taken out of the table while it changes, so its buffers are not copied (copy-on-write).
+        guard channels[cid]?.isOpen == true, var state = channels.removeValue(forKey: cid) else { return [] }
         guard state.peerCredits > 0 else {
             return disconnectForViolation(&state, .kFrameWithoutCredits, now: now)
         }
@@ -286,7 +287,8 @@ extension L2CAPLink {
         -> [L2CAPLinkAction]
     {
         guard indication.credits > 0,
-            var state = channels.values.first(where: { $0.isOpen && $0.remoteCID == indication.cid })
+            let cid = channels.first(where: { $0.value.isOpen && $0.value.remoteCID == indication.cid })?.key,
+            var state = channels.removeValue(forKey: cid)
         else { return [] }
         let total = state.sendCredits + Int(indication.credits)
         guard total <= L2CAPCreditBasedChannel.maximumCredits else {

@@ -309,4 +309,18 @@ func sentFrames(_ actions: [L2CAPLinkAction]) -> [[UInt8]] {
         pair.run(pair.peripheral.linkDisconnected(), from: .peripheral)
         #expect(pair.bothIdle)
     }
+
+    @Test func largestSDUOverSmallestMPS() throws {
+        var pair = LinkPair()
+        let (centralCID, peripheralCID) = try pair.open(serverMTU: 65535, serverMPS: 23, serverCredits: 10)
+        var generator = SeededGenerator(seed: 0xFFFF)
+        let sdu = generator.bytes(65535)
+        pair.wire = []
+        pair.run(try pair.central.send(sdu: sdu, on: centralCID), from: .central)
+        #expect(pair.takeEvents(.peripheral) == [.sdu(peripheralCID, sdu)])
+        // 65537 octets in K-frames of 23: 2850 frames, the last one of 10.
+        let kFrames = pair.wire.filter { $0.from == .central }.map(\.frame)
+        #expect(kFrames.count == 2850 && kFrames.last?.count == 4 + 10)
+        #expect(pair.central.queuedFrameCount == 0 && pair.peripheral.reassemblingChannelCount == 0)
+    }
 }
