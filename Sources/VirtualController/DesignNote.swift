@@ -1,1 +1,40 @@
-// VirtualController: design note to come (see the issue that fills this layer).
+// VirtualController — design note
+//
+// What: a software LE controller (the controller side of HCI, Core 5.4 Vol 4 Part E; the link layer, Vol 6
+// Part B) and the virtual air it shares with other controllers. A host we did not write must run on it unchanged.
+//
+// - `VirtualAir` (VirtualAir.swift) is the radio medium and the only scheduler: advertising events at the
+//   advertising interval plus a seeded 0-10 ms advDelay (§4.4.2.2), connection events at the connection interval
+//   (§4.5.1). It arms ONE timer on its EventLoop for the earliest task. Propagation: RSSI = txPower − (reference
+//   loss at 1 m + 10·n·log10(d)), optional uniform jitter; below the sensitivity nothing is heard; a heard packet
+//   is lost with the configured probability. All randomness (advDelay, loss, jitter, LE Rand, SKD/IV) comes from
+//   one SplitMix64 seeded at init and drawn in loop order: same seed + same scenario => same packets and events.
+//   Devices are kept in join order and nothing iterates a Dictionary where order matters.
+// - `VirtualController` (VirtualController*.swift) decodes HCI commands with the HCI module's codecs and answers
+//   with Command Complete / Command Status (1 credit each), applies the event masks, and drives the advertising,
+//   scanning and initiating state. Host ACL packets are buffered (251 octets x 8) and enter the link layer as
+//   data PDUs of at most the negotiated connMaxTxOctets; Number Of Completed Packets is sent only when the peer's
+//   link layer acknowledged the last PDU of a host packet. Data to the host goes out per received PDU, with
+//   PB 0b10 (start) / 0b01 (continuation), split to the host's ACL length (Host Buffer Size).
+// - `LinkLayerConnection` is the sans-I/O state machine of one connection end: SN/NESN acknowledgement and
+//   retransmission (§4.5.9), control procedures (§5.1: connection update and PHY update with instants, feature
+//   and version exchange, data length update, encryption start and pause/refresh, termination). PDUs are sealed
+//   with AES-CCM (BluetoothCrypto LinkLayerEncryptionSession) when they enter the transmit queue, so
+//   retransmissions resend the same ciphertext; the receiver checks SN before decrypting (duplicates are dropped
+//   without touching the packet counter).
+//
+// Time model (documented simplification): advertising, scanning and connection events are instants, not air
+// time. In a connection event the central sends its head PDU (or an empty PDU); if the peripheral hears it, it
+// answers with its own head; up to `maximumExchangesPerEvent` exchanges while either side has more data. A lost
+// packet closes the event; the unacknowledged PDU is resent at the next event (so loss delays but never loses or
+// reorders data above HCI). Peripheral latency is not used (the peripheral listens at every event). Supervision
+// timeout: an end that heard nothing for connSupervisionTimeout reports Disconnection Complete 0x08. A MIC failure
+// ends both sides with 0x3D at once (a real central would see its own MIC failure or a timeout). Scanning hears
+// one PDU per advertising event (not one per channel); active scanners send SCAN_REQ on every scannable PDU (no
+// backoff). Power-off and HCI_Reset leave the air silently: peers see a supervision timeout.
+//
+// Not implemented: extended advertising, privacy / resolving list, LE Secure Connections P-256 commands (the host
+// does them), Connection Parameters Request procedure, controller-to-host flow control (accepted, not enforced).
+//
+// State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
+// `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.

@@ -1,0 +1,310 @@
+public import BluetoothCore
+public import BluetoothRuntime
+public import HCI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The shared radio medium of virtual controllers: who hears whom, at which RSSI, and when (DESIGN.md "The
+/// virtual controller and the air"). It owns all link-layer scheduling: advertising events (Core 5.4 Vol 6 Part B
+/// §4.4.2.2, with the 0–10 ms advDelay) and connection events (§4.5.1), on one timer armed on its loop for the
+/// earliest of them. Every random choice (advDelay, loss, jitter, LE Rand, SKD/IV) comes from one generator seeded
+/// at init and drawn in loop order, so the same seed and the same scenario give the same packets and events.
+///
+/// All state is confined to ``eventLoop``; ``configuration`` and device positions may be changed from any thread.
+public final class VirtualAir: @unchecked Sendable {
+    /// The loop everything on this air runs on.
+    public let eventLoop: any EventLoop
+
+    private let configurationValue: LockedValue<AirConfiguration>
+    private let observerValue = LockedValue<(@Sendable (AirPacket) -> Void)?>(nil)
+    private let identifiers = LockedValue(0)
+
+    /// The radio model; may be changed at any time (takes effect for the next packet).
+    public var configuration: AirConfiguration {
+        get { configurationValue.withLock { $0 } }
+        set { configurationValue.withLock { $0 = newValue } }
+    }
+
+    /// Sees every packet put on the air (on the loop), for traces, hub statistics and determinism checks.
+    public var observer: (@Sendable (AirPacket) -> Void)? {
+        get { observerValue.withLock { $0 } }
+        set { observerValue.withLock { $0 = newValue } }
+    }
+
+    var random: AirRandom
+    var devices: [VirtualController] = []
+    var links: [Int: AirLink] = [:]
+    private var nextLinkIdentifier = 1
+
+    enum Task: Hashable {
+        case advertising(Int)
+        case connectionEvent(Int)
+    }
+
+    private struct Entry {
+        var deadline: StackInstant
+        var sequence: UInt64
+    }
+
+    private var tasks: [Task: Entry] = [:]
+    private var sequence: UInt64 = 0
+    private var timer: ScheduledJob?
+    private var armedDeadline: StackInstant?
+    private var firing = false
+
+    public init(eventLoop: any EventLoop, seed: UInt64, configuration: AirConfiguration = AirConfiguration()) {
+        self.eventLoop = eventLoop
+        self.random = AirRandom(seed: seed)
+        self.configurationValue = LockedValue(configuration)
+    }
+
+    /// Live connections (both ends or one end still up), for leak checks and the hub.
+    public var linkCount: Int { links.count }
+
+    /// Scheduled advertising and connection events, for leak checks.
+    public var scheduledTaskCount: Int { tasks.count }
+
+    // MARK: Devices
+
+    func allocateIdentifier() -> Int {
+        identifiers.withLock { value in
+            value += 1
+            return value
+        }
+    }
+
+    func attach(_ device: VirtualController) {
+        if eventLoop.inEventLoop {
+            devices.append(device)
+        } else {
+            eventLoop.execute { [self] in devices.append(device) }
+        }
+    }
+
+    func nextRandom() -> UInt64 { random.next() }
+
+    func withRandom<Result>(_ body: (inout AirRandom) -> Result) -> Result { body(&random) }
+
+    // MARK: Propagation
+
+    /// The RSSI at which `receiver` hears `sender` now, or nil when it does not (off, out of range, or lost).
+    func hear(_ sender: VirtualController, _ receiver: VirtualController) -> Int8? {
+        guard sender.powered, receiver.powered, sender !== receiver else { return nil }
+        let model = configuration
+        let distance = max(0.1, sender.position.distance(to: receiver.position))
+        var rssi = Double(sender.txPower) - (model.referenceLoss + 10 * model.pathLossExponent * log10(distance))
+        if model.rssiJitter > 0 { rssi += (random.unit() * 2 - 1) * model.rssiJitter }
+        guard rssi.isFinite, rssi >= model.sensitivity else { return nil }
+        if model.packetLoss > 0, random.unit() < model.packetLoss { return nil }
+        return Int8(clamping: Int(max(-128, min(127, rssi.rounded()))))
+    }
+
+    /// The RSSI `receiver` would measure from `sender` without jitter or loss (nil when out of range).
+    public func rssi(from sender: VirtualController, to receiver: VirtualController) -> Int8? {
+        let model = configuration
+        let distance = max(0.1, sender.position.distance(to: receiver.position))
+        let rssi = Double(sender.txPower) - (model.referenceLoss + 10 * model.pathLossExponent * log10(distance))
+        guard rssi.isFinite, rssi >= model.sensitivity else { return nil }
+        return Int8(clamping: Int(max(-128, min(127, rssi.rounded()))))
+    }
+
+    func record(_ kind: AirPacket.Kind, from sender: BluetoothAddress, _ bytes: [UInt8]) {
+        guard let observer else { return }
+        observer(AirPacket(time: eventLoop.now, kind: kind, sender: sender, bytes: bytes))
+    }
+
+    // MARK: Scheduling (one timer for all tasks)
+
+    private func schedule(_ task: Task, at deadline: StackInstant) {
+        sequence &+= 1
+        tasks[task] = Entry(deadline: deadline, sequence: sequence)
+        rearm()
+    }
+
+    private func cancel(_ task: Task) {
+        tasks[task] = nil
+        rearm()
+    }
+
+    private func earliest() -> (Task, Entry)? {
+        var best: (Task, Entry)?
+        for (task, entry) in tasks {
+            if let current = best {
+                if (entry.deadline, entry.sequence) < (current.1.deadline, current.1.sequence) { best = (task, entry) }
+            } else {
+                best = (task, entry)
+            }
+        }
+        return best
+    }
+
+    private func rearm() {
+        guard !firing else { return }
+        let next = earliest()?.1.deadline
+        if let timer, !timer.isCancelled, next == armedDeadline { return }
+        timer?.cancel()
+        timer = nil
+        armedDeadline = next
+        guard let next else { return }
+        timer = eventLoop.schedule(at: next) { [weak self] in self?.fire() }
+    }
+
+    private func fire() {
+        timer = nil
+        armedDeadline = nil
+        firing = true
+        while let (task, entry) = earliest(), entry.deadline <= eventLoop.now {
+            tasks[task] = nil
+            switch task {
+            case .advertising(let identifier): runAdvertisingEvent(identifier)
+            case .connectionEvent(let identifier): runConnectionEvent(identifier)
+            }
+        }
+        firing = false
+        rearm()
+    }
+
+    // MARK: Advertising
+
+    func scheduleAdvertising(_ device: VirtualController, first: Bool) {
+        let parameters = device.settings.advertisingParameters
+        let highDuty = parameters.advertisingType == .connectableHighDutyCycleDirected
+        let delay: Duration = highDuty ? .zero : .microseconds(Int(random.next() % 10_001))
+        let interval: Duration = first ? .zero
+            : highDuty ? .microseconds(3750) : .microseconds(Int(parameters.intervalMin) * 625)
+        schedule(.advertising(device.identifier), at: eventLoop.now + interval + delay)
+    }
+
+    func cancelAdvertising(_ device: VirtualController) {
+        cancel(.advertising(device.identifier))
+    }
+
+    private func runAdvertisingEvent(_ identifier: Int) {
+        guard let advertiser = devices.first(where: { $0.identifier == identifier }), advertiser.powered,
+              let advertisement = advertiser.currentAdvertisement(now: eventLoop.now) else { return }
+        record(.advertising(advertisement.type), from: advertisement.address, advertisement.data)
+        for listener in devices where listener !== advertiser && listener.isListening(now: eventLoop.now) {
+            guard let rssi = hear(advertiser, listener) else { continue }
+            listener.receiveAdvertisement(advertisement, rssi: rssi, from: advertiser, now: eventLoop.now)
+            guard advertiser.settings.advertising else { break }
+        }
+        if advertiser.settings.advertising { scheduleAdvertising(advertiser, first: false) }
+    }
+
+    /// SCAN_REQ from `scanner` and the SCAN_RSP back; nil when either is not heard or the advertiser refuses.
+    func exchangeScanRequest(scanner: VirtualController, scannerAddress: BluetoothAddress,
+                             advertiser: VirtualController, advertiserAddress: BluetoothAddress) -> (data: [UInt8], rssi: Int8)? {
+        record(.scanRequest, from: scannerAddress, advertiserAddress.littleEndianBytes)
+        guard hear(scanner, advertiser) != nil, advertiser.acceptsScanRequest(from: scannerAddress) else { return nil }
+        let data = advertiser.settings.scanResponseData
+        record(.scanResponse, from: advertiserAddress, data)
+        guard let rssi = hear(advertiser, scanner) else { return nil }
+        return (data, rssi)
+    }
+
+    /// CONNECT_IND from `initiator`; true when the advertiser heard and accepted it (both ends are then connected).
+    func connect(initiator: VirtualController, initiatorAddress: BluetoothAddress, advertiser: VirtualController,
+                 advertiserAddress: BluetoothAddress, parameters: LEConnectionParameters) -> Bool {
+        record(.connectRequest, from: initiatorAddress, advertiserAddress.littleEndianBytes)
+        guard hear(initiator, advertiser) != nil, advertiser.acceptsConnection(from: initiatorAddress) else { return false }
+        let link = AirLink(identifier: nextLinkIdentifier, central: initiator, peripheral: advertiser)
+        nextLinkIdentifier += 1
+        links[link.identifier] = link
+        let now = eventLoop.now
+        link.peripheralHandle = advertiser.establishConnection(link: link, role: .peripheral, peer: initiatorAddress,
+                                                               parameters: parameters, now: now)
+        link.centralHandle = initiator.establishConnection(link: link, role: .central, peer: advertiserAddress,
+                                                           parameters: parameters, now: now)
+        schedule(.connectionEvent(link.identifier), at: now + .microseconds(Int(parameters.intervalMin) * 1250))
+        return true
+    }
+
+    // MARK: Connection events
+
+    private func runConnectionEvent(_ identifier: Int) {
+        guard let link = links[identifier] else { return }
+        let now = eventLoop.now
+        let central = link.central, peripheral = link.peripheral
+        let centralHandle = link.centralHandle, peripheralHandle = link.peripheralHandle
+        if link.centralAlive { central.linkBeginEvent(centralHandle) }
+        if link.peripheralAlive { peripheral.linkBeginEvent(peripheralHandle) }
+        let limit = max(1, configuration.maximumExchangesPerEvent)
+        var exchanges = 0
+        while exchanges < limit, link.centralAlive {
+            exchanges += 1
+            guard let request = central.linkTransmit(centralHandle) else { break }
+            record(.data(link: identifier, fromCentral: true), from: central.publicAddress, request)
+            guard link.peripheralAlive, let rssi = hear(central, peripheral) else { break }
+            peripheral.linkReceive(peripheralHandle, request, rssi: rssi, now: now)
+            guard link.peripheralAlive, let response = peripheral.linkTransmit(peripheralHandle) else { break }
+            record(.data(link: identifier, fromCentral: false), from: peripheral.publicAddress, response)
+            guard link.centralAlive, let back = hear(peripheral, central) else { break }
+            central.linkReceive(centralHandle, response, rssi: back, now: now)
+            guard link.centralAlive, link.peripheralAlive,
+                  central.linkHasMoreData(centralHandle) || peripheral.linkHasMoreData(peripheralHandle) else { break }
+        }
+        if link.centralAlive { central.linkEndEvent(centralHandle, now: now) }
+        if link.peripheralAlive { peripheral.linkEndEvent(peripheralHandle, now: now) }
+        guard link.centralAlive || link.peripheralAlive else {
+            links[identifier] = nil
+            return
+        }
+        let interval = link.centralAlive ? central.linkInterval(centralHandle) : peripheral.linkInterval(peripheralHandle)
+        schedule(.connectionEvent(identifier), at: now + (interval ?? .milliseconds(30)))
+    }
+
+    /// Ends the other side of `link` (a MIC failure seen by one end is reported on both).
+    func terminatePeer(of device: VirtualController, link: AirLink, reason: HCIStatus) {
+        if device === link.central, link.peripheralAlive {
+            link.peripheral.closeConnection(link.peripheralHandle, reason: reason)
+        } else if device === link.peripheral, link.centralAlive {
+            link.central.closeConnection(link.centralHandle, reason: reason)
+        }
+    }
+}
+
+/// One connection on the air: its two ends and whether each is still in the Connection State.
+final class AirLink {
+    let identifier: Int
+    let central: VirtualController
+    let peripheral: VirtualController
+    var centralHandle: UInt16 = 0
+    var peripheralHandle: UInt16 = 0
+    var centralAlive = true
+    var peripheralAlive = true
+
+    init(identifier: Int, central: VirtualController, peripheral: VirtualController) {
+        self.identifier = identifier
+        self.central = central
+        self.peripheral = peripheral
+    }
+
+    func endGone(_ device: VirtualController) {
+        if device === central { centralAlive = false }
+        if device === peripheral { peripheralAlive = false }
+    }
+}
+
+/// A packet put on the air, as the ``VirtualAir/observer`` sees it.
+public struct AirPacket: Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: Hashable, Sendable {
+        case advertising(LEAdvertisingType)
+        case scanRequest
+        case scanResponse
+        case connectRequest
+        /// A data channel PDU (header and payload, sealed when encrypted) on link `link`.
+        case data(link: Int, fromCentral: Bool)
+    }
+
+    public var time: StackInstant
+    public var kind: Kind
+    public var sender: BluetoothAddress
+    public var bytes: [UInt8]
+
+    public var description: String { "\(time) \(kind) \(sender.string) \(Hex.encode(bytes))" }
+}
