@@ -1,1 +1,26 @@
-// GATT: design note to come (see the issue that fills this layer).
+// GATT: the Generic Attribute Profile over ATT (Core 5.4 Vol 3 Part G), sans-I/O.
+//
+// What this layer is:
+// - `GATTDatabase` (Vol 3 Part G §3): a value built by the application — primary, secondary and included
+//   services, characteristics (declaration, value, Extended Properties, CCCD added for notify/indicate, user
+//   description, presentation format, any descriptor), the GAP (0x1800) and GATT (0x1801, Service Changed, Client
+//   Supported Features) services — with handles assigned sequentially from 0x0001. Values are stored bytes or
+//   application handlers (read with offset, write with offset, able to answer any ATT error).
+// - `GATTPermissions` / `GATTSecurityRequirement` / `GATTLinkSecurity` (Vol 3 Part F §3.2.5, Part C §10.3): the
+//   permission checks and their exact errors.
+// - `GATTServer` (Vol 3 Part G §4, Vol 3 Part F §3.4): answers every server procedure for every connection, keeps
+//   per-connection state (CCCD values, Client Supported Features, prepare queue, ATT_MTU, link security) and the
+//   shared stored values; builds notifications, indications, Multiple Handle Value Notifications and Service
+//   Changed indications for the subscribed connections.
+// - `GATTClient*` (Vol 3 Part G §4, client side): the client procedures, in their own files.
+//
+// Who owns the state: the Host, one `GATTServer` per local device and one `ATTBearer` (ATT module) per connection.
+// Which executor runs it: the stack's EventLoop; every call is synchronous and returns values/actions, nothing
+// here has a thread, a clock or I/O. Application handlers run synchronously inside `handleRequest`, so they must
+// not block (the CoreBluetooth façade answers through them on the stack loop and hops to the user's queue).
+//
+// Wiring (Host): bearer `.request(pdu)` -> `server.handleRequest(pdu, from:)` -> `bearer.respond(reply.response)`;
+// `.command` -> `server.handleCommand`; `.mtuChanged(m)` -> `server.setMTU(m, for:)`; `server.updateValue` /
+// `notify` / `serviceChanged` -> `GATTServerOutbound` -> `bearer.send(pdu)` or `bearer.sendIndication`.
+// Signed writes are verified by a hook (`GATTSignatureVerifier`) the Host builds from BluetoothCrypto.DataSigning,
+// since GATT does not depend on BluetoothCrypto.
