@@ -8,10 +8,15 @@
 // Who owns state: nobody here. Every type is a pure value (`L2CAPBasicFrame`, `L2CAPSignalingCommand`) except
 // `L2CAPSDUReassembler`, a small struct the Host keeps per credit-based channel and drives synchronously; it
 // returns complete SDUs or a typed `L2CAPSDUError` naming the rule the peer broke (the Host then disconnects the
-// channel, as §3.4.3 requires). Credit accounting, channel tables, identifiers and timeouts belong to the Host.
+// channel, as §3.4.3 requires).
+//
+// `L2CAPLink` is the one stateful part: the sans-I/O state machine of one LE ACL link (fixed channels, signaling
+// identifiers and the RTX timeout, credit-based channel tables and credits, connection parameter update requests).
+// The Host owns one per connection on its EventLoop, feeds it reassembled frames and `now`, carries out the
+// actions it returns, and arms one timer for its `nextDeadline`.
 //
 // Which executor: none of its own. Codecs are pure values with no state, usable on any thread; the reassembler
-// is owned by the stack's serial executor like every other per-connection state machine.
+// and `L2CAPLink` are owned by the stack's serial executor like every other per-connection state machine.
 //
 // Decoding: every decoder reads through `ByteReader` and throws `DecodeError`; exact lengths per signaling
 // command come from one table (`L2CAPSignalingCode.leLengthRule`). Value-range checks the specification

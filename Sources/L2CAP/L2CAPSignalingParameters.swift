@@ -155,7 +155,7 @@ public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable {
 
 /// Flow Control Credit Indication, Core 5.4 Vol 3 Part A §4.24.
 public struct L2CAPFlowControlCreditIndication: Hashable, Sendable {
-    /// The channel the credits are for (the receiver's source CID, the sender's destination CID).
+    /// The channel the credits are for: the sender's own (source) CID, which the receiver knows as its destination CID.
     public var cid: L2CAPChannelIdentifier
     /// Credits granted (1...65535).
     public var credits: UInt16
