@@ -1,24 +1,3 @@
-// GATT client (design note of the client half of this module).
-//
-// `GATTClient` runs the client procedures of Core 5.4 Vol 3 Part G §4 (service, characteristic and descriptor
-// discovery; reads, long reads, read by UUID, read multiple; writes of every kind, long and reliable writes;
-// Client Characteristic Configuration writes) as a sans-I/O state machine: a plain struct that turns a queue of
-// procedures into ATT requests and ATT responses into the next request or a result. It owns no bearer, no
-// timer and no clock. It sits on an ATT bearer written separately, which does the MTU exchange, serialises
-// transactions and runs the 30 s transaction timeout; the client's contract with that bearer:
-// - it emits at most one request at a time (`.sendRequest`), the next only after the previous one's response
-//   (or Error Response) is fed back with `receive(response:)`; commands (`.sendCommand`) are emitted in queue
-//   order and complete at once;
-// - the owner sets `mtu` after the exchange (each request is sized with the MTU current when it is built);
-// - the owner reports the end of the bearer with `bearerFailed(_:)`: the current and every queued procedure
-//   fail with `.bearerFailed`, and later procedures fail at once;
-// - notifications and indications are passed through as actions, in arrival order; the owner confirms
-//   indications through the bearer.
-// Procedures complete in enqueue order. Every continuation of a discovery strictly advances its start handle,
-// and every response is checked against the request (opcode, handle ranges, ordering, echoes), so a hostile
-// server cannot make the client loop or accept garbage: the procedure fails with `.invalidResponse`.
-// State: owned by whoever owns the connection (the Host), mutated only on that stack's serial executor.
-
 public import ATT
 import BluetoothCore
 
@@ -29,6 +8,29 @@ import BluetoothCore
 public typealias GATTClientSigner = @Sendable (_ message: [UInt8]) -> ATTAuthenticationSignature?
 
 /// The GATT client procedures (Core 5.4 Vol 3 Part G §4) as a sans-I/O state machine over an ATT bearer.
+///
+/// Design note (the client half of the GATT module). `GATTClient` runs the client procedures of Vol 3 Part G §4
+/// (service, included service, characteristic and descriptor discovery; reads, long reads, read by UUID, read
+/// multiple and read multiple variable; write without response, signed write, write, long and reliable writes;
+/// Client Characteristic Configuration writes) as a plain struct that turns a queue of procedures into ATT
+/// requests, and ATT responses into the next request or a typed result. It owns no bearer, no timer and no
+/// clock: it sits on an ATT bearer written separately, which does the MTU exchange, serialises transactions and
+/// runs the 30 s transaction timeout (Vol 3 Part F §3.3.3). The contract with that bearer:
+/// - at most one request is outstanding (``GATTClientAction/sendRequest(_:)``); the next is emitted only after
+///   the previous one's response or Error Response is fed back with ``receive(response:)`` (or
+///   ``receive(serverPDU:)``, which also routes notifications and indications); commands
+///   (``GATTClientAction/sendCommand(_:)``) are emitted in queue order and complete at once;
+/// - the owner sets ``mtu`` after the exchange; every request is sized with the MTU current when it is built;
+/// - the owner reports the end of the bearer with ``bearerFailed(_:)``: the current and all queued procedures
+///   fail with ``GATTClientError/bearerFailed(_:)``, and later ones fail as soon as they are enqueued;
+/// - notifications and indications pass through as actions in arrival order; the owner confirms indications
+///   through the bearer.
+///
+/// Procedures complete in enqueue order. Every continuation of a discovery strictly advances its start handle
+/// and every response is checked against its request (opcode, handle range and order, Prepare Write echoes), so
+/// a hostile server cannot make the client loop or accept garbage: the procedure fails with
+/// ``GATTClientError/invalidResponse(_:)`` and the next one runs. State: owned by whoever owns the connection
+/// (the Host), and mutated only on that stack's serial executor; no locks, no threads, no I/O.
 ///
 /// Drive it so:
 /// ```swift

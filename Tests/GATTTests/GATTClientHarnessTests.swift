@@ -40,7 +40,10 @@ struct ClientTestServer {
 
     init(mtu: Int) { self.mtu = mtu }
 
-    var nextHandle: UInt16 { (attributes.last?.handle ?? 0) + 1 }
+    /// The handle of the first attribute added.
+    var firstHandle: UInt16 = 1
+
+    var nextHandle: UInt16 { attributes.last.map { $0.handle &+ 1 } ?? firstHandle }
 
     /// Adds a service declaration; its group ends where the next service starts (``finish()``).
     @discardableResult

@@ -227,6 +227,37 @@ struct GATTClientDiscoveryTests {
         expectNoLeftovers(client)
     }
 
+    @Test("a database at the top of the handle space: no wrap-around, no request past 0xFFFF")
+    func topOfHandleSpace() throws {
+        var server = ClientTestServer(mtu: 23)
+        server.firstHandle = 0xFFFA
+        server.service(BluetoothUUID(0x180F))
+        server.characteristic(BluetoothUUID(0x2A19), properties: 0x02, value: [50])
+        server.descriptor(BluetoothUUID(0x2901), value: [])
+        server.characteristic(BluetoothUUID(0x2A1A), properties: 0x02, value: [1])
+        server.finish()
+        var client = GATTClient()
+        let (services, servicesRun) = perform(.discoverAllPrimaryServices, on: &client, &server)
+        let service = GATTDiscoveredService(range: ATTHandleRange(start: 0xFFFA, end: 0xFFFF), uuid: BluetoothUUID(0x180F))
+        #expect(try services?.get() == .services([service]))
+        #expect(hexList(servicesRun.requests) == ["100100ffff0028"], "a group ending at 0xFFFF ends discovery")
+        let (byUUID, byUUIDRun) = perform(.discoverPrimaryServices(uuid: BluetoothUUID(0x180F)), on: &client, &server)
+        #expect(try byUUID?.get() == .services([service]))
+        #expect(byUUIDRun.requests.count == 1)
+        let (characteristicsResult, characteristicsRun) = perform(.discoverAllCharacteristics(of: service), on: &client, &server)
+        let battery = GATTDiscoveredCharacteristic(declarationHandle: 0xFFFB, properties: .read, valueHandle: 0xFFFC, uuid: BluetoothUUID(0x2A19), endHandle: 0xFFFD)
+        let last = GATTDiscoveredCharacteristic(declarationHandle: 0xFFFE, properties: .read, valueHandle: 0xFFFF, uuid: BluetoothUUID(0x2A1A), endHandle: 0xFFFF)
+        #expect(try characteristicsResult?.get() == .characteristics([battery, last]))
+        #expect(hexList(characteristicsRun.requests) == ["08faffffff0328", "08ffffffff0328"])
+        let (descriptors, descriptorsRun) = perform(.discoverAllDescriptors(of: battery), on: &client, &server)
+        #expect(try descriptors?.get() == .descriptors([GATTDiscoveredDescriptor(handle: 0xFFFD, uuid: BluetoothUUID(0x2901))]))
+        #expect(hexList(descriptorsRun.requests) == ["04fdfffdff"])
+        let (none, noneRun) = perform(.discoverAllDescriptors(of: last), on: &client, &server)
+        #expect(try none?.get() == .descriptors([]))
+        #expect(noneRun.requests.isEmpty, "the value handle 0xFFFF leaves no room for descriptors")
+        expectNoLeftovers(client)
+    }
+
     @Test("discovery requests continue exactly after the last handle of each response")
     func continuationHandles() {
         var server = Self.database(mtu: 23)
