@@ -165,6 +165,16 @@ public struct GATTClient: Sendable {
         return actions
     }
 
+    /// Fails the procedure whose request is outstanding with `error` (its request was never answered because the
+    /// bearer refused it) and starts the next one. Nothing when no request is outstanding.
+    public mutating func failOutstandingRequest(_ error: GATTClientError) -> [GATTClientAction] {
+        guard let current = running else { return [] }
+        running = nil
+        var actions: [GATTClientAction] = [.complete(current.id, .failure(error))]
+        startNext(&actions)
+        return actions
+    }
+
     private mutating func startNext(_ actions: inout [GATTClientAction]) {
         while running == nil, !queue.isEmpty {
             let next = queue.removeFirst()

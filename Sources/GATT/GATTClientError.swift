@@ -40,6 +40,8 @@ public enum GATTClientError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidParameter(String)
     /// A signed write was asked for and no signer is set, or the signer declined.
     case signingUnavailable
+    /// The bearer refused to send the request (too long for ATT_MTU, not a request); the reason in words.
+    case requestRefused(String)
 
     /// The ATT error code, when the server answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
@@ -57,6 +59,7 @@ public enum GATTClientError: Error, Hashable, Sendable, CustomStringConvertible 
         case .bearerFailed(let failure): return "bearer failed: \(failure)"
         case .invalidParameter(let reason): return "invalid parameter: \(reason)"
         case .signingUnavailable: return "no signing key for a signed write"
+        case .requestRefused(let reason): return "the bearer refused the request: \(reason)"
         }
     }
 }
