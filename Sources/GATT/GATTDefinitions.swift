@@ -245,6 +245,14 @@ public struct GATTCharacteristicHandles: Hashable, Sendable {
     public var clientConfiguration: UInt16?
     /// The other descriptors, in definition order (extended properties first when present).
     public var descriptors: [UInt16]
+
+    public init(uuid: BluetoothUUID, declaration: UInt16, value: UInt16, clientConfiguration: UInt16? = nil, descriptors: [UInt16] = []) {
+        self.uuid = uuid
+        self.declaration = declaration
+        self.value = value
+        self.clientConfiguration = clientConfiguration
+        self.descriptors = descriptors
+    }
 }
 
 /// The handles a database gave a service.
@@ -254,6 +262,14 @@ public struct GATTServiceHandles: Hashable, Sendable {
     public var start: UInt16
     public var end: UInt16
     public var characteristics: [GATTCharacteristicHandles]
+
+    public init(uuid: BluetoothUUID, isPrimary: Bool, start: UInt16, end: UInt16, characteristics: [GATTCharacteristicHandles] = []) {
+        self.uuid = uuid
+        self.isPrimary = isPrimary
+        self.start = start
+        self.end = end
+        self.characteristics = characteristics
+    }
 
     /// The handles of the characteristic `uuid` (the first one with that UUID).
     public func characteristic(_ uuid: BluetoothUUID) -> GATTCharacteristicHandles? {
