@@ -137,7 +137,7 @@ struct GATTClientBearerTests {
         #expect(link.events == [.notification(handle: 15, value: [0, 80]), .indication(handle: 19, value: [2])])
         #expect(link.confirmed == [19])
         #expect(link.disconnects.isEmpty)
-        expectNoLeftovers(link.client)
+        expectClientIdle(link.client)
         #expect(link.clientBearer.pendingRequestCount == 0)
         #expect(link.clientRequestIDs.isEmpty)
     }
@@ -147,7 +147,7 @@ struct GATTClientBearerTests {
         var link = ClientTestLink(server: GATTClientDiscoveryTests.database(mtu: 23), clientMTU: 23, serverMTU: 23)
         #expect(link.run(.readCharacteristicValue(handle: 0x0200)) == .failure(.attError(.invalidHandle, handle: 0x0200)))
         #expect(link.run(.readCharacteristicValue(handle: 3)) == .success(.value(Array("Device".utf8))))
-        expectNoLeftovers(link.client)
+        expectClientIdle(link.client)
     }
 
     @Test("a request the bearer refuses fails only its procedure")
@@ -164,7 +164,7 @@ struct GATTClientBearerTests {
         }
         #expect(link.results[next] == .success(.value(Array("Device".utf8))))
         #expect(link.disconnects.isEmpty)
-        expectNoLeftovers(link.client)
+        expectClientIdle(link.client)
     }
 
     @Test("the 30 s transaction timeout fails the current and queued procedures")
@@ -182,7 +182,7 @@ struct GATTClientBearerTests {
         #expect(link.results[first] == .failure(.bearerFailed(.transactionTimeout)))
         #expect(link.results[second] == .failure(.bearerFailed(.transactionTimeout)))
         #expect(link.disconnects == [.transactionTimeout])
-        expectNoLeftovers(link.client)
+        expectClientIdle(link.client)
         #expect(link.clientBearer.nextDeadline == nil)
     }
 }

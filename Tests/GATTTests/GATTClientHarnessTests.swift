@@ -254,7 +254,7 @@ struct ClientTestRun {
 
 /// Performs `actions` against `responder` until nothing is left: each request's answer goes back through its
 /// bytes (encode, decode) so the codecs are exercised too. Stops after `limit` steps (a loop is a failure).
-func drive(_ client: inout GATTClient, _ responder: inout some ClientTestResponder, _ initial: [GATTClientAction], limit: Int = 20_000) -> ClientTestRun {
+func driveClient(_ client: inout GATTClient, _ responder: inout some ClientTestResponder, _ initial: [GATTClientAction], limit: Int = 20_000) -> ClientTestRun {
     var run = ClientTestRun()
     var pending = initial
     while !pending.isEmpty {
@@ -289,20 +289,20 @@ func drive(_ client: inout GATTClient, _ responder: inout some ClientTestRespond
 }
 
 /// Enqueues one procedure, drives it to completion and returns its result and the run.
-func perform(_ procedure: GATTProcedure, on client: inout GATTClient, _ responder: inout some ClientTestResponder) -> (Result<GATTProcedureResult, GATTClientError>?, ClientTestRun) {
+func runClientProcedure(_ procedure: GATTProcedure, on client: inout GATTClient, _ responder: inout some ClientTestResponder) -> (Result<GATTProcedureResult, GATTClientError>?, ClientTestRun) {
     let (id, actions) = client.enqueue(procedure)
-    let run = drive(&client, &responder, actions)
+    let run = driveClient(&client, &responder, actions)
     return (run.results[id], run)
 }
 
 /// The leak check: nothing running or queued, no request outstanding.
-func expectNoLeftovers(_ client: GATTClient, sourceLocation: SourceLocation = #_sourceLocation) {
+func expectClientIdle(_ client: GATTClient, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(client.isIdle, sourceLocation: sourceLocation)
     #expect(client.pendingProcedureCount == 0, sourceLocation: sourceLocation)
     #expect(client.outstandingRequest == nil, sourceLocation: sourceLocation)
 }
 
-func hexList(_ list: [[UInt8]]) -> [String] { list.map { Hex.encode($0) } }
+func clientHexList(_ list: [[UInt8]]) -> [String] { list.map { Hex.encode($0) } }
 
 @Suite("GATT client test harness")
 struct GATTClientHarnessTests {

@@ -32,10 +32,10 @@ struct GATTClientHostileTests {
     func repeatedServices() {
         var client = GATTClient()
         var server = ClientTestClosureResponder { _, _ in pdu("1106010004000118") }
-        let (result, run) = perform(.discoverAllPrimaryServices, on: &client, &server)
+        let (result, run) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &server)
         #expect(isInvalidResponse(result))
-        #expect(hexList(run.requests) == ["100100ffff0028", "100500ffff0028"])
-        expectNoLeftovers(client)
+        #expect(clientHexList(run.requests) == ["100100ffff0028", "100500ffff0028"])
+        expectClientIdle(client)
     }
 
     @Test("service groups that go backwards or end before they start are invalid", arguments: [
@@ -46,10 +46,10 @@ struct GATTClientHostileTests {
     func backwardsServices(response: String) {
         var client = GATTClient()
         var server = ClientTestClosureResponder { _, _ in pdu(response) }
-        let (result, run) = perform(.discoverAllPrimaryServices, on: &client, &server)
+        let (result, run) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &server)
         #expect(isInvalidResponse(result), "\(String(describing: result))")
         #expect(run.requests.count == 1)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("characteristic, include and descriptor discovery reject handles that do not advance")
@@ -57,21 +57,21 @@ struct GATTClientHostileTests {
         var client = GATTClient()
         let range = ATTHandleRange(start: 0x0001, end: 0x0010)
         var sameDeclaration = ClientTestClosureResponder { _, _ in pdu("09070200020300002a") }
-        let (characteristics, characteristicRun) = perform(.discoverAllCharacteristics(range: range), on: &client, &sameDeclaration)
+        let (characteristics, characteristicRun) = runClientProcedure(.discoverAllCharacteristics(range: range), on: &client, &sameDeclaration)
         #expect(isInvalidResponse(characteristics))
         #expect(characteristicRun.requests.count == 2)
 
         var valueBeforeDeclaration = ClientTestClosureResponder { _, _ in pdu("09070500020400002a") }
-        #expect(isInvalidResponse(perform(.discoverAllCharacteristics(range: range), on: &client, &valueBeforeDeclaration).0))
+        #expect(isInvalidResponse(runClientProcedure(.discoverAllCharacteristics(range: range), on: &client, &valueBeforeDeclaration).0))
 
         var outside = ClientTestClosureResponder { _, _ in pdu("09072000022100002a") }
-        #expect(isInvalidResponse(perform(.discoverAllCharacteristics(range: range), on: &client, &outside).0))
+        #expect(isInvalidResponse(runClientProcedure(.discoverAllCharacteristics(range: range), on: &client, &outside).0))
 
         var badLength = ClientTestClosureResponder { _, _ in pdu("0906020002030000") }
-        #expect(isInvalidResponse(perform(.discoverAllCharacteristics(range: range), on: &client, &badLength).0))
+        #expect(isInvalidResponse(runClientProcedure(.discoverAllCharacteristics(range: range), on: &client, &badLength).0))
 
         var sameInclude = ClientTestClosureResponder { _, _ in pdu("0908020005000600" + "0f18") }
-        let (includes, includeRun) = perform(.findIncludedServices(range: range), on: &client, &sameInclude)
+        let (includes, includeRun) = runClientProcedure(.findIncludedServices(range: range), on: &client, &sameInclude)
         #expect(isInvalidResponse(includes))
         #expect(includeRun.requests.count == 2)
 
@@ -79,14 +79,14 @@ struct GATTClientHostileTests {
             if case .readRequest = request { return pdu("0b0f18") }
             return pdu("090602000500ffff")
         }
-        let (unresolved, _) = perform(.findIncludedServices(range: range), on: &client, &shortUUID)
+        let (unresolved, _) = runClientProcedure(.findIncludedServices(range: range), on: &client, &shortUUID)
         #expect(isInvalidResponse(unresolved), "\(String(describing: unresolved))")
 
         var sameDescriptor = ClientTestClosureResponder { _, _ in pdu("050104000229") }
-        let (descriptors, descriptorRun) = perform(.discoverAllDescriptors(range: ATTHandleRange(start: 4, end: 9)), on: &client, &sameDescriptor)
+        let (descriptors, descriptorRun) = runClientProcedure(.discoverAllDescriptors(range: ATTHandleRange(start: 4, end: 9)), on: &client, &sameDescriptor)
         #expect(isInvalidResponse(descriptors))
-        #expect(hexList(descriptorRun.requests) == ["0404000900", "0405000900"])
-        expectNoLeftovers(client)
+        #expect(clientHexList(descriptorRun.requests) == ["0404000900", "0405000900"])
+        expectClientIdle(client)
     }
 
     @Test("a response of the wrong opcode fails the procedure and the next one runs")
@@ -99,36 +99,36 @@ struct GATTClientHostileTests {
         let (first, firstActions) = client.enqueue(.discoverAllPrimaryServices)
         let (second, secondActions) = client.enqueue(.readCharacteristicValue(handle: 3))
         #expect(secondActions.isEmpty, "the second waits for the first")
-        let run = drive(&client, &server, firstActions + secondActions)
+        let run = driveClient(&client, &server, firstActions + secondActions)
         #expect(run.results[first] == .failure(.unexpectedResponse(received: .readResponse, expected: .readByGroupTypeResponse)))
         #expect(try run.results[second]?.get() == .value([42]))
         #expect(run.completionOrder == [first, second])
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("empty lists, Error Responses naming another request and surplus values are invalid")
     func malformedAnswers() {
         var client = GATTClient()
         var empty = ClientTestClosureResponder { _, _ in .findByTypeValueResponse([]) }
-        #expect(isInvalidResponse(perform(.discoverPrimaryServices(uuid: BluetoothUUID(0x180D)), on: &client, &empty).0))
+        #expect(isInvalidResponse(runClientProcedure(.discoverPrimaryServices(uuid: BluetoothUUID(0x180D)), on: &client, &empty).0))
 
         var otherError = ClientTestClosureResponder { _, _ in .errorResponse(requestOpcode: .writeRequest, handle: 3, error: .invalidHandle) }
-        #expect(isInvalidResponse(perform(.readCharacteristicValue(handle: 3), on: &client, &otherError).0))
+        #expect(isInvalidResponse(runClientProcedure(.readCharacteristicValue(handle: 3), on: &client, &otherError).0))
 
         var surplus = ClientTestClosureResponder { _, _ in pdu("21" + "010001" + "010002" + "010003") }
-        #expect(isInvalidResponse(perform(.readMultipleVariableCharacteristicValues(handles: [3, 5]), on: &client, &surplus).0))
+        #expect(isInvalidResponse(runClientProcedure(.readMultipleVariableCharacteristicValues(handles: [3, 5]), on: &client, &surplus).0))
 
         var outside = ClientTestClosureResponder { _, _ in pdu("0903" + "0900" + "07") }
-        #expect(isInvalidResponse(perform(.readUsingCharacteristicUUID(uuid: BluetoothUUID(0x2A19), range: ATTHandleRange(start: 1, end: 8)), on: &client, &outside).0))
+        #expect(isInvalidResponse(runClientProcedure(.readUsingCharacteristicUUID(uuid: BluetoothUUID(0x2A19), range: ATTHandleRange(start: 1, end: 8)), on: &client, &outside).0))
 
         var wrongHandleEcho = ClientTestClosureResponder { request, _ in
             guard case .prepareWriteRequest(_, let offset, let part) = request else { return .executeWriteResponse }
             return .prepareWriteResponse(handle: 0x0004, offset: offset, partValue: part)
         }
-        let (echo, echoRun) = perform(.writeLongCharacteristicValue(handle: 3, value: [1, 2, 3]), on: &client, &wrongHandleEcho)
+        let (echo, echoRun) = runClientProcedure(.writeLongCharacteristicValue(handle: 3, value: [1, 2, 3]), on: &client, &wrongHandleEcho)
         #expect(echo == .failure(.prepareWriteEchoMismatch(handle: 3, offset: 0)))
-        #expect(hexList(echoRun.requests) == ["1603000000010203", "1800"])
-        expectNoLeftovers(client)
+        #expect(clientHexList(echoRun.requests) == ["1603000000010203", "1800"])
+        expectClientIdle(client)
     }
 
     @Test("a server sending full parts forever stops at the 16-bit offset limit")
@@ -138,10 +138,10 @@ struct GATTClientHostileTests {
             if case .readRequest = request { return .readResponse(value: Array(repeating: 1, count: 22)) }
             return .readBlobResponse(partValue: Array(repeating: 2, count: 22))
         }
-        let (result, run) = perform(.readLongCharacteristicValue(handle: 3), on: &client, &endless)
+        let (result, run) = runClientProcedure(.readLongCharacteristicValue(handle: 3), on: &client, &endless)
         #expect(isInvalidResponse(result))
         #expect(run.requests.count == 65535 / 22 + 1)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("random answers never trap, loop or leave a procedure behind")
@@ -175,7 +175,7 @@ struct GATTClientHostileTests {
                 }
                 return .errorResponse(requestOpcode: request.opcode, handle: 0, error: .unlikelyError)
             }
-            let (result, _) = perform(procedure, on: &client, &random)
+            let (result, _) = runClientProcedure(procedure, on: &client, &random)
             #expect(result != nil, "round \(round): \(procedure) did not complete")
             switch result {
             case .success?: outcomes.insert("success")
@@ -185,7 +185,7 @@ struct GATTClientHostileTests {
             case .failure(.prepareWriteEchoMismatch)?: outcomes.insert("echo")
             default: outcomes.insert("other")
             }
-            expectNoLeftovers(client)
+            expectClientIdle(client)
         }
         #expect(outcomes.isSuperset(of: ["success", "invalid", "unexpected", "error", "echo"]), "\(outcomes)")
     }
@@ -195,7 +195,7 @@ struct GATTClientHostileTests {
         var client = GATTClient()
         #expect(client.receive(response: .writeResponse).isEmpty)
         #expect(client.strayResponseCount == 1)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 }
 
@@ -221,7 +221,7 @@ struct GATTClientQueueTests {
         ])
         let afterThird = client.receive(response: .readResponse(value: [8]))
         #expect(afterThird == [.complete(third, .success(.value([8])))])
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("notifications and indications are delivered in arrival order, around a running procedure")
@@ -244,7 +244,7 @@ struct GATTClientQueueTests {
             .notification(handle: 0x10, value: [4]),
             .complete(id, .success(.value([5]))),
         ])
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("a bearer failure fails the current and every queued procedure, then every new one")
@@ -258,13 +258,13 @@ struct GATTClientQueueTests {
         #expect(client.pendingProcedureCount == 3)
         let actions = client.bearerFailed(.transactionTimeout)
         #expect(actions == ids.map { .complete($0, .failure(.bearerFailed(.transactionTimeout))) })
-        expectNoLeftovers(client)
+        expectClientIdle(client)
         #expect(client.bearerFailure == .transactionTimeout)
         let (late, lateActions) = client.enqueue(.readCharacteristicValue(handle: 3))
         #expect(lateActions == [.complete(late, .failure(.bearerFailed(.transactionTimeout)))])
         #expect(client.receive(response: .writeResponse).isEmpty, "a late response is dropped")
         #expect(client.bearerFailed(.disconnected(reason: 0x13)).isEmpty)
         #expect(client.bearerFailure == .transactionTimeout, "the first failure is kept")
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 }

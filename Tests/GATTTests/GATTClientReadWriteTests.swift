@@ -26,7 +26,7 @@ struct GATTClientReadWriteTests {
                 var (server, handle) = Self.server(mtu: mtu, value: value)
                 server.blobEnd = blobEnd
                 var client = GATTClient(mtu: mtu)
-                let (result, run) = perform(.readLongCharacteristicValue(handle: handle), on: &client, &server)
+                let (result, run) = runClientProcedure(.readLongCharacteristicValue(handle: handle), on: &client, &server)
                 #expect(try result?.get() == .value(value), "length \(length), MTU \(mtu), \(blobEnd)")
                 // One Read, then Read Blobs at multiples of ATT_MTU − 1 while the parts were full.
                 let part = mtu - 1
@@ -38,7 +38,7 @@ struct GATTClientReadWriteTests {
                         : .readBlobRequest(handle: handle, offset: UInt16(index * part))
                     #expect(request == expected.encode())
                 }
-                expectNoLeftovers(client)
+                expectClientIdle(client)
             }
         }
     }
@@ -47,19 +47,19 @@ struct GATTClientReadWriteTests {
     func readAndDescriptors() throws {
         var (server, handle) = Self.server(mtu: 23, value: Self.pattern(40))
         var client = GATTClient()
-        let (short, run) = perform(.readCharacteristicValue(handle: handle), on: &client, &server)
+        let (short, run) = runClientProcedure(.readCharacteristicValue(handle: handle), on: &client, &server)
         #expect(try short?.get() == .value(Array(Self.pattern(40).prefix(22))))
-        #expect(hexList(run.requests) == ["0a0300"])
+        #expect(clientHexList(run.requests) == ["0a0300"])
         let descriptor = handle + 1
-        _ = perform(.writeLongDescriptor(handle: descriptor, value: Self.pattern(30)), on: &client, &server)
-        let (long, _) = perform(.readLongDescriptor(handle: descriptor), on: &client, &server)
+        _ = runClientProcedure(.writeLongDescriptor(handle: descriptor, value: Self.pattern(30)), on: &client, &server)
+        let (long, _) = runClientProcedure(.readLongDescriptor(handle: descriptor), on: &client, &server)
         #expect(try long?.get() == .value(Self.pattern(30)))
-        let (plain, _) = perform(.readDescriptor(handle: descriptor), on: &client, &server)
+        let (plain, _) = runClientProcedure(.readDescriptor(handle: descriptor), on: &client, &server)
         #expect(try plain?.get() == .value(Array(Self.pattern(30).prefix(22))))
-        let (written, _) = perform(.writeDescriptor(handle: descriptor, value: [1, 0]), on: &client, &server)
+        let (written, _) = runClientProcedure(.writeDescriptor(handle: descriptor, value: [1, 0]), on: &client, &server)
         #expect(try written?.get() == .written)
         #expect(server.value(at: descriptor) == [1, 0])
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("an Error Response fails the read with its code and handle")
@@ -69,17 +69,17 @@ struct GATTClientReadWriteTests {
         let secret = server.characteristic(BluetoothUUID(0x2A37), value: [1], readable: false)
         server.finish()
         var client = GATTClient()
-        let (denied, _) = perform(.readCharacteristicValue(handle: secret), on: &client, &server)
+        let (denied, _) = runClientProcedure(.readCharacteristicValue(handle: secret), on: &client, &server)
         #expect(denied == .failure(.attError(.readNotPermitted, handle: secret)))
-        let (missing, _) = perform(.readLongCharacteristicValue(handle: 0x0099), on: &client, &server)
+        let (missing, _) = runClientProcedure(.readLongCharacteristicValue(handle: 0x0099), on: &client, &server)
         #expect(missing == .failure(.attError(.invalidHandle, handle: 0x0099)))
-        let (zero, zeroRun) = perform(.readCharacteristicValue(handle: 0), on: &client, &server)
+        let (zero, zeroRun) = runClientProcedure(.readCharacteristicValue(handle: 0), on: &client, &server)
         guard case .failure(.invalidParameter)? = zero else {
             Issue.record("handle 0 must be refused before sending: \(String(describing: zero))")
             return
         }
         #expect(zeroRun.requests.isEmpty)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("read by UUID, read multiple and read multiple variable")
@@ -91,58 +91,58 @@ struct GATTClientReadWriteTests {
         let third = server.characteristic(BluetoothUUID(0x2A1A), value: Self.pattern(30))
         server.finish()
         var client = GATTClient()
-        let (byUUID, byUUIDRun) = perform(.readUsingCharacteristicUUID(uuid: BluetoothUUID(0x2A19), range: .all), on: &client, &server)
+        let (byUUID, byUUIDRun) = runClientProcedure(.readUsingCharacteristicUUID(uuid: BluetoothUUID(0x2A19), range: .all), on: &client, &server)
         #expect(try byUUID?.get() == .handleValues([ATTHandleValue(handle: first, value: [10]), ATTHandleValue(handle: second, value: [20])]))
-        #expect(hexList(byUUIDRun.requests) == ["080100ffff192a"])
-        let (multiple, _) = perform(.readMultipleCharacteristicValues(handles: [first, second]), on: &client, &server)
+        #expect(clientHexList(byUUIDRun.requests) == ["080100ffff192a"])
+        let (multiple, _) = runClientProcedure(.readMultipleCharacteristicValues(handles: [first, second]), on: &client, &server)
         #expect(try multiple?.get() == .value([10, 20]))
-        let (variable, _) = perform(.readMultipleVariableCharacteristicValues(handles: [first, third]), on: &client, &server)
+        let (variable, _) = runClientProcedure(.readMultipleVariableCharacteristicValues(handles: [first, third]), on: &client, &server)
         let tuples = try #require(ATTReadMultipleVariableResponse.packing([[10], Self.pattern(30)], mtu: 23)).tuples
         #expect(try variable?.get() == .lengthValues(tuples))
         #expect(tuples.last?.isTruncated == true)
-        let (tooMany, _) = perform(.readMultipleCharacteristicValues(handles: Array(1...12)), on: &client, &server)
+        let (tooMany, _) = runClientProcedure(.readMultipleCharacteristicValues(handles: Array(1...12)), on: &client, &server)
         guard case .failure(.invalidParameter)? = tooMany else {
             Issue.record("12 handles do not fit a Read Multiple at MTU 23")
             return
         }
-        let (tooFew, _) = perform(.readMultipleVariableCharacteristicValues(handles: [first]), on: &client, &server)
+        let (tooFew, _) = runClientProcedure(.readMultipleVariableCharacteristicValues(handles: [first]), on: &client, &server)
         guard case .failure(.invalidParameter)? = tooFew else {
             Issue.record("one handle is not a read multiple")
             return
         }
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("write, write without response and subscriptions change the server's values")
     func writes() throws {
         var (server, handle) = Self.server(mtu: 23, value: [0])
         var client = GATTClient()
-        let (written, run) = perform(.writeCharacteristicValue(handle: handle, value: [1, 2, 3]), on: &client, &server)
+        let (written, run) = runClientProcedure(.writeCharacteristicValue(handle: handle, value: [1, 2, 3]), on: &client, &server)
         #expect(try written?.get() == .written)
-        #expect(hexList(run.requests) == ["1203000102" + "03"])
+        #expect(clientHexList(run.requests) == ["1203000102" + "03"])
         #expect(server.value(at: handle) == [1, 2, 3])
-        let (command, commandRun) = perform(.writeWithoutResponse(handle: handle, value: Self.pattern(20)), on: &client, &server)
+        let (command, commandRun) = runClientProcedure(.writeWithoutResponse(handle: handle, value: Self.pattern(20)), on: &client, &server)
         #expect(try command?.get() == .written)
         #expect(commandRun.requests.isEmpty)
         #expect(commandRun.commands == [ATTPDU.writeCommand(handle: handle, value: Self.pattern(20)).encode()])
         #expect(server.value(at: handle) == Self.pattern(20))
         let cccd = handle + 1
-        _ = perform(.subscribe(cccdHandle: cccd, configuration: .indications), on: &client, &server)
+        _ = runClientProcedure(.subscribe(cccdHandle: cccd, configuration: .indications), on: &client, &server)
         #expect(server.value(at: cccd) == [2, 0])
-        _ = perform(.unsubscribe(cccdHandle: cccd), on: &client, &server)
+        _ = runClientProcedure(.unsubscribe(cccdHandle: cccd), on: &client, &server)
         #expect(server.value(at: cccd) == [0, 0])
-        let (tooLong, tooLongRun) = perform(.writeCharacteristicValue(handle: handle, value: Self.pattern(21)), on: &client, &server)
+        let (tooLong, tooLongRun) = runClientProcedure(.writeCharacteristicValue(handle: handle, value: Self.pattern(21)), on: &client, &server)
         guard case .failure(.invalidParameter)? = tooLong else {
             Issue.record("21 octets do not fit a Write Request at MTU 23")
             return
         }
         #expect(tooLongRun.requests.isEmpty)
-        let (tooLongCommand, _) = perform(.writeWithoutResponse(handle: handle, value: Self.pattern(21)), on: &client, &server)
+        let (tooLongCommand, _) = runClientProcedure(.writeWithoutResponse(handle: handle, value: Self.pattern(21)), on: &client, &server)
         guard case .failure(.invalidParameter)? = tooLongCommand else {
             Issue.record("21 octets do not fit a Write Command at MTU 23")
             return
         }
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("write long sends ATT_MTU − 5 octet parts at growing offsets, then Execute Write", arguments: [23, 185])
@@ -151,7 +151,7 @@ struct GATTClientReadWriteTests {
             var (server, handle) = Self.server(mtu: mtu, value: [0xEE])
             var client = GATTClient(mtu: mtu)
             let value = Self.pattern(length)
-            let (result, run) = perform(.writeLongCharacteristicValue(handle: handle, value: value), on: &client, &server)
+            let (result, run) = runClientProcedure(.writeLongCharacteristicValue(handle: handle, value: value), on: &client, &server)
             #expect(try result?.get() == .written)
             #expect(server.value(at: handle) == value, "length \(length)")
             let part = mtu - 5
@@ -164,7 +164,7 @@ struct GATTClientReadWriteTests {
             } while offset < length
             expected.append(hex("1801"))
             #expect(run.requests == expected, "length \(length), MTU \(mtu)")
-            expectNoLeftovers(client)
+            expectClientIdle(client)
         }
     }
 
@@ -173,13 +173,13 @@ struct GATTClientReadWriteTests {
         var (server, handle) = Self.server(mtu: 23, value: [0xEE])
         server.tamperPrepareEchoAt = tamperedPart
         var client = GATTClient()
-        let (result, run) = perform(.writeLongCharacteristicValue(handle: handle, value: Self.pattern(80)), on: &client, &server)
+        let (result, run) = runClientProcedure(.writeLongCharacteristicValue(handle: handle, value: Self.pattern(80)), on: &client, &server)
         #expect(result == .failure(.prepareWriteEchoMismatch(handle: handle, offset: UInt16(tamperedPart * 18))))
         #expect(run.requests.count == tamperedPart + 2)
         #expect(run.requests.last == hex("1800"))
         #expect(server.value(at: handle) == [0xEE], "nothing written")
         #expect(server.prepared.isEmpty)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("a refused part cancels the parts already queued; a refused first part needs no cancel")
@@ -187,15 +187,15 @@ struct GATTClientReadWriteTests {
         var (server, handle) = Self.server(mtu: 23, value: [0xEE])
         server.prepareQueueLimit = 2
         var client = GATTClient()
-        let (result, run) = perform(.writeLongCharacteristicValue(handle: handle, value: Self.pattern(80)), on: &client, &server)
+        let (result, run) = runClientProcedure(.writeLongCharacteristicValue(handle: handle, value: Self.pattern(80)), on: &client, &server)
         #expect(result == .failure(.attError(.prepareQueueFull, handle: handle)))
         #expect(run.requests.count == 4)
         #expect(run.requests.last == hex("1800"))
         #expect(server.value(at: handle) == [0xEE])
-        let (missing, missingRun) = perform(.writeLongCharacteristicValue(handle: 0x0077, value: Self.pattern(80)), on: &client, &server)
+        let (missing, missingRun) = runClientProcedure(.writeLongCharacteristicValue(handle: 0x0077, value: Self.pattern(80)), on: &client, &server)
         #expect(missing == .failure(.attError(.invalidHandle, handle: 0x0077)))
         #expect(missingRun.requests.count == 1)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("reliable writes prepare every value (split at ATT_MTU − 5), verify each echo, then execute")
@@ -207,7 +207,7 @@ struct GATTClientReadWriteTests {
         server.finish()
         var client = GATTClient()
         let items = [GATTReliableWriteItem(handle: first, value: [1, 2]), GATTReliableWriteItem(handle: second, value: Self.pattern(30))]
-        let (result, run) = perform(.reliableWrite(items), on: &client, &server)
+        let (result, run) = runClientProcedure(.reliableWrite(items), on: &client, &server)
         #expect(try result?.get() == .written)
         #expect(run.requests == [
             ATTPDU.prepareWriteRequest(handle: first, offset: 0, partValue: [1, 2]).encode(),
@@ -219,16 +219,16 @@ struct GATTClientReadWriteTests {
         #expect(server.value(at: second) == Self.pattern(30))
 
         server.tamperPrepareEchoAt = server.prepareCount + 1
-        let (tampered, tamperedRun) = perform(.reliableWrite([GATTReliableWriteItem(handle: first, value: [9]), GATTReliableWriteItem(handle: second, value: [9])]), on: &client, &server)
+        let (tampered, tamperedRun) = runClientProcedure(.reliableWrite([GATTReliableWriteItem(handle: first, value: [9]), GATTReliableWriteItem(handle: second, value: [9])]), on: &client, &server)
         #expect(tampered == .failure(.prepareWriteEchoMismatch(handle: second, offset: 0)))
         #expect(tamperedRun.requests.last == hex("1800"))
         #expect(server.value(at: first) == [1, 2], "all or nothing")
-        let (empty, _) = perform(.reliableWrite([]), on: &client, &server)
+        let (empty, _) = runClientProcedure(.reliableWrite([]), on: &client, &server)
         guard case .failure(.invalidParameter)? = empty else {
             Issue.record("an empty reliable write is refused")
             return
         }
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("the MTU set after the exchange sizes the next requests")
@@ -237,9 +237,9 @@ struct GATTClientReadWriteTests {
         var client = GATTClient()
         #expect(client.mtu == 23)
         client.mtu = 100
-        let (result, run) = perform(.readLongCharacteristicValue(handle: handle), on: &client, &server)
+        let (result, run) = runClientProcedure(.readLongCharacteristicValue(handle: handle), on: &client, &server)
         #expect(try result?.get() == .value(Self.pattern(150)))
-        #expect(hexList(run.requests) == ["0a0300", "0c03006300"])
-        expectNoLeftovers(client)
+        #expect(clientHexList(run.requests) == ["0a0300", "0c03006300"])
+        expectClientIdle(client)
     }
 }

@@ -17,7 +17,7 @@ struct GATTClientExactBytesTests {
             ("100500ffff0028", "1106050008000d18"),
             ("100900ffff0028", "011009000a"),
         ])
-        let (result, _) = perform(.discoverAllPrimaryServices, on: &client, &script)
+        let (result, _) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &script)
         #expect(script.mismatches.isEmpty, "\(script.mismatches)")
         #expect(script.isFinished)
         let services = try #require(try result?.get())
@@ -25,7 +25,7 @@ struct GATTClientExactBytesTests {
             GATTDiscoveredService(range: ATTHandleRange(start: 0x0001, end: 0x0004), uuid: BluetoothUUID(0x1801)),
             GATTDiscoveredService(range: ATTHandleRange(start: 0x0005, end: 0x0008), uuid: BluetoothUUID(0x180D)),
         ]))
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("includes, characteristics and descriptors of the BlueZ GATT service")
@@ -38,17 +38,17 @@ struct GATTClientExactBytesTests {
             ("08030004000328", "010803000a"),
             ("0404000400", "050104000129"),
         ])
-        let (includes, _) = perform(.findIncludedServices(of: service), on: &client, &script)
+        let (includes, _) = runClientProcedure(.findIncludedServices(of: service), on: &client, &script)
         #expect(try includes?.get() == .includedServices([]))
-        let (characteristics, _) = perform(.discoverAllCharacteristics(of: service), on: &client, &script)
+        let (characteristics, _) = runClientProcedure(.discoverAllCharacteristics(of: service), on: &client, &script)
         let expected = GATTDiscoveredCharacteristic(
             declarationHandle: 0x0002, properties: .read, valueHandle: 0x0003, uuid: BluetoothUUID(0x2A00), endHandle: 0x0004)
         #expect(try characteristics?.get() == .characteristics([expected]))
-        let (descriptors, _) = perform(.discoverAllDescriptors(of: expected), on: &client, &script)
+        let (descriptors, _) = runClientProcedure(.discoverAllDescriptors(of: expected), on: &client, &script)
         #expect(try descriptors?.get() == .descriptors([GATTDiscoveredDescriptor(handle: 0x0004, uuid: BluetoothUUID(0x2901))]))
         #expect(script.mismatches.isEmpty, "\(script.mismatches)")
         #expect(script.isFinished)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("BlueZ's 128-bit service and characteristic PDUs decode into the right results")
@@ -57,7 +57,7 @@ struct GATTClientExactBytesTests {
         var script = ClientTestScript([
             ("100100ffff0028", "110610f018f00018ffffffff0a18"),
         ])
-        let (result, _) = perform(.discoverAllPrimaryServices, on: &client, &script)
+        let (result, _) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &script)
         #expect(try result?.get() == .services([
             GATTDiscoveredService(range: ATTHandleRange(start: 0xF010, end: 0xF018), uuid: BluetoothUUID(0x1800)),
             GATTDiscoveredService(range: ATTHandleRange(start: 0xFFFF, end: 0xFFFF), uuid: BluetoothUUID(0x180A)),
@@ -70,17 +70,17 @@ struct GATTClientExactBytesTests {
             ("08900096000328", "09159100829200efcdab8967452301000000000ca00000"),
             ("08920096000328", "010892000a"),
         ])
-        let (services, _) = perform(.discoverAllPrimaryServices, on: &client, &script128)
+        let (services, _) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &script128)
         let uuid = try BluetoothUUID(littleEndianBytes: hex("efcdab8967452301000000000ca00000"))
         let service = GATTDiscoveredService(range: ATTHandleRange(start: 0x0090, end: 0x0096), uuid: uuid)
         #expect(try services?.get() == .services([service]))
-        let (characteristics, _) = perform(.discoverAllCharacteristics(of: service), on: &client, &script128)
+        let (characteristics, _) = runClientProcedure(.discoverAllCharacteristics(of: service), on: &client, &script128)
         #expect(try characteristics?.get() == .characteristics([
             GATTDiscoveredCharacteristic(declarationHandle: 0x0091, properties: [.read, .extendedProperties], valueHandle: 0x0092, uuid: uuid, endHandle: 0x0096),
         ]))
         #expect(script128.mismatches.isEmpty, "\(script128.mismatches)")
         #expect(script128.isFinished)
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("canonical request bytes of every single-request procedure")
@@ -135,9 +135,9 @@ struct GATTClientExactBytesTests {
             Issue.record("a 9-octet signed write at MTU 23 must be refused: \(longActions)")
             return
         }
-        expectNoLeftovers(client)
-        expectNoLeftovers(unsigned)
-        expectNoLeftovers(tooLong)
+        expectClientIdle(client)
+        expectClientIdle(unsigned)
+        expectClientIdle(tooLong)
     }
 }
 
@@ -176,7 +176,7 @@ struct GATTClientDiscoveryTests {
     func fullDiscovery(mtu: Int) throws {
         var server = Self.database(mtu: mtu)
         var client = GATTClient(mtu: mtu)
-        let (servicesResult, _) = perform(.discoverAllPrimaryServices, on: &client, &server)
+        let (servicesResult, _) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &server)
         guard case .services(let services) = try #require(try servicesResult?.get()) else {
             Issue.record("no services")
             return
@@ -187,44 +187,44 @@ struct GATTClientDiscoveryTests {
         ])
 
         let heartRate = services[1]
-        let (includesResult, _) = perform(.findIncludedServices(of: heartRate), on: &client, &server)
+        let (includesResult, _) = runClientProcedure(.findIncludedServices(of: heartRate), on: &client, &server)
         #expect(try includesResult?.get() == .includedServices([
             GATTDiscoveredIncludedService(declarationHandle: 12, service: GATTDiscoveredService(range: ATTHandleRange(start: 4, end: 7), uuid: Self.custom)),
             GATTDiscoveredIncludedService(declarationHandle: 13, service: GATTDiscoveredService(range: ATTHandleRange(start: 8, end: 10), uuid: BluetoothUUID(0x180F))),
         ]))
 
-        let (characteristicsResult, _) = perform(.discoverAllCharacteristics(of: heartRate), on: &client, &server)
+        let (characteristicsResult, _) = runClientProcedure(.discoverAllCharacteristics(of: heartRate), on: &client, &server)
         let measurement = GATTDiscoveredCharacteristic(declarationHandle: 14, properties: .notify, valueHandle: 15, uuid: BluetoothUUID(0x2A37), endHandle: 17)
         let location = GATTDiscoveredCharacteristic(declarationHandle: 18, properties: .read, valueHandle: 19, uuid: BluetoothUUID(0x2A38), endHandle: 19)
         #expect(try characteristicsResult?.get() == .characteristics([measurement, location]))
 
-        let (descriptorsResult, _) = perform(.discoverAllDescriptors(of: measurement), on: &client, &server)
+        let (descriptorsResult, _) = runClientProcedure(.discoverAllDescriptors(of: measurement), on: &client, &server)
         #expect(try descriptorsResult?.get() == .descriptors([
             GATTDiscoveredDescriptor(handle: 16, uuid: BluetoothUUID(0x2902)),
             GATTDiscoveredDescriptor(handle: 17, uuid: BluetoothUUID(0x2901)),
         ]))
         let requestsBefore = server.requests.count
-        let (none, _) = perform(.discoverAllDescriptors(range: ATTHandleRange(start: 3, end: 2)), on: &client, &server)
+        let (none, _) = runClientProcedure(.discoverAllDescriptors(range: ATTHandleRange(start: 3, end: 2)), on: &client, &server)
         #expect(try none?.get() == .descriptors([]))
         #expect(server.requests.count == requestsBefore, "an empty range needs no request")
 
-        let (byUUID, _) = perform(.discoverCharacteristics(range: services[2].range, uuid: BluetoothUUID(0x2A19)), on: &client, &server)
+        let (byUUID, _) = runClientProcedure(.discoverCharacteristics(range: services[2].range, uuid: BluetoothUUID(0x2A19)), on: &client, &server)
         #expect(try byUUID?.get() == .characteristics([
             GATTDiscoveredCharacteristic(declarationHandle: 23, properties: .read, valueHandle: 24, uuid: BluetoothUUID(0x2A19), endHandle: 24),
         ]))
-        let (customChars, _) = perform(.discoverAllCharacteristics(of: services[2]), on: &client, &server)
+        let (customChars, _) = runClientProcedure(.discoverAllCharacteristics(of: services[2]), on: &client, &server)
         #expect(try customChars?.get() == .characteristics([
             GATTDiscoveredCharacteristic(declarationHandle: 21, properties: [.read, .write], valueHandle: 22, uuid: Self.customCharacteristic, endHandle: 22),
             GATTDiscoveredCharacteristic(declarationHandle: 23, properties: .read, valueHandle: 24, uuid: BluetoothUUID(0x2A19), endHandle: 24),
         ]))
 
-        let (byServiceUUID, byServiceRun) = perform(.discoverPrimaryServices(uuid: Self.custom), on: &client, &server)
+        let (byServiceUUID, byServiceRun) = runClientProcedure(.discoverPrimaryServices(uuid: Self.custom), on: &client, &server)
         #expect(try byServiceUUID?.get() == .services([GATTDiscoveredService(range: ATTHandleRange(start: 20, end: 24), uuid: Self.custom)]))
-        #expect(hexList(byServiceRun.requests) == [
+        #expect(clientHexList(byServiceRun.requests) == [
             "060100ffff0028" + Hex.encode(Self.custom.littleEndianBytes128),
             "061900ffff0028" + Hex.encode(Self.custom.littleEndianBytes128),
         ])
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("a database at the top of the handle space: no wrap-around, no request past 0xFFFF")
@@ -237,39 +237,39 @@ struct GATTClientDiscoveryTests {
         server.characteristic(BluetoothUUID(0x2A1A), properties: 0x02, value: [1])
         server.finish()
         var client = GATTClient()
-        let (services, servicesRun) = perform(.discoverAllPrimaryServices, on: &client, &server)
+        let (services, servicesRun) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &server)
         let service = GATTDiscoveredService(range: ATTHandleRange(start: 0xFFFA, end: 0xFFFF), uuid: BluetoothUUID(0x180F))
         #expect(try services?.get() == .services([service]))
-        #expect(hexList(servicesRun.requests) == ["100100ffff0028"], "a group ending at 0xFFFF ends discovery")
-        let (byUUID, byUUIDRun) = perform(.discoverPrimaryServices(uuid: BluetoothUUID(0x180F)), on: &client, &server)
+        #expect(clientHexList(servicesRun.requests) == ["100100ffff0028"], "a group ending at 0xFFFF ends discovery")
+        let (byUUID, byUUIDRun) = runClientProcedure(.discoverPrimaryServices(uuid: BluetoothUUID(0x180F)), on: &client, &server)
         #expect(try byUUID?.get() == .services([service]))
         #expect(byUUIDRun.requests.count == 1)
-        let (characteristicsResult, characteristicsRun) = perform(.discoverAllCharacteristics(of: service), on: &client, &server)
+        let (characteristicsResult, characteristicsRun) = runClientProcedure(.discoverAllCharacteristics(of: service), on: &client, &server)
         let battery = GATTDiscoveredCharacteristic(declarationHandle: 0xFFFB, properties: .read, valueHandle: 0xFFFC, uuid: BluetoothUUID(0x2A19), endHandle: 0xFFFD)
         let last = GATTDiscoveredCharacteristic(declarationHandle: 0xFFFE, properties: .read, valueHandle: 0xFFFF, uuid: BluetoothUUID(0x2A1A), endHandle: 0xFFFF)
         #expect(try characteristicsResult?.get() == .characteristics([battery, last]))
-        #expect(hexList(characteristicsRun.requests) == ["08faffffff0328", "08ffffffff0328"])
-        let (descriptors, descriptorsRun) = perform(.discoverAllDescriptors(of: battery), on: &client, &server)
+        #expect(clientHexList(characteristicsRun.requests) == ["08faffffff0328", "08ffffffff0328"])
+        let (descriptors, descriptorsRun) = runClientProcedure(.discoverAllDescriptors(of: battery), on: &client, &server)
         #expect(try descriptors?.get() == .descriptors([GATTDiscoveredDescriptor(handle: 0xFFFD, uuid: BluetoothUUID(0x2901))]))
-        #expect(hexList(descriptorsRun.requests) == ["04fdfffdff"])
-        let (none, noneRun) = perform(.discoverAllDescriptors(of: last), on: &client, &server)
+        #expect(clientHexList(descriptorsRun.requests) == ["04fdfffdff"])
+        let (none, noneRun) = runClientProcedure(.discoverAllDescriptors(of: last), on: &client, &server)
         #expect(try none?.get() == .descriptors([]))
         #expect(noneRun.requests.isEmpty, "the value handle 0xFFFF leaves no room for descriptors")
-        expectNoLeftovers(client)
+        expectClientIdle(client)
     }
 
     @Test("discovery requests continue exactly after the last handle of each response")
     func continuationHandles() {
         var server = Self.database(mtu: 23)
         var client = GATTClient()
-        let (_, run) = perform(.discoverAllPrimaryServices, on: &client, &server)
+        let (_, run) = runClientProcedure(.discoverAllPrimaryServices, on: &client, &server)
         // MTU 23: two 16-bit services fit in the first response, the 128-bit one comes alone.
-        #expect(hexList(run.requests) == ["100100ffff0028", "101400ffff0028", "101900ffff0028"])
-        let (_, characteristics) = perform(.discoverAllCharacteristics(range: ATTHandleRange(start: 11, end: 19)), on: &client, &server)
-        #expect(hexList(characteristics.requests) == ["080b0013000328", "08130013000328"])
-        let (_, includes) = perform(.findIncludedServices(range: ATTHandleRange(start: 11, end: 19)), on: &client, &server)
+        #expect(clientHexList(run.requests) == ["100100ffff0028", "101400ffff0028", "101900ffff0028"])
+        let (_, characteristics) = runClientProcedure(.discoverAllCharacteristics(range: ATTHandleRange(start: 11, end: 19)), on: &client, &server)
+        #expect(clientHexList(characteristics.requests) == ["080b0013000328", "08130013000328"])
+        let (_, includes) = runClientProcedure(.findIncludedServices(range: ATTHandleRange(start: 11, end: 19)), on: &client, &server)
         // The 128-bit include comes alone (4-octet value), its UUID read from the declaration at 0x0004.
-        #expect(hexList(includes.requests) == ["080b0013000228", "0a0400", "080d0013000228", "080e0013000228"])
-        expectNoLeftovers(client)
+        #expect(clientHexList(includes.requests) == ["080b0013000228", "0a0400", "080d0013000228", "080e0013000228"])
+        expectClientIdle(client)
     }
 }
