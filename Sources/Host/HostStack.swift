@@ -337,7 +337,11 @@ public final class HostStack: @unchecked Sendable {
     func connectionComplete(_ complete: LEConnectionComplete) {
         let role: ConnectionRole = complete.role == .central ? .central : .peripheral
         guard complete.status == .success else {
-            if role == .peripheral { isAdvertising = false }
+            if complete.status == .advertisingTimeout {
+                // Directed advertising ended without a connection (§7.7.65.1): not about a pending connect.
+                isAdvertising = false
+                return
+            }
             if expectsCancelledConnectionComplete, complete.status == .unknownConnectionIdentifier {
                 expectsCancelledConnectionComplete = false
                 return

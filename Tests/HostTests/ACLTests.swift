@@ -16,10 +16,16 @@ struct ACLTests {
     func connectionBeforeACL() throws {
         let rig = Rig()
         let order = Recorder<String>()
+        let onLoop = Recorder<Bool>()
+        let loop = rig.loop
         rig.host.setEventHandler { event in
+            onLoop.append(loop.inEventLoop)
             if case .connected(let connection) = event { order.append("connected \(connection.handle)") }
         }
-        rig.host.setL2CAPHandler { connection, bytes in order.append("pdu \(connection.handle) \(bytes.count)") }
+        rig.host.setL2CAPHandler { connection, bytes in
+            onLoop.append(loop.inEventLoop)
+            order.append("pdu \(connection.handle) \(bytes.count)")
+        }
         let peer = BluetoothAddress(0xC1_2233_4455_66, type: .random)
         rig.controller.deliver(.leMeta(.connectionComplete(LEConnectionComplete(
             handle: 0x0040, role: .peripheral, peerAddressType: .random, peerAddress: peer,
@@ -27,6 +33,7 @@ struct ACLTests {
         rig.controller.deliver(try HCIACLDataPacket(handle: 0x0040, packetBoundary: .firstFlushable, data: hex("03 00 04 00 02 17 00")))
         rig.loop.run()
         #expect(order.values == ["connected 64", "pdu 64 7"])
+        #expect(onLoop.values == [true, true])
         let connection = try #require(rig.host.openConnections.first)
         #expect(connection.role == .peripheral)
         #expect(connection.peer == peer)

@@ -242,6 +242,28 @@ struct GAPTests {
         rig.expectNothingLeft()
     }
 
+    @Test("a directed advertising timeout does not fail a pending connect")
+    func advertisingTimeoutIsNotAConnectFailure() {
+        let rig = Rig()
+        let connect = Recorder<Result<Connection, HostError>>()
+        rig.host.connect(to: Self.peer) { connect.append($0) }
+        rig.controller.deliver(.leMeta(.connectionComplete(LEConnectionComplete(
+            status: .advertisingTimeout, handle: 0, role: .peripheral, peerAddressType: .public, peerAddress: .zero,
+            connectionInterval: 0, supervisionTimeout: 0))))
+        rig.loop.run()
+        #expect(connect.count == 0)
+        rig.controller.deliver(.leMeta(.connectionComplete(LEConnectionComplete(
+            status: .connectionFailedToBeEstablished, handle: 0, role: .central, peerAddressType: .random, peerAddress: Self.peer,
+            connectionInterval: 0, supervisionTimeout: 0))))
+        rig.loop.run()
+        if case .failure(let error) = connect.last {
+            #expect(error.code == .commandFailed && error.status == .connectionFailedToBeEstablished)
+        } else {
+            Issue.record("expected the connect to fail")
+        }
+        rig.expectNothingLeft()
+    }
+
     @Test("a pending parameter update fails when the link drops")
     func updateFailsOnDisconnect() {
         let rig = Rig()
