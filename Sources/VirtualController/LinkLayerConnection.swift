@@ -79,6 +79,10 @@ struct LinkLayerConnection {
     var transmitSequence: UInt8 = 0
     var nextExpectedSequence: UInt8 = 0
     var transmitQueue: [Outgoing] = []
+    /// Whether the last PDU sent was the head of ``transmitQueue`` (else an empty PDU): what an acknowledgement acks.
+    var headSent = false
+    /// Whether the last PDU sent still awaits its acknowledgement (it must then be resent unchanged, §4.5.9).
+    var awaitingAcknowledgement = false
     var deferred: [LinkLayerControlPDU] = []
     var hostPackets: [HCIACLDataPacket] = []
     var completedHostPackets = 0
@@ -345,10 +349,13 @@ struct LinkLayerConnection {
     /// The PDU to send now: the unacknowledged head of the queue (retransmitted until acknowledged) or an empty PDU.
     mutating func nextTransmission() -> [UInt8] {
         refill()
-        let head = transmitQueue.first
+        // An unacknowledged empty PDU is resent as an empty PDU, never replaced by new data.
+        let head = awaitingAcknowledgement && !headSent ? nil : transmitQueue.first
+        headSent = head != nil
+        awaitingAcknowledgement = true
         let header = LinkLayerDataHeader(
             llid: head?.llid ?? LinkLayerDataHeader.continuation, nextExpectedSequence: nextExpectedSequence,
-            sequence: transmitSequence, moreData: transmitQueue.count > 1,
+            sequence: transmitSequence, moreData: transmitQueue.count > (head == nil ? 0 : 1),
             length: UInt8(truncatingIfNeeded: head?.payload.count ?? 0))
         return [header.firstOctet, header.length] + (head?.payload ?? [])
     }
@@ -363,7 +370,10 @@ struct LinkLayerConnection {
         var actions: [Action] = []
         if header.nextExpectedSequence != transmitSequence {
             transmitSequence ^= 1
-            if !transmitQueue.isEmpty {
+            let wasHeadSent = headSent
+            headSent = false
+            awaitingAcknowledgement = false
+            if wasHeadSent, !transmitQueue.isEmpty {
                 let acked = transmitQueue.removeFirst()
                 completedHostPackets += acked.completesHostPackets
                 if acked.isTerminate {
@@ -458,7 +468,8 @@ struct LinkLayerConnection {
             }
             pendingUpdate = PendingUpdate(instant: instant, interval: interval, latency: latency, timeout: timeout)
         case .terminateIndication(let code):
-            return [.terminated(reason: HCIStatus(code), peerReason: nil)]
+            // The acknowledgement of LL_TERMINATE_IND ends the sender's side with 0x16 in the same exchange.
+            return [.terminated(reason: HCIStatus(code), peerReason: .connectionTerminatedByLocalHost)]
         case .encryptionRequest(let rand, let ediv, let skdm, let ivm):
             guard role == .peripheral else { return [] }
             let refresh = encryption == .peripheralPaused
