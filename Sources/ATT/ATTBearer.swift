@@ -1,4 +1,4 @@
-public import BluetoothCore
+import BluetoothCore
 public import BluetoothRuntime
 
 /// One ATT bearer (the LE fixed channel 0x0004 of one connection), both roles, sans-I/O
