@@ -136,7 +136,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HostTests",
-            dependencies: ["Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "TestSupport"],
+            dependencies: [
+                "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "TestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),

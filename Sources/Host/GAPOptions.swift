@@ -1,4 +1,4 @@
-public import BluetoothRuntime
+import BluetoothRuntime
 public import HCI
 
 /// How to advertise (Core 5.4 Vol 4 Part E §7.8.5; Vol 3 Part C §9.1, §9.3 modes). Intervals in 0.625 ms units
