@@ -56,7 +56,7 @@ let package = Package(
         // ATT PDUs (Vol 3 Part F).
         .target(name: "ATT", dependencies: ["BluetoothCore", "BluetoothRuntime"], swiftSettings: strict),
         // SMP PDUs (Vol 3 Part H §3).
-        .target(name: "SMP", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime"], swiftSettings: strict),
         // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
         .target(name: "BluetoothRuntime", swiftSettings: strict),
         // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
@@ -66,7 +66,7 @@ let package = Package(
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "BluetoothCrypto", "BluetoothRuntime"],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime"],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -87,7 +87,8 @@ let package = Package(
         .executableTarget(
             name: "blue",
             dependencies: [
-                "BluetoothCore", "HCI", "BluetoothDissector",
+                "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
+                "Host", "AdvertisingData",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -116,7 +117,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SMPTests",
-            dependencies: ["SMP", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["SMP", "BluetoothCrypto", "BluetoothRuntime", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -131,13 +132,14 @@ let package = Package(
         ),
         .testTarget(
             name: "VirtualControllerTests",
-            dependencies: ["VirtualController", "HCI", "BluetoothRuntime", "BluetoothCrypto", "TestSupport"],
+            dependencies: ["VirtualController", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HostTests",
             dependencies: [
-                "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "TestSupport",
+                "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
+                "VirtualController", "TestSupport",
             ],
             swiftSettings: strict
         ),
