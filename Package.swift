@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "HCITransport", targets: ["HCITransport"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
         .library(name: "Host", targets: ["Host"]),
+        .library(name: "OpenCoreBluetooth", targets: ["OpenCoreBluetooth"]),
         .executable(name: "blue", targets: ["blue"]),
     ],
     dependencies: [
@@ -75,6 +76,15 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
                 "AdvertisingData", "BluetoothCrypto",
+            ],
+            swiftSettings: strict
+        ),
+        // Apple's CoreBluetooth API (CB* classes, delegates, constants) on this stack.
+        .target(
+            name: "OpenCoreBluetooth",
+            dependencies: [
+                "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
+                "VirtualController",
             ],
             swiftSettings: strict
         ),
@@ -141,6 +151,11 @@ let package = Package(
                 "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
                 "VirtualController", "TestSupport",
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OpenCoreBluetoothTests",
+            dependencies: ["OpenCoreBluetooth", "BluetoothRuntime", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),

@@ -1,0 +1,1 @@
+// OpenCoreBluetooth: design note to come (issue 5).
