@@ -17,8 +17,11 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import bumble, pytest" >/dev/null 2>&1; then
-  echo "installing bumble and pytest into .venv (PyPI)"
-  .venv/bin/python -m pip install -q --disable-pip-version-check "bumble==0.0.236" pytest
+if ! .venv/bin/python -c "import bumble, pytest, rootcanal" >/dev/null 2>&1; then
+  echo "installing bumble, rootcanal and pytest into .venv (PyPI)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "bumble==0.0.236" "rootcanal==1.10.0" pytest
 fi
-echo "interop peers: $(tshark --version | head -1); bumble $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("bumble"))')"
+# The wheel's RootCanal binary loses its execute bit on some installs.
+rootcanal_bin=$(.venv/bin/python -c "import os, rootcanal; print(os.path.join(os.path.dirname(rootcanal.__file__), 'bin', 'linux-x86_64', 'rootcanal'))")
+chmod +x "$rootcanal_bin"
+echo "interop peers: $(tshark --version | head -1); bumble $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("bumble"))'); rootcanal at $rootcanal_bin"
