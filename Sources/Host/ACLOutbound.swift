@@ -38,6 +38,11 @@ struct ACLOutbound {
 
     var inFlightPacketCount: Int { inFlight.values.reduce(0, +) }
 
+    /// Packets of one connection waiting for a controller buffer.
+    func queuedPacketCount(for handle: UInt16) -> Int {
+        (queues[handle] ?? []).reduce(0) { $0 + $1.fragments.count - $1.next }
+    }
+
     mutating func enqueue(_ fragments: [HCIACLDataPacket], handle: UInt16, completion: Completion?) {
         guard !fragments.isEmpty else {
             completion?(.success(()))

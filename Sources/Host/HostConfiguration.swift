@@ -29,6 +29,15 @@ public struct HostConfiguration: Sendable {
     public var maximumScanCacheEntries = 256
     /// The largest L2CAP PDU accepted from the controller (basic header included).
     public var maximumReassembledPDULength = 65_539
+    /// Our ATT Rx MTU, offered in every Exchange MTU (23...517, Core 5.4 Vol 3 Part F §3.4.2).
+    public var preferredATTMTU = 517
+    /// As central, send the Exchange MTU Request right after connecting (CoreBluetooth does).
+    public var exchangesMTUOnConnect = true
+    /// ACL packets queued per connection at or above which the connection is not ready to send
+    /// (``HostStack/isReadyToSend(connectionHandle:)``): flow control for notifications and writes without response.
+    public var sendQueueLimit = 64
+    /// Whether an unanswered L2CAP signaling request (30 s RTX) also drops the link (Vol 3 Part A §6.2.1).
+    public var disconnectsOnSignalingTimeout = false
 
     public init(commandTimeout: Duration = .seconds(2), address: AddressPolicy = .randomStatic(seed: nil)) {
         self.commandTimeout = commandTimeout

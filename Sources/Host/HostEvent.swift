@@ -1,5 +1,8 @@
+public import ATT
 public import BluetoothCore
+public import GATT
 public import HCI
+public import L2CAP
 
 /// What the host tells its owner, delivered in order on the host's event loop (Core 5.4 Vol 4 Part E §7.7: the
 /// events behind each case).
@@ -27,4 +30,38 @@ public enum HostEvent: Sendable {
     /// Something went wrong with the controller that no single operation owns: a command timeout, a hardware
     /// error, a transport failure, an undecodable event.
     case controllerError(HostError)
+
+    // MARK: ATT / GATT (Core 5.4 Vol 3 Part F, Part G)
+
+    /// ATT_MTU of the connection changed after an Exchange MTU (either direction, Vol 3 Part F §3.4.2).
+    case attMTUChanged(handle: UInt16, mtu: Int)
+    /// A Handle Value Notification from the peer's server (one per tuple of a Multiple Handle Value
+    /// Notification), Vol 3 Part G §4.10.
+    case gattNotification(handle: UInt16, attributeHandle: UInt16, value: [UInt8])
+    /// A Handle Value Indication from the peer's server (§4.11). The host sends the Handle Value Confirmation
+    /// right after this event has been handled.
+    case gattIndication(handle: UInt16, attributeHandle: UInt16, value: [UInt8])
+    /// Something a peer's client did to the local GATT server (a value written, a CCCD changed...).
+    case gattServer(GATTServerEvent)
+    /// The peer confirmed our indication of `attributeHandle`.
+    case gattIndicationConfirmed(handle: UInt16, attributeHandle: UInt16)
+    /// Our indication of `attributeHandle` will never be confirmed (the bearer ended).
+    case gattIndicationFailed(handle: UInt16, attributeHandle: UInt16, ATTBearerError)
+    /// The connection's send queue, found full earlier (``HostStack/isReadyToSend(connectionHandle:)`` false, or
+    /// a refused ``HostStack/updateValue(_:handle:to:requireReady:completion:)``), has room again: CoreBluetooth's
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)` / `peripheralIsReady(toSendWriteWithoutResponse:)`.
+    case readyToSend(handle: UInt16)
+
+    // MARK: L2CAP (Core 5.4 Vol 3 Part A)
+
+    /// A credit-based channel opened, either side initiated (§4.22, §4.23).
+    case l2capChannelOpened(handle: UInt16, L2CAPChannelInfo)
+    /// A complete SDU arrived on the channel with local CID `channel`.
+    case l2capSDU(handle: UInt16, channel: L2CAPChannelIdentifier, sdu: [UInt8])
+    /// The channel closed (either side, a violation, or the link went down).
+    case l2capChannelClosed(handle: UInt16, channel: L2CAPChannelIdentifier, L2CAPChannelCloseReason)
+    /// Credits arrived and the channel's queue is empty: more SDUs may be sent without queueing.
+    case l2capCreditsAvailable(handle: UInt16, channel: L2CAPChannelIdentifier)
+    /// A payload on the SMP fixed channel 0x0006, for the security layer.
+    case securityManagerPDU(handle: UInt16, [UInt8])
 }

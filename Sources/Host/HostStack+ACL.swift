@@ -10,7 +10,11 @@ extension HostStack {
     /// connection ends first.
     public func sendL2CAP(connectionHandle: UInt16, pdu: [UInt8],
                           completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
-        onLoop { [self] in
+        onLoop { [self] in enqueueL2CAP(handle: connectionHandle, pdu: pdu, completion: completion) }
+    }
+
+    /// ``sendL2CAP(connectionHandle:pdu:completion:)`` on the loop.
+    func enqueueL2CAP(handle connectionHandle: UInt16, pdu: [UInt8], completion: ((Result<Void, HostError>) -> Void)?) {
             guard lifecycle == .ready, let fragmenter else {
                 completion?(.failure(HostError(.notReady, "the host stack is not running")))
                 return
@@ -28,7 +32,6 @@ extension HostStack {
             }
             outbound.enqueue(fragments, handle: connectionHandle, completion: completion)
             pumpACL()
-        }
     }
 
     func pumpACL() {
@@ -37,6 +40,7 @@ extension HostStack {
         stats.sentACLPackets += packets.count
         for packet in packets { sendFrame(packet.frame) }
         for completion in completed { completion(.success(())) }
+        if !packets.isEmpty { reportSendRoom() }
     }
 
     func receiveACL(_ frame: H4Frame) {
@@ -55,7 +59,11 @@ extension HostStack {
         if output.error != nil { stats.reassemblyErrors += 1 }
         guard let pdu = output.pdu else { return }
         stats.receivedL2CAPPDUs += 1
-        l2capHandler?(record.connection, pdu.bytes)
+        if let l2capHandler {
+            l2capHandler(record.connection, pdu.bytes)
+        } else {
+            receiveL2CAP(pdu.bytes, handle: packet.handle)
+        }
     }
 
     /// Counters of what was tolerated or dropped (read on the loop).
@@ -67,9 +75,21 @@ extension HostStack {
             pendingCommands: pipe.pendingCount, queuedACLPackets: outbound.queuedPacketCount,
             inFlightACLPackets: outbound.inFlightPacketCount, connections: connections.count,
             pendingOperations: (pendingConnect == nil ? 0 : 1)
-                + connections.values.reduce(0) { $0 + $1.pendingUpdates.count + $1.pendingDisconnects.count },
+                + connections.values.reduce(0) {
+                    $0 + $1.pendingUpdates.count + $1.pendingDisconnects.count + ($1.session?.pendingOperationCount ?? 0)
+                },
             reassemblyBufferedBytes: reassembler.bufferedByteCount, scanCacheEntries: scanMerger.deviceCount,
-            timerArmed: timer.map { !$0.isCancelled } ?? false)
+            timerArmed: timer.map { !$0.isCancelled } ?? false,
+            pendingATTTransactions: connections.values.reduce(0) { total, record in
+                guard let session = record.session else { return total }
+                return total + session.bearer.pendingRequestCount + session.bearer.pendingIndicationCount
+                    + session.bearer.pendingIncomingRequestCount + session.client.pendingProcedureCount
+            },
+            l2capChannels: connections.values.reduce(0) { $0 + ($1.session?.link.channelCount ?? 0) },
+            l2capSignalingRequests: connections.values.reduce(0) {
+                $0 + ($1.session?.link.outstandingRequestCount ?? 0) + ($1.session?.link.unansweredParameterUpdateCount ?? 0)
+            },
+            preparedWrites: gattServer.pendingPreparedWriteCount)
     }
 
     /// The controller's free LE ACL buffers (read on the loop).

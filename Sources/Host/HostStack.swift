@@ -1,7 +1,10 @@
+import ATT
 import BluetoothCore
 public import BluetoothRuntime
+import GATT
 public import HCI
 public import HCITransport
+import L2CAP
 
 /// The host stack over one controller: the HCI command pipe with credits and timeouts (Core 5.4 Vol 4 Part E
 /// §4.4), controller initialisation (§7.3, §7.4, §7.8), the connection table, ACL flow control and
@@ -26,6 +29,10 @@ public final class HostStack: @unchecked Sendable {
         var connection: Connection
         var pendingUpdates: [(Result<Connection, HostError>) -> Void] = []
         var pendingDisconnects: [(Result<HCIStatus, HostError>) -> Void] = []
+        /// L2CAP, ATT and GATT of the connection (nil when an L2CAP handler takes the raw PDUs).
+        var session: ConnectionSession?
+        /// A machine asked for the link to be dropped and the Disconnect was sent.
+        var droppingLink = false
     }
 
     struct PendingConnect {
@@ -60,6 +67,10 @@ public final class HostStack: @unchecked Sendable {
     var eventHandler: ((HostEvent) -> Void)?
     var l2capHandler: ((Connection, [UInt8]) -> Void)?
     var stats = HostStatistics()
+    /// The GATT server every connection shares (its database, per-connection CCCDs, MTU and security).
+    var gattServer = GATTServer(database: GATTDatabase())
+    /// Credit-based channel servers, registered on every link.
+    var channelServers: [UInt16: L2CAPChannelServer] = [:]
 
     public init(transport: any HCITransport, eventLoop: any EventLoop, configuration: HostConfiguration = HostConfiguration()) {
         self.transport = transport
@@ -156,6 +167,9 @@ public final class HostStack: @unchecked Sendable {
             for completion in record.pendingDisconnects { completion(.failure(error)) }
         }
         connect?.completion(.failure(error))
+        for record in records {
+            closeSession(record.session, handle: record.connection.handle, reason: .connectionTerminatedByLocalHost, error: error)
+        }
     }
 
     // MARK: Commands
@@ -201,7 +215,7 @@ public final class HostStack: @unchecked Sendable {
 
     func armTimer() {
         guard lifecycle != .closed else { return }
-        let deadline = [pipe.nextDeadline, pendingConnect?.deadline].compactMap { $0 }.min()
+        let deadline = [pipe.nextDeadline, pendingConnect?.deadline, sessionsNextDeadline].compactMap { $0 }.min()
         if let timer, !timer.isCancelled, deadline == timerDeadline { return }
         timer?.cancel()
         timer = nil
@@ -222,6 +236,7 @@ public final class HostStack: @unchecked Sendable {
         if let pending = pendingConnect, let deadline = pending.deadline, deadline <= now {
             connectTimedOut()
         }
+        sessionsTimedOut(now: now)
         pumpCommands()
     }
 
@@ -287,7 +302,14 @@ public final class HostStack: @unchecked Sendable {
             pumpACL()
         case .encryptionChange(let status, let handle, let enabled),
              .encryptionChangeV2(let status, let handle, let enabled, _):
-            if status == .success { connections[handle]?.connection.isEncrypted = enabled != 0 }
+            if status == .success, connections[handle] != nil {
+                connections[handle]?.connection.isEncrypted = enabled != 0
+                var security = connections[handle]?.session?.security ?? .open
+                security.encrypted = enabled != 0
+                if enabled == 0 { security.keySize = 0 } else if security.keySize == 0 { security.keySize = 16 }
+                connections[handle]?.session?.security = security
+                gattServer.setSecurity(security, for: GATTConnectionID(handle))
+            }
             emit(.encryptionChanged(handle: handle, status: status, enabled: enabled != 0))
         case .encryptionKeyRefreshComplete(let status, let handle):
             emit(.encryptionKeyRefreshed(handle: handle, status: status))
@@ -365,6 +387,7 @@ public final class HostStack: @unchecked Sendable {
             parameters: ConnectionParameters(interval: complete.connectionInterval, latency: complete.peripheralLatency,
                                              supervisionTimeout: complete.supervisionTimeout))
         connections[complete.handle] = ConnectionRecord(connection: connection)
+        openSession(for: connection)
         var completed: PendingConnect?
         if role == .central {
             completed = pendingConnect
@@ -376,6 +399,7 @@ public final class HostStack: @unchecked Sendable {
         }
         emit(.connected(connection))
         completed?.completion(.success(connection))
+        exchangeMTUIfCentral(connection)
     }
 
     /// Disconnection Complete: the connection and everything of it goes (queued sends, reassembly, operations).
@@ -390,7 +414,9 @@ public final class HostStack: @unchecked Sendable {
         for completion in failedSends { completion(.failure(error)) }
         for completion in record.pendingUpdates { completion(.failure(error)) }
         for completion in record.pendingDisconnects { completion(.success(reason)) }
+        closeSession(record.session, handle: handle, reason: reason, error: error)
         emit(.disconnected(handle: handle, reason: reason))
+        armTimer()
         pumpACL()
     }
 

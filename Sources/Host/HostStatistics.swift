@@ -22,6 +22,8 @@ public struct HostStatistics: Hashable, Sendable {
     /// Events and frames the host has no use for.
     public var ignoredEvents = 0
     public var ignoredFrames = 0
+    /// ATT commands (Write Command, Signed Write Command) the bearer refused to send (too long, bearer closed).
+    public var refusedATTCommands = 0
 
     public init() {}
 }
@@ -37,16 +39,26 @@ public struct HostResources: Hashable, Sendable, CustomStringConvertible {
     public var reassemblyBufferedBytes: Int
     public var scanCacheEntries: Int
     public var timerArmed: Bool
+    /// ATT requests and indications in flight or queued (both directions) and GATT client procedures.
+    public var pendingATTTransactions: Int = 0
+    /// L2CAP credit-based channels in any state (connecting, open, disconnecting).
+    public var l2capChannels: Int = 0
+    /// L2CAP signaling requests awaiting a response, and received ones not yet answered.
+    public var l2capSignalingRequests: Int = 0
+    /// Prepared writes queued in the GATT server.
+    public var preparedWrites: Int = 0
 
-    /// Nothing pending, queued, buffered or armed (connections aside).
+    /// Nothing pending, queued, buffered or armed (connections and open L2CAP channels aside).
     public var isQuiescent: Bool {
         pendingCommands == 0 && queuedACLPackets == 0 && inFlightACLPackets == 0 && pendingOperations == 0
-            && reassemblyBufferedBytes == 0 && scanCacheEntries == 0 && !timerArmed
+            && reassemblyBufferedBytes == 0 && scanCacheEntries == 0 && !timerArmed && pendingATTTransactions == 0
+            && l2capSignalingRequests == 0 && preparedWrites == 0
     }
 
     public var description: String {
         "commands \(pendingCommands), ACL queued \(queuedACLPackets) in flight \(inFlightACLPackets), "
             + "connections \(connections), operations \(pendingOperations), reassembly \(reassemblyBufferedBytes) B, "
-            + "scan cache \(scanCacheEntries), timer \(timerArmed ? "armed" : "none")"
+            + "scan cache \(scanCacheEntries), timer \(timerArmed ? "armed" : "none"), ATT \(pendingATTTransactions), "
+            + "L2CAP channels \(l2capChannels) requests \(l2capSignalingRequests), prepared writes \(preparedWrites)"
     }
 }

@@ -1,0 +1,49 @@
+import ATT
+import BluetoothCore
+import GATT
+import L2CAP
+
+/// The protocol state of one LE connection above HCI (Core 5.4 Vol 3 Part A L2CAP, Part F ATT, Part G GATT):
+/// the connection's ``L2CAPLink`` (fixed channels, signaling, credit-based channels), its ``ATTBearer`` on the
+/// ATT fixed channel, its ``GATTClient``, and the completions of the operations the owner started on them.
+/// The connection's share of the stack-wide ``GATTServer`` lives in that server, keyed by the connection handle.
+///
+/// A plain value kept in the host's connection table and mutated only on the host's event loop; the machines
+/// are sans-I/O and the host carries out their actions (`HostStack+Wiring.swift`).
+struct ConnectionSession {
+    typealias GATTCompletion = (Result<GATTProcedureResult, GATTClientError>) -> Void
+    typealias ChannelOpenCompletion = (Result<L2CAPChannelInfo, HostError>) -> Void
+    typealias ChannelCloseCompletion = (Result<Void, HostError>) -> Void
+    typealias ParameterUpdateCompletion = (Result<Bool, HostError>) -> Void
+
+    var link: L2CAPLink
+    var bearer: ATTBearer
+    var client: GATTClient
+    /// Bearer requests enqueued for the GATT client (their results go to the client through the bridge).
+    var clientRequests: Set<ATTBearerRequestID> = []
+    /// Our own Exchange MTU Request, when one is pending.
+    var mtuExchangeRequest: ATTBearerRequestID?
+    var mtuExchangeCompletion: ((Result<Int, HostError>) -> Void)?
+    var gattCompletions: [GATTOperationID: GATTCompletion] = [:]
+    var channelOpens: [L2CAPChannelIdentifier: ChannelOpenCompletion] = [:]
+    var channelCloses: [L2CAPChannelIdentifier: [ChannelCloseCompletion]] = [:]
+    /// Our Connection Parameter Update Requests (Peripheral), oldest first.
+    var parameterUpdates: [ParameterUpdateCompletion] = []
+    /// The owner found the send queue full; ``HostEvent/readyToSend(handle:)`` is due when it drains.
+    var waitingForSendRoom = false
+    /// The link's security as the GATT server checks it (encryption from Encryption Change; the rest from SMP).
+    var security = GATTLinkSecurity.open
+    /// Test hook: requests from the peer are dropped unanswered (to provoke the peer's ATT timeout).
+    var ignoresATTRequests = false
+
+    init(role: ConnectionRole, preferredMTU: Int) {
+        link = L2CAPLink(role: role == .central ? .central : .peripheral)
+        bearer = ATTBearer(preferredMTU: preferredMTU)
+        client = GATTClient(mtu: ATTMTU.leDefault)
+    }
+
+    /// Operations of the owner waiting for an answer on this connection.
+    var pendingOperationCount: Int {
+        gattCompletions.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
+    }
+}

@@ -1,0 +1,182 @@
+public import ATT
+import BluetoothCore
+public import GATT
+
+/// The GATT API of the host (Core 5.4 Vol 3 Part G): the local server's database and values, the client
+/// procedures on each connection, ATT_MTU, and send-queue readiness. Callable from any thread; completions and
+/// events run on the host's loop.
+extension HostStack {
+    // MARK: Server
+
+    /// Replaces the local GATT database. Connections keep their MTU and security; the CCCD values they wrote are
+    /// kept for characteristics whose CCCD handle still exists (a database that appends services keeps them all).
+    /// Connected clients that enabled Service Changed indications get one for `changedRange` when given.
+    public func setGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange? = nil,
+                                completion: (@Sendable () -> Void)? = nil) {
+        onLoop { [self] in
+            replaceDatabase(database, changedRange: changedRange)
+            completion?()
+        }
+    }
+
+    /// Changes the local database in place (`body` runs on the loop with the current database) and completes
+    /// with what `body` returned, e.g. the handles of an added service. On a thrown error nothing changes.
+    public func modifyGATTDatabase<Value: Sendable>(
+        _ body: @escaping @Sendable (inout GATTDatabase) throws(GATTDatabaseError) -> Value,
+        completion: @escaping @Sendable (Result<Value, GATTDatabaseError>) -> Void
+    ) {
+        onLoop { [self] in
+            var database = gattServer.database
+            do throws(GATTDatabaseError) {
+                let value = try body(&database)
+                replaceDatabase(database, changedRange: nil)
+                completion(.success(value))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
+    func replaceDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?) {
+        let old = gattServer
+        var server = GATTServer(database: database, maximumPreparedWrites: old.maximumPreparedWrites,
+                                signatureVerifier: old.signatureVerifier)
+        let cccds = database.services.flatMap(\.characteristics).compactMap { characteristic -> (UInt16, UInt16)? in
+            characteristic.clientConfiguration.map { (characteristic.value, $0) }
+        }
+        for (handle, record) in connections {
+            guard let session = record.session else { continue }
+            let id = GATTConnectionID(handle)
+            server.connect(id, security: session.security, mtu: old.mtu(for: id))
+            for (valueHandle, descriptor) in cccds {
+                let configuration = old.clientConfiguration(valueHandle: valueHandle, for: id)
+                if !configuration.isEmpty { server.setClientConfiguration(configuration, descriptor: descriptor, for: id) }
+            }
+        }
+        gattServer = server
+        if let changedRange { performServerOutbound(gattServer.serviceChanged(changedRange)) }
+    }
+
+    /// The local database as it is now, with stored values as last written (completion on the loop).
+    public func readGATTDatabase(_ completion: @escaping @Sendable (GATTDatabase) -> Void) {
+        onLoop { [self] in completion(gattServer.database) }
+    }
+
+    /// The local GATT server (read on the loop): values, CCCDs per connection, MTUs.
+    public var localGATTServer: GATTServer { gattServer }
+
+    /// Checks Signed Write Commands for the local server (set by the security layer).
+    public func setGATTSignatureVerifier(_ verifier: GATTSignatureVerifier?) {
+        onLoop { [self] in gattServer.signatureVerifier = verifier }
+    }
+
+    /// The security of a connection as the GATT server checks it (encryption, authentication, key size,
+    /// authorization). Encryption Change updates `encrypted` by itself; SMP sets the rest.
+    public func setGATTSecurity(connectionHandle handle: UInt16, _ security: GATTLinkSecurity) {
+        onLoop { [self] in
+            guard connections[handle]?.session != nil else { return }
+            connections[handle]?.session?.security = security
+            gattServer.setSecurity(security, for: GATTConnectionID(handle))
+        }
+    }
+
+    /// Sets the stored value of the characteristic value `handle` and notifies or indicates it (cut to each
+    /// connection's ATT_MTU − 3) to every subscribed connection, or only to those in `targets`. Completes with the
+    /// connection handles it was sent to.
+    ///
+    /// With `requireReady` (CoreBluetooth's `updateValue` semantics), when a target connection's send queue is
+    /// full nothing is sent or stored: the completion fails with ``HostError/Code/busy`` and
+    /// ``HostEvent/readyToSend(handle:)`` follows when the queue has room.
+    public func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>? = nil, requireReady: Bool = false,
+                            completion: (@Sendable (Result<[UInt16], HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            guard lifecycle == .ready else {
+                completion?(.failure(HostError(.notReady, "the host stack is not running")))
+                return
+            }
+            let planned = gattServer.notify(handle: handle, value: value).filter { targets?.contains($0.connection.rawValue) ?? true }
+            if requireReady {
+                let full = planned.map(\.connection.rawValue).filter { !sendRoom($0) }
+                if !full.isEmpty {
+                    for connection in full { connections[connection]?.session?.waitingForSendRoom = true }
+                    completion?(.failure(HostError(.busy, "the send queue of \(full.map { Dissection.hex16($0) }) is full")))
+                    return
+                }
+            }
+            var outbound = gattServer.updateValue(value, handle: handle)
+            if let targets { outbound = outbound.filter { targets.contains($0.connection.rawValue) } }
+            performServerOutbound(outbound)
+            completion?(.success(outbound.map(\.connection.rawValue)))
+        }
+    }
+
+    /// Service Changed indications (Vol 3 Part G §7.1) for `range` to every connection that enabled them.
+    public func indicateServiceChanged(_ range: ATTHandleRange) {
+        onLoop { [self] in performServerOutbound(gattServer.serviceChanged(range)) }
+    }
+
+    /// Whether the connection's send queue is below ``HostConfiguration/sendQueueLimit`` (read on the loop).
+    /// When it is not, ``HostEvent/readyToSend(handle:)`` follows once it is: CoreBluetooth's
+    /// `canSendWriteWithoutResponse` and the `updateValue` result.
+    public func isReadyToSend(connectionHandle handle: UInt16) -> Bool {
+        guard connections[handle]?.session != nil else { return false }
+        if sendRoom(handle) { return true }
+        connections[handle]?.session?.waitingForSendRoom = true
+        return false
+    }
+
+    func sendRoom(_ handle: UInt16) -> Bool {
+        outbound.queuedPacketCount(for: handle) < configuration.sendQueueLimit
+    }
+
+    // MARK: Client
+
+    /// Runs a GATT client procedure on the connection (Vol 3 Part G §4); procedures of one connection run one
+    /// after the other, in call order. Fails with ``GATTClientError/bearerFailed(_:)`` when the connection does
+    /// not exist or ends first (reason: the HCI disconnection reason), or the ATT bearer timed out.
+    public func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
+                     completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
+        onLoop { [self] in
+            guard connections[handle]?.session != nil,
+                  let (id, actions) = connections[handle]?.session?.client.enqueue(procedure) else {
+                completion(.failure(.bearerFailed(.disconnected(reason: nil))))
+                return
+            }
+            connections[handle]?.session?.gattCompletions[id] = completion
+            performClient(actions, handle)
+            armTimer()
+        }
+    }
+
+    /// Sets the signer of the connection's Signed Write Commands (the security layer builds it from the CSRK).
+    public func setGATTSigner(connectionHandle handle: UInt16, _ signer: GATTClientSigner?) {
+        onLoop { [self] in connections[handle]?.session?.client.signer = signer }
+    }
+
+    /// The connection's ATT_MTU (23 until an exchange), nil for an unknown connection (read on the loop).
+    public func attMTU(connectionHandle handle: UInt16) -> Int? {
+        connections[handle]?.session?.bearer.mtu
+    }
+
+    /// Sends our Exchange MTU Request now (when ``HostConfiguration/exchangesMTUOnConnect`` is off, or as
+    /// peripheral). Completes with the ATT_MTU after the exchange; an exchange happens once per connection.
+    public func exchangeMTU(connectionHandle handle: UInt16, completion: (@Sendable (Result<Int, HostError>) -> Void)? = nil) {
+        onLoop { [self] in
+            guard let (id, actions) = connections[handle]?.session?.bearer.exchangeMTU(now: eventLoop.now) else {
+                completion?(.failure(unknownConnection(handle)))
+                return
+            }
+            connections[handle]?.session?.mtuExchangeRequest = id
+            connections[handle]?.session?.mtuExchangeCompletion = completion
+            performBearer(actions, handle)
+            armTimer()
+        }
+    }
+
+    // MARK: Test hooks
+
+    /// Drops every ATT request from the peer unanswered on this connection (to provoke its 30 s timeout).
+    func ignoreATTRequests(connectionHandle handle: UInt16, _ ignore: Bool = true) {
+        onLoop { [self] in connections[handle]?.session?.ignoresATTRequests = ignore }
+    }
+}
