@@ -1,0 +1,478 @@
+public import BluetoothCore
+public import BluetoothRuntime
+import HCI
+public import HCITransport
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The air hub behind `blue air` (DESIGN.md "The virtual controller and the air", issue 3 item 4): one
+/// ``VirtualAir`` shared by every host that joins it. Each connection to the hub's UNIX socket (default
+/// ``defaultSocketPath``) or to one of its TCP ports becomes a new ``VirtualController`` on that air, and the joining
+/// host speaks plain HCI over H4 (Core 5.4 Vol 4 Part A §2) on that connection, so `air:PATH` is an ordinary UNIX
+/// H4 transport and Bumble joins with `tcp-client:127.0.0.1:PORT`.
+///
+/// - The controller is created when the host sends its first packet (a probe that connects and leaves without
+///   speaking, such as ``isRunning(at:)``, creates nothing). Device n gets the public address
+///   `0A:1B:00:00:00:nn` (from the join counter) and a place on a 4-wide grid ``AirHubConfiguration/spacing``
+///   metres apart, so runs are reproducible.
+/// - When the host's socket closes the controller powers off (its peers see a supervision timeout, reason 0x08).
+/// - With a snoop directory, each controller's HCI traffic goes to `devN.btsnoop` there (host → controller
+///   recorded as *sent*, controller → host as *received*, as btsnoop defines them).
+/// - ``onEvent`` reports joins, leaves, connections (read from the LE Connection Complete / Disconnection Complete /
+///   Encryption Change events each controller sends), and traffic summaries every
+///   ``AirHubConfiguration/statisticsInterval`` and at ``stop()``.
+///
+/// State: the air and its controllers live on ``eventLoop``; the hub's own tables are lock-protected and touched
+/// from the listeners' accept threads, the transports' reader threads and the loop. ``onEvent`` is called from any
+/// of those, never concurrently with itself.
+public final class AirHub: @unchecked Sendable {
+    /// The shared air.
+    public let air: VirtualAir
+    public let configuration: AirHubConfiguration
+    public var eventLoop: any EventLoop { air.eventLoop }
+
+    private let handler = LockedValue<(@Sendable (AirHubEvent) -> Void)?>(nil)
+    private let eventLock = LockedValue(())
+    private let state = LockedValue(HubState())
+
+    /// Where events go (see the type's notes on threads). Set it before ``start()``.
+    public var onEvent: (@Sendable (AirHubEvent) -> Void)? {
+        get { handler.withLock { $0 } }
+        set { handler.withLock { $0 = newValue } }
+    }
+
+    /// A hub on `eventLoop` (a `DispatchEventLoop` in production, a `ManualEventLoop` in tests).
+    public init(configuration: AirHubConfiguration, eventLoop: any EventLoop) {
+        self.configuration = configuration
+        self.air = VirtualAir(eventLoop: eventLoop, seed: configuration.seed, configuration: configuration.air)
+        let state = state
+        air.observer = { packet in
+            state.withLock { state in
+                switch packet.kind {
+                case .advertising: state.airCounts.advertisingPackets &+= 1
+                case .scanRequest, .scanResponse: state.airCounts.scanPackets &+= 1
+                case .connectRequest: state.airCounts.connectRequests &+= 1
+                case .data: state.airCounts.dataPackets &+= 1
+                }
+            }
+        }
+    }
+
+    // MARK: Default path and probe
+
+    /// `$XDG_RUNTIME_DIR/opencorebluetooth/air.sock` when XDG_RUNTIME_DIR is set (and not empty), else
+    /// `/tmp/opencorebluetooth-<uid>/air.sock`. ``start()`` creates the directory (mode 0700) if needed.
+    public static var defaultSocketPath: String {
+        if let value = getenv("XDG_RUNTIME_DIR"), case let directory = String(cString: value), !directory.isEmpty {
+            return directory + "/opencorebluetooth/air.sock"
+        }
+        return "/tmp/opencorebluetooth-\(getuid())/air.sock"
+    }
+
+    /// Whether a hub accepts connections at `path` (connects and leaves at once without sending anything, which
+    /// a hub does not count as a join).
+    public static func isRunning(at path: String = AirHub.defaultSocketPath) -> Bool {
+        guard let transport = try? SocketH4Transport.connect(path: path) else { return false }
+        transport.close()
+        return true
+    }
+
+    /// Opens a host-side connection to the hub at `path` (not started): a new controller on its air.
+    public static func connect(at path: String = AirHub.defaultSocketPath) throws(HCITransportError) -> SocketH4Transport {
+        try SocketH4Transport.connect(path: path)
+    }
+
+    // MARK: Start and stop
+
+    /// Creates the snoop directory, listens on the socket and the TCP ports, and starts the statistics timer.
+    /// Throws ``AirHubError/Code/alreadyRunning`` at once when another hub accepts on the socket path.
+    public func start() throws(AirHubError) {
+        let refused: AirHubError? = state.withLock { state in
+            guard state.phase == .created else { return AirHubError(.invalidState, "the hub was already started") }
+            state.phase = .starting
+            return nil
+        }
+        if let refused { throw refused }
+        do throws(AirHubError) {
+            if let directory = configuration.snoopDirectory { try Self.makeDirectory(directory, purpose: .snoop) }
+            var listeners: [H4Listener] = []
+            do throws(AirHubError) {
+                if let path = configuration.socketPath {
+                    listeners.append(try listenUNIX(path))
+                }
+                for endpoint in configuration.tcpEndpoints {
+                    listeners.append(try listenTCP(endpoint))
+                }
+            } catch {
+                for listener in listeners { listener.close() }
+                throw error
+            }
+            let stopped = state.withLock { state in
+                state.listeners = listeners
+                let stopped = state.phase == .stopped
+                if !stopped { state.phase = .running }
+                return stopped
+            }
+            if stopped {
+                for listener in listeners { listener.close() }
+                throw AirHubError(.invalidState, "the hub was stopped while starting")
+            }
+            for listener in listeners { emit(.listening(listener.name)) }
+            if let interval = configuration.statisticsInterval { armStatistics(interval) }
+        } catch {
+            state.withLock { $0.phase = .stopped }
+            throw error
+        }
+    }
+
+    /// The endpoints the hub listens on ("unix:PATH", "tcp:127.0.0.1:PORT"), in configuration order.
+    public var endpoints: [String] { state.withLock { $0.listeners.map(\.name) } }
+
+    /// The TCP ports bound (the kernel's choice for port 0), in configuration order.
+    public var tcpPorts: [UInt16] { state.withLock { $0.listeners.compactMap(\.port) } }
+
+    /// Stops accepting, disconnects every host (their controllers power off), closes the captures, removes the
+    /// socket file and emits ``AirHubEvent/stopped(_:)``. Idempotent; returns the final statistics.
+    @discardableResult
+    public func stop() -> AirHubStatistics {
+        let taken = state.withLock { state -> (listeners: [H4Listener], members: [Member], timer: ScheduledJob?)? in
+            guard state.phase != .stopped else { return nil }
+            state.phase = .stopped
+            defer {
+                state.listeners = []
+                state.pending = [:]
+                state.statisticsTimer = nil
+            }
+            return (state.listeners, Array(state.pending.values), state.statisticsTimer)
+        }
+        guard let taken else { return statistics }
+        taken.timer?.cancel()
+        for listener in taken.listeners { listener.close() }
+        for member in taken.members.sorted(by: { (a: Member, b: Member) in a.serial < b.serial }) {
+            leave(member, reason: "hub stopped")
+            member.transport.close()
+        }
+        let final = statistics
+        emit(.stopped(final))
+        return final
+    }
+
+    /// The devices on the air now, in join order.
+    public var devices: [AirHubDevice] {
+        state.withLock { state in state.joined.values.map(\.device).sorted { $0.number < $1.number } }
+    }
+
+    /// A snapshot of devices, connections and traffic.
+    public var statistics: AirHubStatistics {
+        state.withLock { state in
+            var statistics = state.airCounts
+            statistics.devices = state.joined.count
+            statistics.devicesJoined = state.nextNumber - 1
+            statistics.connectionsMade = state.connectionsMade
+            statistics.connections = state.joined.values.reduce(0) { total, joined in
+                total + joined.connections.values.filter { $0.role == .central }.count
+            }
+            var traffic = state.pastTraffic
+            for joined in state.joined.values { traffic.add(joined.traffic) }
+            statistics.traffic = traffic
+            return statistics
+        }
+    }
+
+    /// The controller of device `number` while it is on the air (to move it, power it off...).
+    public func controller(ofDevice number: Int) -> VirtualController? {
+        state.withLock { $0.joined[number]?.controller }
+    }
+
+    // MARK: Joining
+
+    /// Adds a host connection coming from elsewhere (an in-process transport, a socket the caller accepted):
+    /// the hub starts it and the host joins like one from a listener. `origin` names where it came from.
+    public func adopt(_ transport: any HCITransport, origin: String) {
+        let member = state.withLock { state -> Member? in
+            guard state.phase == .running || state.phase == .starting else { return nil }
+            state.nextSerial += 1
+            let member = Member(serial: state.nextSerial, transport: transport, origin: origin)
+            state.pending[member.serial] = member
+            return member
+        }
+        guard let member else {
+            transport.close()
+            return
+        }
+        do {
+            try transport.start(
+                onFrame: { [weak self] frame in self?.frameFromHost(frame, member: member) },
+                onClose: { [weak self] error in
+                    self?.leave(member, reason: error.map { "host closed: \($0.reason)" } ?? "closed")
+                })
+        } catch {
+            leave(member, reason: "could not start the transport: \(error.reason)")
+        }
+    }
+
+    private func listenUNIX(_ path: String) throws(AirHubError) -> H4Listener {
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try Self.makeDirectory(String(path[..<slash]), purpose: .socket)
+        }
+        if Self.isRunning(at: path) {
+            throw AirHubError(.alreadyRunning, "another blue air is already running on \(path)")
+        }
+        do {
+            return try H4Listener.listen(unixPath: path) { [weak self] transport in
+                self?.adopt(transport, origin: "unix:\(path)")
+            }
+        } catch {
+            if Self.isRunning(at: path) {
+                throw AirHubError(.alreadyRunning, "another blue air is already running on \(path)")
+            }
+            throw AirHubError(.listenFailed, error.reason)
+        }
+    }
+
+    private func listenTCP(_ endpoint: AirHubTCPEndpoint) throws(AirHubError) -> H4Listener {
+        do {
+            let name = LockedValue("tcp:\(endpoint)")
+            let listener = try H4Listener.listen(tcpHost: endpoint.host, port: endpoint.port) { [weak self] transport in
+                self?.adopt(transport, origin: name.withLock { $0 })
+            }
+            name.withLock { $0 = listener.name }
+            return listener
+        } catch {
+            throw AirHubError(.listenFailed, error.reason)
+        }
+    }
+
+    private enum DirectoryPurpose { case snoop, socket }
+
+    private static func makeDirectory(_ path: String, purpose: DirectoryPurpose) throws(AirHubError) {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw AirHubError(purpose == .snoop ? .snoopFailed : .listenFailed, "\(path) exists and is not a directory")
+            }
+            return
+        }
+        if mkdir(path, purpose == .socket ? 0o700 : 0o755) != 0, errno != EEXIST {
+            let reason = String(cString: strerror(errno))
+            throw AirHubError(purpose == .snoop ? .snoopFailed : .listenFailed, "cannot create \(path): \(reason)")
+        }
+    }
+
+    /// Every frame from a host; the first one creates the controller.
+    private func frameFromHost(_ frame: H4Frame, member: Member) {
+        guard let joined = controllerFor(member) else { return }
+        joined.sink?.record(frame, direction: .sent, unixMicroseconds: SnoopingTransport.realTimeClock())
+        let randomAddress = Self.randomAddressSet(by: frame)
+        state.withLock { state in
+            guard state.joined[joined.device.number] != nil else { return }
+            switch frame.type {
+            case .command: state.joined[joined.device.number]?.traffic.commands &+= 1
+            case .aclData: state.joined[joined.device.number]?.traffic.aclToController &+= 1
+            default: break
+            }
+            state.joined[joined.device.number]?.traffic.octets &+= frame.packet.count &+ 1
+            if let randomAddress { state.joined[joined.device.number]?.randomAddress = randomAddress }
+        }
+        joined.controller.receiveFromHost(frame)
+    }
+
+    private func controllerFor(_ member: Member) -> Joined? {
+        if let joined = member.joined.withLock({ $0 }) { return joined }
+        let created = state.withLock { state -> Joined? in
+            guard state.phase == .running, state.pending[member.serial] != nil else { return nil }
+            let number = state.nextNumber
+            state.nextNumber += 1
+            let device = AirHubDevice(
+                number: number, address: Self.address(forDevice: number),
+                position: Self.position(forDevice: number, spacing: configuration.spacing),
+                origin: member.origin, snoopPath: configuration.snoopDirectory.map { "\($0)/dev\(number).btsnoop" })
+            let joined = Joined(device: device, controller: VirtualController(air: air, address: device.address,
+                                                                              position: device.position))
+            state.joined[number] = joined
+            return joined
+        }
+        guard var joined = created else { return nil }
+        if let path = joined.device.snoopPath {
+            do {
+                joined.sink = try BTSnoopFileSink(path: path)
+            } catch {
+                joined.device.snoopPath = nil
+                emit(.warning("dev\(joined.device.number): \(error.reason)"))
+            }
+            let final = joined
+            state.withLock { $0.joined[final.device.number] = final }
+        }
+        let final = joined
+        member.joined.withLock { $0 = final }
+        let transport = member.transport
+        let sink = joined.sink
+        let number = joined.device.number
+        joined.controller.toHost = { [weak self] frame in
+            sink?.record(frame, direction: .received, unixMicroseconds: SnoopingTransport.realTimeClock())
+            self?.frameToHost(frame, device: number)
+            try? transport.send(frame)
+        }
+        emit(.joined(joined.device))
+        return joined
+    }
+
+    /// Counts a frame to a host and reports connections from its events (on the air's loop).
+    private func frameToHost(_ frame: H4Frame, device number: Int) {
+        var report: AirHubEvent?
+        let event: HCIEvent? = frame.type == .event && Self.isReported(frame.packet)
+            ? (try? HCIEvent(decoding: frame.packet)) : nil
+        state.withLock { state in
+            guard state.joined[number] != nil else { return }
+            switch frame.type {
+            case .event: state.joined[number]?.traffic.events &+= 1
+            case .aclData: state.joined[number]?.traffic.aclToHost &+= 1
+            default: break
+            }
+            state.joined[number]?.traffic.octets &+= frame.packet.count &+ 1
+            guard let event else { return }
+            switch event {
+            case .leMeta(.connectionComplete(let complete)):
+                report = state.connected(number, complete)
+            case .leMeta(.enhancedConnectionComplete(let enhanced)), .leMeta(.enhancedConnectionCompleteV2(let enhanced, _, _)):
+                report = state.connected(number, enhanced.connection)
+            case .disconnectionComplete(let status, let handle, let reason):
+                guard status == .success, state.joined[number]?.connections.removeValue(forKey: handle) != nil else { return }
+                report = .disconnected(device: number, handle: handle, reason: reason)
+            case .encryptionChange(let status, let handle, let enabled), .encryptionChangeV2(let status, let handle, let enabled, _):
+                report = .encryptionChanged(device: number, handle: handle, status: status, enabled: enabled != 0)
+            default:
+                break
+            }
+        }
+        if let report { emit(report) }
+    }
+
+    /// Disconnection Complete, Encryption Change (v1, v2), LE (Enhanced) Connection Complete.
+    private static func isReported(_ packet: [UInt8]) -> Bool {
+        guard let code = packet.first else { return false }
+        switch code {
+        case 0x05, 0x08, 0x59: return true
+        case 0x3E: return packet.count > 2 && (packet[2] == 0x01 || packet[2] == 0x0A || packet[2] == 0x29)
+        default: return false
+        }
+    }
+
+    /// The address of HCI_LE_Set_Random_Address (opcode 0x2005), to name peers in connection reports.
+    private static func randomAddressSet(by frame: H4Frame) -> BluetoothAddress? {
+        let packet = frame.packet
+        guard frame.type == .command, packet.count == 9, packet[0] == 0x05, packet[1] == 0x20, packet[2] == 6 else {
+            return nil
+        }
+        return try? BluetoothAddress(littleEndianBytes: packet[3...], type: .random)
+    }
+
+    /// Powers the member's controller off and forgets it (idempotent).
+    private func leave(_ member: Member, reason: String) {
+        let gone = state.withLock { state -> Joined? in
+            state.pending[member.serial] = nil
+            guard let joined = member.joined.withLock({ $0 }),
+                  let removed = state.joined.removeValue(forKey: joined.device.number) else { return nil }
+            state.pastTraffic.add(removed.traffic)
+            return removed
+        }
+        guard let gone else { return }
+        gone.controller.toHost = nil
+        gone.controller.powerOff()
+        gone.sink?.close()
+        emit(.left(gone.device, reason: reason))
+    }
+
+    // MARK: Statistics and events
+
+    private func armStatistics(_ interval: Duration) {
+        let job = eventLoop.schedule(after: interval) { [weak self] in
+            guard let self, self.state.withLock({ $0.phase == .running }) else { return }
+            self.emit(.statistics(self.statistics))
+            self.armStatistics(interval)
+        }
+        let keep = state.withLock { state in
+            guard state.phase == .running else { return false }
+            state.statisticsTimer = job
+            return true
+        }
+        if !keep { job.cancel() }
+    }
+
+    private func emit(_ event: AirHubEvent) {
+        guard let handler = onEvent else { return }
+        eventLock.withLock { _ in handler(event) }
+    }
+
+    /// `0A:1B:00:00:00:00` + n: the public address of device n.
+    public static func address(forDevice number: Int) -> BluetoothAddress {
+        BluetoothAddress(0x0A1B_0000_0000 | (UInt64(truncatingIfNeeded: number) & 0xFFFF_FFFF), type: .public)
+    }
+
+    /// Device n (from 1) on a 4-wide grid, `spacing` metres between neighbours.
+    public static func position(forDevice number: Int, spacing: Double) -> AirPosition {
+        let index = max(0, number - 1)
+        return AirPosition(x: Double(index % 4) * spacing, y: Double(index / 4) * spacing)
+    }
+}
+
+/// A host connection the hub accepted: its transport and, once the host spoke, its controller.
+private final class Member: Sendable {
+    let serial: Int
+    let transport: any HCITransport
+    let origin: String
+    let joined = LockedValue<Joined?>(nil)
+
+    init(serial: Int, transport: any HCITransport, origin: String) {
+        self.serial = serial
+        self.transport = transport
+        self.origin = origin
+    }
+}
+
+/// A device on the air: its controller, capture, traffic and live connections.
+private struct Joined: Sendable {
+    var device: AirHubDevice
+    let controller: VirtualController
+    var sink: BTSnoopFileSink?
+    var traffic = AirHubTraffic()
+    var randomAddress: BluetoothAddress?
+    var connections: [UInt16: (role: LERole, peer: BluetoothAddress)] = [:]
+
+    init(device: AirHubDevice, controller: VirtualController) {
+        self.device = device
+        self.controller = controller
+    }
+}
+
+private struct HubState {
+    enum Phase { case created, starting, running, stopped }
+    var phase = Phase.created
+    var listeners: [H4Listener] = []
+    var pending: [Int: Member] = [:]
+    var joined: [Int: Joined] = [:]
+    var nextSerial = 0
+    var nextNumber = 1
+    var connectionsMade = 0
+    var pastTraffic = AirHubTraffic()
+    var airCounts = AirHubStatistics()
+    var statisticsTimer: ScheduledJob?
+
+    mutating func connected(_ number: Int, _ complete: LEConnectionComplete) -> AirHubEvent? {
+        guard complete.status == .success else { return nil }
+        joined[number]?.connections[complete.handle] = (complete.role, complete.peerAddress)
+        if complete.role == .central { connectionsMade &+= 1 }
+        let peer = complete.peerAddress
+        let peerDevice = joined.values.first { other in
+            other.device.number != number
+                && (peer.type == .public ? other.device.address.value == peer.value : other.randomAddress == peer)
+        }?.device.number
+        return .connected(device: number, handle: complete.handle,
+                          role: complete.role == .central ? "central" : "peripheral", peer: peer, peerDevice: peerDevice)
+    }
+}

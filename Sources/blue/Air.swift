@@ -1,0 +1,97 @@
+import ArgumentParser
+import BluetoothRuntime
+import Dispatch
+import Foundation
+import VirtualController
+
+/// `blue air`: the shared virtual air (issue 3 item 4). Every process that connects to the hub's UNIX socket, and
+/// every host that connects to one of its `--h4-tcp` ports, gets a new virtual controller on one air, and speaks
+/// HCI over H4 on that connection.
+struct Air: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the shared virtual air: a hub where every joining host gets its own virtual controller.",
+        discussion: """
+            Hosts join through a UNIX socket, by default $XDG_RUNTIME_DIR/opencorebluetooth/air.sock when \
+            XDG_RUNTIME_DIR is set, else /tmp/opencorebluetooth-<uid>/air.sock (--socket overrides it; \
+            --hci air:PATH on other commands joins it). Each connection is a new controller speaking HCI over H4. \
+            --h4-tcp 127.0.0.1:PORT (repeatable) also accepts hosts over TCP, one controller per connection (Bumble: \
+            tcp-client:127.0.0.1:PORT). Device n gets the public address 0A:1B:00:00:00:nn and a place on a grid \
+            2 m apart. The hub prints joins, leaves, connections and a traffic summary (every --stats-interval \
+            seconds and at exit); SIGINT or SIGTERM stop it and remove the socket. A second hub on the same socket \
+            fails at once with exit code 1.
+            """
+    )
+
+    @Option(name: .customLong("socket"), help: "The UNIX socket path hosts join through (default: see below).")
+    var socketPath: String?
+
+    @Option(name: .customLong("h4-tcp"), help: "Also accept hosts over TCP on HOST:PORT (repeatable).")
+    var tcpEndpoints: [String] = []
+
+    @Option(name: .customLong("snoop"), help: "Write one btsnoop capture per controller into this directory.")
+    var snoopDirectory: String?
+
+    @Option(help: "Seed of the air's random source (same seed and scenario, same packets).")
+    var seed: UInt64 = 1
+
+    @Option(help: "Probability (0...1) that a heard packet is lost (the link layer retransmits).")
+    var loss: Double = 0
+
+    @Option(name: .customLong("stats-interval"), help: "Seconds between traffic summaries (0: only at exit).")
+    var statisticsInterval: Double = 5
+
+    @Flag(help: "Print one JSON object per line for each event.")
+    var json = false
+
+    func validate() throws {
+        guard loss >= 0, loss <= 1 else { throw ValidationError("--loss must be between 0 and 1") }
+        guard statisticsInterval >= 0, statisticsInterval <= 86_400 else {
+            throw ValidationError("--stats-interval must be between 0 and 86400 seconds")
+        }
+    }
+
+    func run() throws {
+        var endpoints: [AirHubTCPEndpoint] = []
+        for text in tcpEndpoints {
+            do {
+                endpoints.append(try AirHubTCPEndpoint(parsing: text))
+            } catch {
+                throw ValidationError("--h4-tcp \(error.reason)")
+            }
+        }
+        var air = AirConfiguration()
+        air.packetLoss = loss
+        let interval: Duration? = statisticsInterval > 0 ? .milliseconds(Int(statisticsInterval * 1000)) : nil
+        let configuration = AirHubConfiguration(
+            socketPath: socketPath ?? AirHub.defaultSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,
+            seed: seed, air: air, statisticsInterval: interval)
+        let hub = AirHub(configuration: configuration, eventLoop: DispatchEventLoop(label: "blue.air"))
+        let json = json
+        hub.onEvent = { event in
+            // Unbuffered: a pipe reader sees each line at once.
+            FileHandle.standardOutput.write(Data(((json ? event.json : event.text) + "\n").utf8))
+        }
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            try hub.start()
+        } catch {
+            printError(error.reason)
+            throw ExitCode(1)
+        }
+        let signals: [Int32] = [SIGINT, SIGTERM]
+        let sources = signals.map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler {
+                hub.stop()
+                Foundation.exit(0)
+            }
+            source.resume()
+            return source
+        }
+        withExtendedLifetime(sources) {
+            dispatchMain()
+        }
+    }
+}
