@@ -1,0 +1,160 @@
+import ATT
+import BluetoothCore
+import BluetoothRuntime
+import GATT
+import HCI
+@testable import Host
+import L2CAP
+import Testing
+import VirtualController
+
+@Suite("L2CAP channels, parameter updates, disconnection and timeouts between two stacks")
+struct WiringLinkTests {
+    @Test("L2CAP CoC: open to a PSM, 10 kB SDU each way, close")
+    func creditBasedChannel() throws {
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        let registered = Recorder<Bool>()
+        stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(psm: 0x0080, mtu: 12_000, mps: 247, initialCredits: 8)) {
+            registered.append((try? $0.get()) != nil)
+        }
+        stacks.loop.run()
+        #expect(registered.values == [true])
+        let opened = Recorder<L2CAPChannelInfo>()
+        stacks.central.openL2CAPChannel(connectionHandle: stacks.centralHandle, psm: 0x0080, mtu: 12_000, mps: 200, initialCredits: 4) {
+            if let info = try? $0.get() { opened.append(info) }
+        }
+        #expect(stacks.run(until: { opened.count == 1 }))
+        let centralChannel = try #require(opened.last)
+        #expect(centralChannel.remoteMTU == 12_000 && centralChannel.remoteMPS == 247 && centralChannel.isInitiator)
+        let incoming = stacks.peripheralEvents.values.compactMap { event -> L2CAPChannelInfo? in
+            if case .l2capChannelOpened(_, let info) = event { return info } else { return nil }
+        }
+        let peripheralChannel = try #require(incoming.first)
+        #expect(peripheralChannel.remoteCID == centralChannel.localCID && peripheralChannel.localCID == centralChannel.remoteCID)
+
+        let up = (0..<10_240).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 5) }
+        let down = (0..<10_240).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+        stacks.central.sendL2CAPSDU(connectionHandle: stacks.centralHandle, channel: centralChannel.localCID, up)
+        stacks.peripheral.sendL2CAPSDU(connectionHandle: stacks.peripheralHandle, channel: peripheralChannel.localCID, down)
+        func sdus(_ events: Recorder<HostEvent>) -> [[UInt8]] {
+            events.values.compactMap { if case .l2capSDU(_, _, let sdu) = $0 { sdu } else { nil } }
+        }
+        #expect(stacks.run(until: { sdus(stacks.peripheralEvents).count == 1 && sdus(stacks.centralEvents).count == 1 }))
+        #expect(sdus(stacks.peripheralEvents) == [up])
+        #expect(sdus(stacks.centralEvents) == [down])
+
+        let closed = Recorder<Bool>()
+        stacks.central.closeL2CAPChannel(connectionHandle: stacks.centralHandle, channel: centralChannel.localCID) {
+            closed.append((try? $0.get()) != nil)
+        }
+        #expect(stacks.run(until: { closed.count == 1 }))
+        #expect(closed.values == [true])
+        #expect(stacks.peripheralEvents.values.contains {
+            if case .l2capChannelClosed(_, peripheralChannel.localCID, .peerRequest) = $0 { true } else { false } })
+        #expect(stacks.central.resources.l2capChannels == 0 && stacks.peripheral.resources.l2capChannels == 0)
+        stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("disconnection fails pending GATT operations, channel operations and MTU exchange with the reason")
+    func disconnectFailsPending() throws {
+        let stacks = TwoStacks(central: {
+            var configuration = HostConfiguration(address: .randomStatic(seed: 2))
+            configuration.exchangesMTUOnConnect = false
+            return configuration
+        }())
+        #expect(stacks.connect())
+        stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(psm: 0x0081, mtu: 100, mps: 100, initialCredits: 2))
+        stacks.loop.run()
+        // The peer's server never answers: everything stays pending until the link goes.
+        stacks.peripheral.ignoreATTRequests(connectionHandle: stacks.peripheralHandle)
+        let results = Recorder<Result<GATTProcedureResult, GATTClientError>>()
+        for procedure in [GATTProcedure.discoverAllPrimaryServices, .readCharacteristicValue(handle: 3), .writeCharacteristicValue(handle: 3, value: [1])] {
+            stacks.central.gatt(connectionHandle: stacks.centralHandle, procedure) { results.append($0) }
+        }
+        let mtu = Recorder<Result<Int, HostError>>()
+        stacks.central.exchangeMTU(connectionHandle: stacks.centralHandle) { mtu.append($0) }
+        stacks.loop.run()
+        #expect(stacks.central.resources.pendingATTTransactions > 0)
+        #expect(stacks.central.resources.pendingOperations == 4)
+        let disconnected = Recorder<HCIStatus>()
+        stacks.central.disconnect(connectionHandle: stacks.centralHandle) { if let reason = try? $0.get() { disconnected.append(reason) } }
+        #expect(stacks.run(until: { disconnected.count == 1 && stacks.peripheral.openConnections.isEmpty }))
+        #expect(disconnected.values == [.connectionTerminatedByLocalHost])
+        #expect(results.count == 3)
+        for result in results.values {
+            #expect(result == .failure(.bearerFailed(.disconnected(reason: HCIStatus.connectionTerminatedByLocalHost.rawValue))))
+        }
+        #expect(mtu.values.map { (try? $0.get()) == nil } == [true])
+        #expect(stacks.peripheralEvents.values.contains {
+            if case .disconnected(_, .remoteUserTerminatedConnection) = $0 { true } else { false } })
+        // After the end: operations on the old handle fail at once.
+        let late = Recorder<Result<GATTProcedureResult, GATTClientError>>()
+        stacks.central.gatt(connectionHandle: stacks.centralHandle, .discoverAllPrimaryServices) { late.append($0) }
+        stacks.loop.run()
+        #expect(late.values == [.failure(.bearerFailed(.disconnected(reason: nil)))])
+        stacks.expectQuiescent()
+    }
+
+    @Test("peripheral-initiated connection parameter update over L2CAP, accepted by the central")
+    func parameterUpdate() throws {
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        let answer = Recorder<Result<Bool, HostError>>()
+        let request = L2CAPConnectionParameterUpdateRequest(intervalMin: 0x0030, intervalMax: 0x0030, peripheralLatency: 2, timeoutMultiplier: 0x0200)
+        stacks.peripheral.requestConnectionParameterUpdate(connectionHandle: stacks.peripheralHandle, request) { answer.append($0) }
+        #expect(stacks.run(until: { answer.count == 1 }))
+        #expect(answer.values.map { try? $0.get() } == [true])
+        let updated = { (events: Recorder<HostEvent>) in
+            events.values.contains { event in
+                if case .connectionUpdated(let connection) = event {
+                    connection.parameters == ConnectionParameters(interval: 0x0030, latency: 2, supervisionTimeout: 0x0200)
+                } else { false }
+            }
+        }
+        #expect(stacks.run(until: { updated(stacks.centralEvents) && updated(stacks.peripheralEvents) }))
+        // The central may not send one.
+        let wrongRole = Recorder<Result<Bool, HostError>>()
+        stacks.central.requestConnectionParameterUpdate(connectionHandle: stacks.centralHandle, request) { wrongRole.append($0) }
+        stacks.loop.run()
+        #expect(wrongRole.values.map { (try? $0.get()) == nil } == [true])
+        stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("a central that refuses: the peripheral hears rejected and nothing changes")
+    func parameterUpdateRejected() throws {
+        var refusing = HostConfiguration(address: .randomStatic(seed: 2))
+        refusing.acceptsConnectionParameterRequests = false
+        let stacks = TwoStacks(central: refusing)
+        #expect(stacks.connect())
+        let answer = Recorder<Result<Bool, HostError>>()
+        let request = L2CAPConnectionParameterUpdateRequest(intervalMin: 0x0030, intervalMax: 0x0030, peripheralLatency: 0, timeoutMultiplier: 0x0200)
+        stacks.peripheral.requestConnectionParameterUpdate(connectionHandle: stacks.peripheralHandle, request) { answer.append($0) }
+        #expect(stacks.run(until: { answer.count == 1 }))
+        #expect(answer.values.map { try? $0.get() } == [false])
+        #expect(!stacks.centralEvents.values.contains { if case .connectionUpdated = $0 { true } else { false } })
+        stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("ATT transaction timeout: 30 s without a response tears the link down (local host terminated)")
+    func attTimeout() throws {
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        #expect(stacks.run(until: { stacks.mtus.central == 517 }))
+        stacks.peripheral.ignoreATTRequests(connectionHandle: stacks.peripheralHandle)
+        let result = Recorder<Result<GATTProcedureResult, GATTClientError>>()
+        let queued = Recorder<Result<GATTProcedureResult, GATTClientError>>()
+        let start = stacks.loop.now
+        stacks.central.gatt(connectionHandle: stacks.centralHandle, .readCharacteristicValue(handle: 3)) { result.append($0) }
+        stacks.central.gatt(connectionHandle: stacks.centralHandle, .readCharacteristicValue(handle: 5)) { queued.append($0) }
+        #expect(stacks.run(until: { result.count == 1 }, limit: .seconds(40)))
+        let elapsed = stacks.loop.now - start
+        #expect(elapsed >= .seconds(30) && elapsed < .seconds(31))
+        #expect(result.values == [.failure(.bearerFailed(.transactionTimeout))])
+        #expect(queued.values == [.failure(.bearerFailed(.transactionTimeout))])
+        #expect(stacks.run(until: { stacks.central.openConnections.isEmpty && stacks.peripheral.openConnections.isEmpty }))
+        #expect(stacks.centralEvents.values.contains {
+            if case .disconnected(_, .connectionTerminatedByLocalHost) = $0 { true } else { false } })
+        stacks.expectQuiescent()
+    }
+}
