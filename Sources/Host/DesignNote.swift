@@ -28,5 +28,24 @@
 // production); no locks, no tasks. Completions and handlers run on that loop. Time comes only from the loop;
 // one `ScheduledJob` is armed for the earliest deadline (command timeouts, a connect's own time limit).
 //
-// Later layers plug in: L2CAP / ATT / GATT / SMP wiring uses `setL2CAPHandler` and `sendL2CAP`, and the LTK
-// request / encryption events of `HostEvent`.
+// L2CAP / ATT / GATT wiring (`HostStack+Wiring.swift`, Core 5.4 Vol 3 Parts A, F, G): each connection gets a
+// `ConnectionSession` in its record, created synchronously on Connection Complete: an `L2CAPLink` (role from the
+// connection; the stack's registered PSM servers), an `ATTBearer` on CID 0x0004 (preferred MTU from the
+// configuration, 517 by default) and a `GATTClient`; the connection's state in the ONE `GATTServer` of the stack
+// (connect / setMTU / setSecurity / disconnect). Complete L2CAP PDUs from ACL → link; link `.send` → ACL out;
+// `.deliverFixed(ATT)` → bearer; bearer `.send` → link `sendFixed`; bearer `.request` / `.command` → server, the
+// reply → bearer `respond`; bearer `.response` → client through the bridge (`receive(bearerResult:)`), except our
+// own Exchange MTU; notifications / indications → client → `HostEvent`s, indications confirmed right after the
+// event; `.disconnectLink` → HCI Disconnect (Remote User Terminated, the only allowed reason that fits; our side
+// then sees Connection Terminated By Local Host 0x16, which is what pending operations fail with). As central
+// the host sends Exchange MTU right after the connection is reported. Disconnection Complete ends the link,
+// bearer and client (every pending GATT, channel, MTU and parameter-update operation fails, GATT ones with
+// `bearerFailed(.disconnected(reason:))`) and drops the server's state of the connection. The single timer covers
+// the command pipe, the pending connect and every link's and bearer's deadline. Every action is carried out in
+// order and the connection is looked up again before each one, since a completion may end it.
+//
+// Raw mode: when an owner sets `setL2CAPHandler`, complete PDUs go to it instead and no session is created (the
+// scripted-controller tests of the HCI layer, or an external L2CAP implementation).
+//
+// SMP is not wired yet: SMP payloads come out as `HostEvent.securityManagerPDU` and the LTK request / encryption
+// events of `HostEvent` pass through.
