@@ -157,4 +157,74 @@ struct WiringLinkTests {
             if case .disconnected(_, .connectionTerminatedByLocalHost) = $0 { true } else { false } })
         stacks.expectQuiescent()
     }
+
+    @Test("both stacks are client and server; read by UUID and read multiple; an appended service keeps CCCDs and is indicated")
+    func bothDirectionsAndDatabaseChange() throws {
+        let stacks = TwoStacks()
+        var centralDatabase = GATTDatabase()
+        _ = try centralDatabase.addGAPService(deviceName: "central side")
+        stacks.central.setGATTDatabase(centralDatabase)
+        #expect(stacks.connect())
+        #expect(stacks.run(until: { stacks.mtus.central == 517 }))
+
+        // The peripheral reads the central's Device Name (handle 3) with its own client.
+        let name = Recorder<Result<GATTProcedureResult, GATTClientError>>()
+        stacks.peripheral.gatt(connectionHandle: stacks.peripheralHandle, .readUsingCharacteristicUUID(
+            uuid: BluetoothUUID(0x2A00), range: ATTHandleRange(start: 1, end: 0xFFFF))) { name.append($0) }
+        #expect(stacks.run(until: { name.count == 1 }))
+        #expect(name.values == [.success(.handleValues([ATTHandleValue(handle: 3, value: Array("central side".utf8))]))])
+
+        let small = TwoStacks.smallDatabase()
+        let handles = small.service.characteristics.map(\.value)
+        #expect(try stacks.gatt(.readMultipleCharacteristicValues(handles: [handles[0], handles[2]]))?.get() == .value([1, 2, 3, 0]))
+
+        // Subscribe to Service Changed (indications) and to the notifying characteristic.
+        guard case .characteristics(let gattCharacteristics) = try #require(stacks.gatt(.discoverCharacteristics(
+            range: ATTHandleRange(start: 1, end: 0xFFFF), uuid: BluetoothUUID(0x2A05)))).get(),
+              let serviceChanged = gattCharacteristics.first else { Issue.record("no Service Changed"); return }
+        #expect(try stacks.gatt(.subscribe(cccdHandle: serviceChanged.valueHandle + 1, configuration: .indications))?.get() == .written)
+        let notifying = try #require(small.service.characteristics.last?.clientConfiguration)
+        #expect(try stacks.gatt(.subscribe(cccdHandle: notifying, configuration: .notifications))?.get() == .written)
+
+        let added = Recorder<GATTServiceHandles>()
+        stacks.peripheral.modifyGATTDatabase({ (database: inout GATTDatabase) throws(GATTDatabaseError) -> GATTServiceHandles in
+            try database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: .read, value: .stored([0x77])),
+            ]))
+        }) { if let handles = try? $0.get() { added.append(handles) } }
+        stacks.loop.run()
+        let service = try #require(added.last)
+        stacks.peripheral.indicateServiceChanged(ATTHandleRange(start: service.start, end: service.end))
+        #expect(stacks.run(until: { stacks.centralEvents.values.contains {
+            if case .gattIndication(_, serviceChanged.valueHandle, let value) = $0 {
+                value == [UInt8(service.start & 0xFF), UInt8(service.start >> 8), UInt8(service.end & 0xFF), UInt8(service.end >> 8)]
+            } else { false } } }))
+        // The CCCD written before the change still holds.
+        stacks.peripheral.updateValue([5], handle: handles[2])
+        #expect(stacks.run(until: { stacks.centralEvents.values.contains {
+            if case .gattNotification(_, handles[2], [5]) = $0 { true } else { false } } }))
+        #expect(try stacks.gatt(.readCharacteristicValue(handle: service.characteristics[0].value))?.get() == .value([0x77]))
+        stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("L2CAP CoC refused: unknown PSM and a server that refuses")
+    func channelRefused() throws {
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(
+            psm: 0x0082, mtu: 100, mps: 100, initialCredits: 1, acceptPolicy: .refuseAll(.allConnectionsRefusedInsufficientAuthentication)))
+        let results = Recorder<Result<L2CAPChannelInfo, HostError>>()
+        stacks.central.openL2CAPChannel(connectionHandle: stacks.centralHandle, psm: 0x0090) { results.append($0) }
+        stacks.central.openL2CAPChannel(connectionHandle: stacks.centralHandle, psm: 0x0082) { results.append($0) }
+        #expect(stacks.run(until: { results.count == 2 }))
+        let reasons = results.values.map { result -> String in
+            if case .failure(let error) = result { error.reason } else { "opened" }
+        }
+        #expect(reasons.count == 2 && reasons[0].contains("0x0002") && reasons[1].contains("0x0005"), "\(reasons)")
+        let second = Recorder<Result<Void, L2CAPLinkError>>()
+        stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(psm: 0x0082, mtu: 100, mps: 100, initialCredits: 1)) { second.append($0) }
+        stacks.loop.run()
+        #expect(second.values.map { (try? $0.get()) == nil } == [true])
+        stacks.disconnectAndCheckLeaks()
+    }
 }
