@@ -1,1 +1,25 @@
-// OpenCoreBluetooth: design note to come (issue 5).
+// OpenCoreBluetooth — design note
+//
+// What: Apple's CoreBluetooth API (CB* classes, delegate protocols, option keys, errors) with Apple's Swift
+// spellings and semantics (../shared/reference/corebluetooth-api.md §1-§2, cb-shape-notes.md), so an app builds
+// on Linux by swapping `import CoreBluetooth` for `import OpenCoreBluetooth`.
+//
+// Shape: a façade over a backend seam (CBBackend.swift). `CBCentralBackend` / `CBPeripheralBackend` /
+// `CBL2CAPChannelBackend` are callback-based, typed and Sendable; they speak handles, addresses and bytes
+// (GAP, Core 5.4 Vol 3 Part C; GATT, Vol 3 Part G; L2CAP CoC, Vol 3 Part A §10). The façade owns everything
+// Apple-specific: object identity (one CBPeripheral per peer while alive, held weakly), identifiers
+// (CBPeerIdentifier: name-based UUID of the identity address), scan filtering and coalescing, the misuse rules,
+// request batches and respond-once, flow-control bookkeeping, advertisement dictionaries, error mapping (ATT codes
+// → CBATTError, the rest → CBError). A backend is chosen when a manager is created (CBBackendRegistry:
+// task-local provider, else the process default; none → `.unsupported`).
+//
+// Who owns the state, which executor runs it: the backend runs on its own event loop and calls back from it; the
+// façade re-queues every event and completion, in order, on the manager's DispatchQueue (the app's, or main), and
+// mutates its object graph (services, values, subscriptions) only there, so user code never runs on the stack's
+// executor and delegate callbacks arrive in order on the queue given at init. Flags the app may read from any
+// thread (state, isScanning, isAdvertising, canSendWriteWithoutResponse, peripheral state, request batches) sit
+// behind locks (LockedValue). Commands never block: they call the backend, which hops onto its loop.
+//
+// Linux specifics: no authorization prompt (`.allowedAlways`); no state restoration (the restore keys are
+// accepted and ignored); `queue: nil` is the main queue, which runs only under dispatchMain(), RunLoop.main.run()
+// or an async main; L2CAP stream events are delivered on the manager's queue.

@@ -1,0 +1,310 @@
+public import Dispatch
+public import Foundation
+import BluetoothCore
+import BluetoothRuntime
+
+/// The central role (CoreBluetooth `CBCentralManager`; GAP central, Core 5.4 Vol 3 Part C §9; GATT client,
+/// Vol 3 Part G §4) over a ``CBCentralBackend``.
+///
+/// Semantics (corebluetooth-api.md §2): the first `centralManagerDidUpdateState` is asynchronous; commands before
+/// `.poweredOn` log "API MISUSE" and do nothing; callbacks of the manager and of its peripherals run in order on
+/// its queue; discovered peripherals are held weakly (keep a strong reference, as on Apple platforms) and a
+/// released peripheral cancels its connection; a scan reports each device once per scan unless
+/// `CBCentralManagerScanOptionAllowDuplicatesKey` is true; `retrievePeripherals(withIdentifiers:)` returns the
+/// devices seen in this run or known to the backend, identifiers being stable across runs (``CBPeerIdentifier``);
+/// `retrieveConnectedPeripherals(withServices:)` returns this manager's connected peripherals whose discovered
+/// services match (links of other processes are not visible).
+public class CBCentralManager: CBManager, @unchecked Sendable {
+    /// Features for `supports(_:)`.
+    public struct Feature: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public static let extendedScanAndConnect = Feature(rawValue: 1 << 0)
+    }
+
+    public weak var delegate: (any CBCentralManagerDelegate)?
+
+    let backend: (any CBCentralBackend)?
+
+    private struct WeakPeripheral {
+        weak var value: CBPeripheral?
+    }
+
+    private struct Registry {
+        var peripherals: [CBBackendPeer: WeakPeripheral] = [:]
+        var seen: [UUID: CBBackendPeer] = [:]
+        var isScanning = false
+    }
+
+    private let registry = LockedValue(Registry())
+
+    // Scan session, on the queue only.
+    private var scanParameters = CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: false, solicitedServiceUUIDs: [])
+    private var reportedThisScan: Set<CBBackendPeer> = []
+
+    /// Whether extended scan and connect is supported: legacy advertising only for now.
+    public class func supports(_ features: Feature) -> Bool { features.isEmpty }
+
+    /// No delegate, main queue.
+    public convenience init() {
+        self.init(delegate: nil, queue: nil, options: nil)
+    }
+
+    public convenience init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?) {
+        self.init(delegate: delegate, queue: queue, options: nil)
+    }
+
+    /// Options: `CBCentralManagerOptionShowPowerAlertKey` and `CBCentralManagerOptionRestoreIdentifierKey` are
+    /// accepted and have no effect (no system alert, no relaunch on Linux).
+    public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
+        self.delegate = delegate
+        backend = CBBackendRegistry.current?.makeCentral()
+        super.init(queue: queue)
+        if let backend {
+            backend.start { [weak self] event in
+                guard let self else { return }
+                self.queue.async { self.handle(event) }
+            }
+        } else {
+            self.queue.async {
+                self.misuse("\(self.objectLabel) has no Bluetooth backend (CBBackendRegistry): state is unsupported")
+                self.state = .unsupported
+                self.delegate?.centralManagerDidUpdateState(self)
+            }
+        }
+    }
+
+    deinit {
+        backend?.shutdown()
+    }
+
+    /// True from `scanForPeripherals` until `stopScan` or leaving `.poweredOn`.
+    public internal(set) var isScanning: Bool {
+        get { registry.withLock { $0.isScanning } }
+        set { registry.withLock { $0.isScanning = newValue } }
+    }
+
+    // MARK: Commands
+
+    public func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
+        guard requirePoweredOn(), let backend else { return }
+        let allowDuplicates = (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? Bool)
+            ?? (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber)?.boolValue ?? false
+        let solicited = (options?[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] as? [CBUUID]) ?? []
+        let parameters = CBBackendScanParameters(
+            serviceUUIDs: serviceUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) },
+            allowDuplicates: allowDuplicates, solicitedServiceUUIDs: solicited.map(\.bluetoothUUID))
+        isScanning = true
+        queue.async {
+            // A new scan (or new parameters) starts a new coalescing session.
+            self.scanParameters = parameters
+            self.reportedThisScan = []
+        }
+        backend.startScan(parameters)
+    }
+
+    public func stopScan() {
+        guard requirePoweredOn(), let backend else { return }
+        isScanning = false
+        backend.stopScan()
+    }
+
+    /// Connects (never times out). `CBConnectPeripheralOptionEnableAutoReconnect` reconnects after a link loss
+    /// (reported with `isReconnecting: true`); `CBConnectPeripheralOptionStartDelayKey` delays the attempt; the
+    /// notification options have no meaning on Linux and are ignored.
+    public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
+        guard requirePoweredOn(), let backend else { return }
+        guard peripheral.state == .disconnected else { return }
+        peripheral.autoReconnect = (options?[CBConnectPeripheralOptionEnableAutoReconnect] as? Bool) ?? false
+        peripheral.state = .connecting
+        register(peripheral)
+        let peer = peripheral.peer
+        if let delay = (options?[CBConnectPeripheralOptionStartDelayKey] as? NSNumber)?.doubleValue, delay > 0 {
+            queue.asyncAfter(deadline: .now() + delay) { [weak peripheral] in
+                guard let peripheral, peripheral.state == .connecting else { return }
+                backend.connect(peer)
+            }
+        } else {
+            backend.connect(peer)
+        }
+    }
+
+    /// Cancels a pending connection (reported at once with `didDisconnectPeripheral(error: nil)`) or disconnects
+    /// (reported when the link is gone).
+    public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
+        guard requirePoweredOn(), let backend else { return }
+        switch peripheral.state {
+        case .connecting:
+            peripheral.state = .disconnected
+            backend.cancelConnection(peripheral.peer)
+            queue.async {
+                self.delegate?.centralManager(self, didDisconnectPeripheral: peripheral, timestamp: Self.now(),
+                                              isReconnecting: false, error: nil)
+            }
+        case .connected:
+            peripheral.state = .disconnecting
+            backend.cancelConnection(peripheral.peer)
+        case .disconnected, .disconnecting:
+            break
+        }
+    }
+
+    public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
+        guard state == .poweredOn, let backend else { return [] }
+        let known = backend.knownPeers()
+        return identifiers.compactMap { identifier in
+            let peer = registry.withLock { $0.seen[identifier] }
+                ?? known.first { CBPeerIdentifier.identifier(for: $0.address) == identifier }
+            return peer.map(peripheral(for:))
+        }
+    }
+
+    public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
+        guard state == .poweredOn else { return [] }
+        let wanted = Set(serviceUUIDs.map(\.bluetoothUUID))
+        let all = registry.withLock { $0.peripherals.values.compactMap(\.value) }
+        return all.filter { peripheral in
+            peripheral.state == .connected
+                && (peripheral.services ?? []).contains { wanted.contains($0.uuid.bluetoothUUID) }
+        }.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+    }
+
+    /// Connection events are not reported on Linux yet; accepted and ignored.
+    public func registerForConnectionEvents(options: [CBConnectionEventMatchingOption: Any]? = nil) {
+        _ = requirePoweredOn()
+    }
+
+    // MARK: Registry
+
+    /// The live peripheral for a peer, or a new one registered weakly.
+    func peripheral(for peer: CBBackendPeer) -> CBPeripheral {
+        registry.withLock { registry in
+            if let existing = registry.peripherals[peer]?.value { return existing }
+            let created = CBPeripheral(peer: peer, manager: self)
+            registry.peripherals[peer] = WeakPeripheral(value: created)
+            registry.seen[created.identifier] = peer
+            registry.peripherals = registry.peripherals.filter { $0.value.value != nil }
+            return created
+        }
+    }
+
+    private func register(_ peripheral: CBPeripheral) {
+        registry.withLock {
+            $0.peripherals[peripheral.peer] = WeakPeripheral(value: peripheral)
+            $0.seen[peripheral.identifier] = peripheral.peer
+        }
+    }
+
+    func existingPeripheral(_ peer: CBBackendPeer) -> CBPeripheral? {
+        registry.withLock { $0.peripherals[peer]?.value }
+    }
+
+    /// How many peripherals the manager can still reach (tests: weak retention).
+    var livePeripheralCount: Int { registry.withLock { $0.peripherals.values.filter { $0.value != nil }.count } }
+
+    static func now() -> CFAbsoluteTime { Date().timeIntervalSinceReferenceDate }
+
+    // MARK: Events (on the queue)
+
+    private func handle(_ event: CBCentralBackendEvent) {
+        switch event {
+        case .stateChanged(let newState):
+            let old = state
+            guard newState != old else { return }
+            state = newState
+            if old == .poweredOn {
+                isScanning = false
+                let all = registry.withLock { $0.peripherals.values.compactMap(\.value) }
+                for peripheral in all where peripheral.state != .disconnected {
+                    // No didDisconnect when Bluetooth goes away (iOS >= 10): the state changes silently.
+                    peripheral.linkEnded()
+                }
+            }
+            delegate?.centralManagerDidUpdateState(self)
+        case .advertisement(let advertisement):
+            discovered(advertisement)
+        case .connected(let peer, let mtu):
+            guard let peripheral = existingPeripheral(peer), peripheral.state == .connecting else {
+                // Released or cancelled meanwhile: nobody wants this link.
+                backend?.cancelConnection(peer)
+                return
+            }
+            peripheral.linkStarted(mtu: mtu)
+            delegate?.centralManager(self, didConnect: peripheral)
+        case .connectionFailed(let peer, let error):
+            guard let peripheral = existingPeripheral(peer), peripheral.state == .connecting else { return }
+            peripheral.linkEnded()
+            delegate?.centralManager(self, didFailToConnect: peripheral, error: error.cbError)
+        case .disconnected(let peer, let error):
+            guard let peripheral = existingPeripheral(peer), peripheral.state != .disconnected else { return }
+            peripheral.linkEnded()
+            let reconnect = error != nil && peripheral.autoReconnect && state == .poweredOn
+            if reconnect {
+                peripheral.state = .connecting
+                backend?.connect(peer)
+            }
+            delegate?.centralManager(self, didDisconnectPeripheral: peripheral, timestamp: Self.now(),
+                                     isReconnecting: reconnect, error: error?.cbError)
+        case .mtuChanged(let peer, let mtu):
+            existingPeripheral(peer)?.mtu = mtu
+        case .valueUpdated(let peer, let handle, let value):
+            existingPeripheral(peer)?.valueUpdated(handle: handle, value: value)
+        case .readyToSendWriteWithoutResponse(let peer):
+            existingPeripheral(peer)?.readyToSendWriteWithoutResponse()
+        case .nameUpdated(let peer, let name):
+            existingPeripheral(peer)?.nameUpdated(name)
+        case .servicesChanged(let peer, let start, let end):
+            existingPeripheral(peer)?.servicesChanged(start: start, end: end)
+        }
+    }
+
+    private func discovered(_ advertisement: CBBackendAdvertisement) {
+        guard isScanning else { return }
+        if let wanted = scanParameters.serviceUUIDs {
+            let offered = Set(advertisement.serviceUUIDs + advertisement.overflowServiceUUIDs)
+            let solicited = Set(advertisement.solicitedServiceUUIDs)
+            let match = wanted.contains { offered.contains($0) }
+                || scanParameters.solicitedServiceUUIDs.contains { solicited.contains($0) }
+            guard match else { return }
+        }
+        if !scanParameters.allowDuplicates {
+            guard reportedThisScan.insert(advertisement.peer).inserted else { return }
+        }
+        let peripheral = peripheral(for: advertisement.peer)
+        if peripheral.gapName == nil, let name = advertisement.localName {
+            peripheral.advertisedName = name
+        }
+        delegate?.centralManager(self, didDiscover: peripheral, advertisementData: Self.dictionary(advertisement),
+                                 rssi: NSNumber(value: advertisement.rssi))
+    }
+
+    /// The advertisement dictionary with Apple's keys and value types (corebluetooth-api.md §1.2).
+    static func dictionary(_ advertisement: CBBackendAdvertisement) -> [String: Any] {
+        var dictionary: [String: Any] = [
+            CBAdvertisementDataIsConnectable: NSNumber(value: advertisement.isConnectable),
+            "kCBAdvDataTimestamp": NSNumber(value: now()),
+        ]
+        if let name = advertisement.localName { dictionary[CBAdvertisementDataLocalNameKey] = name }
+        if !advertisement.serviceUUIDs.isEmpty {
+            dictionary[CBAdvertisementDataServiceUUIDsKey] = advertisement.serviceUUIDs.map(CBUUID.init(bluetoothUUID:))
+        }
+        if !advertisement.overflowServiceUUIDs.isEmpty {
+            dictionary[CBAdvertisementDataOverflowServiceUUIDsKey] = advertisement.overflowServiceUUIDs.map(CBUUID.init(bluetoothUUID:))
+        }
+        if !advertisement.solicitedServiceUUIDs.isEmpty {
+            dictionary[CBAdvertisementDataSolicitedServiceUUIDsKey] = advertisement.solicitedServiceUUIDs.map(CBUUID.init(bluetoothUUID:))
+        }
+        if !advertisement.serviceData.isEmpty {
+            var serviceData: [CBUUID: Data] = [:]
+            for (uuid, bytes) in advertisement.serviceData { serviceData[CBUUID(bluetoothUUID: uuid)] = Data(bytes) }
+            dictionary[CBAdvertisementDataServiceDataKey] = serviceData
+        }
+        if let manufacturer = advertisement.manufacturerData {
+            dictionary[CBAdvertisementDataManufacturerDataKey] = Data(manufacturer)
+        }
+        if let power = advertisement.txPowerLevel {
+            dictionary[CBAdvertisementDataTxPowerLevelKey] = NSNumber(value: power)
+        }
+        return dictionary
+    }
+}

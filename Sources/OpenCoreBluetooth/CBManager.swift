@@ -1,0 +1,59 @@
+import Dispatch
+public import Foundation
+import BluetoothRuntime
+
+/// The base of the two managers (CoreBluetooth `CBManager`): state and authorization.
+///
+/// Delegate callbacks run, in order, on the queue given at init; `nil` means the main queue. On Linux the main
+/// queue runs only while the main thread is in `dispatchMain()`, `RunLoop.main.run()` or an async `main`
+/// (`@main` with `static func main() async`): a command-line program that uses `queue: nil` must end its setup
+/// with one of these, or pass its own serial queue.
+public class CBManager: NSObject, @unchecked Sendable {
+    let queue: DispatchQueue
+    private let stateBox = LockedValue(CBManagerState.unknown)
+    private let misuseBox = LockedValue<[String]>([])
+
+    init(queue: DispatchQueue?) {
+        self.queue = queue ?? DispatchQueue.main
+        super.init()
+    }
+
+    /// `.unknown` until the first `…DidUpdateState` callback (always asynchronous, never inside `init`).
+    public internal(set) var state: CBManagerState {
+        get { stateBox.withLock { $0 } }
+        set { stateBox.withLock { $0 = newValue } }
+    }
+
+    /// Always `.allowedAlways`: Linux has no Bluetooth privacy prompt (see ``CBManagerAuthorization``).
+    @available(*, deprecated, message: "Use CBManager.authorization")
+    public var authorization: CBManagerAuthorization { .allowedAlways }
+
+    /// Always `.allowedAlways`: Linux has no Bluetooth privacy prompt.
+    public class var authorization: CBManagerAuthorization { .allowedAlways }
+
+    /// "<CBCentralManager: 0x…>", as Apple prints managers in its logs.
+    var objectLabel: String { "<\(type(of: self)): \(Self.address(of: self))>" }
+
+    static func address(of object: AnyObject) -> String {
+        "0x" + String(UInt(bitPattern: ObjectIdentifier(object).hashValue), radix: 16)
+    }
+
+    /// Logs an API misuse as CoreBluetooth does (one line on stderr) and keeps it for tests.
+    func misuse(_ message: String) {
+        let line = "[CoreBluetooth] API MISUSE: \(message)"
+        misuseBox.withLock { $0.append(line) }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// The misuse lines logged by this manager and its peripherals (tests).
+    var misuseLog: [String] { misuseBox.withLock { $0 } }
+
+    /// Logs the powered-on misuse and answers whether the command may go on.
+    func requirePoweredOn() -> Bool {
+        guard state == .poweredOn else {
+            misuse("\(objectLabel) can only accept this command while in the powered on state")
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,396 @@
+public import Dispatch
+public import Foundation
+import BluetoothCore
+import BluetoothRuntime
+
+/// The peripheral role (CoreBluetooth `CBPeripheralManager`; GAP peripheral, Core 5.4 Vol 3 Part C §9; GATT
+/// server, Vol 3 Part G §3-§4) over a ``CBPeripheralBackend``.
+///
+/// Semantics (corebluetooth-api.md §2.8-§2.10): cached characteristics (created with a value) are served by the
+/// stack without a callback and must be read-only; dynamic ones reach `didReceiveRead` (one call per Read or Read
+/// Blob, `offset` growing through a long read) and `didReceiveWrite` (one call per request batch: a Write
+/// Request, the prepared writes of an Execute Write, or Write Commands); each batch takes exactly one
+/// `respond(to:withResult:)` (a second one is API misuse and ignored). `updateValue` returns false when the
+/// stack's queue is full, and `peripheralManagerIsReady(toUpdateSubscribers:)` follows once it has room.
+/// Only `CBAdvertisementDataLocalNameKey` and `CBAdvertisementDataServiceUUIDsKey` are advertised.
+public class CBPeripheralManager: CBManager, @unchecked Sendable {
+    public weak var delegate: (any CBPeripheralManagerDelegate)?
+
+    let backend: (any CBPeripheralBackend)?
+
+    private struct Batch {
+        var central: CBBackendPeer
+        var requests: [ObjectIdentifier]
+        var isRead: Bool
+        var responseRequired: Bool
+    }
+
+    private struct Shared {
+        var isAdvertising = false
+        var nextID = 1
+        var published: [Int: CBMutableService] = [:]
+        var characteristics: [Int: CBMutableCharacteristic] = [:]
+        var batches: [UInt64: Batch] = [:]
+        var waitingForReady = false
+    }
+
+    private let shared = LockedValue(Shared())
+    // Centrals known on the queue.
+    private var centrals: [CBBackendPeer: CBCentral] = [:]
+
+    @available(*, deprecated, message: "Use CBManager.authorization")
+    public class func authorizationStatus() -> CBPeripheralManagerAuthorizationStatus { .authorized }
+
+    public convenience init() {
+        self.init(delegate: nil, queue: nil, options: nil)
+    }
+
+    public convenience init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?) {
+        self.init(delegate: delegate, queue: queue, options: nil)
+    }
+
+    /// Options: `CBPeripheralManagerOptionShowPowerAlertKey` and `…RestoreIdentifierKey` are accepted and have no
+    /// effect on Linux.
+    public init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
+        self.delegate = delegate
+        backend = CBBackendRegistry.current?.makePeripheral()
+        super.init(queue: queue)
+        if let backend {
+            backend.start { [weak self] event in
+                guard let self else { return }
+                self.queue.async { self.handle(event) }
+            }
+        } else {
+            self.queue.async {
+                self.misuse("\(self.objectLabel) has no Bluetooth backend (CBBackendRegistry): state is unsupported")
+                self.state = .unsupported
+                self.delegate?.peripheralManagerDidUpdateState(self)
+            }
+        }
+    }
+
+    deinit {
+        backend?.shutdown()
+    }
+
+    public internal(set) var isAdvertising: Bool {
+        get { shared.withLock { $0.isAdvertising } }
+        set { shared.withLock { $0.isAdvertising = newValue } }
+    }
+
+    /// Request batches not answered yet (tests).
+    var pendingBatchCount: Int { shared.withLock { $0.batches.count } }
+
+    // MARK: Database
+
+    /// Publishes a service; `peripheralManager(_:didAdd:error:)` follows. Included services must be published
+    /// first. A characteristic with a cached value must be read-only (Apple raises an exception; here the service
+    /// is refused with `CBError.invalidParameters` and the misuse logged).
+    public func add(_ service: CBMutableService) {
+        guard requirePoweredOn(), let backend else { return }
+        let characteristics = (service.characteristics ?? []).compactMap { $0 as? CBMutableCharacteristic }
+        if let bad = characteristics.first(where: { $0.value != nil && !$0.properties.isSubset(of: [.read]) }) {
+            misuse("Characteristics with cached values must be read-only: \(bad.uuid)")
+            refuse(service, reason: "Characteristics with cached values must be read-only")
+            return
+        }
+        for characteristic in characteristics {
+            for descriptor in characteristic.descriptors ?? [] {
+                let short = descriptor.uuid.bluetoothUUID.uuid16
+                guard short == 0x2901 || short == 0x2904, CBDescriptor.encode(descriptor.value) != nil else {
+                    misuse("Only the Characteristic User Description and Characteristic Presentation Format descriptors with a value can be added: \(descriptor.uuid)")
+                    refuse(service, reason: "Unsupported descriptor \(descriptor.uuid)")
+                    return
+                }
+            }
+        }
+        let included = (service.includedServices ?? []).compactMap { ($0 as? CBMutableService)?.localID }
+        let definition: CBBackendLocalService = shared.withLock { shared in
+            let serviceID = shared.nextID
+            shared.nextID += 1
+            service.localID = serviceID
+            var list: [CBBackendLocalCharacteristic] = []
+            for characteristic in characteristics {
+                let id = shared.nextID
+                shared.nextID += 1
+                characteristic.localID = id
+                characteristic.service = service
+                shared.characteristics[id] = characteristic
+                for descriptor in characteristic.descriptors ?? [] { descriptor.characteristic = characteristic }
+                var properties = characteristic.properties
+                var permissions = characteristic.permissions
+                if characteristic.value != nil {
+                    properties.insert(.read)
+                    permissions.insert(.readable)
+                }
+                list.append(CBBackendLocalCharacteristic(
+                    id: id, uuid: characteristic.uuid.bluetoothUUID, properties: properties.rawValue,
+                    permissions: permissions.rawValue, staticValue: characteristic.value.map { [UInt8]($0) },
+                    descriptors: (characteristic.descriptors ?? []).compactMap { descriptor in
+                        CBDescriptor.encode(descriptor.value).map {
+                            CBBackendLocalDescriptor(uuid: descriptor.uuid.bluetoothUUID, value: $0)
+                        }
+                    }))
+            }
+            shared.published[serviceID] = service
+            return CBBackendLocalService(id: serviceID, uuid: service.uuid.bluetoothUUID, isPrimary: service.isPrimary,
+                                         includedServiceIDs: included, characteristics: list)
+        }
+        backend.addService(definition) { [weak self] result in
+            guard let self else { return }
+            self.queue.async {
+                switch result {
+                case .success:
+                    self.delegate?.peripheralManager(self, didAdd: service, error: nil)
+                case .failure(let error):
+                    self.forget(service)
+                    self.delegate?.peripheralManager(self, didAdd: service, error: error.cbError)
+                }
+            }
+        }
+    }
+
+    private func refuse(_ service: CBMutableService, reason: String) {
+        queue.async {
+            self.delegate?.peripheralManager(self, didAdd: service, error: CBError(.invalidParameters, reason: reason))
+        }
+    }
+
+    private func forget(_ service: CBMutableService) {
+        shared.withLock { shared in
+            guard let id = service.localID else { return }
+            shared.published[id] = nil
+            for characteristic in service.characteristics ?? [] {
+                if let mutable = characteristic as? CBMutableCharacteristic, let cid = mutable.localID {
+                    shared.characteristics[cid] = nil
+                    mutable.localID = nil
+                }
+            }
+            service.localID = nil
+        }
+    }
+
+    public func remove(_ service: CBMutableService) {
+        guard requirePoweredOn(), let backend, let id = service.localID else { return }
+        forget(service)
+        backend.removeService(id: id)
+    }
+
+    public func removeAllServices() {
+        guard requirePoweredOn(), let backend else { return }
+        let all = shared.withLock { Array($0.published.values) }
+        all.forEach(forget)
+        backend.removeAllServices()
+    }
+
+    // MARK: Advertising
+
+    /// Advertises `CBAdvertisementDataLocalNameKey` and `CBAdvertisementDataServiceUUIDsKey` (`[CBUUID]`, also
+    /// `[CBUUID?]`); other keys are ignored, as on Apple platforms. While advertising, a second call reports
+    /// `CBError.alreadyAdvertising`.
+    public func startAdvertising(_ advertisementData: [String: Any]?) {
+        guard requirePoweredOn(), let backend else { return }
+        if isAdvertising {
+            queue.async {
+                self.delegate?.peripheralManagerDidStartAdvertising(self, error: CBError(.alreadyAdvertising))
+            }
+            return
+        }
+        let name = advertisementData?[CBAdvertisementDataLocalNameKey] as? String
+        let raw = advertisementData?[CBAdvertisementDataServiceUUIDsKey]
+        let uuids: [CBUUID] = (raw as? [CBUUID]) ?? (raw as? [CBUUID?])?.compactMap { $0 }
+            ?? (raw as? [Any])?.compactMap { $0 as? CBUUID } ?? []
+        isAdvertising = true
+        backend.startAdvertising(localName: name, serviceUUIDs: uuids.map(\.bluetoothUUID)) { [weak self] result in
+            guard let self else { return }
+            self.queue.async {
+                switch result {
+                case .success:
+                    self.delegate?.peripheralManagerDidStartAdvertising(self, error: nil)
+                case .failure(let error):
+                    self.isAdvertising = false
+                    self.delegate?.peripheralManagerDidStartAdvertising(self, error: error.cbError)
+                }
+            }
+        }
+    }
+
+    public func stopAdvertising() {
+        guard requirePoweredOn(), let backend else { return }
+        isAdvertising = false
+        backend.stopAdvertising()
+    }
+
+    public func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBCentral) {
+        guard requirePoweredOn(), let backend else { return }
+        backend.setDesiredConnectionLatency(latency, for: central.peer)
+    }
+
+    // MARK: Requests and updates
+
+    /// Answers a request batch, exactly once: for `didReceiveRead`, the request (its `value` holds the bytes from
+    /// `offset`); for `didReceiveWrite`, the first request of the array (any request of the batch is accepted).
+    public func respond(to request: CBATTRequest, withResult result: CBATTError.Code) {
+        guard requirePoweredOn(), let backend else { return }
+        let batch: Batch? = shared.withLock { shared in
+            guard let batch = shared.batches[request.batchID],
+                  batch.requests.contains(ObjectIdentifier(request)) else { return nil }
+            shared.batches[request.batchID] = nil
+            return batch
+        }
+        guard let batch else {
+            misuse("\(objectLabel) respondToRequest:withResult: called for a request that was already answered or is unknown: \(request)")
+            return
+        }
+        if batch.isRead {
+            let value = result == .success ? [UInt8](request.value ?? Data()) : nil
+            backend.respond(to: request.batchID, result: UInt8(result.rawValue), value: value)
+        } else if batch.responseRequired {
+            backend.respond(to: request.batchID, result: UInt8(result.rawValue), value: nil)
+        }
+    }
+
+    /// Notifies (or indicates) `value` to `centrals` (nil: every subscribed central; unsubscribed ones are
+    /// skipped), truncated to each central's `maximumUpdateValueLength`. Returns false when the stack's queue is
+    /// full: nothing was sent, and `peripheralManagerIsReady(toUpdateSubscribers:)` follows once it has room.
+    @discardableResult
+    public func updateValue(_ value: Data, for characteristic: CBMutableCharacteristic, onSubscribedCentrals centrals: [CBCentral]?) -> Bool {
+        guard requirePoweredOn(), let backend, let id = characteristic.localID else { return false }
+        let subscribed = characteristic._subscribedCentrals
+        let targets = centrals.map { wanted in subscribed.filter { s in wanted.contains { $0 === s || $0.peer == s.peer } } }
+            ?? subscribed
+        guard !targets.isEmpty else { return true }
+        let sent = backend.updateValue([UInt8](value), characteristicID: id, centrals: targets.map(\.peer))
+        if !sent { shared.withLock { $0.waitingForReady = true } }
+        return sent
+    }
+
+    // MARK: L2CAP
+
+    /// Publishes an LE credit-based channel on a PSM the stack chooses; `didPublishL2CAPChannel` tells which.
+    public func publishL2CAPChannel(withEncryption encryptionRequired: Bool) {
+        guard requirePoweredOn(), let backend else { return }
+        backend.publishL2CAPChannel(encryptionRequired: encryptionRequired) { [weak self] result in
+            guard let self else { return }
+            self.queue.async {
+                switch result {
+                case .success(let psm): self.delegate?.peripheralManager(self, didPublishL2CAPChannel: psm, error: nil)
+                case .failure(let error): self.delegate?.peripheralManager(self, didPublishL2CAPChannel: 0, error: error.cbError)
+                }
+            }
+        }
+    }
+
+    public func unpublishL2CAPChannel(_ PSM: CBL2CAPPSM) {
+        guard requirePoweredOn(), let backend else { return }
+        backend.unpublishL2CAPChannel(PSM) { [weak self] result in
+            guard let self else { return }
+            self.queue.async {
+                let error: (any Error)? = if case .failure(let failure) = result { failure.cbError } else { nil }
+                self.delegate?.peripheralManager(self, didUnpublishL2CAPChannel: PSM, error: error)
+            }
+        }
+    }
+
+    // MARK: Events (on the queue)
+
+    private func central(_ peer: CBBackendPeer) -> CBCentral {
+        if let known = centrals[peer] { return known }
+        let created = CBCentral(peer: peer)
+        centrals[peer] = created
+        return created
+    }
+
+    private func characteristic(_ id: Int) -> CBMutableCharacteristic? {
+        shared.withLock { $0.characteristics[id] }
+    }
+
+    private func handle(_ event: CBPeripheralBackendEvent) {
+        switch event {
+        case .stateChanged(let newState):
+            let old = state
+            guard newState != old else { return }
+            state = newState
+            if old == .poweredOn {
+                isAdvertising = false
+                let all = shared.withLock { shared -> [CBMutableCharacteristic] in
+                    shared.batches = [:]
+                    shared.waitingForReady = false
+                    return Array(shared.characteristics.values)
+                }
+                all.forEach { $0._subscribedCentrals = [] }
+                centrals = [:]
+                if newState.rawValue < CBManagerState.poweredOff.rawValue {
+                    // Below poweredOff the local database is cleared and must be re-added.
+                    let services = shared.withLock { Array($0.published.values) }
+                    services.forEach(forget)
+                }
+            }
+            delegate?.peripheralManagerDidUpdateState(self)
+        case .centralConnected(let peer, let mtu):
+            central(peer).mtu = mtu
+        case .mtuChanged(let peer, let mtu):
+            central(peer).mtu = mtu
+        case .centralDisconnected(let peer):
+            guard let gone = centrals[peer] else { return }
+            let all = shared.withLock { shared -> [CBMutableCharacteristic] in
+                shared.batches = shared.batches.filter { _, batch in batch.central != peer }
+                return shared.characteristics.values.sorted { ($0.localID ?? 0) < ($1.localID ?? 0) }
+            }
+            for characteristic in all where characteristic._subscribedCentrals.contains(where: { $0 === gone }) {
+                characteristic._subscribedCentrals.removeAll { $0 === gone }
+                characteristic._isNotifying = !characteristic._subscribedCentrals.isEmpty
+                delegate?.peripheralManager(self, central: gone, didUnsubscribeFrom: characteristic)
+            }
+            centrals[peer] = nil
+        case .readRequest(let id, let peer, let characteristicID, let offset):
+            guard let characteristic = characteristic(characteristicID) else {
+                backend?.respond(to: id, result: UInt8(CBATTError.Code.attributeNotFound.rawValue), value: nil)
+                return
+            }
+            let request = CBATTRequest(central: central(peer), characteristic: characteristic, offset: offset, value: nil, batchID: id)
+            shared.withLock { $0.batches[id] = Batch(central: peer, requests: [ObjectIdentifier(request)], isRead: true, responseRequired: true) }
+            delegate?.peripheralManager(self, didReceiveRead: request)
+        case .writeRequests(let id, let peer, let writes, let responseRequired):
+            let from = central(peer)
+            var requests: [CBATTRequest] = []
+            for write in writes {
+                guard let characteristic = characteristic(write.characteristicID) else {
+                    if responseRequired {
+                        backend?.respond(to: id, result: UInt8(CBATTError.Code.attributeNotFound.rawValue), value: nil)
+                    }
+                    return
+                }
+                requests.append(CBATTRequest(central: from, characteristic: characteristic, offset: write.offset,
+                                             value: Data(write.value), batchID: id))
+            }
+            guard !requests.isEmpty else { return }
+            shared.withLock {
+                $0.batches[id] = Batch(central: peer, requests: requests.map(ObjectIdentifier.init), isRead: false, responseRequired: responseRequired)
+            }
+            delegate?.peripheralManager(self, didReceiveWrite: requests)
+        case .subscribed(let peer, let characteristicID):
+            guard let characteristic = characteristic(characteristicID) else { return }
+            let subscriber = central(peer)
+            guard !characteristic._subscribedCentrals.contains(where: { $0 === subscriber }) else { return }
+            characteristic._subscribedCentrals.append(subscriber)
+            characteristic._isNotifying = true
+            delegate?.peripheralManager(self, central: subscriber, didSubscribeTo: characteristic)
+        case .unsubscribed(let peer, let characteristicID):
+            guard let characteristic = characteristic(characteristicID), let subscriber = centrals[peer],
+                  characteristic._subscribedCentrals.contains(where: { $0 === subscriber }) else { return }
+            characteristic._subscribedCentrals.removeAll { $0 === subscriber }
+            characteristic._isNotifying = !characteristic._subscribedCentrals.isEmpty
+            delegate?.peripheralManager(self, central: subscriber, didUnsubscribeFrom: characteristic)
+        case .readyToUpdateSubscribers:
+            let wanted = shared.withLock { shared -> Bool in
+                defer { shared.waitingForReady = false }
+                return shared.waitingForReady
+            }
+            if wanted { delegate?.peripheralManagerIsReady(toUpdateSubscribers: self) }
+        case .l2capChannelOpened(let channelBackend):
+            let channel = CBL2CAPChannel(backend: channelBackend, peer: central(channelBackend.peer), queue: queue)
+            delegate?.peripheralManager(self, didOpen: channel, error: nil)
+        }
+    }
+}
