@@ -115,7 +115,7 @@ extension HostStack {
         onLoop { [self] in performServerOutbound(gattServer.serviceChanged(range)) }
     }
 
-    /// Whether the connection's send queue is below ``HostConfiguration/sendQueueLimit`` (read on the loop).
+    /// Whether the connection's send queue is below ``HostConfiguration/sendQueueLimit`` (call on the loop).
     /// When it is not, ``HostEvent/readyToSend(handle:)`` follows once it is: CoreBluetooth's
     /// `canSendWriteWithoutResponse` and the `updateValue` result.
     public func isReadyToSend(connectionHandle handle: UInt16) -> Bool {

@@ -16,8 +16,15 @@ import L2CAP
 /// handler are called on the loop. Transport callbacks hop onto the loop in arrival order, so an LE Connection
 /// Complete is always processed (and the connection created) before ACL data that followed it.
 ///
-/// Driving it: ``setEventHandler(_:)`` and ``setL2CAPHandler(_:)``, then ``start(completion:)``; then GAP calls,
-/// ``sendL2CAP(connectionHandle:pdu:completion:)`` and raw ``send(_:completion:)``; ``shutdown()`` at the end.
+/// Each connection carries L2CAP, ATT and GATT (Vol 3 Parts A, F, G; `HostStack+Wiring.swift`): the GATT API
+/// (`HostStack+GATT.swift`: ``setGATTDatabase(_:changedRange:completion:)``, ``updateValue(_:handle:to:requireReady:completion:)``,
+/// ``gatt(connectionHandle:_:completion:)``, ``attMTU(connectionHandle:)``, ``isReadyToSend(connectionHandle:)``) and
+/// the L2CAP API (`HostStack+L2CAP.swift`: credit-based channels, Connection Parameter Update). Properties documented
+/// "read on the loop" must be read from a job on ``eventLoop`` (or a completion / event handler).
+///
+/// Driving it: ``setEventHandler(_:)`` (and, for raw L2CAP only, ``setL2CAPHandler(_:)``), then
+/// ``start(completion:)``; then GAP, GATT and L2CAP calls, ``sendL2CAP(connectionHandle:pdu:completion:)`` and raw
+/// ``send(_:completion:)``; ``shutdown()`` at the end.
 public final class HostStack: @unchecked Sendable {
     public let eventLoop: any EventLoop
     public let configuration: HostConfiguration
@@ -88,8 +95,8 @@ public final class HostStack: @unchecked Sendable {
         onLoop { [self] in eventHandler = handler }
     }
 
-    /// Sets the handler of complete L2CAP PDUs received (basic header included), per connection. The L2CAP layer
-    /// plugs in here; called on the loop.
+    /// Sets the handler of complete L2CAP PDUs received (basic header included), per connection, called on the
+    /// loop. Raw mode: with a handler set, connections made afterwards get no L2CAP / ATT / GATT of their own.
     public func setL2CAPHandler(_ handler: @escaping @Sendable (Connection, [UInt8]) -> Void) {
         onLoop { [self] in l2capHandler = handler }
     }
