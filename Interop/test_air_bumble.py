@@ -243,7 +243,7 @@ def test_two_centrals_on_one_peripheral(tmp_path):
                 BumbleHost(hub.tcp_ports[1], "central-1", CENTRAL_ADDRESS) as first, \
                 BumbleHost(hub.tcp_ports[2], "central-2", CENTRAL2_ADDRESS) as second:
             peripheral = GattPeripheral(peripheral_device)
-            await peripheral.advertise(auto_restart=True)
+            await peripheral.advertise()
             connections, queues = [], []
             for central in (first, second):
                 connection = await connect(central, PERIPHERAL_ADDRESS)
@@ -255,7 +255,8 @@ def test_two_centrals_on_one_peripheral(tmp_path):
                 connections.append(connection)
                 queues.append(queue)
                 if central is first:
-                    await asyncio.sleep(0.1)  # let the peripheral restart advertising
+                    # Legacy advertising stops when a connection is made: advertise again for the second central.
+                    await peripheral.advertise()
             assert len(peripheral_device.connections) == 2
             await peripheral_device.notify_subscribers(peripheral.notify, b"to both")
             for queue in queues:
