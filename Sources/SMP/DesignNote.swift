@@ -5,11 +5,13 @@
 // key distribution and keypress notifications, plus the field types they use (IO capability, AuthReq, key
 // distribution bitfields).
 //
-// Who owns state: nobody here. Every type is a pure value. The pairing state machine (phases, SMP timeout,
-// which PDU is expected next) and the bond store belong to the Host; the cryptographic toolbox (c1, s1, f4-f6,
-// g2, ah) is in BluetoothCrypto.
+// Who owns state: the PDU types are pure values. `SMPSession` is the pairing state machine of one link (both
+// roles; method selection, LE SC and legacy exchanges, key distribution, the 30 s SMP timeout after which SMP
+// is dead on that link), sans-I/O: the Host owns one per connection, feeds it PDUs, user answers, encryption
+// changes and `now`, and performs the actions it returns. Its DocC comment is the detailed design note. The bond
+// store belongs to the Host; the cryptographic toolbox (c1, s1, f4-f6, g2, ah) is in BluetoothCrypto.
 //
-// Which executor: none. Pure values with no state, usable on any thread.
+// Which executor: none of its own. PDU values are usable on any thread; an `SMPSession` runs on the owner's loop.
 //
 // Byte order: every multi-octet field is kept in wire order (least significant octet first), including the
 // 128-bit values (confirm, random, LTK, IRK, CSRK, DHKey check) and the P-256 coordinates, which are `[UInt8]`
