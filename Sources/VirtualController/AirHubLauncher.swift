@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Starts `blue air` in the background when no hub runs, so that commands in two terminals meet with no flags
+/// (issue 3 item 4: "later commands start the hub themselves when none runs").
+///
+/// The hub runs in its own session (it survives the command that started it and ignores that terminal's ^C), with
+/// standard input from /dev/null and its output appended to a log file next to the socket. Two commands racing to
+/// start it are harmless: the second hub exits at once ("already running") and both join the first.
+public enum AirHubLauncher {
+    /// The log of a background hub: the socket path with `.log` instead of `.sock` (or appended).
+    public static func logPath(forSocket socketPath: String) -> String {
+        socketPath.hasSuffix(".sock") ? String(socketPath.dropLast(5)) + ".log" : socketPath + ".log"
+    }
+
+    /// Makes sure a hub accepts on `socketPath`: returns at once when one runs, else spawns
+    /// `executable air --socket socketPath` (plus `arguments`) and waits up to `timeout` for it to listen.
+    /// - Returns: the process id of the hub this call started; nil when one was already running.
+    @discardableResult
+    public static func ensureRunning(
+        executable: String, socketPath: String = AirHub.defaultSocketPath, arguments: [String] = [],
+        timeout: Duration = .seconds(5)
+    ) throws(AirHubError) -> Int32? {
+        if AirHub.isRunning(at: socketPath) { return nil }
+        if let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex {
+            let directory = String(socketPath[..<slash])
+            if mkdir(directory, 0o700) != 0, errno != EEXIST {
+                throw AirHubError(.listenFailed, "cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
+        let pid = try spawn(executable: executable, arguments: ["air", "--socket", socketPath] + arguments,
+                            log: logPath(forSocket: socketPath))
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if AirHub.isRunning(at: socketPath) { return pid }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                // It exited: another command may have started a hub at the same moment.
+                if AirHub.isRunning(at: socketPath) { return nil }
+                throw AirHubError(.listenFailed, "\(executable) air exited before listening on \(socketPath); "
+                                  + "see \(logPath(forSocket: socketPath))")
+            }
+            usleep(20_000)
+        }
+        throw AirHubError(.listenFailed, "\(executable) air did not listen on \(socketPath) within \(timeout)")
+    }
+
+    private static func spawn(executable: String, arguments: [String], log: String) throws(AirHubError) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        #if canImport(Glibc)
+        posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID (glibc 2.26+; needs _GNU_SOURCE in C)
+        #endif
+        let argv = ([executable] + arguments).map { strdup($0) }
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result: Int32 = (argv + [nil]).withUnsafeBufferPointer { pointers in
+            guard let base = pointers.baseAddress else { return EINVAL }
+            return posix_spawn(&pid, executable, &actions, &attributes, base, environ)
+        }
+        guard result == 0 else {
+            throw AirHubError(.listenFailed, "cannot start \(executable) air: \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+}
