@@ -178,4 +178,49 @@ struct WiringTests {
         #expect(found.map(\.value) == expected.map(\.value))
         stacks.disconnectAndCheckLeaks()
     }
+
+    @Test("1,000 notifications of 244 octets paced by readyToSend arrive whole, in order, none lost")
+    func notificationStream() throws {
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        #expect(stacks.run(until: { stacks.mtus.central == 517 }))
+        let characteristic = try #require(TwoStacks.smallDatabase().service.characteristics.last)
+        let cccd = try #require(characteristic.clientConfiguration)
+        #expect(try stacks.gatt(.subscribe(cccdHandle: cccd, configuration: .notifications))?.get() == .written)
+        let total = 1_000
+        final class Sender: @unchecked Sendable {
+            var next = 0
+        }
+        let sender = Sender()
+        let peripheral = stacks.peripheral
+        let handle = stacks.peripheralHandle
+        @Sendable func pump() {
+            while sender.next < total, peripheral.isReadyToSend(connectionHandle: handle) {
+                var value = [UInt8](repeating: UInt8(truncatingIfNeeded: sender.next), count: 244)
+                value[0] = UInt8(truncatingIfNeeded: sender.next >> 8)
+                peripheral.updateValue(value, handle: characteristic.value)
+                sender.next += 1
+            }
+        }
+        let events = stacks.peripheralEvents
+        peripheral.setEventHandler { event in
+            events.append(event)
+            if case .readyToSend = event { pump() }
+        }
+        stacks.loop.execute { pump() }
+        let received = Recorder<[UInt8]>()
+        stacks.central.setEventHandler { event in
+            if case .gattNotification(_, _, let value) = event { received.append(value) }
+        }
+        let start = stacks.loop.now
+        #expect(stacks.run(until: { received.count >= total }, limit: .seconds(600)))
+        let elapsed = stacks.loop.now - start
+        #expect(elapsed < .seconds(60), "\(elapsed) of virtual time")
+        let values = received.values
+        #expect(values.count == total)
+        #expect(values.enumerated().allSatisfy { index, value in
+            value.count == 244 && value[0] == UInt8(truncatingIfNeeded: index >> 8) && value[1] == UInt8(truncatingIfNeeded: index)
+        })
+        stacks.disconnectAndCheckLeaks()
+    }
 }
