@@ -94,8 +94,8 @@ extension HostStack {
                 completion?(.failure(HostError(.notReady, "the host stack is not running")))
                 return
             }
-            let planned = gattServer.notify(handle: handle, value: value).filter { targets?.contains($0.connection.rawValue) ?? true }
             if requireReady {
+                let planned = gattServer.notify(handle: handle, value: value).filter { targets?.contains($0.connection.rawValue) ?? true }
                 let full = planned.map(\.connection.rawValue).filter { !sendRoom($0) }
                 if !full.isEmpty {
                     for connection in full { connections[connection]?.session?.waitingForSendRoom = true }
