@@ -24,6 +24,22 @@ public final class LockedValue<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// A copy of the value, read under the lock without an `inout` access. Use this to read closures: reading a
+    /// function-typed value through `withLock { $0 }` is an inout access of a generic value, which re-abstracts
+    /// the closure and writes it back on every call, so each read would wrap it in more thunks.
+    public func load() -> Value {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return value
+    }
+
+    /// Replaces the value under the lock.
+    public func store(_ newValue: Value) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        value = newValue
+    }
+
     /// Runs `body` with exclusive access to the value.
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)

@@ -26,14 +26,14 @@ public final class VirtualAir: @unchecked Sendable {
 
     /// The radio model; may be changed at any time (takes effect for the next packet).
     public var configuration: AirConfiguration {
-        get { configurationValue.withLock { $0 } }
-        set { configurationValue.withLock { $0 = newValue } }
+        get { configurationValue.load() }
+        set { configurationValue.store(newValue) }
     }
 
     /// Sees every packet put on the air (on the loop), for traces, hub statistics and determinism checks.
     public var observer: (@Sendable (AirPacket) -> Void)? {
-        get { observerValue.withLock { $0 } }
-        set { observerValue.withLock { $0 = newValue } }
+        get { observerValue.load() }
+        set { observerValue.store(newValue) }
     }
 
     var random: AirRandom

@@ -24,14 +24,14 @@ public final class VirtualController: @unchecked Sendable {
 
     /// Where events and ACL data for the host go (called on the air's loop, in order).
     public var toHost: (@Sendable (H4Frame) -> Void)? {
-        get { sink.withLock { $0 } }
-        set { sink.withLock { $0 = newValue } }
+        get { sink.load() }
+        set { sink.store(newValue) }
     }
 
     /// The position on the air (metres); may change at any time, from any thread.
     public var position: AirPosition {
-        get { place.withLock { $0 } }
-        set { place.withLock { $0 = newValue } }
+        get { place.load() }
+        set { place.store(newValue) }
     }
 
     // Loop-confined state.
