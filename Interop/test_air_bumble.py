@@ -179,6 +179,7 @@ def test_scan_connect_gatt(tmp_path):
     hub, output = run_with_hub(tmp_path, 2, scenario)
     assert "connected: dev2 handle 0x0001 as central to dev1 F0:0C:B1:00:00:01" in output, output
     assert "disconnected: dev" in output, output
+    assert "traffic: 2 devices" in output, output  # the periodic summary (every second here)
     # The captures show the ATT traffic in both directions.
     central_capture = os.path.join(hub.snoop_dir, "dev2.btsnoop")
     assert tshark_count(central_capture, "btatt.opcode == 0x1b") == 5  # notifications
