@@ -27,6 +27,8 @@ let package = Package(
         .library(name: "HCITransport", targets: ["HCITransport"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
         .library(name: "Host", targets: ["Host"]),
+        .library(name: "StackLauncher", targets: ["StackLauncher"]),
+        .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
         .library(name: "OpenCoreBluetooth", targets: ["OpenCoreBluetooth"]),
         .executable(name: "blue", targets: ["blue"]),
     ],
@@ -79,12 +81,27 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Opens a HostStack on any transport named by `--hci` (virtual air in-process or via the hub, TCP, UNIX,
+        // serial, Linux user channel).
+        .target(
+            name: "StackLauncher",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "Host", "HCITransport", "VirtualController"],
+            swiftSettings: strict
+        ),
+        // The modern async API: scanning and notifications as AsyncSequences, async GATT, declarative servers.
+        .target(
+            name: "BluetoothLE",
+            dependencies: [
+                "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
+            ],
+            swiftSettings: strict
+        ),
         // Apple's CoreBluetooth API (CB* classes, delegates, constants) on this stack.
         .target(
             name: "OpenCoreBluetooth",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "VirtualController",
+                "VirtualController", "StackLauncher",
             ],
             swiftSettings: strict
         ),
@@ -98,7 +115,7 @@ let package = Package(
             name: "blue",
             dependencies: [
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
-                "Host", "AdvertisingData",
+                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "OpenCoreBluetooth", "BluetoothLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -156,6 +173,16 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTests",
             dependencies: ["OpenCoreBluetooth", "BluetoothRuntime", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "StackLauncherTests",
+            dependencies: ["StackLauncher", "Host", "HCITransport", "VirtualController", "BluetoothRuntime", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BluetoothLETests",
+            dependencies: ["BluetoothLE", "Host", "VirtualController", "BluetoothRuntime", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),

@@ -1,0 +1,1 @@
+// BluetoothLE: design note to come.

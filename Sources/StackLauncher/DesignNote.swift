@@ -1,0 +1,1 @@
+// StackLauncher: design note to come.

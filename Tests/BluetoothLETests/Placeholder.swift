@@ -1,0 +1,1 @@
+import Testing  // placeholder until this module has tests
