@@ -79,7 +79,8 @@ public class CBCharacteristic: CBAttribute, @unchecked Sendable {
     public var value: Data? { _value }
     public var descriptors: [CBDescriptor]? { _descriptors }
     public var isNotifying: Bool { _isNotifying }
-    @available(*, deprecated, message: "Deprecated since iOS 8")
+    @available(iOS, deprecated: 8.0)
+    @available(macOS, deprecated: 10.13)
     public var isBroadcasted: Bool { false }
 
     public override var description: String {

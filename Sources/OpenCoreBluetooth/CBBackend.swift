@@ -347,6 +347,6 @@ public enum CBBackendRegistry {
     }
 
     static var current: CBBackendProvider? {
-        taskProvider ?? defaultProvider.withLock { $0 }
+        taskProvider ?? defaultProvider.load()
     }
 }

@@ -17,7 +17,8 @@ public struct CBError: CustomNSError, Hashable, Error, Sendable, CustomStringCon
         case alreadyAdvertising = 9
         case connectionFailed = 10
         case connectionLimitReached = 11
-        @available(*, deprecated, renamed: "unknownDevice")
+        @available(iOS, deprecated: 13.0, renamed: "unknownDevice")
+        @available(macOS, deprecated: 10.15, renamed: "unknownDevice")
         case unkownDevice = 12
         case operationNotSupported = 13
         case peerRemovedPairingInformation = 14

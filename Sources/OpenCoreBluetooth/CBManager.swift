@@ -25,7 +25,8 @@ public class CBManager: NSObject, @unchecked Sendable {
     }
 
     /// Always `.allowedAlways`: Linux has no Bluetooth privacy prompt (see ``CBManagerAuthorization``).
-    @available(*, deprecated, message: "Use CBManager.authorization")
+    @available(iOS, deprecated: 13.1, message: "Use CBManager.authorization")
+    @available(macOS, deprecated: 10.15, message: "Use CBManager.authorization")
     public var authorization: CBManagerAuthorization { .allowedAlways }
 
     /// Always `.allowedAlways`: Linux has no Bluetooth privacy prompt.

@@ -54,7 +54,8 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
     /// nil until `discoverServices` succeeds.
     public var services: [CBService]? { _services }
     /// Deprecated: nil until `readRSSI()` answers.
-    @available(*, deprecated, message: "Use peripheral(_:didReadRSSI:error:)")
+    @available(iOS, deprecated: 8.0, message: "Use peripheral(_:didReadRSSI:error:)")
+    @available(macOS, deprecated: 10.13, message: "Use peripheral(_:didReadRSSI:error:)")
     public var rssi: NSNumber? { _rssi }
     public var canSendWriteWithoutResponse: Bool { link.withLock { $0.canSendWriteWithoutResponse } }
     public var ancsAuthorized: Bool { false }

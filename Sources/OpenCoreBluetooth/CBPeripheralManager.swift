@@ -38,7 +38,8 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     // Centrals known on the queue.
     private var centrals: [CBBackendPeer: CBCentral] = [:]
 
-    @available(*, deprecated, message: "Use CBManager.authorization")
+    @available(iOS, deprecated: 13.0, message: "Use CBManager.authorization")
+    @available(macOS, deprecated: 10.15, message: "Use CBManager.authorization")
     public class func authorizationStatus() -> CBPeripheralManagerAuthorizationStatus { .authorized }
 
     public convenience init() {

@@ -40,19 +40,22 @@ public enum CBManagerAuthorization: Int, Sendable, Hashable {
 }
 
 /// Deprecated since iOS 10; use `CBManagerState`.
-@available(*, deprecated, message: "Use CBManagerState instead")
+@available(iOS, deprecated: 10.0, message: "Use CBManagerState instead")
+@available(macOS, deprecated: 10.13, message: "Use CBManagerState instead")
 public enum CBCentralManagerState: Int, Sendable, Hashable {
     case unknown = 0, resetting = 1, unsupported = 2, unauthorized = 3, poweredOff = 4, poweredOn = 5
 }
 
 /// Deprecated since iOS 10; use `CBManagerState`.
-@available(*, deprecated, message: "Use CBManagerState instead")
+@available(iOS, deprecated: 10.0, message: "Use CBManagerState instead")
+@available(macOS, deprecated: 10.13, message: "Use CBManagerState instead")
 public enum CBPeripheralManagerState: Int, Sendable, Hashable {
     case unknown = 0, resetting = 1, unsupported = 2, unauthorized = 3, poweredOff = 4, poweredOn = 5
 }
 
 /// Deprecated since iOS 13; use `CBManagerAuthorization`.
-@available(*, deprecated, message: "Use CBManagerAuthorization instead")
+@available(iOS, deprecated: 13.0, message: "Use CBManagerAuthorization instead")
+@available(macOS, deprecated: 10.15, message: "Use CBManagerAuthorization instead")
 public enum CBPeripheralManagerAuthorizationStatus: Int, Sendable, Hashable {
     case notDetermined = 0, restricted = 1, denied = 2, authorized = 3
 }
