@@ -42,8 +42,8 @@ public final class AirHub: @unchecked Sendable {
 
     /// Where events go (see the type's notes on threads). Set it before ``start()``.
     public var onEvent: (@Sendable (AirHubEvent) -> Void)? {
-        get { handler.withLock { $0 } }
-        set { handler.withLock { $0 = newValue } }
+        get { handler.load() }
+        set { handler.store(newValue) }
     }
 
     /// A hub on `eventLoop` (a `DispatchEventLoop` in production, a `ManualEventLoop` in tests).
