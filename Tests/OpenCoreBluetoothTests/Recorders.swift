@@ -61,6 +61,7 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
     }
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.add("notifying \(characteristic.isNotifying)")
+        lastError = error
         onNotifyState?(peripheral, characteristic)
     }
     func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: (any Error)?) {
