@@ -259,3 +259,55 @@ private struct Fixture {
         #expect(buffer.prefix(2) == [9, 8])
     }
 }
+
+@Suite struct PeripheralManagerEdgeTests {
+    @Test func removedServiceIsGoneAndPowerLossClearsSubscriptions() throws {
+        let fixture = Fixture()
+        fixture.publish()
+        fixture.backend.connect(central1)
+        fixture.backend.subscribe(central1, to: fixture.dynamicID)
+        fixture.manager.startAdvertising([CBAdvertisementDataLocalNameKey: "x"])
+        settle(fixture.loop, fixture.log.queue)
+        #expect(fixture.dynamic.subscribedCentrals?.count == 1)
+        fixture.backend.setPower(.poweredOff)
+        settle(fixture.loop, fixture.log.queue)
+        #expect(fixture.log.entries.last == "state poweredOff")
+        #expect(!fixture.manager.isAdvertising)
+        #expect(fixture.dynamic.subscribedCentrals?.isEmpty == true)
+        // Still published at poweredOff (only below it is the database cleared).
+        #expect(fixture.dynamic.localID != nil)
+        fixture.backend.setPower(.poweredOn)
+        settle(fixture.loop, fixture.log.queue)
+        fixture.manager.remove(fixture.service)
+        #expect(fixture.dynamic.localID == nil)
+        #expect(fixture.backend.state.withLock { $0.services.isEmpty })
+        // An update for a characteristic that is no longer published sends nothing.
+        #expect(fixture.manager.updateValue(Data([1]), for: fixture.dynamic, onSubscribedCentrals: nil) == false)
+        #expect(fixture.loop.pendingWorkDescription == "nothing")
+    }
+
+    @Test func unsupportedDescriptorIsRefused() {
+        let fixture = Fixture()
+        settle(fixture.loop, fixture.log.queue)
+        let service = CBMutableService(type: CBUUID(string: "FFF0"), primary: true)
+        let characteristic = CBMutableCharacteristic(type: CBUUID(string: "FFF1"), properties: [.notify], value: nil, permissions: [])
+        characteristic.descriptors = [CBMutableDescriptor(type: CBUUID(string: CBUUIDClientCharacteristicConfigurationString), value: NSNumber(value: 1))]
+        service.characteristics = [characteristic]
+        fixture.manager.add(service)
+        settle(fixture.loop, fixture.log.queue)
+        #expect(fixture.log.entries.last == "added FFF0 error")
+        #expect(fixture.manager.misuseLog.first?.contains("User Description") == true)
+    }
+
+    @Test func readAnsweredWithAnErrorEndsTheRead() throws {
+        let fixture = Fixture()
+        fixture.recorder.onRead = { manager, request in manager.respond(to: request, withResult: .insufficientAuthorization) }
+        fixture.publish()
+        let index = fixture.backend.read(central1, fixture.dynamicID)
+        settle(fixture.loop, fixture.log.queue)
+        let read = try #require(fixture.backend.longRead(index))
+        #expect(read.done)
+        #expect(read.error == 0x08)
+        #expect(read.offsets == [0])
+    }
+}
