@@ -35,6 +35,8 @@ struct ConnectionSession {
     var security = GATTLinkSecurity.open
     /// Test hook: requests from the peer are dropped unanswered (to provoke the peer's ATT timeout).
     var ignoresATTRequests = false
+    /// The connection's Security Manager (nil when security is disabled).
+    var securityLink: SecurityLink?
 
     init(role: ConnectionRole, preferredMTU: Int) {
         link = L2CAPLink(role: role == .central ? .central : .peripheral)
@@ -45,5 +47,6 @@ struct ConnectionSession {
     /// Operations of the owner waiting for an answer on this connection.
     var pendingOperationCount: Int {
         gattCompletions.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
+            + (securityLink?.pendingCount ?? 0)
     }
 }

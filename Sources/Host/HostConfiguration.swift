@@ -38,6 +38,8 @@ public struct HostConfiguration: Sendable {
     public var sendQueueLimit = 64
     /// Whether an unanswered L2CAP signaling request (30 s RTX) also drops the link (Vol 3 Part A §6.2.1).
     public var disconnectsOnSignalingTimeout = false
+    /// The Security Manager: pairing, bonds, attribute security, privacy (`HostStack+Security.swift`).
+    public var security = HostSecurityConfiguration()
 
     public init(commandTimeout: Duration = .seconds(2), address: AddressPolicy = .randomStatic(seed: nil)) {
         self.commandTimeout = commandTimeout

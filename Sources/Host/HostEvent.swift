@@ -64,4 +64,26 @@ public enum HostEvent: Sendable {
     case l2capCreditsAvailable(handle: UInt16, channel: L2CAPChannelIdentifier)
     /// A payload on the SMP fixed channel 0x0006, for the security layer.
     case securityManagerPDU(handle: UInt16, [UInt8])
+
+    // MARK: Security (Core 5.4 Vol 3 Part H; `HostStack+Security.swift`)
+
+    /// Pairing needs the user: answer with ``HostStack/answerPairing(connectionHandle:_:)``.
+    case pairingInteraction(handle: UInt16, PairingInteraction)
+    /// Pairing (and key distribution) succeeded; bonded keys are stored.
+    case pairingCompleted(handle: UInt16, PairingOutcome)
+    /// Securing the link failed: the SMP reason when pairing failed (nil: timeout, encryption failure, bond lost,
+    /// disconnection).
+    case pairingFailed(handle: UInt16, reason: SMPPairingFailedReason?, error: HostError)
+    /// The peer lost the bond we hold (encryption failed with PIN or Key Missing, or it pairs again);
+    /// ``HostSecurityConfiguration/allowRepairing`` decides whether it may re-pair.
+    case bondLost(handle: UInt16, identity: BluetoothAddress)
+    /// The bond store could not read (a corrupt file, left untouched) or write a bond.
+    case bondStoreError(BondStoreError)
+    /// The peer on this connection is this bonded identity (its RPA resolved, or Identity Address Information).
+    case peerIdentityResolved(handle: UInt16, identity: BluetoothAddress)
+    /// Our own resolvable private address changed (RPA rotation).
+    case privateAddressChanged(BluetoothAddress)
+    /// A GATT client request answered with `attError` could not be retried: securing the link failed with `error`.
+    /// The request completes with the original ATT error.
+    case gattSecurityFailed(handle: UInt16, attError: ATTErrorCode, error: HostError)
 }

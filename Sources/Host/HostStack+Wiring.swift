@@ -28,6 +28,7 @@ extension HostStack {
         }
         connections[connection.handle]?.session = session
         gattServer.connect(GATTConnectionID(connection.handle), security: GATTLinkSecurity(encrypted: connection.isEncrypted))
+        securityLinkOpened(connection)
     }
 
     /// As central, the automatic Exchange MTU Request (after the connection was reported).
@@ -73,6 +74,7 @@ extension HostStack {
         for completions in session.channelCloses.values { for completion in completions { completion(.failure(error)) } }
         for completion in session.parameterUpdates { completion(.failure(error)) }
         session.mtuExchangeCompletion?(.failure(error))
+        securityLinkClosed(session.securityLink, handle: handle, error: error)
     }
 
     /// A machine asked to drop the link for a protocol reason (ATT transaction timeout or violation, L2CAP RTX).
@@ -111,6 +113,7 @@ extension HostStack {
                     performBearer(bearerActions, handle)
                 } else if channel == .securityManager {
                     emit(.securityManagerPDU(handle: handle, payload))
+                    securityReceive(payload, handle: handle)
                 }
             case .channelOpened(let info):
                 emit(.l2capChannelOpened(handle: handle, info))
@@ -157,6 +160,7 @@ extension HostStack {
                     completion?(result.map { _ in mtu }.mapError { HostError(.protocolError, "Exchange MTU failed: \($0)") })
                     continue
                 }
+                if securityHoldsResponse(id, result, handle: handle) { continue }
                 guard connections[handle]?.session?.clientRequests.remove(id) != nil,
                       let clientActions = connections[handle]?.session?.client.receive(bearerResult: result) else { continue }
                 performClient(clientActions, handle)
@@ -165,6 +169,7 @@ extension HostStack {
                 let reply = gattServer.handleRequest(pdu, from: connection)
                 guard let answer = try? connections[handle]?.session?.bearer.respond(reply.response, now: eventLoop.now) else { continue }
                 performBearer(answer, handle)
+                securityServerEvents(reply.events, handle: handle)
                 for event in reply.events { emit(.gattServer(event)) }
             case .command(let pdu):
                 for event in gattServer.handleCommand(pdu, from: connection) { emit(.gattServer(event)) }
@@ -275,7 +280,7 @@ extension HostStack {
         var earliest: StackInstant?
         for record in connections.values {
             guard let session = record.session else { continue }
-            for deadline in [session.link.nextDeadline, session.bearer.nextDeadline].compactMap({ $0 }) {
+            for deadline in [session.link.nextDeadline, session.bearer.nextDeadline, session.securityLink?.smp.nextDeadline].compactMap({ $0 }) {
                 if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
             }
         }
@@ -292,6 +297,10 @@ extension HostStack {
             if let deadline = connections[handle]?.session?.bearer.nextDeadline, deadline <= now,
                let actions = connections[handle]?.session?.bearer.handleTimeout(now: now) {
                 performBearer(actions, handle)
+            }
+            if let deadline = connections[handle]?.session?.securityLink?.smp.nextDeadline, deadline <= now {
+                let actions = withSecurityLink(handle) { $0.smp.handleTimeout(now: now) } ?? []
+                performSMP(actions, handle)
             }
         }
     }

@@ -78,6 +78,8 @@ public final class HostStack: @unchecked Sendable {
     var gattServer = GATTServer(database: GATTDatabase())
     /// Credit-based channel servers, registered on every link.
     var channelServers: [UInt16: L2CAPChannelServer] = [:]
+    /// Bonds, our identity and the RPA timer (`HostStack+Security.swift`).
+    var securityState = SecurityState()
 
     public init(transport: any HCITransport, eventLoop: any EventLoop, configuration: HostConfiguration = HostConfiguration()) {
         self.transport = transport
@@ -222,7 +224,8 @@ public final class HostStack: @unchecked Sendable {
 
     func armTimer() {
         guard lifecycle != .closed else { return }
-        let deadline = [pipe.nextDeadline, pendingConnect?.deadline, sessionsNextDeadline].compactMap { $0 }.min()
+        loadSecurityIfNeeded()
+        let deadline = [pipe.nextDeadline, pendingConnect?.deadline, sessionsNextDeadline, securityNextDeadline].compactMap { $0 }.min()
         if let timer, !timer.isCancelled, deadline == timerDeadline { return }
         timer?.cancel()
         timer = nil
@@ -244,6 +247,7 @@ public final class HostStack: @unchecked Sendable {
             connectTimedOut()
         }
         sessionsTimedOut(now: now)
+        securityTimerFired(now: now)
         pumpCommands()
     }
 
@@ -318,8 +322,10 @@ public final class HostStack: @unchecked Sendable {
                 gattServer.setSecurity(security, for: GATTConnectionID(handle))
             }
             emit(.encryptionChanged(handle: handle, status: status, enabled: enabled != 0))
+            securityEncryptionChanged(handle: handle, status: status, enabled: enabled != 0)
         case .encryptionKeyRefreshComplete(let status, let handle):
             emit(.encryptionKeyRefreshed(handle: handle, status: status))
+            if status == .success { securityEncryptionChanged(handle: handle, status: status, enabled: true) }
         case .hardwareError(let code):
             emit(.controllerError(HostError(.protocolError, "controller hardware error \(Dissection.hex8(code))")))
         case .dataBufferOverflow(let linkType):
@@ -347,6 +353,7 @@ public final class HostStack: @unchecked Sendable {
             emit(.remoteFeatures(handle: handle, status: status, features: features))
         case .longTermKeyRequest(let handle, let random, let ediv):
             emit(.longTermKeyRequest(handle: handle, randomNumber: random, encryptedDiversifier: ediv))
+            securityLongTermKeyRequested(handle: handle, rand: random, ediv: ediv)
         case .remoteConnectionParameterRequest(let handle, let intervalMin, let intervalMax, let latency, let timeout):
             answerParameterRequest(handle: handle, LEConnectionParameters(
                 intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: latency, supervisionTimeout: timeout))

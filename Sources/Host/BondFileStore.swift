@@ -1,0 +1,131 @@
+public import BluetoothCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Bonds as JSON files, one per peer identity, in a directory of mode 0700 (Core 5.4 Vol 3 Part H §2.4.1: keys
+/// are secrets; Vol 3 Part G §3.3.3.3: CCCDs of bonded clients persist).
+///
+/// Each file is written whole to a temporary file (mode 0600, `O_EXCL`), flushed, then renamed over the old one,
+/// so a crash leaves either the old or the new bond. A file that does not parse is reported by ``loadBonds()``
+/// with its path and the parse error and left untouched: ``saveBond(_:)`` refuses to overwrite it (remove it with
+/// ``removeBond(identityAddress:)`` after looking at it); bonds of other peers work as usual.
+///
+/// Foundation is used for JSON only (the edge of the stack). Safe from any thread (each call is one file).
+public final class FileBondStore: BondStore {
+    public let directory: String
+
+    public init(directory: String = FileBondStore.defaultDirectory()) {
+        self.directory = directory
+    }
+
+    /// `$XDG_DATA_HOME/opencorebluetooth/bonds`, else `~/.local/share/opencorebluetooth/bonds`.
+    public static func defaultDirectory() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/opencorebluetooth/bonds" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/share/opencorebluetooth/bonds"
+    }
+
+    /// The file of one identity: `AABBCCDDEEFF-public.json` / `-random.json`.
+    public func path(for identityAddress: BluetoothAddress) -> String {
+        let hex = identityAddress.string.replacingOccurrences(of: ":", with: "")
+        return "\(directory)/\(hex)-\(identityAddress.type == .public ? "public" : "random").json"
+    }
+
+    public func loadBonds() -> BondStoreContents {
+        var contents = BondStoreContents()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return contents }
+        for name in names.sorted() where name.hasSuffix(".json") {
+            let path = "\(directory)/\(name)"
+            switch read(path) {
+            case .success(let bond): contents.bonds.append(bond)
+            case .failure(let error): contents.problems.append(error)
+            }
+        }
+        return contents
+    }
+
+    func read(_ path: String) -> Result<Bond, BondStoreError> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(BondStoreError(.ioFailed, "cannot read", path: path))
+        }
+        do {
+            let record = try JSONDecoder().decode(BondRecord.self, from: data)
+            let bond = try record.bond()
+            guard self.path(for: bond.identityAddress) == path else {
+                return .failure(BondStoreError(.corrupt, "holds the bond of \(bond.identityAddress), not of its file name", path: path))
+            }
+            return .success(bond)
+        } catch let error as BondStoreError {
+            return .failure(BondStoreError(error.code, error.reason, path: path))
+        } catch {
+            return .failure(BondStoreError(.corrupt, "\(error)", path: path))
+        }
+    }
+
+    public func saveBond(_ bond: Bond) throws(BondStoreError) {
+        try makeDirectory()
+        let target = path(for: bond.identityAddress)
+        if FileManager.default.fileExists(atPath: target), case .failure(let error) = read(target), error.code == .corrupt {
+            throw BondStoreError(.corrupt, "not overwriting a corrupt bond file (\(error.reason)); remove it first", path: target)
+        }
+        let data: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            data = try encoder.encode(BondRecord(bond))
+        } catch {
+            throw BondStoreError(.ioFailed, "encoding: \(error)", path: target)
+        }
+        let temporary = "\(target).tmp.\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BondStoreError(.ioFailed, "open: \(Self.errnoText())", path: temporary) }
+        var ok = fchmod(fd, 0o600) == 0
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while ok, offset < raw.count, let base = raw.baseAddress {
+                let written = write(fd, base + offset, raw.count - offset)
+                if written <= 0 { ok = false } else { offset += written }
+            }
+        }
+        ok = ok && fsync(fd) == 0
+        let writeError = Self.errnoText()
+        close(fd)
+        guard ok, rename(temporary, target) == 0 else {
+            let reason = ok ? "rename: \(Self.errnoText())" : "write: \(writeError)"
+            unlink(temporary)
+            throw BondStoreError(.ioFailed, reason, path: target)
+        }
+    }
+
+    public func removeBond(identityAddress: BluetoothAddress) throws(BondStoreError) {
+        let target = path(for: identityAddress)
+        guard unlink(target) == 0 else {
+            let code: BondStoreError.Code = errno == ENOENT ? .notFound : .ioFailed
+            throw BondStoreError(code, "unlink: \(Self.errnoText())", path: target)
+        }
+    }
+
+    func makeDirectory() throws(BondStoreError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw BondStoreError(.ioFailed, "not a directory", path: directory) }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw BondStoreError(.ioFailed, "creating the directory: \(error)", path: directory)
+        }
+        chmod(directory, 0o700)
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+}

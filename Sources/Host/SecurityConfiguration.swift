@@ -1,0 +1,64 @@
+public import BluetoothCore
+public import BluetoothCrypto
+public import SMP
+
+/// How the host's Security Manager pairs, bonds and protects attributes (Core 5.4 Vol 3 Part H §2.3 pairing,
+/// §2.4 key distribution; Vol 3 Part C §10 security modes, §10.7 privacy; Vol 6 Part B §1.3.2.2 RPA generation).
+///
+/// Part of ``HostConfiguration`` (``HostConfiguration/security``). Read once per connection when its
+/// ``SMPSession`` is created.
+public struct HostSecurityConfiguration: Sendable {
+    /// Run SMP on every connection (false: SMP payloads are only reported as ``HostEvent/securityManagerPDU(handle:_:)``
+    /// and LE Long Term Key Requests only as ``HostEvent/longTermKeyRequest(handle:randomNumber:encryptedDiversifier:)``).
+    public var enabled = true
+    /// Our IO capability (§2.3.2).
+    public var ioCapability: SMPIOCapability = .noInputNoOutput
+    /// Ask for bonding (keys stored in ``bondStore``).
+    public var bonding = true
+    /// Ask for MITM protection (an authenticated method).
+    public var mitm = false
+    /// LE Secure Connections preferred, required, or legacy only.
+    public var secureConnections: SMPSecureConnectionsPolicy = .preferred
+    /// Maximum Encryption Key Size we offer (7...16) and the smallest we accept.
+    public var maximumKeySize: UInt8 = 16
+    public var minimumKeySize: UInt8 = 7
+    /// A fixed passkey to display instead of a random one (scripts: `blue serve --passkey N`).
+    public var fixedPasskey: UInt32?
+    /// Ask the application (``PairingInteraction/confirmJustWorks``) before Just Works completes.
+    public var justWorksConsent = false
+    /// Our IRK (Identity Information). Nil: a random one per host instance (bonds then do not survive restarts
+    /// for RPA resolution by the peer).
+    public var identityResolvingKey: Block128?
+    /// Our CSRK (Signing Information). Nil: none distributed.
+    public var signatureKey: Block128?
+    /// Where bonds live. Default: an in-memory store (tests); production passes a ``FileBondStore``.
+    public var bondStore: any BondStore = InMemoryBondStore()
+    /// Whether a peer that lost its bond (or a peer starting pairing again) may pair again; the old bond is
+    /// replaced only after the new pairing succeeds. Called on the loop with the peer's identity address.
+    public var allowRepairing: @Sendable (BluetoothAddress) -> Bool = { _ in false }
+    /// As central, answer a peripheral's Security Request by encrypting with the bond or pairing.
+    public var answersSecurityRequests = true
+    /// On the GATT client: Insufficient Encryption / Authentication / Encryption Key Size start encryption with
+    /// the bond (or pairing) and the request is retried once.
+    public var retriesOnInsufficientSecurity = true
+    /// Opt-in RPA rotation: a new resolvable private address from our IRK every interval (Vol 3 Part C §10.7.1.2:
+    /// 15 minutes recommended). Postponed while advertising, scanning or connecting.
+    public var privateAddressRotation: Duration?
+    /// Randoms and P-256 key pairs for SMP. ``SystemSMPKeySource`` in production; a seeded source makes pairings
+    /// reproducible (each link then draws its own sub-seed from it).
+    public var keySource: any SMPKeySource = SystemSMPKeySource()
+    /// The SMP timeout (§3.4).
+    public var smpTimeout: Duration = .seconds(30)
+
+    public init() {}
+
+    /// The SMP configuration of one link.
+    func pairing(local: BluetoothAddress, peer: BluetoothAddress, identity: BluetoothAddress?, irk: Block128?,
+                 keySource: any SMPKeySource) -> SMPPairingConfiguration {
+        SMPPairingConfiguration(
+            ioCapability: ioCapability, bonding: bonding, mitm: mitm, secureConnections: secureConnections,
+            maximumKeySize: maximumKeySize, minimumKeySize: minimumKeySize, localAddress: local, peerAddress: peer,
+            identityAddress: identity, identityResolvingKey: irk, signatureKey: signatureKey,
+            fixedPasskey: fixedPasskey, justWorksConsent: justWorksConsent, keySource: keySource, timeout: smpTimeout)
+    }
+}

@@ -1,0 +1,44 @@
+import ATT
+import BluetoothCore
+import SMP
+
+/// The Security Manager state of one connection (Core 5.4 Vol 3 Part H §3): its ``SMPSession``, the identity of
+/// the peer, the callers waiting for the link to become secure, and the GATT client request held while security
+/// is being established (Vol 3 Part C §10.3.2: retry after pairing). Kept in ``ConnectionSession`` and mutated
+/// only on the host's event loop (`HostStack+Security.swift`).
+struct SecurityLink {
+    typealias Completion = (Result<PairingOutcome, HostError>) -> Void
+
+    /// An ATT request answered with Insufficient Encryption / Authentication / Key Size, held for one retry.
+    struct HeldRequest {
+        var request: ATTPDU
+        var errorResponse: ATTPDU
+        var error: ATTErrorCode
+    }
+
+    var smp: SMPSession
+    /// The peer's identity (bond key): resolved from its RPA, its own address, or Identity Address Information.
+    var identity: BluetoothAddress?
+    /// Callers of `pair` / `encrypt` / `requestSecurity` waiting for the outcome.
+    var waiting: [Completion] = []
+    /// Central: LE Enable Encryption with this bond's key is in progress. Peripheral: we answered the LTK
+    /// request with this bond's key.
+    var bondEncryption: Bond?
+    /// The key of the current encryption is authenticated / its size / LE SC.
+    var authenticated = false
+    var keySize: UInt8 = 0
+    /// A GATT client request held until security is up, then retried once.
+    var held: HeldRequest?
+    /// The bearer id of that retry (its answer goes to the client, whatever it is).
+    var retriedRequest: ATTBearerRequestID?
+    /// The peripheral sent a Security Request and waits for the central.
+    var securityRequested = false
+
+    init(smp: SMPSession, identity: BluetoothAddress?) {
+        self.smp = smp
+        self.identity = identity
+    }
+
+    /// What is held here (leak checks).
+    var pendingCount: Int { waiting.count + (held == nil ? 0 : 1) + smp.pendingStateCount + (bondEncryption == nil ? 0 : 1) }
+}

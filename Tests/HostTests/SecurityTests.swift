@@ -1,0 +1,326 @@
+import ATT
+import BluetoothCore
+import BluetoothCrypto
+import BluetoothRuntime
+import GATT
+import HCI
+@testable import Host
+import SMP
+import Testing
+
+/// Two stacks whose event handlers also answer pairing questions as told, and count SMP PDUs.
+final class SecureStacks: @unchecked Sendable {
+    let stacks: TwoStacks
+    /// What each side answers: numeric comparison / Just Works consent, and the passkey it types (nil: the one
+    /// the other side displayed).
+    var centralConfirms = true, peripheralConfirms = true
+    var centralPasskey: UInt32?, peripheralPasskey: UInt32?
+    let displayed = Recorder<UInt32>()
+
+    static let database: (GATTDatabase, UInt16) = {
+        var database = GATTDatabase()
+        do {
+            try database.addGAPService(deviceName: "secure")
+            try database.addGATTService()
+            let service = try database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify],
+                                             permissions: GATTPermissions(readable: true, writable: false, read: .encrypted),
+                                             value: .stored([0x5E, 0xC2])),
+            ]))
+            return (database, service.characteristics[0].value)
+        } catch {
+            Issue.record("database: \(error)")
+            return (database, 0)
+        }
+    }()
+
+    init(central: HostSecurityConfiguration = HostSecurityConfiguration(),
+         peripheral: HostSecurityConfiguration = HostSecurityConfiguration()) {
+        var c = HostConfiguration(address: .randomStatic(seed: 2))
+        c.security = central
+        if c.security.keySource is SystemSMPKeySource { c.security.keySource = SeededSMPKeySource(SplitMixGenerator(state: 11)) }
+        var p = HostConfiguration(address: .randomStatic(seed: 1))
+        p.security = peripheral
+        if p.security.keySource is SystemSMPKeySource { p.security.keySource = SeededSMPKeySource(SplitMixGenerator(state: 22)) }
+        stacks = TwoStacks(database: Self.database.0, central: c, peripheral: p)
+        let ce = stacks.centralEvents, pe = stacks.peripheralEvents
+        stacks.central.setEventHandler { [unowned self] event in
+            ce.append(event)
+            answer(event, host: stacks.central, confirms: centralConfirms, passkey: centralPasskey)
+        }
+        stacks.peripheral.setEventHandler { [unowned self] event in
+            pe.append(event)
+            answer(event, host: stacks.peripheral, confirms: peripheralConfirms, passkey: peripheralPasskey)
+        }
+    }
+
+    func answer(_ event: HostEvent, host: HostStack, confirms: Bool, passkey: UInt32?) {
+        guard case .pairingInteraction(let handle, let interaction) = event else { return }
+        switch interaction {
+        case .confirmNumericValue, .confirmJustWorks: host.answerPairing(connectionHandle: handle, .confirm(confirms))
+        case .displayPasskey(let value): displayed.append(value)
+        case .enterPasskey:
+            // The display side has already shown its passkey (it goes first in our stack, in order on one loop).
+            let value = passkey ?? displayed.last
+            host.answerPairing(connectionHandle: handle, .passkey(value))
+        }
+    }
+
+    /// Pairs from the central; returns both sides' results.
+    func pair(_ options: PairingOptions = PairingOptions()) -> Result<PairingOutcome, HostError>? {
+        let result = Recorder<Result<PairingOutcome, HostError>>()
+        stacks.central.pair(connectionHandle: stacks.centralHandle, options: options) { result.append($0) }
+        stacks.run(until: { result.count == 1 }, limit: .seconds(60))
+        stacks.loop.advance(by: .milliseconds(200))
+        return result.last
+    }
+
+    func completed(_ events: Recorder<HostEvent>) -> [PairingOutcome] {
+        events.values.compactMap { if case .pairingCompleted(_, let outcome) = $0 { outcome } else { nil } }
+    }
+
+    func failures(_ events: Recorder<HostEvent>) -> [SMPPairingFailedReason?] {
+        events.values.compactMap { if case .pairingFailed(_, let reason, _) = $0 { reason } else { nil } }
+    }
+
+    func smpPDUs(_ events: Recorder<HostEvent>) -> Int {
+        events.values.filter { if case .securityManagerPDU = $0 { true } else { false } }.count
+    }
+
+    /// Disconnects, then the peripheral advertises again and the central reconnects.
+    func reconnect() -> Bool {
+        let done = Recorder<Bool>()
+        stacks.central.disconnect(connectionHandle: stacks.centralHandle) { done.append((try? $0.get()) != nil) }
+        guard stacks.run(until: { done.count == 1 && self.stacks.peripheral.openConnections.isEmpty }) else { return false }
+        let advertising = Recorder<Bool>()
+        stacks.peripheral.startAdvertising(AdvertisingContent(localName: "secure")) { advertising.append((try? $0.get()) != nil) }
+        guard stacks.run(until: { advertising.count == 1 }) else { return false }
+        let connected = Recorder<Connection>()
+        stacks.central.connect(to: stacks.peripheral.controllerInfo.ownAddress) { if let c = try? $0.get() { connected.append(c) } }
+        guard stacks.run(until: { connected.count == 1 && !self.stacks.peripheral.openConnections.isEmpty }) else { return false }
+        stacks.centralHandle = connected.values[0].handle
+        stacks.peripheralHandle = stacks.peripheral.openConnections[0].handle
+        stacks.loop.advance(by: .milliseconds(200))
+        return true
+    }
+
+    func bondCount(_ host: HostStack) -> Int {
+        let bonds = Recorder<[Bond]>()
+        host.bonds { bonds.append($0) }
+        stacks.loop.run()
+        return bonds.last?.count ?? -1
+    }
+}
+
+func security(io: SMPIOCapability = .noInputNoOutput, mitm: Bool = false,
+              sc: SMPSecureConnectionsPolicy = .preferred, store: InMemoryBondStore = InMemoryBondStore()) -> HostSecurityConfiguration {
+    var configuration = HostSecurityConfiguration()
+    configuration.ioCapability = io
+    configuration.mitm = mitm
+    configuration.secureConnections = sc
+    configuration.bondStore = store
+    return configuration
+}
+
+@Suite("SMP in the host: pairing methods, bonds, re-encryption, attribute security")
+struct SecurityTests {
+    @Test("LE SC Just Works: both sides complete, keys distributed and stored, GATT security set")
+    func secureConnectionsJustWorks() throws {
+        let centralStore = InMemoryBondStore(), peripheralStore = InMemoryBondStore()
+        let s = SecureStacks(central: security(store: centralStore), peripheral: security(store: peripheralStore))
+        #expect(s.stacks.connect())
+        let outcome = try #require(s.pair()).get()
+        #expect(outcome.method == .justWorks && outcome.secureConnections && !outcome.authenticated && outcome.bonded)
+        #expect(outcome.keySize == 16 && !outcome.usedExistingBond)
+        #expect(outcome.peerKeys.identityResolvingKey == s.stacks.peripheral.localIdentityResolvingKey)
+        #expect(outcome.peerKeys.identityAddress == s.stacks.peripheral.localIdentityAddress)
+        let peripheralOutcome = try #require(s.completed(s.stacks.peripheralEvents).first)
+        #expect(peripheralOutcome.peerKeys.identityResolvingKey == s.stacks.central.localIdentityResolvingKey)
+        #expect(s.stacks.central.openConnections.first?.isEncrypted == true)
+        #expect(s.stacks.peripheral.connections[s.stacks.peripheralHandle]?.session?.security
+            == GATTLinkSecurity(encrypted: true, authenticated: false, keySize: 16))
+        let centralBond = try #require(centralStore.loadBonds().bonds.first)
+        let peripheralBond = try #require(peripheralStore.loadBonds().bonds.first)
+        #expect(centralBond.sharedLongTermKey != nil && centralBond.sharedLongTermKey == peripheralBond.sharedLongTermKey)
+        #expect(centralBond.sharedLongTermKey?.ediv == 0 && centralBond.sharedLongTermKey?.rand == 0)
+        #expect(centralBond.identityAddress == s.stacks.peripheral.localIdentityAddress)
+        #expect(peripheralBond.identityAddress == s.stacks.central.localIdentityAddress)
+        #expect(centralBond.secureConnections && !centralBond.authenticated)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("numeric comparison: both confirm → authenticated; one rejects → Numeric Comparison Failed on both")
+    func numericComparison() throws {
+        let s = SecureStacks(central: security(io: .displayYesNo, mitm: true), peripheral: security(io: .displayYesNo, mitm: true))
+        #expect(s.stacks.connect())
+        let outcome = try #require(s.pair()).get()
+        #expect(outcome.method == .numericComparison && outcome.authenticated)
+        let values = s.stacks.centralEvents.values.compactMap { if case .pairingInteraction(_, .confirmNumericValue(let v)) = $0 { v } else { nil } }
+        let peerValues = s.stacks.peripheralEvents.values.compactMap { if case .pairingInteraction(_, .confirmNumericValue(let v)) = $0 { v } else { nil } }
+        #expect(values.count == 1 && values == peerValues)
+        s.stacks.disconnectAndCheckLeaks()
+
+        let r = SecureStacks(central: security(io: .displayYesNo, mitm: true), peripheral: security(io: .displayYesNo, mitm: true))
+        r.peripheralConfirms = false
+        #expect(r.stacks.connect())
+        let failed = try #require(r.pair())
+        #expect((try? failed.get()) == nil)
+        #expect(r.failures(r.stacks.centralEvents) == [.numericComparisonFailed])
+        #expect(r.failures(r.stacks.peripheralEvents) == [.numericComparisonFailed])
+        #expect(r.bondCount(r.stacks.central) == 0 && r.bondCount(r.stacks.peripheral) == 0)
+        r.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("passkey entry, either side displaying, SC and legacy; mismatch → Confirm Value Failed on both")
+    func passkey() throws {
+        for sc in [SMPSecureConnectionsPolicy.preferred, .legacyOnly] {
+            // Responder displays, initiator types.
+            let a = SecureStacks(central: security(io: .keyboardOnly, mitm: true, sc: sc), peripheral: security(io: .displayOnly, mitm: true, sc: sc))
+            #expect(a.stacks.connect())
+            let outcome = try #require(a.pair()).get()
+            #expect(outcome.method == .passkeyEntry(.responderDisplays) && outcome.authenticated)
+            #expect(outcome.secureConnections == (sc == .preferred))
+            #expect(a.displayed.count == 1)
+            a.stacks.disconnectAndCheckLeaks()
+            // Initiator displays, responder types.
+            let b = SecureStacks(central: security(io: .displayOnly, mitm: true, sc: sc), peripheral: security(io: .keyboardOnly, mitm: true, sc: sc))
+            #expect(b.stacks.connect())
+            #expect(try #require(b.pair()).get().method == .passkeyEntry(.initiatorDisplays))
+            b.stacks.disconnectAndCheckLeaks()
+            // Wrong passkey typed.
+            let c = SecureStacks(central: security(io: .keyboardOnly, mitm: true, sc: sc), peripheral: security(io: .displayOnly, mitm: true, sc: sc))
+            #expect(c.stacks.connect())
+            c.centralPasskey = 1
+            #expect((try? #require(c.pair()).get()) == nil)
+            #expect(c.failures(c.stacks.centralEvents) == [.confirmValueFailed], "\(sc)")
+            #expect(c.failures(c.stacks.peripheralEvents) == [.confirmValueFailed], "\(sc)")
+            c.stacks.disconnectAndCheckLeaks()
+        }
+    }
+
+    @Test("legacy Just Works: each side's LTK with EDIV/Rand stored by who distributed it; reconnect re-encrypts without SMP")
+    func legacyJustWorksAndBondedReconnect() throws {
+        let centralStore = InMemoryBondStore(), peripheralStore = InMemoryBondStore()
+        let s = SecureStacks(central: security(sc: .legacyOnly, store: centralStore), peripheral: security(sc: .legacyOnly, store: peripheralStore))
+        #expect(s.stacks.connect())
+        let outcome = try #require(s.pair()).get()
+        #expect(outcome.method == .justWorks && !outcome.secureConnections)
+        let centralBond = try #require(centralStore.loadBonds().bonds.first)
+        let peripheralBond = try #require(peripheralStore.loadBonds().bonds.first)
+        #expect(centralBond.sharedLongTermKey == nil)
+        #expect(centralBond.peerLongTermKey != nil && centralBond.peerLongTermKey == peripheralBond.localLongTermKey)
+        #expect(centralBond.localLongTermKey != nil && centralBond.localLongTermKey == peripheralBond.peerLongTermKey)
+        #expect(centralBond.peerLongTermKey != centralBond.localLongTermKey)
+        #expect(centralBond.peerSignatureKey == nil)
+
+        #expect(s.reconnect())
+        let before = (s.smpPDUs(s.stacks.centralEvents), s.smpPDUs(s.stacks.peripheralEvents))
+        let again = try #require(s.pair()).get()
+        #expect(again.usedExistingBond && again.method == nil)
+        #expect(s.stacks.central.openConnections.first?.isEncrypted == true)
+        #expect(s.stacks.peripheral.openConnections.first?.isEncrypted == true)
+        #expect((s.smpPDUs(s.stacks.centralEvents), s.smpPDUs(s.stacks.peripheralEvents)) == before)
+        #expect(s.stacks.peripheral.connections[s.stacks.peripheralHandle]?.session?.security.encrypted == true)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("LE SC bonded reconnect: encrypt(connectionHandle:) uses the shared key, no SMP PDU on the second link")
+    func secureConnectionsReconnect() throws {
+        let s = SecureStacks()
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        #expect(s.reconnect())
+        let before = (s.smpPDUs(s.stacks.centralEvents), s.smpPDUs(s.stacks.peripheralEvents))
+        let result = Recorder<Result<PairingOutcome, HostError>>()
+        s.stacks.central.encrypt(connectionHandle: s.stacks.centralHandle) { result.append($0) }
+        #expect(s.stacks.run(until: { result.count == 1 }))
+        #expect(try result.last?.get().usedExistingBond == true)
+        #expect((s.smpPDUs(s.stacks.centralEvents), s.smpPDUs(s.stacks.peripheralEvents)) == before)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("encrypted-only read: Insufficient Encryption, pairing starts by itself, the read is retried once and succeeds")
+    func encryptedReadRetried() throws {
+        let s = SecureStacks()
+        #expect(s.stacks.connect())
+        let read = s.stacks.gatt(.readCharacteristicValue(handle: SecureStacks.database.1))
+        #expect(try read?.get() == .value([0x5E, 0xC2]))
+        #expect(s.completed(s.stacks.centralEvents).count == 1)
+        // Without the retry: the error reaches the caller.
+        let errors = s.stacks.centralEvents.values.filter { if case .gattSecurityFailed = $0 { true } else { false } }
+        #expect(errors.isEmpty)
+        s.stacks.disconnectAndCheckLeaks()
+
+        // Pairing refused by the peer: the read fails with the original ATT error, and why is reported.
+        let r = SecureStacks(central: security(), peripheral: { var c = security(); c.justWorksConsent = true; return c }())
+        r.peripheralConfirms = false
+        #expect(r.stacks.connect())
+        let refused = r.stacks.gatt(.readCharacteristicValue(handle: SecureStacks.database.1))
+        #expect(refused.map { if case .failure(.attError(.insufficientEncryption, _)) = $0 { true } else { false } } == true)
+        #expect(r.stacks.centralEvents.values.contains { if case .gattSecurityFailed(_, .insufficientEncryption, _) = $0 { true } else { false } })
+        r.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("a peer that lost its bond is reported; re-pairing allowed by policy replaces the bond, refused otherwise")
+    func bondLost() throws {
+        // The peripheral forgets: the central's encryption fails with PIN or Key Missing.
+        let centralStore = InMemoryBondStore()
+        var central = security(store: centralStore)
+        central.allowRepairing = { _ in true }
+        let s = SecureStacks(central: central)
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        let oldKey = centralStore.loadBonds().bonds.first?.sharedLongTermKey
+        s.stacks.peripheral.removeBond(identityAddress: try #require(s.stacks.central.localIdentityAddress))
+        #expect(s.reconnect())
+        let outcome = try #require(s.pair()).get()
+        #expect(!outcome.usedExistingBond && outcome.bonded)
+        #expect(s.stacks.centralEvents.values.contains { if case .bondLost = $0 { true } else { false } })
+        let newKey = centralStore.loadBonds().bonds.first?.sharedLongTermKey
+        #expect(newKey != nil && newKey != oldKey && centralStore.loadBonds().bonds.count == 1)
+        s.stacks.disconnectAndCheckLeaks()
+
+        // The central forgets and pairs again: the peripheral refuses by default.
+        let t = SecureStacks()
+        #expect(t.stacks.connect())
+        _ = try #require(t.pair()).get()
+        t.stacks.central.removeBond(identityAddress: try #require(t.stacks.peripheral.localIdentityAddress))
+        #expect(t.reconnect())
+        let refused = try #require(t.pair())
+        #expect((try? refused.get()) == nil)
+        #expect(t.stacks.peripheralEvents.values.contains { if case .bondLost = $0 { true } else { false } })
+        #expect(t.failures(t.stacks.centralEvents).last == .pairingNotSupported)
+        #expect(t.bondCount(t.stacks.peripheral) == 1)
+        t.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("CCCDs of a bonded peer are stored on change and restored when its encrypted link comes up")
+    func clientConfigurationsRestored() throws {
+        let peripheralStore = InMemoryBondStore()
+        let s = SecureStacks(peripheral: security(store: peripheralStore))
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        let value = SecureStacks.database.1
+        #expect(try s.stacks.gatt(.writeDescriptor(handle: value + 1, value: [0x01, 0x00]))?.get() == .written)
+        #expect(peripheralStore.loadBonds().bonds.first?.clientConfigurations == [value: 0x0001])
+        #expect(s.reconnect())
+        let id = GATTConnectionID(s.stacks.peripheralHandle)
+        #expect(s.stacks.peripheral.localGATTServer.clientConfiguration(valueHandle: value, for: id).isEmpty)
+        _ = try #require(s.pair()).get()
+        #expect(s.stacks.peripheral.localGATTServer.clientConfiguration(valueHandle: value, for: id) == .notification)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("resolvable private addresses of a bonded peer resolve to its identity")
+    func resolvesPrivateAddresses() throws {
+        let s = SecureStacks()
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        let irk = try #require(s.stacks.peripheral.localIdentityResolvingKey)
+        var generator = SplitMixGenerator(state: 5)
+        let rpa = try ResolvablePrivateAddress.generate(irk: irk, using: &generator)
+        #expect(s.stacks.central.resolveIdentity(of: rpa) == s.stacks.peripheral.localIdentityAddress)
+        #expect(s.stacks.peripheral.resolveIdentity(of: rpa) == nil)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+}
