@@ -289,13 +289,18 @@ extension HostStack {
             withSecurityLink(handle) { $0.retriedRequest = nil }
             return false
         }
-        guard configuration.security.retriesOnInsufficientSecurity,
-              case .success(let pdu) = result, case .errorResponse(_, _, let error) = pdu,
+        let answered: ATTErrorCode?
+        switch result {
+        case .success(.errorResponse(_, _, let error)): answered = error
+        case .failure(let failure) where failure.code == .errorResponse: answered = failure.attError
+        default: answered = nil
+        }
+        guard configuration.security.retriesOnInsufficientSecurity, let error = answered,
               [ATTErrorCode.insufficientEncryption, .insufficientAuthentication, .insufficientEncryptionKeySize].contains(error),
               link.held == nil, !link.smp.isDead,
               let request = connections[handle]?.session?.client.outstandingRequest,
               connections[handle]?.session?.clientRequests.remove(id) != nil else { return false }
-        withSecurityLink(handle) { $0.held = SecurityLink.HeldRequest(request: request, errorResponse: pdu, error: error) }
+        withSecurityLink(handle) { $0.held = SecurityLink.HeldRequest(request: request, answer: result, error: error) }
         let encrypted = connections[handle]?.connection.isEncrypted ?? false
         let mitm = error == .insufficientAuthentication || configuration.security.mitm
         secure(handle, mitm: mitm, bonding: nil, force: encrypted && error != .insufficientAuthentication)
@@ -499,7 +504,7 @@ extension HostStack {
         guard let held = connections[handle]?.session?.securityLink?.held else { return }
         withSecurityLink(handle) { $0.held = nil }
         emit(.gattSecurityFailed(handle: handle, attError: held.error, error: error))
-        guard let actions = connections[handle]?.session?.client.receive(bearerResult: .success(held.errorResponse)) else { return }
+        guard let actions = connections[handle]?.session?.client.receive(bearerResult: held.answer) else { return }
         performClient(actions, handle)
     }
 

@@ -12,7 +12,8 @@ struct SecurityLink {
     /// An ATT request answered with Insufficient Encryption / Authentication / Key Size, held for one retry.
     struct HeldRequest {
         var request: ATTPDU
-        var errorResponse: ATTPDU
+        /// The bearer's answer (the Error Response), given to the client when security fails.
+        var answer: Result<ATTPDU, ATTBearerError>
         var error: ATTErrorCode
     }
 

@@ -16,6 +16,7 @@ final class SecureStacks: @unchecked Sendable {
     var centralConfirms = true, peripheralConfirms = true
     var centralPasskey: UInt32?, peripheralPasskey: UInt32?
     let displayed = Recorder<UInt32>()
+    var waitingEntry: (HostStack, UInt16)?
 
     static let database: (GATTDatabase, UInt16) = {
         var database = GATTDatabase()
@@ -58,11 +59,19 @@ final class SecureStacks: @unchecked Sendable {
         guard case .pairingInteraction(let handle, let interaction) = event else { return }
         switch interaction {
         case .confirmNumericValue, .confirmJustWorks: host.answerPairing(connectionHandle: handle, .confirm(confirms))
-        case .displayPasskey(let value): displayed.append(value)
+        case .displayPasskey(let value):
+            displayed.append(value)
+            if let (waitingHost, waitingHandle) = waitingEntry {
+                waitingEntry = nil
+                waitingHost.answerPairing(connectionHandle: waitingHandle, .passkey(value))
+            }
         case .enterPasskey:
-            // The display side has already shown its passkey (it goes first in our stack, in order on one loop).
-            let value = passkey ?? displayed.last
-            host.answerPairing(connectionHandle: handle, .passkey(value))
+            // Typed: the given passkey, or the one the other side shows (once it shows it).
+            if let value = passkey ?? displayed.last {
+                host.answerPairing(connectionHandle: handle, .passkey(value))
+            } else {
+                waitingEntry = (host, handle)
+            }
         }
     }
 
