@@ -1,0 +1,131 @@
+import ArgumentParser
+
+/// `blue bench`: throughput of our stack measured in-process (issue 3 and issue 4 benchmarks). Speed is printed,
+/// never asserted; `Scripts/bench.sh` runs these next to the same scenario on Bumble and prints the ratio.
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure throughput: GATT notifications and writes between two of our stacks, the virtual radio.",
+        discussion: """
+            Everything runs in this process on the virtual air, on one thread: a ManualEventLoop whose virtual \
+            clock jumps to the next timer whenever no work is left, so radio time (connection intervals, \
+            advertising intervals) costs nothing and the wall-clock time measured is the stack's own cost. \
+            Setup (start, connect, MTU exchange, data length, subscribe) is not timed. Progress goes to stderr \
+            about once a second; figures to stdout (one JSON object with --json).
+            """,
+        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self]
+    )
+}
+
+/// Options shared by `notify` and `write`.
+struct BenchGATTOptions: ParsableArguments {
+    @Option(help: "Value size in octets (4...ATT_MTU-3; the first 4 octets carry a sequence number).")
+    var size = 244
+
+    @Option(help: "How many values to send.")
+    var count = 10_000
+
+    @Option(help: "ATT_MTU both stacks offer in the exchange (23...517).")
+    var mtu = 247
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    @Flag(help: "No progress lines on stderr.")
+    var quiet = false
+}
+
+func runGATTBench(_ mode: GATTBenchmark.Mode, _ options: BenchGATTOptions) throws {
+    let benchmark = GATTBenchmark(GATTBenchmark.Parameters(mode: mode, size: options.size, count: options.count, mtu: options.mtu))
+    if !options.quiet { benchmark.onProgress = benchLog }
+    do {
+        let result = try benchmark.run()
+        print(options.json ? result.json : result.text)
+    } catch {
+        benchLog("blue bench \(mode.rawValue): \(error)")
+        throw ExitCode(error.code == .badOptions ? 64 : 1)
+    }
+}
+
+/// `blue bench notify`.
+struct BenchNotify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notify",
+        abstract: "The server notifies --count values of --size octets, paced by readiness; the client counts them.")
+
+    @OptionGroup var options: BenchGATTOptions
+
+    func run() throws { try runGATTBench(.notify, options) }
+}
+
+/// `blue bench write`.
+struct BenchWrite: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "write",
+        abstract: "The client writes --count values of --size octets (without response, paced by readiness, unless --with-response).")
+
+    @OptionGroup var options: BenchGATTOptions
+
+    @Flag(help: "Write Requests, each waiting for its Write Response, instead of Write Commands.")
+    var withResponse = false
+
+    func run() throws { try runGATTBench(withResponse ? .writeWithResponse : .write, options) }
+}
+
+/// `blue bench air`.
+struct BenchAir: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "air",
+        abstract: "Advertising reports per second through two virtual controllers (HCI level, no host).")
+
+    @Option(help: "How many advertising reports to receive.")
+    var reports = 100_000
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    @Flag(help: "No progress lines on stderr.")
+    var quiet = false
+
+    func run() throws {
+        let benchmark = RadioBenchmark()
+        if !quiet { benchmark.onProgress = benchLog }
+        do {
+            let result = try benchmark.runAdvertising(count: reports)
+            print(json ? result.json : result.text)
+        } catch {
+            benchLog("blue bench air: \(error)")
+            throw ExitCode(error.code == .badOptions ? 64 : 1)
+        }
+    }
+}
+
+/// `blue bench acl`.
+struct BenchACL: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "acl",
+        abstract: "ACL packets per second between two virtual controllers (HCI level, 8 buffers in flight, no host).")
+
+    @Option(help: "How many ACL packets to deliver.")
+    var count = 100_000
+
+    @Option(help: "ACL payload octets per packet (1...251).")
+    var size = 251
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    @Flag(help: "No progress lines on stderr.")
+    var quiet = false
+
+    func run() throws {
+        let benchmark = RadioBenchmark()
+        if !quiet { benchmark.onProgress = benchLog }
+        do {
+            let result = try benchmark.runACL(count: count, size: size)
+            print(json ? result.json : result.text)
+        } catch {
+            benchLog("blue bench acl: \(error)")
+            throw ExitCode(error.code == .badOptions ? 64 : 1)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import BluetoothRuntime
+import Foundation
+
+/// Why a benchmark could not run (setup failed, the stack stalled): a code and a reason.
+struct BenchError: Error, CustomStringConvertible {
+    enum Code: String {
+        /// A stack did not start, advertise, connect, exchange MTU or subscribe.
+        case setupFailed
+        /// Nothing moved for the allowed stretch of virtual time.
+        case stalled
+        /// The options make no sense (a size that does not fit the ATT_MTU...).
+        case badOptions
+    }
+
+    var code: Code
+    var reason: String
+
+    init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    var description: String { "\(code.rawValue): \(reason)" }
+}
+
+/// What one benchmark run measured. The same fields (names and meaning) are printed by
+/// `Scripts/bench_bumble.py`, so `Scripts/bench.sh` can put the two side by side.
+struct BenchResult {
+    /// `notify`, `write`, `write-with-response`, `air`, `acl`.
+    var benchmark: String
+    /// Which stack ran: `OpenCoreBluetooth` here, `bumble` in the Python script.
+    var stack = "OpenCoreBluetooth"
+    /// Where the packets went: the in-process virtual air here.
+    var transport = "in-process virtual air"
+    /// How the loop was driven.
+    var loop = BenchDriver.description
+    /// Payload octets per packet (value size for GATT, ACL payload, advertising data length).
+    var size: Int
+    /// Packets asked for.
+    var count: Int
+    /// ATT_MTU after the exchange (GATT benchmarks), 0 otherwise.
+    var mtu = 0
+    /// LE data length (max TX octets) in use, 0 when not applicable.
+    var dataLength = 0
+    var sent: Int
+    var received: Int
+    /// Packets received out of sequence (values carry a sequence number).
+    var outOfOrder = 0
+    /// Wall-clock seconds of the measured phase (setup excluded).
+    var seconds: Double
+    /// Virtual (air) seconds the measured phase spanned.
+    var airSeconds: Double
+
+    var lost: Int { max(0, sent - received) }
+    var packetsPerSecond: Double { seconds > 0 ? Double(received) / seconds : 0 }
+    var bytesPerSecond: Double { seconds > 0 ? Double(received * size) / seconds : 0 }
+    var airPacketsPerSecond: Double { airSeconds > 0 ? Double(received) / airSeconds : 0 }
+
+    /// One JSON object on one line, keys in a fixed order.
+    var json: String {
+        func string(_ text: String) -> String {
+            var escaped = ""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": escaped += "\\\""
+                case "\\": escaped += "\\\\"
+                case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
+                default: escaped.unicodeScalars.append(scalar)
+                }
+            }
+            return "\"\(escaped)\""
+        }
+        func number(_ value: Double) -> String { String(format: "%.3f", value) }
+        let fields: [(String, String)] = [
+            ("benchmark", string(benchmark)), ("stack", string(stack)), ("transport", string(transport)),
+            ("loop", string(loop)), ("size", "\(size)"), ("count", "\(count)"), ("mtu", "\(mtu)"),
+            ("dataLength", "\(dataLength)"), ("sent", "\(sent)"), ("received", "\(received)"), ("lost", "\(lost)"),
+            ("outOfOrder", "\(outOfOrder)"), ("seconds", String(format: "%.6f", seconds)),
+            ("airSeconds", String(format: "%.6f", airSeconds)), ("packetsPerSecond", number(packetsPerSecond)),
+            ("bytesPerSecond", number(bytesPerSecond)), ("kilobytesPerSecond", number(bytesPerSecond / 1000)),
+            ("airPacketsPerSecond", number(airPacketsPerSecond)),
+        ]
+        return "{" + fields.map { "\(string($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+    }
+
+    /// A few human lines.
+    var text: String {
+        let rate = Int(packetsPerSecond.rounded()), kilobytes = Int((bytesPerSecond / 1000).rounded())
+        var lines = [
+            "\(benchmark): \(received) of \(sent) packets of \(size) octets in \(String(format: "%.3f", seconds)) s (wall clock)",
+            "  \(rate) packets/s, \(kilobytes) kB/s; lost \(lost)\(outOfOrder > 0 ? ", \(outOfOrder) out of order" : "")",
+        ]
+        if mtu > 0 {
+            lines.append("  ATT_MTU \(mtu), LE data length \(dataLength)")
+        } else if dataLength > 0 {
+            lines.append("  LE data length \(dataLength)")
+        }
+        lines.append("  \(String(format: "%.3f", airSeconds)) s of air time (\(Int(airPacketsPerSecond.rounded())) packets/s of air time)")
+        lines.append("  \(stack) on the \(transport); loop: \(loop)")
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Drives a ``ManualEventLoop`` as fast as the CPU allows: run every job; when none is left, jump the clock to
+/// the next timer. Radio time (connection events every 7.5 ms, advertising every 20 ms) costs no wall-clock
+/// time, so what is measured is the stack's own cost per packet, on one thread.
+struct BenchDriver {
+    static let description = "ManualEventLoop, one thread, virtual time jumped to the next timer (wall clock measured)"
+
+    let loop: ManualEventLoop
+    /// Called about once a second of wall-clock time while driving (progress on stderr).
+    var onTick: (() -> Void)?
+
+    /// Runs until `done` holds (true), or until `progress` has not changed for `idleLimit` of virtual time or no
+    /// work is left (false).
+    @discardableResult
+    func drive(until done: () -> Bool, progress: () -> Int = { 0 }, idleLimit: Duration = .seconds(10)) -> Bool {
+        var lastProgress = progress()
+        var lastProgressTime = loop.now
+        var nextTick = ContinuousClock.now + .seconds(1)
+        while true {
+            loop.run()
+            if done() { return true }
+            let current = progress()
+            if current != lastProgress {
+                lastProgress = current
+                lastProgressTime = loop.now
+            } else if loop.now - lastProgressTime > idleLimit {
+                return false
+            }
+            if let onTick, ContinuousClock.now >= nextTick {
+                onTick()
+                nextTick = ContinuousClock.now + .seconds(1)
+            }
+            guard let next = loop.nextDeadline else { return done() }
+            loop.advance(to: max(next, loop.now))
+        }
+    }
+}
+
+/// Seconds in a Duration, as a Double.
+func benchSeconds(_ duration: Duration) -> Double {
+    let (seconds, attoseconds) = duration.components
+    return Double(seconds) + Double(attoseconds) / 1e18
+}
+
+/// Writes a line to stderr (progress, warnings).
+func benchLog(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}

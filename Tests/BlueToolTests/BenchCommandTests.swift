@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+/// `blue bench` end to end: the binary runs the GATT scenario on the in-process air and prints one JSON object
+/// whose figures add up. Speed is never asserted (machines differ); correctness is (nothing lost, in order).
+@Suite struct BenchCommandTests {
+    private func object(_ output: String) throws -> [String: Any] {
+        let line = try #require(output.split(separator: "\n").last)
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    @Test func notify200ValuesOf20OctetsArriveAllInOrder() throws {
+        let result = try BlueProcess.run(["bench", "notify", "--count", "200", "--size", "20", "--json", "--quiet"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try object(result.standardOutput)
+        #expect(json["benchmark"] as? String == "notify")
+        #expect(json["stack"] as? String == "OpenCoreBluetooth")
+        #expect(json["size"] as? Int == 20)
+        #expect(json["count"] as? Int == 200)
+        #expect(json["mtu"] as? Int == 247)
+        #expect(json["dataLength"] as? Int == 251)
+        #expect(json["sent"] as? Int == 200)
+        #expect(json["received"] as? Int == 200)
+        #expect(json["lost"] as? Int == 0)
+        #expect(json["outOfOrder"] as? Int == 0)
+        let seconds = try #require(json["seconds"] as? Double)
+        let rate = try #require(json["packetsPerSecond"] as? Double)
+        let bytes = try #require(json["bytesPerSecond"] as? Double)
+        #expect(seconds > 0 && rate > 0)
+        // The figures agree with each other: packets/s = received / seconds, bytes/s = packets/s × size.
+        #expect(abs(rate * seconds - 200) < 1)
+        #expect(abs(bytes - rate * 20) <= max(1, bytes * 1e-3))
+        #expect(try #require(json["airSeconds"] as? Double) > 0)
+    }
+
+    @Test func writeWithoutAndWithResponseLoseNothing() throws {
+        for arguments in [["--count", "150"], ["--count", "40", "--with-response"]] {
+            let result = try BlueProcess.run(["bench", "write", "--size", "100", "--mtu", "185", "--json", "--quiet"] + arguments)
+            #expect(result.status == 0, "\(result.standardError)")
+            let json = try object(result.standardOutput)
+            let count = Int(arguments[1]) ?? 0
+            #expect(json["benchmark"] as? String == (arguments.count > 2 ? "write-with-response" : "write"))
+            #expect(json["mtu"] as? Int == 185)
+            #expect(json["sent"] as? Int == count)
+            #expect(json["received"] as? Int == count)
+            #expect(json["lost"] as? Int == 0)
+            #expect(json["outOfOrder"] as? Int == 0)
+        }
+    }
+
+    @Test func radioBenchmarksCountWhatTheyAskedFor() throws {
+        let air = try BlueProcess.run(["bench", "air", "--reports", "300", "--json", "--quiet"])
+        #expect(air.status == 0, "\(air.standardError)")
+        let airJSON = try object(air.standardOutput)
+        #expect(airJSON["benchmark"] as? String == "air")
+        #expect(airJSON["received"] as? Int == 300)
+        // 20 ms advertising interval plus 0-10 ms advDelay: 300 reports take 6 to 9 s of air time.
+        let airSeconds = try #require(airJSON["airSeconds"] as? Double)
+        #expect(airSeconds >= 5.9 && airSeconds <= 9.1, "\(airSeconds)")
+
+        let acl = try BlueProcess.run(["bench", "acl", "--count", "500", "--json", "--quiet"])
+        #expect(acl.status == 0, "\(acl.standardError)")
+        let aclJSON = try object(acl.standardOutput)
+        #expect(aclJSON["benchmark"] as? String == "acl")
+        #expect(aclJSON["received"] as? Int == 500)
+        #expect(aclJSON["lost"] as? Int == 0)
+        #expect(aclJSON["size"] as? Int == 251)
+    }
+
+    @Test func aSizeThatDoesNotFitTheMTUIsRefused() throws {
+        let result = try BlueProcess.run(["bench", "notify", "--size", "245", "--count", "10", "--quiet"])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("--size"))
+        #expect(result.standardOutput.isEmpty)
+    }
+}
