@@ -333,3 +333,41 @@ struct SecurityTests {
         s.stacks.disconnectAndCheckLeaks()
     }
 }
+
+@Suite("Our own RPA rotation")
+struct PrivateAddressRotationTests {
+    @Test("opt-in: an RPA from our IRK at start, a new one each interval; postponed while advertising")
+    func rotation() throws {
+        var configuration = HostConfiguration(address: .randomStatic(seed: 3))
+        configuration.security.privateAddressRotation = .seconds(900)
+        let stacks = TwoStacks(peripheral: configuration)
+        let started = Recorder<Bool>()
+        stacks.peripheral.start { started.append((try? $0.get()) != nil) }
+        #expect(stacks.run(until: { started.count == 1 }))
+        stacks.loop.advance(by: .milliseconds(100))
+        let irk = try #require(stacks.peripheral.localIdentityResolvingKey)
+        let first = stacks.peripheral.controllerInfo.ownAddress
+        #expect(first != stacks.peripheral.localIdentityAddress)
+        #expect(try ResolvablePrivateAddress.resolves(first, irk: irk))
+        stacks.loop.advance(by: .seconds(900))
+        let second = stacks.peripheral.controllerInfo.ownAddress
+        #expect(second != first)
+        #expect(try ResolvablePrivateAddress.resolves(second, irk: irk))
+        let advertising = Recorder<Bool>()
+        stacks.peripheral.startAdvertising(AdvertisingContent(localName: "rpa")) { advertising.append((try? $0.get()) != nil) }
+        stacks.loop.advance(by: .seconds(901))
+        #expect(stacks.peripheral.controllerInfo.ownAddress == second)
+        let changes = stacks.peripheralEvents.values.filter { if case .privateAddressChanged = $0 { true } else { false } }
+        #expect(changes.count == 2)
+        let stopped = Recorder<Bool>()
+        stacks.peripheral.stopAdvertising { stopped.append((try? $0.get()) != nil) }
+        #expect(stacks.run(until: { stopped.count == 1 }))
+        // Rotation resumes once advertising stopped.
+        stacks.loop.advance(by: .seconds(2))
+        #expect(stacks.peripheral.controllerInfo.ownAddress != second)
+        stacks.peripheral.shutdown()
+        stacks.central.shutdown()
+        stacks.loop.run()
+        #expect(stacks.loop.pendingWorkDescription == "nothing")
+    }
+}
