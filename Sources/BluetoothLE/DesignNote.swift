@@ -1,1 +1,24 @@
-// BluetoothLE: design note to come.
+// BluetoothLE: the modern async/await API on the OpenCoreBluetooth stack.
+//
+// What it is: `BluetoothStack` wraps one `HostStack` (any transport) and offers the GAP central and peripheral
+// roles (Core 5.4 Vol 3 Part C §9), the GATT client and server (Vol 3 Part G) and LE credit-based L2CAP channels
+// (Vol 3 Part A §4.22) with Swift concurrency: scanning, notifications, incoming centrals and channel SDUs are
+// `AsyncSequence`s; connect, discovery, reads, writes, notify and channel sends are `async throws`; servers are
+// declared with result builders (`Service { Characteristic(...) }`). Errors are `BluetoothLEError` (code, reason,
+// ATT error, HCI status); cancellation throws `CancellationError`.
+//
+// Who owns the state: `StackCore`, confined to the host's event loop (the `EventLoop` the `HostStack` was built
+// on: `DispatchEventLoop` in production, `ManualEventLoop` in deterministic tests). It is touched only by the
+// host's event handler, host completions, and jobs enqueued with `onLoop`. Objects handed to users
+// (`Peripheral`, `Central`, `L2CAPChannel`, `Characteristic`) are `Sendable`: immutable identity plus small
+// `LockedValue`s (MTU, disconnection signal, characteristic value and subscribers).
+//
+// Which executor runs it: the stack's loop runs the bookkeeping only. A suspended task is resumed through
+// `PendingOperation` (one-shot, cancellation-aware); stream elements are yielded to `AsyncStream` continuations;
+// `Characteristic.onWrite` handlers run on their own tasks. No user code runs on the loop. Because the host's
+// GATT server answers requests synchronously on the loop, local characteristics are value-backed: reads are
+// answered from the stored value, writes are stored and then reported (they cannot be refused by a handler).
+//
+// Flow control: write-without-response and notify wait for the connection's send queue to have room
+// (`HostStack.isReadyToSend` / `HostEvent.readyToSend`, the same signal as CoreBluetooth's
+// `canSendWriteWithoutResponse` and `peripheralManagerIsReady`), so a producer loop never floods the controller.

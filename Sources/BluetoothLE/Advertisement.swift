@@ -1,0 +1,40 @@
+public import AdvertisingData
+public import BluetoothCore
+public import Host
+
+/// One device heard while scanning: its advertising data merged with its scan response (Core 5.4 Vol 3 Part C
+/// §11; Vol 4 Part E §7.7.65.2), with the RSSI of the packet that produced this report.
+public struct Advertisement: Hashable, Sendable, CustomStringConvertible {
+    /// The advertiser's address (public or random), as `connect(to:)` takes it.
+    public var address: BluetoothAddress
+    public var rssi: Int8
+    public var isConnectable: Bool
+    /// The AD structures of the advertising data followed by those of the scan response.
+    public var data: AdvertisingData
+    /// The host's report, with the raw packets.
+    public var report: ScanReport
+
+    public init(_ report: ScanReport) {
+        address = report.address
+        rssi = report.rssi
+        isConnectable = report.isConnectable
+        data = report.advertisingData
+        self.report = report
+    }
+
+    /// The local name (complete or shortened), from either packet.
+    public var localName: String? { data.localName }
+    /// The service UUIDs listed (16-, 32- and 128-bit lists, complete or not).
+    public var serviceUUIDs: [BluetoothUUID] { data.serviceUUIDs }
+    public var manufacturerData: (company: CompanyIdentifier, data: [UInt8])? { data.manufacturerData }
+    public var serviceData: [BluetoothUUID: [UInt8]] { data.serviceData }
+    public var txPowerLevel: Int8? { data.txPowerLevel }
+
+    public var description: String {
+        "\(address) \(rssi) dBm \(localName.map { "\"\($0)\"" } ?? "(no name)")"
+            + (serviceUUIDs.isEmpty ? "" : " services \(serviceUUIDs)")
+    }
+
+    /// The raw bytes both packets carried, to tell a changed advertisement from a repeated one.
+    var contentKey: [UInt8] { report.rawAdvertisingData + [0xFF] + (report.rawScanResponse ?? []) }
+}

@@ -1,0 +1,105 @@
+public import BluetoothCore
+public import GATT
+public import Host
+import L2CAP
+
+/// Why an operation of the async API failed: a ``Code`` a program can test, a reason a person can read, and the
+/// ATT error (Core 5.4 Vol 3 Part F §3.4.1.1, Table 3.4) or HCI status (Vol 1 Part F) behind it when there is one.
+///
+/// Cancelling the task that awaits an operation throws `CancellationError`, not this type.
+public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable {
+        /// The stack is not started, or was shut down.
+        case notReady
+        /// The peer is not (or no longer) connected.
+        case notConnected
+        /// The link ended while the operation ran.
+        case disconnected
+        /// The operation's own time limit passed (connect timeout, 30 s ATT transaction timeout).
+        case timedOut
+        /// The remote GATT server answered with an ATT Error Response (see ``BluetoothLEError/attError``).
+        case attError
+        /// The characteristic does not support what was asked (no notify property, not writable...).
+        case notSupported
+        /// An attribute looked for (service, characteristic, CCCD) does not exist on the peer.
+        case notFound
+        /// A parameter is out of range (a value too long, a bad PSM...).
+        case invalidParameters
+        /// Another operation of the same kind is pending (one connect at a time).
+        case busy
+        /// Advertising data does not fit.
+        case advertisingDataTooLarge
+        /// The controller refused or failed a command (see ``BluetoothLEError/hciStatus``).
+        case commandFailed
+        /// The controller, transport or peer broke the protocol.
+        case protocolError
+        /// The local GATT database refused a service definition.
+        case invalidDatabase
+        /// An L2CAP channel could not be opened, or is closed.
+        case channelFailed
+    }
+
+    public var code: Code
+    public var reason: String
+    /// The ATT error code of an Error Response.
+    public var attError: ATTErrorCode?
+    /// The HCI status of a failed command or of the disconnection.
+    public var hciStatus: HCIStatus?
+
+    public init(_ code: Code, _ reason: String, attError: ATTErrorCode? = nil, hciStatus: HCIStatus? = nil) {
+        self.code = code
+        self.reason = reason
+        self.attError = attError
+        self.hciStatus = hciStatus
+    }
+
+    public var description: String { "\(code.rawValue): \(reason)" }
+
+    /// Wraps a host error, keeping its HCI status.
+    public init(_ error: HostError) {
+        let code: Code = switch error.code {
+        case .unresponsiveController, .protocolError: .protocolError
+        case .commandFailed: .commandFailed
+        case .unsupported: .notSupported
+        case .transportFailed, .notReady: .notReady
+        case .unknownConnection: .notConnected
+        case .disconnected: .disconnected
+        case .cancelled: .commandFailed
+        case .timedOut: .timedOut
+        case .busy: .busy
+        case .advertisingDataTooLarge: .advertisingDataTooLarge
+        case .invalidParameters: .invalidParameters
+        }
+        self.init(code, error.reason, hciStatus: error.status)
+    }
+
+    /// Wraps a GATT client error: ATT Error Responses keep their code, a failed bearer becomes
+    /// ``Code/disconnected`` or ``Code/timedOut``.
+    public init(_ error: GATTClientError) {
+        switch error {
+        case .attError(let code, _):
+            self.init(.attError, error.description, attError: code)
+        case .bearerFailed(.transactionTimeout):
+            self.init(.timedOut, error.description)
+        case .bearerFailed(.disconnected(let reason)):
+            self.init(.disconnected, error.description, hciStatus: reason.map { HCIStatus(rawValue: $0) })
+        case .bearerFailed(.other):
+            self.init(.disconnected, error.description)
+        case .invalidParameter, .requestRefused:
+            self.init(.invalidParameters, error.description)
+        case .signingUnavailable:
+            self.init(.notSupported, error.description)
+        case .unexpectedResponse, .invalidResponse, .prepareWriteEchoMismatch:
+            self.init(.protocolError, error.description)
+        }
+    }
+
+    /// Wraps a GATT database error.
+    public init(_ error: GATTDatabaseError) {
+        self.init(.invalidDatabase, error.description)
+    }
+
+    static func notConnected(_ handle: UInt16) -> BluetoothLEError {
+        BluetoothLEError(.notConnected, "connection \(Dissection.hex16(handle)) is not open")
+    }
+}

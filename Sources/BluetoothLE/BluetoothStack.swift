@@ -1,0 +1,313 @@
+import AdvertisingData
+public import BluetoothCore
+import BluetoothRuntime
+import GATT
+public import Host
+import L2CAP
+
+/// The async/await API over one ``HostStack`` (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part A L2CAP
+/// credit-based channels): scanning as an `AsyncSequence`, async connect and GATT client procedures on
+/// ``Peripheral``, notifications as streams, a declaratively built GATT server (``Service``, ``Characteristic``),
+/// advertising, incoming ``Central``s as a stream, backpressured notifications, and L2CAP channels as streams.
+///
+/// Concurrency: the stack's state lives on the host's event loop; every method may be called from any task and
+/// hops there. User code never runs on the loop: results resume the awaiting task, stream elements are yielded,
+/// write handlers run on tasks of their own. Cancelling a task awaiting an operation throws `CancellationError`
+/// at once and leaves the stack consistent (the procedure under way completes and its result is dropped; a
+/// connect is cancelled; a scan stream that ends stops the scan).
+///
+/// The wrapper installs the host's event handler: do not set another one.
+public final class BluetoothStack: Sendable {
+    public let host: HostStack
+    let core: StackCore
+    private let handlerTasks = LockedValue<[Task<Void, Never>]>([])
+
+    /// Wraps `host` (started or not; see ``start()``).
+    public init(host: HostStack) {
+        self.host = host
+        let core = StackCore(host: host)
+        self.core = core
+        host.setEventHandler { event in core.handle(event) }
+    }
+
+    /// Starts the host (transport and controller initialisation) when it was not started yet.
+    @discardableResult
+    public func start() async throws -> ControllerInfo {
+        let host = host
+        let result: Result<ControllerInfo, BluetoothLEError> = try await PendingOperation.run { operation in
+            host.start { operation.succeed($0.mapError { BluetoothLEError($0) }) }
+        }
+        return try result.get()
+    }
+
+    /// The address the stack uses on air (after ``start()``).
+    public func localAddress() async -> BluetoothAddress {
+        await onLoop { [host] in host.controllerInfo.ownAddress }
+    }
+
+    /// What the stack holds now (streams, waiters, links): the leak check of tests.
+    public func resources() async -> BluetoothLEResources {
+        await onLoop { [core] in core.resources }
+    }
+
+    /// Shuts the host down: every stream finishes, every link counts as disconnected, write handlers stop.
+    public func shutdown() async {
+        for task in handlerTasks.withLock({ tasks in defer { tasks = [] }; return tasks }) { task.cancel() }
+        host.shutdown()
+        let core = core
+        await onLoop {
+            core.host.setEventHandler { _ in }
+            for sink in core.scanSinks.values { sink.continuation.finish() }
+            core.scanSinks = [:]
+            core.scanning = false
+            core.scanTransition = false
+            for sink in core.connectionSinks.values { sink.finish() }
+            core.connectionSinks = [:]
+            for listener in core.l2capListeners.values { listener.finish() }
+            core.l2capListeners = [:]
+            let links = core.links
+            core.links = [:]
+            for state in links.values {
+                for sinks in state.notificationSinks.values { for sink in sinks.values { sink.finish() } }
+                for channel in state.channels.values { channel.continuation.finish() }
+                for waiter in state.readyWaiters.values { waiter() }
+                state.link.disconnection.fire(.connectionTerminatedByLocalHost)
+            }
+        }
+    }
+
+    private func onLoop<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
+        let core = core
+        // Not cancellable: a read of loop state is short.
+        return await withCheckedContinuation { continuation in core.onLoop { continuation.resume(returning: body()) } }
+    }
+
+    // MARK: Central role
+
+    /// Scans while the stream is iterated (Vol 3 Part C §9.2: active scan, advertising merged with scan
+    /// responses). `services`: only devices listing one of them; `duplicates`: every packet, else a device is
+    /// reported again only when its advertising content changed. Stopping the iteration (break, cancellation,
+    /// dropping the sequence) stops the scan when no other scan is open. Several streams share one scan.
+    /// Fails when the controller refuses to scan. Keeps the newest 256 reports when the consumer is slow.
+    public func scan(services: [BluetoothUUID] = [], duplicates: Bool = false) -> AdvertisementStream {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(256))
+        let core = core
+        let id = LockedValue<UInt64?>(nil)
+        continuation.onTermination = { _ in
+            core.onLoop {
+                guard let sinkID = id.load(), core.scanSinks.removeValue(forKey: sinkID) != nil else { return }
+                core.reconcileScan()
+            }
+        }
+        core.onLoop {
+            let sinkID = core.makeID()
+            id.store(sinkID)
+            core.scanSinks[sinkID] = StackCore.ScanSink(continuation: continuation, services: Set(services), duplicates: duplicates)
+            core.reconcileScan()
+        }
+        return AdvertisementStream(base: stream, token: StopToken { continuation.finish() })
+    }
+
+    /// Connects to an advertiser (LE Create Connection). `timeout`: give up after it (``BluetoothLEError/Code/timedOut``);
+    /// none by default, like CoreBluetooth. Cancelling the task cancels the connect (a connection made anyway is
+    /// dropped). The host then exchanges the ATT_MTU by itself.
+    public func connect(to address: BluetoothAddress, timeout: Duration? = nil) async throws -> Peripheral {
+        let core = core, host = host
+        let started = LockedValue(false)
+        return try await PendingOperation.run(onCancel: {
+            if started.load() { host.cancelConnect() }
+        }) { operation in
+            started.store(true)
+            host.connect(to: address, options: ConnectOptions(timeout: timeout)) { result in
+                switch result {
+                case .success(let connection):
+                    guard let peripheral = core.links[connection.handle]?.peripheral else {
+                        operation.fail(BluetoothLEError.notConnected(connection.handle))
+                        return
+                    }
+                    if !operation.succeed(peripheral) { host.disconnect(connectionHandle: connection.handle) }
+                case .failure(let error):
+                    operation.fail(BluetoothLEError(error))
+                }
+            }
+        }
+    }
+
+    /// Connects to the device that sent `advertisement`.
+    public func connect(to advertisement: Advertisement, timeout: Duration? = nil) async throws -> Peripheral {
+        try await connect(to: advertisement.address, timeout: timeout)
+    }
+
+    // MARK: Peripheral role
+
+    /// Adds services to the local GATT server (GAP and GATT services first, when the database is empty), gives
+    /// each ``Characteristic`` its handles and starts its ``Characteristic/onWrite(_:)`` handlers.
+    public func publish(deviceName: String = "OpenCoreBluetooth", @ServiceBuilder _ services: () -> [Service]) async throws {
+        let list = services()
+        let definitions = list.map(\.definition)
+        let host = host
+        let result: Result<[GATTServiceHandles], BluetoothLEError> = try await PendingOperation.run { operation in
+            host.modifyGATTDatabase({ database throws(GATTDatabaseError) -> [GATTServiceHandles] in
+                if database.services.isEmpty {
+                    try database.addGAPService(deviceName: deviceName)
+                    try database.addGATTService()
+                }
+                var handles: [GATTServiceHandles] = []
+                for definition in definitions { handles.append(try database.add(definition)) }
+                return handles
+            }, completion: { operation.succeed($0.mapError { BluetoothLEError($0) }) })
+        }
+        let handles = try result.get()
+        var published: [(UInt16, Characteristic)] = []
+        for (service, serviceHandles) in zip(list, handles) {
+            for (characteristic, characteristicHandles) in zip(service.characteristics, serviceHandles.characteristics) {
+                characteristic.published(valueHandle: characteristicHandles.value)
+                published.append((characteristicHandles.value, characteristic))
+            }
+        }
+        let core = core, registered = published
+        await onLoop { for (handle, characteristic) in registered { core.localCharacteristics[handle] = characteristic } }
+        for (_, characteristic) in published {
+            let handlers = characteristic.state.withLock { $0.writeHandlers }
+            guard !handlers.isEmpty else { continue }
+            let writes = characteristic.writes()
+            let task = Task {
+                for await write in writes {
+                    for handler in handlers { await handler(write) }
+                }
+            }
+            handlerTasks.withLock { $0.append(task) }
+        }
+    }
+
+    /// Starts advertising (Vol 3 Part C §9.3: general discoverable; connectable by default). The local name goes
+    /// to the scan response. Returns once the controller advertises; a connection ends advertising (advertise
+    /// again to accept another central).
+    public func advertise(name: String? = nil, services: [BluetoothUUID] = [],
+                          manufacturerData: (company: CompanyIdentifier, data: [UInt8])? = nil,
+                          connectable: Bool = true, interval: Duration = .milliseconds(100)) async throws -> AdvertisingSession {
+        let units = UInt16(max(0x20, min(0x4000, Int((interval / .microseconds(625)).rounded()))))
+        let content = AdvertisingContent(localName: name, serviceUUIDs: services, manufacturerData: manufacturerData)
+        let options = AdvertisingOptions(kind: connectable ? .connectable : .scannable, intervalMin: units, intervalMax: units)
+        let host = host
+        let result: Result<Void, BluetoothLEError> = try await PendingOperation.run { operation in
+            host.startAdvertising(content, options: options) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
+        }
+        try result.get()
+        return AdvertisingSession(host: host)
+    }
+
+    /// The centrals that connect from now on (in connection order). Ends when the consumer stops iterating.
+    public func connections() -> ValueStream<Central> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Central.self, bufferingPolicy: .unbounded)
+        let core = core
+        let id = LockedValue<UInt64?>(nil)
+        continuation.onTermination = { _ in
+            core.onLoop { if let sinkID = id.load() { core.connectionSinks[sinkID] = nil } }
+        }
+        core.onLoop {
+            let sinkID = core.makeID()
+            id.store(sinkID)
+            core.connectionSinks[sinkID] = continuation
+        }
+        return ValueStream(base: stream, token: StopToken { continuation.finish() })
+    }
+
+    /// Notifies (or indicates) a new value to the subscribed centrals, or only to `central` (Vol 3 Part G
+    /// §4.10, §4.11), and stores it. Suspends while a target connection's send queue is full (CoreBluetooth's
+    /// `updateValue` returning false, then `peripheralManagerIsReady`): values are neither lost nor reordered.
+    /// A value longer than ATT_MTU − 3 is cut for that central.
+    public func notify(_ characteristic: Characteristic, value: [UInt8], to central: Central? = nil) async throws {
+        guard let handle = characteristic.valueHandle else {
+            throw BluetoothLEError(.notFound, "\(characteristic) is not published")
+        }
+        let core = core
+        let targets: Set<UInt16>? = central.map { [$0.connectionHandle] }
+        try await PendingOperation<Void>.run { operation in
+            core.onLoop { core.notify(value, handle: handle, targets: targets, characteristic: characteristic, operation) }
+        }
+    }
+
+    /// Sets a characteristic's stored value without notifying anyone (reads see it from now on).
+    public func setValue(_ characteristic: Characteristic, _ value: [UInt8]) async throws {
+        guard let handle = characteristic.valueHandle else {
+            throw BluetoothLEError(.notFound, "\(characteristic) is not published")
+        }
+        let host = host
+        let result: Result<[UInt16], BluetoothLEError> = try await PendingOperation.run { operation in
+            host.updateValue(value, handle: handle, to: []) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
+        }
+        _ = try result.get()
+        characteristic.stored(value)
+    }
+
+    /// Accepts LE credit-based channels on `psm` (0x0080...0x00FF for dynamic PSMs; Vol 3 Part A §4.22) from any
+    /// connected central while the stream is iterated; ending the stream stops accepting (open channels stay).
+    public func publishL2CAPChannel(psm: UInt16, mtu: UInt16 = 2048) async throws -> ValueStream<L2CAPChannel> {
+        let core = core, host = host
+        let (stream, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self, bufferingPolicy: .unbounded)
+        let server = L2CAPChannelServer(psm: psm, mtu: mtu, mps: 247, initialCredits: 16)
+        let result: Result<Void, BluetoothLEError> = try await PendingOperation.run { operation in
+            host.registerL2CAPServer(server) { result in
+                switch result {
+                case .success:
+                    core.l2capListeners[psm] = continuation
+                    operation.succeed(.success(()))
+                case .failure(let error):
+                    operation.succeed(.failure(BluetoothLEError(.invalidParameters, "\(error)")))
+                }
+            }
+        }
+        try result.get()
+        continuation.onTermination = { _ in
+            core.onLoop {
+                core.l2capListeners[psm] = nil
+                core.host.unregisterL2CAPServer(psm: psm)
+            }
+        }
+        return ValueStream(base: stream, token: StopToken { continuation.finish() })
+    }
+}
+
+/// Advertising in progress (Core 5.4 Vol 3 Part C §9.3). ``stop()`` ends it; a connection also ends it.
+public final class AdvertisingSession: Sendable {
+    let host: HostStack
+
+    init(host: HostStack) {
+        self.host = host
+    }
+
+    /// Stops advertising (LE Set Advertising Enable off).
+    public func stop() async {
+        let host = host
+        _ = try? await PendingOperation<Void>.run { operation in host.stopAdvertising { _ in operation.succeed(()) } }
+    }
+}
+
+extension StackCore {
+    /// On the loop: sends a notification with readiness checked; when a target queue is full, waits for its
+    /// ready event and tries again.
+    func notify(_ value: [UInt8], handle: UInt16, targets: Set<UInt16>?, characteristic: Characteristic,
+                _ operation: PendingOperation<Void>) {
+        guard !operation.isFinished else { return }
+        host.updateValue(value, handle: handle, to: targets, requireReady: true) { [self] result in
+            switch result {
+            case .success:
+                characteristic.stored(value)
+                operation.succeed(())
+            case .failure(let error) where error.code == .busy:
+                let candidates = (targets ?? Set(links.keys)).sorted()
+                let full = candidates.first { links[$0] != nil && !host.isReadyToSend(connectionHandle: $0) }
+                guard let full else {
+                    loop.execute { [self] in notify(value, handle: handle, targets: targets, characteristic: characteristic, operation) }
+                    return
+                }
+                links[full]?.readyWaiters[makeID()] = { [self] in
+                    notify(value, handle: handle, targets: targets, characteristic: characteristic, operation)
+                }
+            case .failure(let error):
+                operation.fail(BluetoothLEError(error))
+            }
+        }
+    }
+}
