@@ -166,7 +166,7 @@ let package = Package(
             name: "HostTests",
             dependencies: [
                 "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
-                "VirtualController", "TestSupport",
+                "VirtualController", "BluetoothCrypto", "TestSupport",
             ],
             swiftSettings: strict
         ),

@@ -1,1 +1,0 @@
-import Testing  // placeholder until this module has tests
