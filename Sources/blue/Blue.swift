@@ -12,6 +12,9 @@ struct Blue: ParsableCommand {
         abstract: "OpenCoreBluetooth: Bluetooth Low Energy from the command line.",
         discussion: "Decode packets of every layer, read btsnoop captures. More commands arrive with the host stack.",
         version: "0.1.0",
-        subcommands: [Decode.self, Snoop.self, Air.self, Bench.self]
+        subcommands: [
+            Decode.self, Snoop.self, Air.self, Bench.self,
+            Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self,
+        ]
     )
 }

@@ -1,0 +1,77 @@
+public import BluetoothCore
+public import BluetoothRuntime
+import HCITransport
+import Host
+public import VirtualController
+
+/// A private virtual air in this process (DESIGN.md "The virtual controller and the air"): one ``VirtualAir`` on
+/// its own `DispatchEventLoop`, and any number of stacks on it, each a ``HostStack`` on its own loop over its own
+/// ``VirtualController`` (through ``VirtualControllerTransport``: frames handed over, nothing serialised). For
+/// `blue demo`, benchmarks and tests that want N stacks that see each other without a hub.
+///
+/// Device n gets the public address `0A:1C:00:00:00:nn` and place n on a 4-wide grid 2 m apart (as the hub does,
+/// with its own prefix so the two never clash in a capture).
+public final class InProcessAir: Sendable {
+    public let eventLoop: DispatchEventLoop
+    public let air: VirtualAir
+    private let controllers = LockedValue<[VirtualController]>([])
+    private let spacing: Double
+
+    public init(seed: UInt64 = 1, configuration: AirConfiguration = AirConfiguration(), spacing: Double = 2,
+                label: String = "OpenCoreBluetooth.air") {
+        let loop = DispatchEventLoop(label: label)
+        eventLoop = loop
+        air = VirtualAir(eventLoop: loop, seed: seed, configuration: configuration)
+        self.spacing = spacing
+    }
+
+    /// The public address of device `number` (from 1) on an in-process air.
+    public static func address(forDevice number: Int) -> BluetoothAddress {
+        BluetoothAddress(0x0A1C_0000_0000 | (UInt64(truncatingIfNeeded: number) & 0xFFFF_FFFF), type: .public)
+    }
+
+    /// The controllers made so far, in order.
+    public var controllerList: [VirtualController] { controllers.load() }
+
+    /// A new controller on the air and a started stack on it. `options.snoopPath` taps this stack's HCI.
+    public func makeStack(options: StackLaunchOptions = StackLaunchOptions(), position: AirPosition? = nil)
+        async throws(StackLaunchError) -> LaunchedStack {
+        try await makeStack(options: options, position: position, owned: false)
+    }
+
+    /// `count` started stacks on the air (stack i's loop is labelled "<label>.i").
+    public func makeStacks(_ count: Int, options: StackLaunchOptions = StackLaunchOptions()) async throws(StackLaunchError) -> [LaunchedStack] {
+        var stacks: [LaunchedStack] = []
+        for index in 0..<max(0, count) {
+            var each = options
+            each.label = "\(options.label).\(index + 1)"
+            do {
+                stacks.append(try await makeStack(options: each))
+            } catch {
+                for stack in stacks { stack.shutdown() }
+                throw error
+            }
+        }
+        return stacks
+    }
+
+    func makeStack(options: StackLaunchOptions, position: AirPosition?, owned: Bool) async throws(StackLaunchError) -> LaunchedStack {
+        let controller = controllers.withLock { list -> VirtualController in
+            let number = list.count + 1
+            let controller = VirtualController(
+                air: air, address: Self.address(forDevice: number),
+                position: position ?? AirHub.position(forDevice: number, spacing: spacing))
+            list.append(controller)
+            return controller
+        }
+        return try await StackLauncher.launch(
+            transport: VirtualControllerTransport(controller: controller), spec: .virtual,
+            description: "virtual (in-process air, \(controller.publicAddress.string))", options: options,
+            ownedAir: owned ? self : nil)
+    }
+
+    /// Powers every controller off (their links end for the peers). The stacks are shut down by their owners.
+    public func shutdown() {
+        for controller in controllers.load() { controller.powerOff() }
+    }
+}

@@ -1,0 +1,89 @@
+public import BluetoothRuntime
+public import HCITransport
+public import Host
+import VirtualController
+
+/// A started ``HostStack`` on its own `DispatchEventLoop`, as ``StackLauncher`` opened it: the transport it runs
+/// on, what the controller told at initialisation, and any number of event handlers (the host itself takes one).
+///
+/// Event handlers run on ``eventLoop``, in registration order, for every ``HostEvent``. ``shutdown()`` closes the
+/// transport (the controller's connections drop), then the snoop capture.
+public final class LaunchedStack: Sendable {
+    /// Cancels an event handler added with ``addEventHandler(_:)``.
+    public struct EventSubscription: Sendable {
+        let id: UInt64
+        weak var stack: LaunchedStack?
+        public func cancel() { stack?.removeEventHandler(id) }
+    }
+
+    public let host: HostStack
+    public let eventLoop: DispatchEventLoop
+    /// The `--hci` specification this stack runs on; for `virtual`, what it became (`air:PATH` or `virtual`).
+    public let spec: HCITransportSpec
+    /// How the transport was reached, for a status line: "air:/run/user/0/opencorebluetooth/air.sock (hub)".
+    public let transportDescription: String
+    /// What initialisation learned about the controller (addresses, buffers, version).
+    public let controllerInfo: ControllerInfo
+    /// The capture file, when one was asked for.
+    public let snoopSink: BTSnoopFileSink?
+    /// Keeps a private in-process air alive as long as the stack (the `virtual` fallback).
+    let ownedAir: InProcessAir?
+    private let handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>
+    private let stopped = LockedValue(false)
+
+    init(host: HostStack, eventLoop: DispatchEventLoop, spec: HCITransportSpec, transportDescription: String,
+         controllerInfo: ControllerInfo, snoopSink: BTSnoopFileSink?, ownedAir: InProcessAir?,
+         handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>) {
+        self.host = host
+        self.eventLoop = eventLoop
+        self.spec = spec
+        self.transportDescription = transportDescription
+        self.controllerInfo = controllerInfo
+        self.snoopSink = snoopSink
+        self.ownedAir = ownedAir
+        self.handlers = handlers
+    }
+
+    /// A handler table installed as the host's event handler (before start, so no event is missed).
+    static func makeHandlerTable(for host: HostStack) -> LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])> {
+        let table = LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>((next: 0, list: []))
+        host.setEventHandler { event in
+            let list = table.load().list
+            for (_, handler) in list { handler(event) }
+        }
+        return table
+    }
+
+    /// Adds a handler of every ``HostEvent`` from now on (called on ``eventLoop``).
+    @discardableResult
+    public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> EventSubscription {
+        let id = handlers.withLock { table -> UInt64 in
+            table.next &+= 1
+            table.list.append((table.next, handler))
+            return table.next
+        }
+        return EventSubscription(id: id, stack: self)
+    }
+
+    func removeEventHandler(_ id: UInt64) {
+        handlers.withLock { table in table.list.removeAll { $0.0 == id } }
+    }
+
+    /// The address peers see (the random static address by default, Core 5.4 Vol 6 Part B §1.3.2.1).
+    public var ownAddress: String { controllerInfo.ownAddress.string }
+
+    /// Shuts the host down (its transport closes; the peers see the link end), waits until the loop did it, and
+    /// closes the snoop file. Idempotent. Do not call it from the stack's own loop.
+    public func shutdown() {
+        let first = stopped.withLock { stopped in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        handlers.withLock { $0.list = [] }
+        host.shutdown()
+        if !eventLoop.inEventLoop { eventLoop.sync {} }
+        snoopSink?.close()
+        ownedAir?.shutdown()
+    }
+}

@@ -1,0 +1,58 @@
+public import Host
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import VirtualController
+
+/// How ``StackLauncher/open(spec:options:)`` opens a stack.
+public struct StackLaunchOptions: Sendable {
+    /// What `virtual` does when no air hub runs at ``hubSocketPath``.
+    public enum VirtualFallback: Hashable, Sendable {
+        /// A private air in this process with one controller (DESIGN.md "Transports"): the stack is alone on it
+        /// unless the caller adds stacks with ``InProcessAir``.
+        case inProcess
+        /// Start the hub in the background with ``AirHubLauncher`` (`executable air --socket PATH`) and join it:
+        /// for commands that must meet another process (`blue scan`, `explore`, `read`, `write`, `subscribe`,
+        /// `serve`).
+        case startHub(executable: String)
+    }
+
+    /// Where to write a btsnoop capture of the stack's HCI traffic (Wireshark opens it); nil for none.
+    public var snoopPath: String?
+    /// The host's configuration (address policy, timeouts, MTU...).
+    public var host: HostConfiguration
+    /// The socket `virtual` looks for a hub at: ``defaultHubSocketPath``.
+    public var hubSocketPath: String
+    public var virtualFallback: VirtualFallback
+    /// How long the controller may take to initialise before the launch fails.
+    public var startTimeout: Duration
+    /// The label of the stack's `DispatchEventLoop`.
+    public var label: String
+
+    public init(snoopPath: String? = nil, host: HostConfiguration = HostConfiguration(),
+                hubSocketPath: String = StackLaunchOptions.defaultHubSocketPath, virtualFallback: VirtualFallback = .inProcess,
+                startTimeout: Duration = .seconds(10), label: String = "OpenCoreBluetooth.stack") {
+        self.snoopPath = snoopPath
+        self.host = host
+        self.hubSocketPath = hubSocketPath
+        self.virtualFallback = virtualFallback
+        self.startTimeout = startTimeout
+        self.label = label
+    }
+
+    /// The environment variable that overrides the hub's socket path for `virtual` (and for the hub `blue`
+    /// starts): `OCB_AIR_SOCKET=/tmp/x.sock blue scan` joins (or starts) the hub at /tmp/x.sock.
+    public static let hubSocketEnvironmentVariable = "OCB_AIR_SOCKET"
+
+    /// `$OCB_AIR_SOCKET` when set and not empty, else ``AirHub/defaultSocketPath``.
+    public static var defaultHubSocketPath: String {
+        if let value = getenv(hubSocketEnvironmentVariable), case let path = String(cString: value), !path.isEmpty {
+            return path
+        }
+        return AirHub.defaultSocketPath
+    }
+}

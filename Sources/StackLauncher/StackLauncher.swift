@@ -1,0 +1,147 @@
+import BluetoothRuntime
+public import HCITransport
+import Host
+import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Opens a started ``HostStack`` on any transport named by `--hci` (DESIGN.md "Transports";
+/// ``HCITransportSpec``): H4 over TCP, UNIX sockets and serial ports (Core 5.4 Vol 4 Part A §2), the Linux HCI
+/// user channel, a virtual controller on an air hub (`air:PATH`), or `virtual`.
+///
+/// `virtual` joins the shared hub when one accepts at ``StackLaunchOptions/hubSocketPath`` (`$OCB_AIR_SOCKET`, else
+/// the hub's default path); else it follows ``StackLaunchOptions/virtualFallback``: an in-process air of its own
+/// (alone on it), or a hub started in the background with ``AirHubLauncher`` and joined.
+///
+/// Every failure is a ``StackLaunchError`` with one line saying what and where.
+public enum StackLauncher {
+    /// Parses `text` (``HCITransportSpec/init(parsing:)``) and opens it.
+    public static func open(_ text: String, options: StackLaunchOptions = StackLaunchOptions()) async throws(StackLaunchError) -> LaunchedStack {
+        let spec: HCITransportSpec
+        do {
+            spec = try HCITransportSpec(parsing: text)
+        } catch {
+            throw StackLaunchError(.invalidSpecification, error.reason)
+        }
+        return try await open(spec: spec, options: options)
+    }
+
+    /// Opens the transport, taps it when ``StackLaunchOptions/snoopPath`` is set, starts a ``HostStack`` on a
+    /// new `DispatchEventLoop` and waits until the controller is initialised (at most
+    /// ``StackLaunchOptions/startTimeout``).
+    public static func open(spec: HCITransportSpec, options: StackLaunchOptions = StackLaunchOptions()) async throws(StackLaunchError) -> LaunchedStack {
+        switch spec {
+        case .virtual:
+            let path = options.hubSocketPath
+            if AirHub.isRunning(at: path) {
+                return try await openHub(path: path, spec: .air(path: path), note: "shared air hub", options: options)
+            }
+            switch options.virtualFallback {
+            case .inProcess:
+                let air = InProcessAir(label: options.label + ".air")
+                return try await air.makeStack(options: options, position: nil, owned: true)
+            case .startHub(let executable):
+                do {
+                    try AirHubLauncher.ensureRunning(executable: executable, socketPath: path)
+                } catch {
+                    throw StackLaunchError(.hubFailed, "cannot start the air hub at \(path): \(error.reason)")
+                }
+                return try await openHub(path: path, spec: .air(path: path), note: "shared air hub, started", options: options)
+            }
+        case .air(let path):
+            return try await openHub(path: path, spec: spec, note: "air hub", options: options)
+        default:
+            let transport: any HCITransport
+            do {
+                transport = try spec.open()
+            } catch {
+                throw StackLaunchError.opening(spec, error)
+            }
+            return try await launch(transport: transport, spec: spec, description: spec.description, options: options,
+                                    ownedAir: nil)
+        }
+    }
+
+    private static func openHub(path: String, spec: HCITransportSpec, note: String, options: StackLaunchOptions)
+        async throws(StackLaunchError) -> LaunchedStack {
+        let transport: SocketH4Transport
+        do {
+            transport = try AirHub.connect(at: path)
+        } catch {
+            throw StackLaunchError(
+                .unreachable,
+                "no air hub at \(path) (start one with `blue air --socket \(path)`): \(error.reason)")
+        }
+        return try await launch(transport: transport, spec: spec, description: "air:\(path) (\(note))", options: options,
+                                ownedAir: nil)
+    }
+
+    /// Taps, starts and waits for initialisation; closes everything on failure.
+    static func launch(transport: any HCITransport, spec: HCITransportSpec, description: String,
+                       options: StackLaunchOptions, ownedAir: InProcessAir?) async throws(StackLaunchError) -> LaunchedStack {
+        var sink: BTSnoopFileSink?
+        var wired: any HCITransport = transport
+        if let path = options.snoopPath {
+            do {
+                let created = try BTSnoopFileSink(path: path)
+                sink = created
+                wired = SnoopingTransport(wrapping: transport, sink: created)
+            } catch {
+                transport.close()
+                ownedAir?.shutdown()
+                throw StackLaunchError(.snoopFailed, error.reason)
+            }
+        }
+        let loop = DispatchEventLoop(label: options.label)
+        let host = HostStack(transport: wired, eventLoop: loop, configuration: options.host)
+        let handlers = LaunchedStack.makeHandlerTable(for: host)
+        let result = await startHost(host, loop: loop, timeout: options.startTimeout)
+        switch result {
+        case .success(let info):
+            return LaunchedStack(host: host, eventLoop: loop, spec: spec, transportDescription: description,
+                                 controllerInfo: info, snoopSink: sink, ownedAir: ownedAir, handlers: handlers)
+        case .failure(let error):
+            host.shutdown()
+            loop.sync {}
+            sink?.close()
+            ownedAir?.shutdown()
+            throw StackLaunchError(.controllerFailed, "the controller on \(description) did not start: \(error.reason)")
+        }
+    }
+
+    /// Starts the host; fails with ``HostError/Code/timedOut`` when initialisation takes longer than `timeout`.
+    static func startHost(_ host: HostStack, loop: any EventLoop, timeout: Duration) async -> Result<ControllerInfo, HostError> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<ControllerInfo, HostError>, Never>) in
+            let once = LockedValue<CheckedContinuation<Result<ControllerInfo, HostError>, Never>?>(continuation)
+            @Sendable func finish(_ result: Result<ControllerInfo, HostError>) {
+                let pending = once.withLock { value in
+                    defer { value = nil }
+                    return value
+                }
+                pending?.resume(returning: result)
+            }
+            let timer = loop.schedule(after: timeout) {
+                finish(.failure(HostError(.timedOut, "no answer within \(timeout)")))
+            }
+            host.start { result in
+                timer.cancel()
+                finish(result)
+            }
+        }
+    }
+
+    /// This program's executable (`/proc/self/exe`), for ``StackLaunchOptions/VirtualFallback/startHub(executable:)``.
+    public static var currentExecutablePath: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        if count > 0 {
+            return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return CommandLine.arguments.first ?? "blue"
+    }
+}

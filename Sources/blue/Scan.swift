@@ -1,0 +1,224 @@
+import AdvertisingData
+import ArgumentParser
+import BluetoothCore
+import BluetoothRuntime
+import Foundation
+import Host
+import StackLauncher
+
+/// `blue scan`: the devices advertising around, as a live table (Core 5.4 Vol 3 Part C §9.2 discovery; Vol 4
+/// Part E §7.7.65.2 reports; Core Supplement Part A data).
+struct Scan: ParsableCommand, Sendable {
+    static let configuration = CommandConfiguration(
+        abstract: "Scan for advertising devices: name, address, RSSI, services, manufacturer.",
+        discussion: """
+            On a terminal the table is redrawn in place; otherwise one line per device (again when its name or \
+            services change), or with --json one object per advertising report. Runs until --timeout or Ctrl-C \
+            (exit 0). With --hci virtual (the default) the command joins the shared air hub, starting it in the \
+            background when none runs ($OCB_AIR_SOCKET overrides its socket path).
+            """
+    )
+
+    @OptionGroup var stack: StackOptions
+
+    @Option(name: .customLong("service"), help: ArgumentHelp("Only devices advertising this service UUID (repeatable).",
+                                                             valueName: "uuid"))
+    var services: [String] = []
+
+    @Flag(help: "Report every advertisement, not only the first of each device.")
+    var duplicates = false
+
+    @Option(help: "Stop after this many seconds.")
+    var timeout: Double?
+
+    @Flag(help: "Passive scanning: no scan requests, so no scan responses.")
+    var passive = false
+
+    @Flag(help: "Print one JSON object per advertising report.")
+    var json = false
+
+    func run() throws {
+        let command = self
+        try runCommand { () async throws(CLIFailure) in try await command.scan() }
+    }
+
+    func scan() async throws(CLIFailure) {
+        var filter: [BluetoothUUID] = []
+        for text in services {
+            do {
+                filter.append(try BluetoothUUID(string: text))
+            } catch {
+                throw CLIFailure(.usage, "bad UUID \"\(text)\": expected 4 or 8 hex digits, or 8-4-4-4-12 hex digits")
+            }
+        }
+        let launched = try await stack.open(label: "scan")
+        defer { launched.shutdown() }
+        let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates)
+        let wanted = filter
+        let subscription = launched.addEventHandler { event in
+            guard case .advertisingReport(let report) = event else { return }
+            if !wanted.isEmpty, !report.advertisingData.serviceUUIDs.contains(where: wanted.contains) { return }
+            table.add(report)
+        }
+        if Console.isTerminal && !json {
+            FileHandle.standardError.write(Data("Scanning on \(launched.transportDescription)... (Ctrl-C to stop)\n".utf8))
+        }
+        try await launched.startScan(ScanOptions(active: !passive, filterDuplicates: !duplicates))
+        await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: launched.eventLoop)
+        subscription.cancel()
+        await launched.stopScan()
+    }
+}
+
+/// Waits until `timeout` passes (nil: forever) or SIGINT/SIGTERM arrives.
+func waitForTimeoutOrSignal(_ timeout: Duration?, loop: any EventLoop) async {
+    let done = OneShot<Void>()
+    let watcher = SignalWatcher { _ in done.fire(()) }
+    let timer = timeout.map { loop.schedule(after: $0) { done.fire(()) } }
+    await done.wait()
+    timer?.cancel()
+    watcher.cancel()
+}
+
+/// A value delivered once, from any thread, to one waiter (before or after it starts waiting).
+final class OneShot<Value: Sendable>: Sendable {
+    private let state = LockedValue<(value: Value?, waiter: CheckedContinuation<Value, Never>?)>((nil, nil))
+
+    /// Delivers `value`; later calls are ignored.
+    func fire(_ value: Value) {
+        let waiter = state.withLock { state -> CheckedContinuation<Value, Never>? in
+            guard state.value == nil else { return nil }
+            state.value = value
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: value)
+    }
+
+    /// Waits for the value (one waiter).
+    func wait() async -> Value {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Value, Never>) in
+            let ready = state.withLock { state -> Value? in
+                if let value = state.value { return value }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// What `blue scan` shows of the devices heard (rows by first appearance).
+final class ScanTable: Sendable {
+    struct Row: Sendable {
+        var report: ScanReport
+        var count: Int
+    }
+
+    private struct State {
+        var order: [BluetoothAddress] = []
+        var rows: [BluetoothAddress: Row] = [:]
+        var linesDrawn = 0
+        var printed: [BluetoothAddress: String] = [:]
+    }
+
+    private let state = LockedValue(State())
+    let live: Bool
+    let json: Bool
+    let duplicates: Bool
+
+    init(live: Bool, json: Bool, duplicates: Bool) {
+        self.live = live
+        self.json = json
+        self.duplicates = duplicates
+    }
+
+    func add(_ report: ScanReport) {
+        if json {
+            Console.json(Self.json(report))
+            return
+        }
+        state.withLock { state in
+            if var row = state.rows[report.address] {
+                row.report = report
+                row.count += 1
+                state.rows[report.address] = row
+            } else {
+                state.order.append(report.address)
+                state.rows[report.address] = Row(report: report, count: 1)
+            }
+            if live {
+                redraw(&state)
+            } else {
+                let line = Self.line(report)
+                if duplicates || state.printed[report.address] != line {
+                    state.printed[report.address] = line
+                    Console.line(line)
+                }
+            }
+        }
+    }
+
+    private func redraw(_ state: inout State) {
+        var text = state.linesDrawn > 0 ? "\u{1B}[\(state.linesDrawn)A" : ""
+        let header = Self.pad("NAME", 20) + "  " + Self.pad("ADDRESS", 17) + "  " + Self.pad("RSSI", 17) + "  SERVICES / MANUFACTURER"
+        var lines = [header]
+        for address in state.order {
+            guard let row = state.rows[address] else { continue }
+            lines.append(Self.line(row.report))
+        }
+        for line in lines { text += "\u{1B}[2K" + line + "\n" }
+        state.linesDrawn = lines.count
+        Console.write(text)
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
+    }
+
+    /// Five levels from -100 dBm to -40 dBm.
+    static func bar(_ rssi: Int8) -> String {
+        let level = min(5, max(0, (Int(rssi) + 100) / 12))
+        return String(repeating: "█", count: level) + String(repeating: "░", count: 5 - level)
+    }
+
+    static func serviceText(_ uuid: BluetoothUUID) -> String {
+        uuid.assignedName.map { "\(uuid.uuidString) \($0)" } ?? uuid.uuidString
+    }
+
+    static func line(_ report: ScanReport) -> String {
+        var extras = report.advertisingData.serviceUUIDs.map(serviceText)
+        if let manufacturer = report.advertisingData.manufacturerData {
+            extras.append("\(manufacturer.company) \(Hex.encode(manufacturer.data))")
+        }
+        let name = report.localName ?? "(no name)"
+        let rssi = "\(report.rssi) dBm".padding(toLength: 9, withPad: " ", startingAt: 0) + " " + bar(report.rssi)
+        return pad(name, 20) + "  " + pad(report.address.string, 17) + "  " + pad(rssi, 17) + "  "
+            + (extras.isEmpty ? "-" : extras.joined(separator: ", "))
+    }
+
+    static func json(_ report: ScanReport) -> [String: Any] {
+        var object: [String: Any] = [
+            "address": report.address.string,
+            "addressType": report.address.type.description,
+            "identifier": PeerIdentifierFormat.identifier(for: report.address),
+            "rssi": Int(report.rssi),
+            "connectable": report.isConnectable,
+            "services": report.advertisingData.serviceUUIDs.map(GATTTree.uuidJSON),
+            "advertisingData": Hex.encode(report.rawAdvertisingData),
+        ]
+        if let name = report.localName { object["name"] = name }
+        if let response = report.rawScanResponse { object["scanResponse"] = Hex.encode(response) }
+        if let manufacturer = report.advertisingData.manufacturerData {
+            var entry: [String: Any] = ["company": Int(manufacturer.company.rawValue), "data": Hex.encode(manufacturer.data)]
+            if let name = manufacturer.company.name { entry["name"] = name }
+            object["manufacturer"] = entry
+        }
+        if let power = report.advertisingData.txPowerLevel { object["txPower"] = Int(power) }
+        let serviceData = report.advertisingData.serviceData
+        if !serviceData.isEmpty {
+            object["serviceData"] = Dictionary(uniqueKeysWithValues: serviceData.map { ($0.key.uuidString, Hex.encode($0.value)) })
+        }
+        return object
+    }
+}

@@ -1,0 +1,283 @@
+import ArgumentParser
+import ATT
+import BluetoothCore
+import BluetoothRuntime
+import Foundation
+import GATT
+import Host
+import StackLauncher
+
+/// `blue serve`: a GATT server (Core 5.4 Vol 3 Part G §3) from a JSON definition or a built-in profile, advertised
+/// under its name and service UUIDs (Vol 3 Part C §11), printing connections, reads, writes and subscriptions.
+struct Serve: ParsableCommand, Sendable {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a GATT server from a JSON definition file or a built-in profile.",
+        discussion: """
+            The file format is described in Docs/serve-format.md (--print-definition shows a profile in it). The \
+            server advertises its name and service UUIDs, prints each connection, read, write and subscription, \
+            sends the notifications of its generators, re-advertises after each connection, and runs until \
+            SIGINT or SIGTERM (exit 0). With --hci virtual (the default) it joins the shared air hub, starting it \
+            in the background when none runs.
+            """
+    )
+
+    @OptionGroup var stack: StackOptions
+
+    @Argument(help: "The server definition (JSON).")
+    var file: String?
+
+    @Option(help: "A built-in server: \(ServeProfile.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var profile: ServeProfile?
+
+    @Option(help: "The advertised and GAP device name (overrides the definition's).")
+    var name: String?
+
+    @Flag(name: .customLong("print-definition"), help: "Print the definition as JSON and exit.")
+    var printDefinition = false
+
+    @Flag(help: "Print events as JSON objects, one per line.")
+    var json = false
+
+    func run() throws {
+        let command = self
+        try runCommand { () async throws(CLIFailure) in try await command.serve() }
+    }
+
+    func loadDefinition() throws(CLIFailure) -> ServeDefinition {
+        switch (file, profile) {
+        case (nil, nil): throw CLIFailure(.usage, "give a definition file or --profile (\(ServeProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
+        case (.some, .some): throw CLIFailure(.usage, "give either a definition file or --profile, not both")
+        case (let path?, nil): return try ServeDefinition.load(path: path)
+        case (nil, let profile?): return profile.definition
+        }
+    }
+
+    func serve() async throws(CLIFailure) {
+        var definition = try loadDefinition()
+        if let name { definition.name = name }
+        if printDefinition {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            if let data = try? encoder.encode(definition) { Console.line(String(decoding: data, as: UTF8.self)) }
+            return
+        }
+        let compiled = try definition.compile()
+        let advertised = try definition.advertisedUUIDs(compiled)
+        let deviceName = definition.name ?? "blue serve"
+        let server = GATTServeState(json: json)
+        let database = try server.build(compiled, name: deviceName, appearance: definition.appearance ?? 0)
+        let launched = try await stack.open(label: "serve")
+        server.attach(launched)
+        _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
+            launched.host.setGATTDatabase(database) { done(.success(())) }
+        }
+        let content = try await server.advertise(name: deviceName, services: advertised)
+        server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
+                     "address": launched.ownAddress, "services": content.serviceUUIDs.map(\.uuidString)],
+                    text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(launched.ownAddress)"
+                        + (content.serviceUUIDs.isEmpty ? "" : ", advertising \(content.serviceUUIDs.map(ValueDecoding.label).joined(separator: ", "))"))
+        server.startGenerators()
+        await waitForTimeoutOrSignal(nil, loop: launched.eventLoop)
+        server.note(["event": "stopping"], text: "stopping")
+        server.stop()
+        launched.shutdown()
+    }
+}
+
+/// The running server's state: the values (by handle), what each handle is, the peers, the generators. Values are
+/// served through dynamic handlers so every read and write can be printed; state is lock-protected and touched on
+/// the stack's loop.
+final class GATTServeState: Sendable {
+    struct Entry: Sendable {
+        var uuid: BluetoothUUID
+        var notifiesOnWrite: Bool
+        var generator: ServeGenerator?
+    }
+
+    private struct State {
+        var values: [UInt16: [UInt8]] = [:]
+        var entries: [UInt16: Entry] = [:]
+        var peers: [UInt16: String] = [:]
+        var content = AdvertisingContent()
+        var stopped = false
+    }
+
+    private let state = LockedValue(State())
+    private let stackBox = LockedValue<LaunchedStack?>(nil)
+    let json: Bool
+
+    init(json: Bool) {
+        self.json = json
+    }
+
+    /// Prints one event: the JSON object, or the text line.
+    func note(_ object: [String: Any], text: String) {
+        if json { Console.json(object) } else { Console.line(text) }
+    }
+
+    func peer(_ connection: GATTConnectionID) -> String {
+        state.withLock { $0.peers[connection.rawValue] } ?? "connection \(connection.rawValue)"
+    }
+
+    func build(_ services: [CompiledService], name: String, appearance: UInt16) throws(CLIFailure) -> GATTDatabase {
+        var database = GATTDatabase()
+        do {
+            try database.addGAPService(deviceName: name, appearance: appearance)
+            try database.addGATTService()
+            for service in services {
+                let definitions = service.characteristics.map { characteristic in
+                    GATTCharacteristicDefinition(
+                        uuid: characteristic.uuid, properties: characteristic.properties,
+                        permissions: characteristic.permissions, value: dynamicValue(),
+                        maximumLength: characteristic.maximumLength,
+                        descriptors: characteristic.descriptors.map {
+                            GATTDescriptorDefinition(uuid: $0.uuid, permissions: $0.permissions, value: .stored($0.value))
+                        })
+                }
+                let handles = try database.add(GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary,
+                                                                     characteristics: definitions))
+                state.withLock { state in
+                    for (characteristic, assigned) in zip(service.characteristics, handles.characteristics) {
+                        state.values[assigned.value] = characteristic.value
+                        let notifies = !characteristic.properties.isDisjoint(with: [.notify, .indicate])
+                        let writes = !characteristic.properties.isDisjoint(with: [.write, .writeWithoutResponse])
+                        state.entries[assigned.value] = Entry(uuid: characteristic.uuid,
+                                                              notifiesOnWrite: notifies && writes && characteristic.generator == nil,
+                                                              generator: characteristic.generator)
+                    }
+                }
+            }
+        } catch {
+            throw CLIFailure(.usage, "the definition does not make a GATT database: \(error.reason)")
+        }
+        return database
+    }
+
+    private func dynamicValue() -> GATTValue {
+        .dynamic(
+            read: { [self] request in
+                let (value, entry) = state.withLock { ($0.values[request.handle] ?? [], $0.entries[request.handle]) }
+                if request.offset == 0, let entry {
+                    let decoded = ValueDecoding.describe(value, uuid: entry.uuid).map { "  (\($0))" } ?? ""
+                    note(["event": "read", "peer": peer(request.connection), "uuid": entry.uuid.uuidString, "hex": Hex.encode(value)],
+                         text: "read \(ValueDecoding.label(entry.uuid)) by \(peer(request.connection)): \(ValueDecoding.hex(value))\(decoded)")
+                }
+                return request.answer(wholeValue: value)
+            },
+            write: { [self] request in
+                guard request.kind != .preparedValidation else { return nil }
+                let (value, entry) = state.withLock { state -> ([UInt8], Entry?) in
+                    var value = state.values[request.handle] ?? []
+                    if request.offset == 0 {
+                        value = request.value
+                    } else if request.offset <= value.count {
+                        value = Array(value[..<request.offset]) + request.value
+                    } else {
+                        value = request.value
+                    }
+                    state.values[request.handle] = value
+                    return (value, state.entries[request.handle])
+                }
+                guard let entry else { return nil }
+                let decoded = ValueDecoding.describe(value, uuid: entry.uuid).map { "  (\($0))" } ?? ""
+                let kind = request.kind == .command ? " (without response)" : ""
+                note(["event": "write", "peer": peer(request.connection), "uuid": entry.uuid.uuidString, "hex": Hex.encode(value),
+                      "withResponse": request.kind != .command],
+                     text: "write \(ValueDecoding.label(entry.uuid)) by \(peer(request.connection))\(kind): \(ValueDecoding.hex(value))\(decoded)")
+                if entry.notifiesOnWrite, let stack = stackBox.load() {
+                    let others = Set(state.withLock { $0.peers.keys }).subtracting([request.connection.rawValue])
+                    if !others.isEmpty { stack.host.updateValue(value, handle: request.handle, to: others) }
+                }
+                return nil
+            })
+    }
+
+    /// Starts printing the stack's events and re-advertising after connections.
+    func attach(_ stack: LaunchedStack) {
+        stackBox.store(stack)
+        stack.addEventHandler { [self] event in
+            switch event {
+            case .connected(let connection):
+                state.withLock { $0.peers[connection.handle] = connection.peer.string }
+                note(["event": "connected", "peer": connection.peer.string, "handle": Int(connection.handle)],
+                     text: "connected: \(connection.peer) (handle \(Dissection.hex16(connection.handle)))")
+                readvertise()
+            case .disconnected(let handle, let reason):
+                let peer = state.withLock { $0.peers.removeValue(forKey: handle) } ?? "handle \(Dissection.hex16(handle))"
+                note(["event": "disconnected", "peer": peer, "reason": reason.description],
+                     text: "disconnected: \(peer) (\(reason))")
+                readvertise()
+            case .attMTUChanged(let handle, let mtu):
+                note(["event": "mtu", "handle": Int(handle), "mtu": mtu], text: "ATT MTU \(mtu) on handle \(Dissection.hex16(handle))")
+            case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
+                let uuid = state.withLock { $0.entries[valueHandle]?.uuid }
+                let label = uuid.map(ValueDecoding.label) ?? Dissection.hex16(valueHandle)
+                let what = configuration.contains(.indication) ? "indications" : configuration.contains(.notification) ? "notifications" : "off"
+                note(["event": "subscription", "peer": peer(connection), "uuid": uuid?.uuidString ?? "", "configuration": what],
+                     text: (configuration.isEmpty ? "unsubscribe " : "subscribe ") + "\(label) by \(peer(connection))"
+                        + (configuration.isEmpty ? "" : " (\(what))"))
+            case .gattServer(.valueWritten(let connection, let handle, let value)):
+                note(["event": "write", "peer": peer(connection), "handle": Int(handle), "hex": Hex.encode(value)],
+                     text: "write handle \(Dissection.hex16(handle)) by \(peer(connection)): \(ValueDecoding.hex(value))")
+            default:
+                break
+            }
+        }
+    }
+
+    /// Advertises (retrying with fewer service UUIDs when they do not fit 31 octets).
+    func advertise(name: String, services: [BluetoothUUID]) async throws(CLIFailure) -> AdvertisingContent {
+        guard let stack = stackBox.load() else { throw CLIFailure(.failed, "no stack") }
+        var candidates = [services]
+        let short = services.filter { $0.uuid16 != nil }
+        if short != services { candidates.append(short) }
+        candidates.append([])
+        var lastError = ""
+        for list in candidates {
+            let content = AdvertisingContent(localName: name, serviceUUIDs: list)
+            let result = await stack.awaitCompletion { stack.host.startAdvertising(content, completion: $0) }
+            switch result {
+            case .success:
+                state.withLock { $0.content = content }
+                if list != services {
+                    FileHandle.standardError.write(Data("warning: advertising \(list.count) of \(services.count) service UUIDs (31 octets)\n".utf8))
+                }
+                return content
+            case .failure(let error):
+                lastError = error.reason
+                if error.code != .advertisingDataTooLarge { break }
+            }
+        }
+        throw CLIFailure(.failed, "cannot advertise: \(lastError)")
+    }
+
+    private func readvertise() {
+        guard let stack = stackBox.load() else { return }
+        let (content, stopped) = state.withLock { ($0.content, $0.stopped) }
+        guard !stopped else { return }
+        stack.host.startAdvertising(content) { _ in }
+    }
+
+    /// Arms each generator's timer on the stack's loop.
+    func startGenerators() {
+        guard let stack = stackBox.load() else { return }
+        let generators = state.withLock { state in
+            state.entries.compactMap { handle, entry in entry.generator.map { (handle, $0) } }.sorted { $0.0 < $1.0 }
+        }
+        for (handle, generator) in generators { tick(handle, generator, 0, stack.eventLoop) }
+    }
+
+    private func tick(_ handle: UInt16, _ generator: ServeGenerator, _ number: UInt64, _ loop: any EventLoop) {
+        loop.schedule(after: generator.interval) { [self] in
+            guard let stack = stackBox.load(), !state.withLock({ $0.stopped }) else { return }
+            let value = generator.value(tick: number)
+            state.withLock { $0.values[handle] = value }
+            stack.host.updateValue(value, handle: handle)
+            tick(handle, generator, number &+ 1, loop)
+        }
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+}

@@ -1,0 +1,70 @@
+import ATT
+import BluetoothCore
+import BluetoothRuntime
+import GATT
+import HCI
+import Host
+import StackLauncher
+
+/// Async forms of the host's completion-based GAP and GATT calls, for the commands (and `blue demo`). Each waits
+/// for exactly one completion; time limits run on the stack's loop.
+extension LaunchedStack {
+    /// Waits for the one completion `start` is given.
+    func awaitCompletion<Value: Sendable, Failure: Error>(
+        _ start: (@escaping @Sendable (Result<Value, Failure>) -> Void) -> Void
+    ) async -> Result<Value, Failure> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
+            let once = LockedValue<CheckedContinuation<Result<Value, Failure>, Never>?>(continuation)
+            start { result in
+                let pending = once.withLock { value in
+                    defer { value = nil }
+                    return value
+                }
+                pending?.resume(returning: result)
+            }
+        }
+    }
+
+    func startScan(_ options: ScanOptions) async throws(CLIFailure) {
+        let result = await awaitCompletion { host.startScanning(options, completion: $0) }
+        if case .failure(let error) = result { throw CLIFailure(.failed, "cannot scan: \(error.reason)") }
+    }
+
+    func stopScan() async {
+        _ = await awaitCompletion { (done: @escaping @Sendable (Result<Void, HostError>) -> Void) in
+            host.stopScanning(completion: done)
+        }
+    }
+
+    /// Connects as central within `timeout`.
+    func connect(to address: BluetoothAddress, name: String, timeout: Duration) async throws(CLIFailure) -> Connection {
+        var options = ConnectOptions()
+        options.timeout = timeout
+        let result = await awaitCompletion { host.connect(to: address, options: options, completion: $0) }
+        switch result {
+        case .success(let connection): return connection
+        case .failure(let error):
+            if error.code == .timedOut {
+                throw CLIFailure(.failed, "cannot connect to \(name): no connection within \(timeout)")
+            }
+            throw CLIFailure(.failed, "cannot connect to \(name): \(error.reason)")
+        }
+    }
+
+    /// Runs one GATT procedure on the connection.
+    func gatt(_ handle: UInt16, _ procedure: GATTProcedure) async -> Result<GATTProcedureResult, GATTClientError> {
+        await awaitCompletion { host.gatt(connectionHandle: handle, procedure, completion: $0) }
+    }
+
+    /// Disconnects and waits for the Disconnection Complete (failures ignored: the link is gone either way).
+    func disconnect(_ handle: UInt16) async {
+        _ = await awaitCompletion { (done: @escaping @Sendable (Result<HCIStatus, HostError>) -> Void) in
+            host.disconnect(connectionHandle: handle, completion: done)
+        }
+    }
+
+    /// The connection's ATT_MTU (read on the loop).
+    func attMTU(_ handle: UInt16) -> Int {
+        eventLoop.sync { [host] in host.attMTU(connectionHandle: handle) ?? 23 }
+    }
+}
