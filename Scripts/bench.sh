@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Notification throughput, ours against Bumble, in the same run (issue 4's benchmark), side by side with the ratio.
+#
+#   Scripts/bench.sh                      # builds blue in release into the package's default .build/, then runs
+#   BLUE=/path/to/blue Scripts/bench.sh   # uses that binary, no build
+#   OURS_COUNT=100000 BUMBLE_COUNT=3000 SIZES="244 20" Scripts/bench.sh
+#
+# Ours: `blue bench notify --size N --count OURS_COUNT --json`: two of our host stacks on the in-process virtual
+# air, one thread (ManualEventLoop, virtual time jumped to the next timer), wall clock measured.
+# Bumble: Scripts/bench_bumble.py: two Bumble hosts on Bumble's two stock controllers
+# (python -m bumble.apps.controllers, a subprocess), asyncio, wall clock measured.
+# Both pace the sender by readiness (64 ACL packets queued at most) and count what the client received.
+# Also prints `blue bench air` and `blue bench acl` (the virtual radio alone). Speed is measured, never asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-.venv/bin/python}
+ours_count=${OURS_COUNT:-100000}
+bumble_count=${BUMBLE_COUNT:-3000}
+sizes=${SIZES:-"244 20"}
+
+if [ -z "${BLUE:-}" ]; then
+  echo "building blue (release, default scratch path .build/)" >&2
+  swift build -c release --product blue >&2
+  BLUE=$(swift build -c release --show-bin-path)/blue
+fi
+if ! "$python" -c "import bumble" 2>/dev/null; then
+  echo "no Bumble in $python: run Scripts/setup-interop.sh (or set PYTHON)" >&2
+  exit 1
+fi
+
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+for size in $sizes; do
+  echo "ours:   notify --size $size --count $ours_count" >&2
+  "$BLUE" bench notify --size "$size" --count "$ours_count" --json --quiet >"$results/ours-$size.json"
+  echo "bumble: notify --size $size --count $bumble_count" >&2
+  "$python" Scripts/bench_bumble.py --size "$size" --count "$bumble_count" --json --quiet >"$results/bumble-$size.json"
+done
+"$BLUE" bench air --reports 200000 --json --quiet >"$results/air.json"
+"$BLUE" bench acl --count 200000 --json --quiet >"$results/acl.json"
+
+"$python" - "$results" $sizes <<'EOF'
+import json, os, platform, sys, datetime
+folder, sizes = sys.argv[1], sys.argv[2:]
+def load(name):
+    with open(os.path.join(folder, name)) as f:
+        return json.loads(f.read().strip().splitlines()[-1])
+print(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}; machine: {platform.machine()}, "
+      f"{os.cpu_count()} cores, {platform.platform()}")
+print(f"{'notify':<10}{'stack':<20}{'count':>9}{'packets/s':>13}{'kB/s':>11}{'lost':>7}{'seconds':>10}")
+for size in sizes:
+    ours, bumble = load(f"ours-{size}.json"), load(f"bumble-{size}.json")
+    for r in (ours, bumble):
+        print(f"{str(size) + ' B':<10}{r['stack']:<20}{r['count']:>9}{r['packetsPerSecond']:>13,.0f}"
+              f"{r['kilobytesPerSecond']:>11,.0f}{r['lost']:>7}{r['seconds']:>10.3f}")
+    ratio = ours["packetsPerSecond"] / bumble["packetsPerSecond"] if bumble["packetsPerSecond"] else float("inf")
+    print(f"{'':<10}{'ratio ours/bumble':<20}{'':>9}{ratio:>12,.1f}x")
+for name in ("air", "acl"):
+    r = load(f"{name}.json")
+    unit = "advertising reports" if name == "air" else f"ACL packets of {r['size']} octets"
+    print(f"virtual radio ({name}): {r['packetsPerSecond']:,.0f} {unit}/s wall clock "
+          f"({r['received']} in {r['seconds']:.3f} s; {r['airPacketsPerSecond']:,.0f}/s of air time)")
+EOF
