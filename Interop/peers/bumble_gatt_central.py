@@ -175,6 +175,9 @@ async def main():
     result["notifications"] = notifications
     result["indications"] = indications
 
+    # Let the last Handle Value Confirmation leave before the link goes: a controller may drop queued ACL data
+    # when it is told to disconnect.
+    await asyncio.sleep(0.5)
     await step(connection.disconnect())
     g.emit(event="result", **result)
     os._exit(0)
