@@ -181,7 +181,7 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(notReadable.standardError == "error: characteristic 2A39 (Heart Rate Control Point) is not readable\n")
         let noCharacteristic = try BlueProcess.run(["read", scene.name, "2A99"] + scene.hci)
         #expect(noCharacteristic.status == 2)
-        #expect(noCharacteristic.standardError == "error: no characteristic 2A99 Weight on \(scene.name)\n")
+        #expect(noCharacteristic.standardError == "error: no characteristic 2A99 Database Change Increment on \(scene.name)\n")
         let notFound = try BlueProcess.run(["read", "nobody-here", "2A38", "--timeout", "1"] + scene.hci)
         #expect(notFound.status == 2)
         #expect(notFound.standardError == "error: no device matching \"nobody-here\" found within 1 s\n")

@@ -1,3 +1,4 @@
+import ATT
 import BluetoothCore
 import BluetoothRuntime
 import Foundation
