@@ -177,7 +177,9 @@ let package = Package(
         ),
         .testTarget(
             name: "StackLauncherTests",
-            dependencies: ["StackLauncher", "Host", "HCITransport", "VirtualController", "BluetoothRuntime", "TestSupport"],
+            dependencies: [
+                "StackLauncher", "Host", "HCITransport", "VirtualController", "BluetoothRuntime", "ATT", "GATT", "TestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
