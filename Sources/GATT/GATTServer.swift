@@ -25,6 +25,8 @@ public struct GATTServer: Sendable {
         var clientConfigurations: [UInt16: UInt16] = [:]
         var clientFeatures: UInt8 = 0
         var prepareQueue: [PreparedWrite] = []
+        /// The request the application answers later (``GATTDeferral``), at most one: ATT is sequential.
+        var deferred: DeferredState?
     }
 
     /// The database, with the stored values as last written.
@@ -34,6 +36,9 @@ public struct GATTServer: Sendable {
     public var signatureVerifier: GATTSignatureVerifier?
     /// How many Prepare Write Requests a connection may queue before *Prepare Queue Full*.
     public var maximumPreparedWrites: Int
+    /// Attribute values whose reads and writes the application answers later (`GATTServer+Deferred.swift`).
+    public var deferral: GATTDeferral?
+    var nextDeferredID: UInt64 = 0
 
     public init(database: GATTDatabase, maximumPreparedWrites: Int = 128, signatureVerifier: GATTSignatureVerifier? = nil) {
         self.database = database
@@ -96,6 +101,17 @@ public struct GATTServer: Sendable {
 
     /// The ATT_MTU of `connection`.
     public func mtu(for connection: GATTConnectionID) -> Int { connections[connection]?.mtu ?? ATTMTU.leDefault }
+
+    // Per-connection state for the deferred requests (`GATTServer+Deferred.swift`).
+    var connectionIDs: [GATTConnectionID] { Array(connections.keys) }
+    func deferredState(_ connection: GATTConnectionID) -> DeferredState? { connections[connection]?.deferred }
+    mutating func setDeferredState(_ state: DeferredState?, _ connection: GATTConnectionID) {
+        if state == nil, connections[connection] == nil { return }
+        connections[connection, default: Connection()].deferred = state
+    }
+    func securityOf(_ connection: GATTConnectionID) -> GATTLinkSecurity { connections[connection]?.security ?? .open }
+    func preparedQueue(_ connection: GATTConnectionID) -> [PreparedWrite] { connections[connection]?.prepareQueue ?? [] }
+    mutating func clearPreparedQueue(_ connection: GATTConnectionID) { connections[connection]?.prepareQueue = [] }
 
     // MARK: - Values pushed by the application
 
@@ -164,6 +180,7 @@ public struct GATTServer: Sendable {
             GATTServerReply(response: .errorResponse(requestOpcode: opcode, handle: handle, error: error))
         }
         if let violation = Self.violation(of: request) { return fail(violation.handle, violation.error) }
+        if let deferred = deferIfAsked(request, from: connection) { return deferred }
         switch request {
         case .exchangeMTURequest:
             return GATTServerReply(response: .exchangeMTUResponse(serverRxMTU: UInt16(clamping: ATTBearer.maximumMTU)))
@@ -292,7 +309,7 @@ public struct GATTServer: Sendable {
         return ATTReadByGroupTypeResponse.packing(groups, mtu: mtu(for: connection)).map(ATTPDU.readByGroupTypeResponse)
     }
 
-    private struct Failure: Error {
+    struct Failure: Error {
         var handle: UInt16
         var error: ATTErrorCode
     }
@@ -324,12 +341,12 @@ public struct GATTServer: Sendable {
 
     // MARK: - Reads and writes
 
-    private func cut(_ value: [UInt8], _ connection: GATTConnectionID) -> [UInt8] {
+    func cut(_ value: [UInt8], _ connection: GATTConnectionID) -> [UInt8] {
         Array(value.prefix(ATTMTU.maximumReadResponseValueLength(mtu: mtu(for: connection))))
     }
 
     /// The value of `handle` from `offset`, after the permission checks.
-    private func read(_ handle: UInt16, offset: Int, blob: Bool, _ connection: GATTConnectionID) -> Result<[UInt8], GATTAttributeError> {
+    func read(_ handle: UInt16, offset: Int, blob: Bool, _ connection: GATTConnectionID) -> Result<[UInt8], GATTAttributeError> {
         guard let attribute = database.attribute(handle) else { return .failure(GATTAttributeError(.invalidHandle)) }
         let state = connections[connection] ?? Connection()
         if let error = attribute.permissions.readError(for: state.security) { return .failure(GATTAttributeError(error)) }
@@ -354,7 +371,7 @@ public struct GATTServer: Sendable {
     }
 
     /// Existence and write permission of `handle` for `connection`.
-    private func checkWrite(_ handle: UInt16, _ connection: GATTConnectionID, signed: Bool = false) -> ATTErrorCode? {
+    func checkWrite(_ handle: UInt16, _ connection: GATTConnectionID, signed: Bool = false) -> ATTErrorCode? {
         guard let attribute = database.attribute(handle) else { return .invalidHandle }
         var security = connections[connection]?.security ?? .open
         // A verified signature stands for an authenticated, encrypted link for the value's write permission
@@ -364,7 +381,7 @@ public struct GATTServer: Sendable {
     }
 
     /// Applies one write (permissions already checked); returns the events or the ATT error.
-    private mutating func write(_ handle: UInt16, offset: Int, value: [UInt8], kind: GATTWriteRequest.Kind,
+    mutating func write(_ handle: UInt16, offset: Int, value: [UInt8], kind: GATTWriteRequest.Kind,
                                 _ connection: GATTConnectionID) -> Result<[GATTServerEvent], GATTAttributeError> {
         guard let attribute = database.attribute(handle) else { return .failure(GATTAttributeError(.invalidHandle)) }
         let state = connections[connection] ?? Connection()

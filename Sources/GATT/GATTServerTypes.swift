@@ -34,10 +34,15 @@ public struct GATTServerOutbound: Hashable, Sendable {
 public struct GATTServerReply: Hashable, Sendable {
     public var response: ATTPDU
     public var events: [GATTServerEvent]
+    /// Set when the request was handed to the application to answer later (``GATTDeferral``): there is no
+    /// response now (``response`` is then a Handle Value Confirmation, which answers no request, so an owner that
+    /// ignores this field sends nothing); the answer comes from ``GATTServer/respond(toDeferred:on:result:)``.
+    public var deferred: GATTPendingRequest?
 
-    public init(response: ATTPDU, events: [GATTServerEvent] = []) {
+    public init(response: ATTPDU, events: [GATTServerEvent] = [], deferred: GATTPendingRequest? = nil) {
         self.response = response
         self.events = events
+        self.deferred = deferred
     }
 }
 

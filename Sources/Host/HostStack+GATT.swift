@@ -53,6 +53,7 @@ extension HostStack {
                 if !configuration.isEmpty { server.setClientConfiguration(configuration, descriptor: descriptor, for: id) }
             }
         }
+        server.adoptDeferredRequests(from: old)
         gattServer = server
         if let changedRange { performServerOutbound(gattServer.serviceChanged(changedRange)) }
     }
@@ -107,6 +108,28 @@ extension HostStack {
             if let targets { outbound = outbound.filter { targets.contains($0.connection.rawValue) } }
             performServerOutbound(outbound)
             completion?(.success(outbound.map(\.connection.rawValue)))
+        }
+    }
+
+    /// Makes the reads and writes of the values in `deferral.handles` requests the application answers later
+    /// with ``respondToGATTRequest(connectionHandle:id:result:)`` (CoreBluetooth's `respond(to:withResult:)`);
+    /// nil: the values' own handlers answer at once. The handler runs on the loop. See ``GATTDeferral``.
+    public func setGATTDeferral(_ deferral: GATTDeferral?) {
+        onLoop { [self] in gattServer.deferral = deferral }
+    }
+
+    /// Answers a deferred request (``GATTPendingRequest``): for a read, the value from the request's offset or an
+    /// ATT error; for a write, success (any value) or an error. Ignored when the request is no longer pending (the
+    /// connection ended, or it was answered).
+    public func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>) {
+        onLoop { [self] in
+            guard connections[handle]?.session != nil,
+                  let reply = gattServer.respond(toDeferred: id, on: GATTConnectionID(handle), result: result),
+                  let answer = try? connections[handle]?.session?.bearer.respond(reply.response, now: eventLoop.now)
+            else { return }
+            performBearer(answer, handle)
+            for event in reply.events { emit(.gattServer(event)) }
+            armTimer()
         }
     }
 

@@ -335,8 +335,8 @@ public struct CBBackendProvider: Sendable {
 }
 
 /// Where managers get their backend when they are created: the task-local provider if one is bound (tests:
-/// `CBBackendRegistry.$taskProvider.withValue(p) { ... }`), else the process-wide default. With neither, managers
-/// report `.unsupported`.
+/// `CBBackendRegistry.$taskProvider.withValue(p) { ... }`), else the process-wide default, else the
+/// ``HostBackend`` chosen by the environment (`OCB_HCI`). A provider that makes no backend gives `.unsupported`.
 public enum CBBackendRegistry {
     @TaskLocal public static var taskProvider: CBBackendProvider?
     private static let defaultProvider = LockedValue<CBBackendProvider?>(nil)
@@ -347,6 +347,6 @@ public enum CBBackendRegistry {
     }
 
     static var current: CBBackendProvider? {
-        taskProvider ?? defaultProvider.load()
+        taskProvider ?? defaultProvider.load() ?? HostBackend.defaultProvider
     }
 }

@@ -13,7 +13,7 @@ struct Blue: ParsableCommand {
         discussion: "Decode packets of every layer, read btsnoop captures. More commands arrive with the host stack.",
         version: "0.1.0",
         subcommands: [
-            Decode.self, Snoop.self, Air.self, Bench.self,
+            Demo.self, Decode.self, Snoop.self, Air.self, Bench.self,
             Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self,
         ]
     )

@@ -1,0 +1,124 @@
+import BluetoothCore
+import BluetoothRuntime
+import Foundation
+import Host
+public import StackLauncher
+
+/// The production backend: CoreBluetooth managers on this package's own ``HostStack`` (Core 5.4 Vol 3 Part C
+/// GAP, Part G GATT over Part F ATT), on a virtual controller or on real hardware.
+///
+/// **One stack per manager.** Each `CBCentralManager` and each `CBPeripheralManager` gets its own `HostStack`
+/// over its own controller, as two apps (or two radios) would. A central and a peripheral manager of one process
+/// therefore meet over the air like any two devices: seed 001's both roles in one process (`blue demo`) connect
+/// to each other, and one manager's events never need demultiplexing from another's.
+///
+/// **Which air** (chosen when a manager is created, from the environment variable `OCB_HCI`):
+/// - unset or `virtual`: a virtual air private to this process (``sharedAir``), created on first use; every
+///   manager of the process is a device on it (public addresses `0A:1C:00:00:00:nn`, stable across runs);
+/// - `virtual-hub`: the `blue air` hub at its default socket (`$OCB_AIR_SOCKET`, else the hub's default path),
+///   so managers of different processes meet;
+/// - anything else: a `--hci` transport specification for ``StackLauncher`` (`air:PATH`, `tcp:HOST:PORT`,
+///   `unix:PATH`, `serial:…`, `hci0`…).
+///
+/// When the stack cannot be opened, the manager reports `.unsupported` and the reason goes to standard error.
+/// Programs and tests can choose explicitly with ``provider(_:)`` (for example a private ``InProcessAir`` per
+/// test) and `CBBackendRegistry.setDefault(_:)` or the task-local provider.
+public enum HostBackend {
+    /// Where a manager's stack runs.
+    public enum Transport: Sendable {
+        /// A new device on this in-process air.
+        case inProcess(InProcessAir)
+        /// A stack opened by ``StackLauncher`` from a `--hci` specification.
+        case specification(String)
+    }
+
+    /// The environment variable that chooses the transport.
+    public static let environmentVariable = "OCB_HCI"
+
+    private static let sharedAirStorage = LockedValue<InProcessAir?>(nil)
+
+    /// The process's own virtual air (created on first use).
+    public static var sharedAir: InProcessAir {
+        sharedAirStorage.withLock { air in
+            if let air { return air }
+            let made = InProcessAir(label: "OpenCoreBluetooth.sharedAir")
+            air = made
+            return made
+        }
+    }
+
+    /// The transport `OCB_HCI` names (see the type's documentation).
+    public static var environmentTransport: Transport {
+        let value = ProcessInfo.processInfo.environment[environmentVariable]?.trimmingCharacters(in: .whitespaces) ?? ""
+        switch value {
+        case "", "virtual": return .inProcess(sharedAir)
+        case "virtual-hub": return .specification("air:" + StackLaunchOptions.defaultHubSocketPath)
+        default: return .specification(value)
+        }
+    }
+
+    /// Backends on `transport` (``environmentTransport`` when nil, read when each manager is made).
+    public static func provider(_ transport: Transport? = nil) -> CBBackendProvider {
+        CBBackendProvider(
+            makeCentral: { HostCentralBackend(transport: transport ?? environmentTransport) },
+            makePeripheral: { HostPeripheralBackend(transport: transport ?? environmentTransport) })
+    }
+
+    /// Managers made while no provider is registered use this one (``provider(_:)`` from the environment).
+    static let defaultProvider = provider()
+}
+
+/// Opens one stack for a backend, asynchronously, and reports it once (Host's `start`, through
+/// ``StackLauncher`` or ``InProcessAir``).
+final class HostBackendStack: Sendable {
+    private let state = LockedValue<(stack: LaunchedStack?, closed: Bool)>((nil, false))
+
+    var stack: LaunchedStack? { state.load().stack }
+
+    /// Opens the stack in a task; `ready` gets it (nil on failure, after printing why to standard error), on the
+    /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
+    func open(_ transport: HostBackend.Transport, label: String, ready: @escaping @Sendable (LaunchedStack?) -> Void) {
+        Task {
+            var options = StackLaunchOptions(label: label)
+            let result: Result<LaunchedStack, StackLaunchError>
+            switch transport {
+            case .inProcess(let air):
+                options.host.address = .publicAddress
+                do throws(StackLaunchError) { result = .success(try await air.makeStack(options: options)) } catch { result = .failure(error) }
+            case .specification(let text):
+                do throws(StackLaunchError) { result = .success(try await StackLauncher.open(text, options: options)) } catch { result = .failure(error) }
+            }
+            switch result {
+            case .success(let stack):
+                let keep = state.withLock { state -> Bool in
+                    guard !state.closed else { return false }
+                    state.stack = stack
+                    return true
+                }
+                guard keep else {
+                    stack.shutdown()
+                    return
+                }
+                stack.eventLoop.execute { ready(stack) }
+            case .failure(let error):
+                FileHandle.standardError.write(Data("OpenCoreBluetooth: no Bluetooth stack: \(error.reason)\n".utf8))
+                ready(nil)
+            }
+        }
+    }
+
+    /// Closes the stack (its links drop for the peers). Idempotent; not from the stack's own loop.
+    func close() {
+        let stack = state.withLock { state -> LaunchedStack? in
+            state.closed = true
+            defer { state.stack = nil }
+            return state.stack
+        }
+        guard let stack else { return }
+        if stack.eventLoop.inEventLoop {
+            Thread.detachNewThread { stack.shutdown() }
+        } else {
+            stack.shutdown()
+        }
+    }
+}

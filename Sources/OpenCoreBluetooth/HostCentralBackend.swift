@@ -1,0 +1,444 @@
+import ATT
+import AdvertisingData
+public import BluetoothCore
+import BluetoothRuntime
+import GATT
+import HCI
+import Host
+public import StackLauncher
+
+/// The GAP central and GATT client of a `CBCentralManager` on its own ``HostStack`` (see ``HostBackend``): scanning
+/// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (one
+/// LE Create Connection at a time, others queued; never timing out, as CoreBluetooth), the Exchange MTU the host
+/// sends on connect (reported with `.connected`, Vol 3 Part F §3.4.2), discovery, long reads and writes, CCCD
+/// writes and notifications (Vol 3 Part G §4), RSSI (Vol 4 Part E §7.5.4).
+///
+/// State lives in a lock and is changed on the stack's loop; commands hop onto the loop. Write Command flow
+/// control: writes queued but not yet handed to the bearer are counted under the lock (at most 8 before
+/// `writeWithoutResponse` answers false), and the host's send-queue readiness (`isReadyToSend`, `.readyToSend`)
+/// decides when `.readyToSendWriteWithoutResponse` follows.
+public final class HostCentralBackend: CBCentralBackend, Sendable {
+    /// Writes without response accepted but not yet sent before `writeWithoutResponse` answers false.
+    static let writeQueueLimit = 8
+    /// How long `.connected` waits for the MTU exchange the host starts on connect.
+    static let mtuWait: Duration = .seconds(2)
+
+    struct Link {
+        var handle: UInt16?
+        var reported = false
+        var cancelled = false
+        var mtuTimer: ScheduledJob?
+        var queuedWrites = 0
+        var notReady = false
+        var owesReady = false
+    }
+
+    struct State {
+        var sink: (@Sendable (CBCentralBackendEvent) -> Void)?
+        var links: [BluetoothAddress: Link] = [:]
+        var connectQueue: [BluetoothAddress] = []
+        var connecting: BluetoothAddress?
+        var scanning: CBBackendScanParameters?
+        var closed = false
+    }
+
+    private let transport: HostBackend.Transport
+    private let opener = HostBackendStack()
+    private let state = LockedValue(State())
+
+    init(transport: HostBackend.Transport) {
+        self.transport = transport
+    }
+
+    /// The stack this backend runs on, once open (tests, diagnostics).
+    public var launchedStack: LaunchedStack? { opener.stack }
+
+    // MARK: Lifecycle
+
+    public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
+        state.withLock { $0.sink = events }
+        opener.open(transport, label: "OpenCoreBluetooth.central") { [weak self] stack in
+            guard let self else { return }
+            guard let stack else { return self.emit(.stateChanged(.unsupported)) }
+            stack.addEventHandler { [weak self] event in self?.handle(event) }
+            self.emit(.stateChanged(.poweredOn))
+        }
+    }
+
+    public func shutdown() {
+        let timers = state.withLock { state -> [ScheduledJob] in
+            state.closed = true
+            state.sink = nil
+            return state.links.values.compactMap(\.mtuTimer)
+        }
+        for timer in timers { timer.cancel() }
+        opener.close()
+    }
+
+    private func emit(_ event: CBCentralBackendEvent) {
+        state.load().sink?(event)
+    }
+
+    /// Runs `body` on the stack's loop with the host (dropped when there is no stack).
+    private func onStack(_ body: @escaping @Sendable (LaunchedStack) -> Void) {
+        guard let stack = opener.stack else { return }
+        stack.eventLoop.execute { body(stack) }
+    }
+
+    private func peer(handle: UInt16) -> BluetoothAddress? {
+        state.withLock { state in state.links.first { $0.value.handle == handle }?.key }
+    }
+
+    // MARK: Scanning
+
+    public func startScan(_ parameters: CBBackendScanParameters) {
+        onStack { [self] stack in
+            let previous = state.withLock { state -> CBBackendScanParameters? in
+                defer { state.scanning = parameters }
+                return state.scanning
+            }
+            let options = ScanOptions(active: true, filterDuplicates: !parameters.allowDuplicates)
+            if previous != nil {
+                stack.host.stopScanning { _ in stack.host.startScanning(options) { _ in } }
+            } else {
+                stack.host.startScanning(options) { _ in }
+            }
+        }
+    }
+
+    public func stopScan() {
+        onStack { [self] stack in
+            guard state.withLock({ state -> Bool in defer { state.scanning = nil }; return state.scanning != nil }) else { return }
+            stack.host.stopScanning()
+        }
+    }
+
+    /// A scan report as the façade's advertisement (Core Supplement Part A: name, UUID lists, service data,
+    /// manufacturer data, TX power).
+    static func advertisement(_ report: ScanReport) -> CBBackendAdvertisement {
+        let data = report.advertisingData
+        return CBBackendAdvertisement(
+            peer: CBBackendPeer(address: report.address), rssi: Int(report.rssi), isConnectable: report.isConnectable,
+            localName: data.localName, serviceUUIDs: data.serviceUUIDs, solicitedServiceUUIDs: data.solicitedServiceUUIDs,
+            serviceData: data.serviceData, manufacturerData: data.manufacturerDataBytes,
+            txPowerLevel: data.txPowerLevel.map { Int($0) })
+    }
+
+    // MARK: Connections
+
+    public func connect(_ peer: CBBackendPeer) {
+        onStack { [self] stack in
+            let queued = state.withLock { state -> Bool in
+                guard state.links[peer.address] == nil else { return false }
+                state.links[peer.address] = Link()
+                state.connectQueue.append(peer.address)
+                return true
+            }
+            if queued { pumpConnects(stack) }
+        }
+    }
+
+    /// Starts the next queued connect when none is pending in the host (it runs one at a time).
+    private func pumpConnects(_ stack: LaunchedStack) {
+        let next = state.withLock { state -> BluetoothAddress? in
+            guard state.connecting == nil, !state.connectQueue.isEmpty else { return nil }
+            let next = state.connectQueue.removeFirst()
+            state.connecting = next
+            return next
+        }
+        guard let next else { return }
+        stack.host.connect(to: next) { [self] result in
+            let (link, hadLink) = state.withLock { state -> (Link?, Bool) in
+                state.connecting = nil
+                guard var link = state.links[next] else { return (nil, false) }
+                if case .success(let connection) = result {
+                    link.handle = connection.handle
+                    state.links[next] = link
+                } else {
+                    state.links[next] = nil
+                }
+                return (link, true)
+            }
+            switch result {
+            case .success(let connection):
+                if !hadLink || link?.cancelled == true {
+                    stack.host.disconnect(connectionHandle: connection.handle)
+                } else {
+                    awaitMTU(next, connection.handle, stack)
+                }
+            case .failure(let error):
+                if hadLink, link?.cancelled == false {
+                    emit(.connectionFailed(CBBackendPeer(address: next), .core(.connectionFailed, error.reason)))
+                }
+            }
+            pumpConnects(stack)
+        }
+    }
+
+    /// Reports `.connected` once the MTU exchange the host started is over (or did not happen in time).
+    private func awaitMTU(_ address: BluetoothAddress, _ handle: UInt16, _ stack: LaunchedStack) {
+        let mtu = stack.host.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault
+        if mtu > ATTMTU.leDefault || !stack.host.configuration.exchangesMTUOnConnect {
+            return reportConnected(address, mtu: mtu)
+        }
+        let timer = stack.eventLoop.schedule(after: Self.mtuWait) { [weak self] in
+            self?.reportConnected(address, mtu: stack.host.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault)
+        }
+        state.withLock { $0.links[address]?.mtuTimer = timer }
+    }
+
+    private func reportConnected(_ address: BluetoothAddress, mtu: Int) {
+        let report = state.withLock { state -> Bool in
+            guard var link = state.links[address], !link.reported, !link.cancelled else { return false }
+            link.reported = true
+            link.mtuTimer?.cancel()
+            link.mtuTimer = nil
+            state.links[address] = link
+            return true
+        }
+        if report { emit(.connected(CBBackendPeer(address: address), mtu: mtu)) }
+    }
+
+    public func cancelConnection(_ peer: CBBackendPeer) {
+        onStack { [self] stack in
+            enum Action { case none, disconnect(UInt16), cancelPending }
+            let action = state.withLock { state -> Action in
+                guard var link = state.links[peer.address] else { return .none }
+                link.cancelled = true
+                link.mtuTimer?.cancel()
+                link.mtuTimer = nil
+                state.links[peer.address] = link
+                if let handle = link.handle { return .disconnect(handle) }
+                if state.connecting == peer.address { return .cancelPending }
+                state.connectQueue.removeAll { $0 == peer.address }
+                state.links[peer.address] = nil
+                return .none
+            }
+            switch action {
+            case .none: break
+            case .disconnect(let handle): stack.host.disconnect(connectionHandle: handle)
+            case .cancelPending: stack.host.cancelConnect()
+            }
+        }
+    }
+
+    public func knownPeers() -> [CBBackendPeer] { [] }
+
+    // MARK: Host events
+
+    private func handle(_ event: HostEvent) {
+        switch event {
+        case .advertisingReport(let report):
+            if state.load().scanning != nil { emit(.advertisement(Self.advertisement(report))) }
+        case .disconnected(let handle, let reason):
+            let gone = state.withLock { state -> (BluetoothAddress, Link)? in
+                guard let entry = state.links.first(where: { $0.value.handle == handle }) else { return nil }
+                state.links[entry.key] = nil
+                return (entry.key, entry.value)
+            }
+            guard let (address, link) = gone else { return }
+            link.mtuTimer?.cancel()
+            let peer = CBBackendPeer(address: address)
+            if link.reported {
+                let error: CBBackendError? = link.cancelled ? nil
+                    : .core(reason == .connectionTimeout ? .connectionTimeout : .peripheralDisconnected, "\(reason)")
+                emit(.disconnected(peer, error))
+            } else if !link.cancelled {
+                emit(.connectionFailed(peer, .core(.connectionFailed, "the link dropped while connecting: \(reason)")))
+            }
+        case .attMTUChanged(let handle, let mtu):
+            guard let address = peer(handle: handle) else { return }
+            if state.load().links[address]?.reported == true {
+                emit(.mtuChanged(CBBackendPeer(address: address), mtu: mtu))
+            } else {
+                reportConnected(address, mtu: mtu)
+            }
+        case .gattNotification(let handle, let attributeHandle, let value),
+             .gattIndication(let handle, let attributeHandle, let value):
+            guard let address = peer(handle: handle), state.load().links[address]?.reported == true else { return }
+            emit(.valueUpdated(CBBackendPeer(address: address), handle: attributeHandle, value: value))
+        case .readyToSend(let handle):
+            guard let address = peer(handle: handle) else { return }
+            state.withLock { $0.links[address]?.notReady = false }
+            maybeReady(address)
+        default:
+            break
+        }
+    }
+
+    // MARK: GATT client
+
+    static func backendError(_ error: GATTClientError) -> CBBackendError {
+        switch error {
+        case .attError(let code, _): .att(code.rawValue)
+        case .bearerFailed(.disconnected): .core(.notConnected, error.description)
+        case .bearerFailed(.transactionTimeout): .core(.connectionTimeout, error.description)
+        default: .core(.unknown, error.description)
+        }
+    }
+
+    /// Runs a procedure on the peer's connection.
+    private func gatt(_ peer: CBBackendPeer, _ procedure: GATTProcedure,
+                      _ completion: @escaping @Sendable (Result<GATTProcedureResult, CBBackendError>) -> Void) {
+        guard let stack = opener.stack else {
+            return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running")))
+        }
+        stack.eventLoop.execute { [self] in
+            guard let handle = state.load().links[peer.address]?.handle else {
+                return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
+            }
+            stack.host.gatt(connectionHandle: handle, procedure) { result in
+                completion(result.mapError(Self.backendError))
+            }
+        }
+    }
+
+    private static func unexpected<T>(_ result: GATTProcedureResult) -> Result<T, CBBackendError> {
+        .failure(.core(.unknown, "unexpected GATT result \(result)"))
+    }
+
+    public func discoverServices(_ peer: CBBackendPeer, uuids: [BluetoothUUID]?,
+                                 completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
+        gatt(peer, .discoverAllPrimaryServices) { result in
+            completion(result.flatMap { result in
+                guard case .services(let services) = result else { return Self.unexpected(result) }
+                return .success(services.filter { uuids?.contains($0.uuid) ?? true }.map {
+                    CBBackendService(uuid: $0.uuid, isPrimary: true, startHandle: $0.startHandle, endHandle: $0.endHandle)
+                })
+            })
+        }
+    }
+
+    public func discoverIncludedServices(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
+                                         completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
+        gatt(peer, .findIncludedServices(range: ATTHandleRange(start: service.startHandle, end: service.endHandle))) { result in
+            completion(result.flatMap { result in
+                guard case .includedServices(let included) = result else { return Self.unexpected(result) }
+                return .success(included.map(\.service).filter { uuids?.contains($0.uuid) ?? true }.map {
+                    CBBackendService(uuid: $0.uuid, isPrimary: false, startHandle: $0.startHandle, endHandle: $0.endHandle)
+                })
+            })
+        }
+    }
+
+    public func discoverCharacteristics(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
+                                        completion: @escaping @Sendable (Result<[CBBackendCharacteristic], CBBackendError>) -> Void) {
+        gatt(peer, .discoverAllCharacteristics(range: ATTHandleRange(start: service.startHandle, end: service.endHandle))) { result in
+            completion(result.flatMap { result in
+                guard case .characteristics(let list) = result else { return Self.unexpected(result) }
+                return .success(list.filter { uuids?.contains($0.uuid) ?? true }.map {
+                    CBBackendCharacteristic(uuid: $0.uuid, properties: $0.properties.rawValue, declarationHandle: $0.declarationHandle,
+                                            valueHandle: $0.valueHandle, endHandle: $0.endHandle)
+                })
+            })
+        }
+    }
+
+    public func discoverDescriptors(_ peer: CBBackendPeer, for characteristic: CBBackendCharacteristic,
+                                    completion: @escaping @Sendable (Result<[CBBackendDescriptor], CBBackendError>) -> Void) {
+        guard characteristic.valueHandle < characteristic.endHandle else { return completion(.success([])) }
+        gatt(peer, .discoverAllDescriptors(range: ATTHandleRange(start: characteristic.valueHandle &+ 1, end: characteristic.endHandle))) { result in
+            completion(result.flatMap { result in
+                guard case .descriptors(let list) = result else { return Self.unexpected(result) }
+                return .success(list.map { CBBackendDescriptor(uuid: $0.uuid, handle: $0.handle) })
+            })
+        }
+    }
+
+    public func read(_ peer: CBBackendPeer, handle: UInt16, completion: @escaping @Sendable (Result<[UInt8], CBBackendError>) -> Void) {
+        gatt(peer, .readLongCharacteristicValue(handle: handle)) { result in
+            completion(result.flatMap { result in
+                guard case .value(let value) = result else { return Self.unexpected(result) }
+                return .success(value)
+            })
+        }
+    }
+
+    public func write(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8],
+                      completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard let stack = opener.stack else {
+            return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running")))
+        }
+        stack.eventLoop.execute { [self] in
+            let linkHandle = state.load().links[peer.address]?.handle
+            let mtu = linkHandle.flatMap { stack.host.attMTU(connectionHandle: $0) } ?? ATTMTU.leDefault
+            let procedure: GATTProcedure = value.count <= mtu - 3
+                ? .writeCharacteristicValue(handle: handle, value: value)
+                : .writeLongCharacteristicValue(handle: handle, value: value)
+            gatt(peer, procedure) { result in completion(result.map { _ in () }) }
+        }
+    }
+
+    public func writeWithoutResponse(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8]) -> Bool {
+        let room = state.withLock { state -> Bool in
+            guard var link = state.links[peer.address], link.handle != nil else { return true }
+            link.queuedWrites += 1
+            let room = !link.notReady && link.queuedWrites < Self.writeQueueLimit
+            if !room { link.owesReady = true }
+            state.links[peer.address] = link
+            return room
+        }
+        onStack { [self] stack in
+            guard let connection = state.load().links[peer.address]?.handle else { return }
+            stack.host.gatt(connectionHandle: connection, .writeWithoutResponse(handle: handle, value: value)) { [self] _ in
+                let ready = stack.host.isReadyToSend(connectionHandle: connection)
+                state.withLock { state in
+                    state.links[peer.address]?.queuedWrites -= 1
+                    if !ready { state.links[peer.address]?.notReady = true }
+                }
+                maybeReady(peer.address)
+            }
+        }
+        return room
+    }
+
+    /// Reports room for Write Commands when `writeWithoutResponse` answered false and there is room again.
+    private func maybeReady(_ address: BluetoothAddress) {
+        let due = state.withLock { state -> Bool in
+            guard var link = state.links[address], link.owesReady, !link.notReady,
+                  link.queuedWrites < Self.writeQueueLimit / 2 else { return false }
+            link.owesReady = false
+            state.links[address] = link
+            return true
+        }
+        if due { emit(.readyToSendWriteWithoutResponse(CBBackendPeer(address: address))) }
+    }
+
+    public func setNotifications(_ peer: CBBackendPeer, characteristic: CBBackendCharacteristic, cccdHandle: UInt16?, enabled: Bool,
+                                 completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        let configuration: GATTProcedure.ClientConfiguration = characteristic.properties & 0x10 != 0 ? .notifications : .indications
+        let write: @Sendable (UInt16) -> Void = { [self] cccd in
+            gatt(peer, enabled ? .subscribe(cccdHandle: cccd, configuration: configuration) : .unsubscribe(cccdHandle: cccd)) { result in
+                completion(result.map { _ in () })
+            }
+        }
+        if let cccdHandle { return write(cccdHandle) }
+        discoverDescriptors(peer, for: characteristic) { result in
+            switch result {
+            case .failure(let error): completion(.failure(error))
+            case .success(let descriptors):
+                guard let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
+                    return completion(.failure(.att(ATTErrorCode.attributeNotFound.rawValue)))
+                }
+                write(cccd.handle)
+            }
+        }
+    }
+
+    public func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void) {
+        guard let stack = opener.stack else { return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running"))) }
+        stack.eventLoop.execute { [self] in
+            guard let handle = state.load().links[peer.address]?.handle else {
+                return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
+            }
+            stack.host.readRSSI(connectionHandle: handle) { result in
+                completion(result.map { Int($0) }.mapError { .core(.operationNotSupported, $0.reason) })
+            }
+        }
+    }
+
+    public func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
+                                 completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
+        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available on the host backend yet")))
+    }
+}

@@ -1,0 +1,397 @@
+import ATT
+import AdvertisingData
+public import BluetoothCore
+import BluetoothRuntime
+import GATT
+import Host
+public import StackLauncher
+
+/// The GAP peripheral and GATT server of a `CBPeripheralManager` on its own ``HostStack`` (see ``HostBackend``).
+///
+/// - Services (Core 5.4 Vol 3 Part G §3): each `CBMutableService` becomes a `GATTServiceDefinition` after the GAP
+///   and GATT services; the database is rebuilt in publication order on every change (handles of earlier
+///   services stay; a removal indicates Service Changed for the whole range, §7.1). Cached values are stored
+///   values the server answers itself; other values are deferred (``GATTDeferral``): Read, Read Blob, Write and
+///   Execute Write become request events the app answers with `respond(to:withResult:)`; Write Commands become
+///   write events without response. CCCD writes become subscriptions.
+/// - Advertising (Vol 3 Part C §11): name and service UUIDs laid out as CoreBluetooth does
+///   (``PeripheralAdvertisement``: UUIDs in the advertising data, the name in the scan response), connectable,
+///   resumed after each connection while the app advertises.
+/// - `updateValue`: at most 4 updates handed to the loop at once; the host's send-queue readiness blocks further
+///   updates (false) until `.readyToSend`, then `.readyToUpdateSubscribers`.
+public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
+    static let updateQueueLimit = 4
+    /// Ids of write-command events (never answered) start here, above the GATT server's request ids.
+    static let commandIDBase: UInt64 = 1 << 62
+
+    struct LocalCharacteristic {
+        var serviceID: Int
+        var valueHandle: UInt16
+        var deferred: Bool
+    }
+
+    struct Subscription: Hashable {
+        var connection: UInt16
+        var characteristicID: Int
+    }
+
+    struct State {
+        var sink: (@Sendable (CBPeripheralBackendEvent) -> Void)?
+        var services: [CBBackendLocalService] = []
+        var serviceHandles: [Int: GATTServiceHandles] = [:]
+        var characteristics: [Int: LocalCharacteristic] = [:]
+        var characteristicByValue: [UInt16: Int] = [:]
+        var centrals: [UInt16: BluetoothAddress] = [:]
+        var subscriptions: Set<Subscription> = []
+        var pending: [UInt64: UInt16] = [:]
+        var nextCommandID = HostPeripheralBackend.commandIDBase
+        var queuedUpdates = 0
+        var blocked: Set<UInt16> = []
+        var owesReady = false
+        var advertisement: PeripheralAdvertisement?
+        var closed = false
+    }
+
+    private let transport: HostBackend.Transport
+    private let opener = HostBackendStack()
+    private let state = LockedValue(State())
+
+    init(transport: HostBackend.Transport) {
+        self.transport = transport
+    }
+
+    /// The stack this backend runs on, once open (tests, diagnostics).
+    public var launchedStack: LaunchedStack? { opener.stack }
+
+    /// Requests handed to the app and not answered yet (leak checks).
+    public var pendingRequestCount: Int { state.load().pending.count }
+
+    // MARK: Lifecycle
+
+    public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
+        state.withLock { $0.sink = events }
+        opener.open(transport, label: "OpenCoreBluetooth.peripheral") { [weak self] stack in
+            guard let self else { return }
+            guard let stack else { return self.emit(.stateChanged(.unsupported)) }
+            stack.addEventHandler { [weak self] event in self?.handle(event, stack) }
+            self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
+        }
+    }
+
+    public func shutdown() {
+        state.withLock { state in
+            state.closed = true
+            state.sink = nil
+        }
+        opener.close()
+    }
+
+    private func emit(_ event: CBPeripheralBackendEvent) {
+        state.load().sink?(event)
+    }
+
+    private func onStack(_ body: @escaping @Sendable (LaunchedStack) -> Void) {
+        guard let stack = opener.stack else { return }
+        stack.eventLoop.execute { body(stack) }
+    }
+
+    // MARK: Services
+
+    public func addService(_ service: CBBackendLocalService, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard opener.stack != nil else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
+        onStack { [self] stack in
+            state.withLock { $0.services.append(service) }
+            rebuild(stack, changed: false) { [self] result in
+                if case .failure = result { state.withLock { $0.services.removeAll { $0.id == service.id } } }
+                completion(result)
+            }
+        }
+    }
+
+    public func removeService(id: Int) {
+        onStack { [self] stack in
+            state.withLock { $0.services.removeAll { $0.id == id } }
+            rebuild(stack, changed: true) { _ in }
+        }
+    }
+
+    public func removeAllServices() {
+        onStack { [self] stack in
+            let had = state.withLock { state -> Bool in
+                defer { state.services = [] }
+                return !state.services.isEmpty
+            }
+            if had { rebuild(stack, changed: true) { _ in } }
+        }
+    }
+
+    /// Builds the database from the GAP and GATT services and the published services, in order, and installs it
+    /// with the deferral of every dynamic value. On the loop.
+    private func rebuild(_ stack: LaunchedStack, changed: Bool, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        let services = state.load().services
+        var database = GATTDatabase()
+        var handlesByID: [Int: GATTServiceHandles] = [:]
+        var characteristics: [Int: LocalCharacteristic] = [:]
+        do throws(GATTDatabaseError) {
+            _ = try database.addGAPService(deviceName: "OpenCoreBluetooth")
+            _ = try database.addGATTService()
+            for service in services {
+                let handles = try database.add(definition(of: service, includes: service.includedServiceIDs.compactMap { handlesByID[$0] }))
+                handlesByID[service.id] = handles
+                for (local, assigned) in zip(service.characteristics, handles.characteristics) {
+                    characteristics[local.id] = LocalCharacteristic(serviceID: service.id, valueHandle: assigned.value,
+                                                                    deferred: local.staticValue == nil)
+                }
+            }
+        } catch {
+            return completion(.failure(.core(.outOfSpace, error.reason)))
+        }
+        state.withLock { state in
+            state.serviceHandles = handlesByID
+            state.characteristics = characteristics
+            state.characteristicByValue = Dictionary(characteristics.map { ($0.value.valueHandle, $0.key) }, uniquingKeysWith: { first, _ in first })
+        }
+        let deferred = Set(characteristics.values.filter(\.deferred).map(\.valueHandle))
+        stack.host.setGATTDatabase(database, changedRange: changed ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil)
+        stack.host.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
+        completion(.success(()))
+    }
+
+    /// The GATT definition of a façade service (properties octet, permissions, cached or deferred value, static
+    /// descriptors; the database adds the CCCD and Extended Properties).
+    private func definition(of service: CBBackendLocalService, includes: [GATTServiceHandles]) -> GATTServiceDefinition {
+        let characteristics = service.characteristics.map { local -> GATTCharacteristicDefinition in
+            let properties = GATTCharacteristicProperties(rawValue: UInt8(truncatingIfNeeded: local.properties))
+            // CBAttributePermissions: readable 0x01, writeable 0x02, readEncryptionRequired 0x04, writeEncryptionRequired 0x08.
+            let permissions = GATTPermissions(
+                readable: local.permissions & 0x05 != 0, writable: local.permissions & 0x0A != 0,
+                read: local.permissions & 0x04 != 0 ? .encrypted : .none, write: local.permissions & 0x08 != 0 ? .encrypted : .none)
+            // CBCharacteristicProperties notifyEncryptionRequired 0x100, indicateEncryptionRequired 0x200.
+            let subscription: GATTSecurityRequirement = local.properties & 0x300 != 0 ? .encrypted : .none
+            let id = local.id
+            let value: GATTValue
+            if let stored = local.staticValue {
+                value = .stored(stored)
+            } else {
+                value = .dynamic(
+                    read: { _ in .failure(GATTAttributeError(.readNotPermitted)) },
+                    write: { [weak self] request in
+                        if request.kind == .command || request.kind == .signedCommand { self?.writeCommand(request, characteristicID: id) }
+                        return nil
+                    })
+            }
+            return GATTCharacteristicDefinition(
+                uuid: local.uuid, properties: properties, permissions: permissions, value: value,
+                descriptors: local.descriptors.map { GATTDescriptorDefinition(uuid: $0.uuid, permissions: .readOnly, value: .stored($0.value)) },
+                subscriptionSecurity: subscription)
+        }
+        return GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary, includes: includes, characteristics: characteristics)
+    }
+
+    // MARK: Requests
+
+    /// A deferred request from the GATT server (on the loop, inside the server: answer only by hopping).
+    private func deferred(_ request: GATTPendingRequest, _ stack: LaunchedStack) {
+        let connection = request.connection.rawValue
+        let resolved = state.withLock { state -> (BluetoothAddress, [UInt16: Int])? in
+            guard let central = state.centrals[connection] else { return nil }
+            state.pending[request.id] = connection
+            return (central, state.characteristicByValue)
+        }
+        guard let (central, byValue) = resolved else {
+            stack.eventLoop.execute {
+                stack.host.respondToGATTRequest(connectionHandle: connection, id: request.id, result: .failure(GATTAttributeError(.unlikelyError)))
+            }
+            return
+        }
+        let peer = CBBackendPeer(address: central)
+        switch request.kind {
+        case .read(let handle, let offset):
+            guard let id = byValue[handle] else { return refuse(request, stack) }
+            emit(.readRequest(id: request.id, central: peer, characteristicID: id, offset: offset))
+        case .write(let handle, let value):
+            guard let id = byValue[handle] else { return refuse(request, stack) }
+            emit(.writeRequests(id: request.id, central: peer, writes: [CBBackendWrite(characteristicID: id, offset: 0, value: value)],
+                                responseRequired: true))
+        case .executeWrite(let writes):
+            var mapped: [CBBackendWrite] = []
+            for write in writes {
+                guard let id = byValue[write.handle] else { return refuse(request, stack) }
+                mapped.append(CBBackendWrite(characteristicID: id, offset: write.offset, value: write.value))
+            }
+            emit(.writeRequests(id: request.id, central: peer, writes: mapped, responseRequired: true))
+        }
+    }
+
+    private func refuse(_ request: GATTPendingRequest, _ stack: LaunchedStack) {
+        state.withLock { _ = $0.pending.removeValue(forKey: request.id) }
+        stack.eventLoop.execute {
+            stack.host.respondToGATTRequest(connectionHandle: request.connection.rawValue, id: request.id, result: .failure(GATTAttributeError(.attributeNotFound)))
+        }
+    }
+
+    /// A Write Command on a deferred value: a write event nobody answers.
+    private func writeCommand(_ request: GATTWriteRequest, characteristicID: Int) {
+        let resolved = state.withLock { state -> (UInt64, BluetoothAddress)? in
+            guard let central = state.centrals[request.connection.rawValue] else { return nil }
+            state.nextCommandID &+= 1
+            return (state.nextCommandID, central)
+        }
+        guard let (id, central) = resolved else { return }
+        emit(.writeRequests(id: id, central: CBBackendPeer(address: central),
+                            writes: [CBBackendWrite(characteristicID: characteristicID, offset: request.offset, value: request.value)],
+                            responseRequired: false))
+    }
+
+    public func respond(to requestID: UInt64, result: UInt8, value: [UInt8]?) {
+        guard let connection = state.withLock({ $0.pending.removeValue(forKey: requestID) }), let stack = opener.stack else { return }
+        let answer: Result<[UInt8], GATTAttributeError> = result == 0 ? .success(value ?? []) : .failure(GATTAttributeError(ATTErrorCode(rawValue: result)))
+        stack.host.respondToGATTRequest(connectionHandle: connection, id: requestID, result: answer)
+    }
+
+    // MARK: Advertising
+
+    public func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID],
+                                 completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard opener.stack != nil else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
+        let advertisement = PeripheralAdvertisement(localName: localName, serviceUUIDs: serviceUUIDs)
+        onStack { [self] stack in
+            let wasAdvertising = state.withLock { state -> Bool in
+                defer { state.advertisement = advertisement }
+                return state.advertisement != nil
+            }
+            let start: @Sendable () -> Void = {
+                stack.host.startAdvertising(advertisingData: advertisement.advertisingData, scanResponse: advertisement.scanResponse) { result in
+                    completion(result.mapError { .core(.unknown, $0.reason) })
+                }
+            }
+            if wasAdvertising {
+                stack.host.stopAdvertising { _ in start() }
+            } else {
+                start()
+            }
+        }
+    }
+
+    public func stopAdvertising() {
+        onStack { [self] stack in
+            let was = state.withLock { state -> Bool in
+                defer { state.advertisement = nil }
+                return state.advertisement != nil
+            }
+            if was { stack.host.stopAdvertising() }
+        }
+    }
+
+    // MARK: Updates
+
+    public func updateValue(_ value: [UInt8], characteristicID: Int, centrals: [CBBackendPeer]) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            guard state.blocked.isEmpty, state.queuedUpdates < Self.updateQueueLimit else {
+                state.owesReady = true
+                return false
+            }
+            state.queuedUpdates += 1
+            return true
+        }
+        guard accepted else { return false }
+        guard let stack = opener.stack else {
+            state.withLock { $0.queuedUpdates -= 1 }
+            return true
+        }
+        stack.eventLoop.execute { [self] in
+            let (valueHandle, targets) = state.withLock { state -> (UInt16?, Set<UInt16>?) in
+                let handle = state.characteristics[characteristicID]?.valueHandle
+                guard !centrals.isEmpty else { return (handle, nil) }
+                let wanted = Set(centrals.map(\.address))
+                return (handle, Set(state.centrals.filter { wanted.contains($0.value) }.keys))
+            }
+            guard let valueHandle else {
+                state.withLock { $0.queuedUpdates -= 1 }
+                return maybeReady()
+            }
+            stack.host.updateValue(value, handle: valueHandle, to: targets) { [self] result in
+                let sent = (try? result.get()) ?? []
+                let full = sent.filter { !stack.host.isReadyToSend(connectionHandle: $0) }
+                state.withLock { state in
+                    state.queuedUpdates -= 1
+                    state.blocked.formUnion(full)
+                }
+                maybeReady()
+            }
+        }
+        return true
+    }
+
+    private func maybeReady() {
+        let due = state.withLock { state -> Bool in
+            guard state.owesReady, state.blocked.isEmpty, state.queuedUpdates == 0 else { return false }
+            state.owesReady = false
+            return true
+        }
+        if due { emit(.readyToUpdateSubscribers) }
+    }
+
+    public func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer) {}
+
+    public func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
+        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available on the host backend yet")))
+    }
+
+    public func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available on the host backend yet")))
+    }
+
+    // MARK: Host events
+
+    private func handle(_ event: HostEvent, _ stack: LaunchedStack) {
+        switch event {
+        case .connected(let connection) where connection.role == .peripheral:
+            let advertisement = state.withLock { state -> PeripheralAdvertisement? in
+                state.centrals[connection.handle] = connection.peer
+                return state.advertisement
+            }
+            emit(.centralConnected(CBBackendPeer(address: connection.peer), mtu: ATTMTU.leDefault))
+            // The controller stopped advertising for the connection; CoreBluetooth keeps advertising.
+            if let advertisement {
+                stack.host.startAdvertising(advertisingData: advertisement.advertisingData, scanResponse: advertisement.scanResponse) { _ in }
+            }
+        case .disconnected(let handle, _):
+            let gone = state.withLock { state -> (BluetoothAddress, [Int])? in
+                guard let central = state.centrals.removeValue(forKey: handle) else { return nil }
+                let ended = state.subscriptions.filter { $0.connection == handle }
+                state.subscriptions.subtract(ended)
+                state.pending = state.pending.filter { $0.value != handle }
+                state.blocked.remove(handle)
+                return (central, ended.map(\.characteristicID).sorted())
+            }
+            guard let (central, ended) = gone else { return }
+            let peer = CBBackendPeer(address: central)
+            for id in ended { emit(.unsubscribed(peer, characteristicID: id)) }
+            emit(.centralDisconnected(peer))
+            maybeReady()
+        case .attMTUChanged(let handle, let mtu):
+            guard let central = state.load().centrals[handle] else { return }
+            emit(.mtuChanged(CBBackendPeer(address: central), mtu: mtu))
+        case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
+            let change = state.withLock { state -> (BluetoothAddress, Int, Bool)? in
+                guard let central = state.centrals[connection.rawValue], let id = state.characteristicByValue[valueHandle] else { return nil }
+                let key = Subscription(connection: connection.rawValue, characteristicID: id)
+                if configuration.isEmpty {
+                    guard state.subscriptions.remove(key) != nil else { return nil }
+                    return (central, id, false)
+                }
+                guard state.subscriptions.insert(key).inserted else { return nil }
+                return (central, id, true)
+            }
+            guard let (central, id, subscribed) = change else { return }
+            let peer = CBBackendPeer(address: central)
+            emit(subscribed ? .subscribed(peer, characteristicID: id) : .unsubscribed(peer, characteristicID: id))
+        case .readyToSend(let handle):
+            state.withLock { _ = $0.blocked.remove(handle) }
+            maybeReady()
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import OpenCoreBluetooth
+
+/// `blue demo`: seed 001 end to end (issue 5 item 4). The iOS peripheral's and the macOS central's
+/// BluetoothManager run in this process, each on its own host stack and virtual controller on the process's own
+/// air (``HostBackend``; `OCB_HCI` picks another transport), on the main queue as the seed asks (`queue: nil`).
+/// The peripheral publishes a service and advertises; the central scans for it, connects, subscribes and reads
+/// {"Hello": "Darkness"} from the notification, then writes {"Yo": "Lo"}, which the peripheral receives; the
+/// central disconnects. Exit 0 then; exit 1 when it has not finished within `--timeout` seconds.
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Seed 001 end to end: a peripheral and a central exchange two property lists on the built-in air.",
+        discussion: """
+            Runs the iOS peripheral and the macOS central of seed 001 (unchanged CoreBluetooth code, compiled against \
+            OpenCoreBluetooth) in this process, each on its own host stack over a virtual controller. Their logs are \
+            labelled [peripheral] and [central]. Set OCB_HCI=virtual-hub to run them on the `blue air` hub instead.
+            """)
+
+    @Option(help: "Seconds before giving up (exit 1).")
+    var timeout: Double = 20
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+    }
+
+    func run() throws {
+        let log = DemoLog.shared
+        log.write(role: "demo", "seed 001: the iOS peripheral and the macOS central in one process, on the built-in air")
+        let peripheralEar = DemoPeripheralEar()
+        let centralEar = DemoCentralEar()
+        let finish: @Sendable () -> Void = {
+            guard peripheralEar.received, centralEar.received, centralEar.disconnected else { return }
+            log.write(role: "demo", "done: the central read \(log.lastRead ?? "?") and the peripheral received \(log.lastWritten ?? "?")")
+            Foundation.exit(0)
+        }
+        peripheralEar.onChange = finish
+        centralEar.onChange = finish
+        let seconds = timeout
+        DispatchQueue.main.async {
+            // Kept alive for the life of the process: the seed's managers hold their CB managers.
+            DemoApps.peripheral = PeripheralBluetoothManager(delegate: peripheralEar)
+            let central = CentralBluetoothManager(delegate: centralEar)
+            DemoApps.central = central
+            central.scan()
+        }
+        DispatchQueue.main.asyncAfter(deadline: .now() + seconds) {
+            let missing = [
+                centralEar.connected ? nil : "the central did not connect",
+                centralEar.received ? nil : "the central did not read {\"Hello\": \"Darkness\"}",
+                peripheralEar.received ? nil : "the peripheral did not receive {\"Yo\": \"Lo\"}",
+                centralEar.disconnected ? nil : "the central did not disconnect",
+            ].compactMap { $0 }
+            FileHandle.standardError.write(Data(
+                "blue demo: not finished after \(seconds) s: \(missing.joined(separator: "; "))\n".utf8))
+            Foundation.exit(1)
+        }
+        dispatchMain()
+    }
+}
+
+/// The two seed apps of the demo (touched on the main queue only).
+@MainActor enum DemoApps {
+    static var peripheral: PeripheralBluetoothManager?
+    static var central: CentralBluetoothManager?
+}
+
+/// Writes the demo's labelled log lines ("[central] didConnect ...") to standard output, and remembers the
+/// values the seeds printed.
+final class DemoLog: @unchecked Sendable {
+    static let shared = DemoLog()
+    private let lock = NSLock()
+    private var read: String?
+    private var written: String?
+
+    var lastRead: String? { lock.withLock { read } }
+    var lastWritten: String? { lock.withLock { written } }
+
+    func write(role: String, _ text: String) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+        lock.withLock {
+            for line in lines {
+                if line.hasPrefix("Value read is: ") { read = String(line.dropFirst("Value read is: ".count)) }
+                if line.hasPrefix("Written value is: ") { written = String(line.dropFirst("Written value is: ".count)) }
+                Swift.print("[\(role)] \(line)")
+            }
+            fflush(nil)
+        }
+    }
+}
+
+/// What the iOS peripheral's BlueEar hears.
+final class DemoPeripheralEar: PeripheralBlueEar, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _received = false
+    var onChange: (@Sendable () -> Void)?
+    var received: Bool { lock.withLock { _received } }
+
+    func didStartConfiguration() {}
+    func didStartAdvertising() {}
+    func didSendData() {}
+    func didReceiveData() {
+        lock.withLock { _received = true }
+        onChange?()
+    }
+}
+
+/// What the macOS central's BlueEar hears.
+final class DemoCentralEar: CentralBlueEar, @unchecked Sendable {
+    private let lock = NSLock()
+    private var state = (connected: false, received: false, disconnected: false)
+    var onChange: (@Sendable () -> Void)?
+    var connected: Bool { lock.withLock { state.connected } }
+    var received: Bool { lock.withLock { state.received } }
+    var disconnected: Bool { lock.withLock { state.disconnected } }
+
+    func didStartConfiguration() {}
+    func didStartScanningPeripherals() {}
+    func didConnectPeripheral(name: String?) { lock.withLock { state.connected = true } }
+    func didDisconnectPeripheral(name: String?) {
+        lock.withLock { state.disconnected = true }
+        onChange?()
+    }
+    func didSendData() {}
+    func didReceiveData() {
+        lock.withLock { state.received = true }
+        onChange?()
+    }
+    func didFailConnection() {}
+}
