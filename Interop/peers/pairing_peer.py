@@ -1,0 +1,235 @@
+"""A Bumble host that pairs with our host, in either role, for the Swift security interop tests
+(Tests/HostTests/SecurityInterop*Tests.swift).
+
+    python pairing_peer.py --port P --address F0:0C:B1:00:00:03 --role peripheral|central [--peer ADDRESS]
+                           --method jw|numeric|passkey|legacy-jw|legacy-passkey [--passkey N]
+                           [--keystore FILE] [--connections N] [--timeout 60]
+
+Connects as a host to the controller at tcp-client:127.0.0.1:P (Bumble's controller or our air hub).
+
+Methods (Bumble's side; the Swift test configures ours to match):
+  jw              LE SC, NoInputNoOutput, no MITM
+  numeric         LE SC, DisplayYesNo, MITM; the number is confirmed automatically (and printed)
+  passkey         LE SC, KeyboardOnly, MITM; types --passkey (ours displays it)
+  legacy-jw       legacy, NoInputNoOutput
+  legacy-passkey  legacy, KeyboardOnly, MITM; types --passkey
+
+Peripheral role: advertises connectably (advertising restarted after each disconnection), serves one
+characteristic SECRET (read needs encryption, value SECRET_VALUE) and one PLAIN. The central pairs or encrypts.
+Central role: connects to --peer (random address); on the first connection pairs (connection.pair()), on later
+ones encrypts with the keystore's keys (connection.encrypt()); then disconnects. Exits after --connections.
+
+JSON lines (interop_gatt.emit):
+  {"event": "ready", "address": ...}
+  {"event": "connected", "peer": ..., "index": N}
+  {"event": "pairing_start"}
+  {"event": "number", "number": N}                     numeric comparison value Bumble confirmed
+  {"event": "passkey_entered", "passkey": N}
+  {"event": "paired", "sc": B, "authenticated": B, "keys": [...], "identity": ADDRESS}
+  {"event": "pairing_failed", "reason": N}             SMP Pairing Failed reason
+  {"event": "encrypted", "encryption": N, "key_size": N}
+  {"event": "encryption_failed", "error": N}
+  {"event": "read", "characteristic": NAME, "encrypted": B}
+  {"event": "disconnected", "reason": N, "index": N}
+  {"event": "done"}                                     then exit 0
+  {"event": "error", "message": ...}                    then exit 1
+Exits 2 when nothing finished within --timeout seconds.
+"""
+import argparse
+import asyncio
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import interop_gatt as g  # noqa: E402
+
+from bumble.core import UUID, AdvertisingData  # noqa: E402
+from bumble.device import Device  # noqa: E402
+from bumble.gatt import Characteristic, CharacteristicValue, Service  # noqa: E402
+from bumble.hci import Address  # noqa: E402
+from bumble.keys import JsonKeyStore  # noqa: E402
+from bumble.pairing import PairingConfig, PairingDelegate  # noqa: E402
+from bumble.transport import open_transport  # noqa: E402
+
+SECURE_SERVICE = g.uuid_string(0x5E1F_2001)
+SECRET = g.uuid_string(0x5E1F_2002)
+PLAIN = g.uuid_string(0x5E1F_2003)
+SECRET_VALUE = b"secret behind encryption"
+PLAIN_VALUE = b"plain value"
+
+IO = PairingDelegate.IoCapability
+METHODS = {
+    # name: (sc, mitm, io capability)
+    "jw": (True, False, IO.NO_OUTPUT_NO_INPUT),
+    "numeric": (True, True, IO.DISPLAY_OUTPUT_AND_YES_NO_INPUT),
+    "passkey": (True, True, IO.KEYBOARD_INPUT_ONLY),
+    "legacy-jw": (False, False, IO.NO_OUTPUT_NO_INPUT),
+    "legacy-passkey": (False, True, IO.KEYBOARD_INPUT_ONLY),
+}
+
+
+class Delegate(PairingDelegate):
+    """Confirms everything automatically; types the fixed passkey; prints what it was shown."""
+
+    def __init__(self, io_capability, passkey):
+        super().__init__(io_capability=io_capability)
+        self.passkey = passkey
+
+    async def accept(self):
+        return True
+
+    async def confirm(self, auto=False):
+        return True
+
+    async def compare_numbers(self, number, digits):
+        g.emit(event="number", number=number)
+        return True
+
+    async def get_number(self):
+        g.emit(event="passkey_entered", passkey=self.passkey)
+        return self.passkey
+
+    async def generate_passkey(self):
+        return self.passkey
+
+    async def display_number(self, number, digits):
+        g.emit(event="displayed", number=number)
+
+
+def key_names(keys):
+    names = []
+    for name in ("ltk", "ltk_central", "ltk_peripheral", "irk", "csrk", "link_key"):
+        if getattr(keys, name, None) is not None:
+            names.append(name)
+    return names
+
+
+def watch(connection, index, done):
+    connection.on("pairing_start", lambda: g.emit(event="pairing_start"))
+    connection.on("pairing", lambda keys: g.emit(
+        event="paired", sc=bool(connection.sc), authenticated=bool(connection.authenticated), keys=key_names(keys),
+        identity=str(keys.address_type) if keys is not None else None))
+    connection.on("pairing_failure", lambda reason: g.emit(event="pairing_failed", reason=int(reason)))
+    connection.on("connection_encryption_change", lambda: g.emit(
+        event="encrypted", encryption=int(connection.encryption), key_size=int(connection.encryption_key_size)))
+    connection.on("connection_encryption_failure", lambda error: g.emit(event="encryption_failed", error=int(error)))
+
+    def on_disconnection(reason):
+        g.emit(event="disconnected", reason=int(reason), index=index)
+        if not done.done():
+            done.set_result(reason)
+
+    connection.on("disconnection", on_disconnection)
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--role", choices=["central", "peripheral"], required=True)
+    parser.add_argument("--peer")
+    parser.add_argument("--method", choices=sorted(METHODS), required=True)
+    parser.add_argument("--passkey", type=int, default=123456)
+    parser.add_argument("--keystore")
+    parser.add_argument("--connections", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=60)
+    args = parser.parse_args()
+
+    transport = await asyncio.wait_for(open_transport(f"tcp-client:127.0.0.1:{args.port}"), 10)
+    device = Device.with_hci("OCB-Pairing", Address(args.address), transport.source, transport.sink)
+    sc, mitm, io = METHODS[args.method]
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey))
+    if args.keystore:
+        device.keystore = JsonKeyStore(namespace=None, filename=args.keystore)
+
+    def reader(name, value):
+        def read(connection):
+            g.emit(event="read", characteristic=name, encrypted=bool(connection.encryption))
+            return value
+        return CharacteristicValue(read=read)
+
+    P = Characteristic.Properties
+    device.add_services([Service(UUID(SECURE_SERVICE), [
+        Characteristic(UUID(SECRET), P.READ, Characteristic.READ_REQUIRES_ENCRYPTION, reader("secret", SECRET_VALUE)),
+        Characteristic(UUID(PLAIN), P.READ, Characteristic.READABLE, reader("plain", PLAIN_VALUE)),
+    ])])
+    await asyncio.wait_for(device.power_on(), 10)
+
+    if args.role == "peripheral":
+        await peripheral(device, args)
+    else:
+        await central(device, args)
+    g.emit(event="done")
+    os._exit(0)
+
+
+async def peripheral(device, args):
+    advertising = bytes(AdvertisingData([
+        (AdvertisingData.FLAGS, bytes([0x06])),
+        (AdvertisingData.COMPLETE_LOCAL_NAME, b"OCB-Pairing"),
+    ]))
+    for index in range(args.connections):
+        done = asyncio.get_running_loop().create_future()
+        connected = asyncio.get_running_loop().create_future()
+
+        def on_connection(connection):
+            if not connected.done():
+                connected.set_result(connection)
+
+        device.on("connection", on_connection)
+        await asyncio.wait_for(device.start_advertising(advertising_data=advertising), 10)
+        if index == 0:
+            g.emit(event="ready", address=str(device.random_address))
+        else:
+            g.emit(event="advertising", index=index)
+        connection = await connected
+        device.remove_listener("connection", on_connection)
+        g.emit(event="connected", peer=str(connection.peer_address), index=index)
+        watch(connection, index, done)
+        await done
+
+
+async def central(device, args):
+    g.emit(event="ready", address=str(device.random_address))
+    for index in range(args.connections):
+        done = asyncio.get_running_loop().create_future()
+        connection = await asyncio.wait_for(device.connect(Address(args.peer), timeout=15), 20)
+        g.emit(event="connected", peer=str(connection.peer_address), index=index)
+        watch(connection, index, done)
+        try:
+            if index == 0:
+                await asyncio.wait_for(connection.pair(), 40)
+            else:
+                await asyncio.wait_for(connection.encrypt(), 20)
+        except asyncio.TimeoutError:
+            g.emit(event="step_timeout", index=index)
+        except Exception as error:  # noqa: BLE001 - the failure events say why; the test decides
+            g.emit(event="step_failed", index=index, message=f"{type(error).__name__}: {error}")
+        await asyncio.sleep(0.5)
+        if not done.done():
+            await asyncio.wait_for(connection.disconnect(), 10)
+        await asyncio.wait_for(done, 10)
+        await asyncio.sleep(0.3)
+
+
+if __name__ == "__main__":
+    try:
+        arguments = sys.argv
+        timeout = 60.0
+        if "--timeout" in arguments:
+            timeout = float(arguments[arguments.index("--timeout") + 1])
+
+        async def bounded():
+            try:
+                await asyncio.wait_for(main(), timeout)
+            except asyncio.TimeoutError:
+                g.emit(event="timeout")
+                os._exit(2)
+
+        asyncio.run(bounded())
+    except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
+        g.emit(event="error", message=f"{type(error).__name__}: {error}", trace=traceback.format_exc())
+        os._exit(1)
