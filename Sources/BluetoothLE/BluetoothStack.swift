@@ -302,6 +302,7 @@ extension StackCore {
                     loop.execute { [self] in notify(value, handle: handle, targets: targets, characteristic: characteristic, operation) }
                     return
                 }
+                flowControlWaits += 1
                 links[full]?.readyWaiters[makeID()] = { [self] in
                     notify(value, handle: handle, targets: targets, characteristic: characteristic, operation)
                 }

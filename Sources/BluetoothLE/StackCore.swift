@@ -47,6 +47,8 @@ final class StackCore: @unchecked Sendable {
     /// L2CAP channel listeners per PSM.
     var l2capListeners: [UInt16: AsyncStream<L2CAPChannel>.Continuation] = [:]
     var nextID: UInt64 = 0
+    /// Times a write without response or a notification waited for send room (since start).
+    var flowControlWaits = 0
 
     init(host: HostStack) {
         self.host = host
@@ -203,6 +205,7 @@ final class StackCore: @unchecked Sendable {
         }
         let id = makeID()
         links[handle]?.readyWaiters[id] = job
+        flowControlWaits += 1
         return id
     }
 
@@ -213,7 +216,8 @@ final class StackCore: @unchecked Sendable {
             notificationStreams: links.values.reduce(0) { $0 + $1.notificationSinks.values.reduce(0) { $0 + $1.count } },
             readyWaiters: links.values.reduce(0) { $0 + $1.readyWaiters.count },
             l2capChannels: links.values.reduce(0) { $0 + $1.channels.count },
-            connectionStreams: connectionSinks.count, l2capListeners: l2capListeners.count)
+            connectionStreams: connectionSinks.count, l2capListeners: l2capListeners.count,
+            flowControlWaits: flowControlWaits)
     }
 }
 
@@ -228,6 +232,9 @@ public struct BluetoothLEResources: Hashable, Sendable, CustomStringConvertible 
     public var l2capChannels: Int
     public var connectionStreams: Int
     public var l2capListeners: Int
+    /// Times a write without response or a notification waited for send room, since start (a statistic, not
+    /// part of the quiescence check).
+    public var flowControlWaits: Int = 0
 
     /// No stream, no waiter, no scan, no link.
     public var isQuiescent: Bool {

@@ -104,3 +104,6 @@ func eventually(_ seconds: Double = 5, _ condition: @Sendable () async -> Bool) 
     }
     return await condition()
 }
+
+/// A value behind a lock, for test recorders.
+typealias LockedBox = LockedValue
