@@ -166,7 +166,11 @@ public final class BluetoothStack: Sendable {
             }
         }
         let core = core, registered = published
-        await onLoop { for (handle, characteristic) in registered { core.localCharacteristics[handle] = characteristic } }
+        await onLoop {
+            for (handle, characteristic) in registered { core.localCharacteristics[handle] = characteristic }
+            let answered = Set(core.localCharacteristics.filter { $0.value.answersRequests }.keys)
+            core.host.setGATTDeferral(answered.isEmpty ? nil : GATTDeferral(handles: answered) { request in core.deferred(request) })
+        }
         for (_, characteristic) in published {
             let handlers = characteristic.state.withLock { $0.writeHandlers }
             guard !handlers.isEmpty else { continue }

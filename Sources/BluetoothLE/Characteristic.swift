@@ -6,11 +6,13 @@ public import GATT
 /// A characteristic of the local GATT server, declared with ``Service`` (Core 5.4 Vol 3 Part G §3.3: declaration,
 /// value, descriptors; the CCCD of a notifying characteristic is added by the database).
 ///
-/// Values are kept by the server (value-backed): reads, including long reads, are answered from the current
-/// value without running any application code; writes a central makes replace it and are then reported through
-/// ``writes()`` and the ``onWrite(_:)`` handler, which run on their own task, never on the stack's loop. (The host's
-/// GATT server answers requests synchronously on its loop, so a handler cannot decide the answer of a request:
-/// refuse writes with ``permissions``, and use ``maximumLength`` to bound them.)
+/// By default the value is kept by the server (value-backed): reads, including long reads, are answered from the
+/// current value without running application code; writes replace it and are then reported through ``writes()``
+/// and ``onWrite(_:)``. With ``onRead(_:)`` or ``onWriteRequest(_:)`` the application answers instead: the host
+/// defers the Read / Read Blob / Write / Execute Write Request (its `GATTDeferral`), the async handler runs on a
+/// task of its own (never on the stack's loop), and its result (or thrown ATT error) becomes the response.
+/// Permissions and lengths are checked by the server before a handler runs. Write Commands (without response)
+/// are never deferred: they are stored and reported.
 ///
 /// The object is the handle to the characteristic once published: ``BluetoothStack/notify(_:value:to:)`` and
 /// ``BluetoothStack/setValue(_:_:)`` take it. Publish it in one stack only.
@@ -29,6 +31,8 @@ public final class Characteristic: Sendable, CustomStringConvertible {
         var writeSinks: [UInt64: AsyncStream<CharacteristicWrite>.Continuation] = [:]
         var nextID: UInt64 = 0
         var writeHandlers: [@Sendable (CharacteristicWrite) async -> Void] = []
+        var readHandler: (@Sendable (CharacteristicRead) async throws -> [UInt8])?
+        var writeRequestHandler: (@Sendable (CharacteristicWrite) async throws -> Void)?
     }
 
     let state: LockedValue<State>
@@ -60,6 +64,30 @@ public final class Characteristic: Sendable, CustomStringConvertible {
     public func onWrite(_ handler: @escaping @Sendable (CharacteristicWrite) async -> Void) -> Characteristic {
         state.withLock { $0.writeHandlers.append(handler) }
         return self
+    }
+
+    /// Makes reads of the value ask `handler` (Read Request, and each Read Blob Request of a long read, with its
+    /// offset): it returns the whole value, which is answered from the request's offset; throw a
+    /// ``GATTAttributeError`` (e.g. an application error 0x80...0x9F) to answer an Error Response. Runs on a task
+    /// of its own. Returns self, for use inside a ``Service`` builder.
+    @discardableResult
+    public func onRead(_ handler: @escaping @Sendable (CharacteristicRead) async throws -> [UInt8]) -> Characteristic {
+        state.withLock { $0.readHandler = handler }
+        return self
+    }
+
+    /// Makes Write Requests (and Execute Writes of long writes, with the whole new value) ask `handler` before they
+    /// are answered: returning stores the value and answers success (then ``writes()`` and ``onWrite(_:)`` hear of
+    /// it); throwing a ``GATTAttributeError`` refuses the write with that ATT error. Runs on a task of its own.
+    @discardableResult
+    public func onWriteRequest(_ handler: @escaping @Sendable (CharacteristicWrite) async throws -> Void) -> Characteristic {
+        state.withLock { $0.writeRequestHandler = handler }
+        return self
+    }
+
+    /// Whether the application answers requests for the value (``onRead(_:)`` or ``onWriteRequest(_:)``).
+    var answersRequests: Bool {
+        state.withLock { $0.readHandler != nil || $0.writeRequestHandler != nil }
     }
 
     /// The value as last set or written.
@@ -138,6 +166,18 @@ public struct CharacteristicWrite: Sendable, CustomStringConvertible {
     public var value: [UInt8]
 
     public var description: String { "write of \(value.count) octets from \(Dissection.hex16(connectionHandle))" }
+}
+
+/// A read a central makes of a local ``Characteristic`` with an ``Characteristic/onRead(_:)`` handler (Core 5.4
+/// Vol 3 Part F §3.4.4.3 Read Request, §3.4.4.5 Read Blob Request).
+public struct CharacteristicRead: Sendable, CustomStringConvertible {
+    /// The central, when it is still connected when the read is reported.
+    public var central: Central?
+    public var connectionHandle: UInt16
+    /// 0 for a Read Request; the Read Blob offset of a long read's later parts.
+    public var offset: Int
+
+    public var description: String { "read at offset \(offset) from \(Dissection.hex16(connectionHandle))" }
 }
 
 /// A descriptor of a local characteristic (Core 5.4 Vol 3 Part G §3.3.3), value-backed.

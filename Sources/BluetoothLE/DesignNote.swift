@@ -15,9 +15,10 @@
 //
 // Which executor runs it: the stack's loop runs the bookkeeping only. A suspended task is resumed through
 // `PendingOperation` (one-shot, cancellation-aware); stream elements are yielded to `AsyncStream` continuations;
-// `Characteristic.onWrite` handlers run on their own tasks. No user code runs on the loop. Because the host's
-// GATT server answers requests synchronously on the loop, local characteristics are value-backed: reads are
-// answered from the stored value, writes are stored and then reported (they cannot be refused by a handler).
+// `Characteristic.onWrite` handlers run on their own tasks. No user code runs on the loop. Local characteristics
+// are value-backed by default (reads answered from the stored value by the host, writes stored then reported);
+// with `onRead` / `onWriteRequest` the host defers the request (`HostStack.setGATTDeferral`), a task runs the
+// async handler and `HostStack.respondToGATTRequest` answers it (`DeferredRequests.swift`).
 //
 // Flow control: write-without-response and notify wait for the connection's send queue to have room
 // (`HostStack.isReadyToSend` / `HostEvent.readyToSend`, the same signal as CoreBluetooth's

@@ -91,9 +91,9 @@ final class StackCore: @unchecked Sendable {
             links[handle]?.channels[channel.rawValue]?.continuation.yield(sdu)
         case .l2capChannelClosed(let handle, let channel, _):
             if let closed = links[handle]?.channels.removeValue(forKey: channel.rawValue) { closed.continuation.finish() }
-        case .controllerError, .connectionUpdated, .encryptionChanged, .encryptionKeyRefreshed, .longTermKeyRequest,
-             .dataLengthChanged, .phyUpdated, .remoteFeatures, .gattIndicationConfirmed, .gattIndicationFailed,
-             .l2capCreditsAvailable, .securityManagerPDU:
+        default:
+            // Controller errors, parameter updates, security and pairing events: not part of this API (yet); the
+            // host handles them by itself.
             break
         }
     }
