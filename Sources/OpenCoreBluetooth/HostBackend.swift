@@ -64,6 +64,16 @@ public enum HostBackend {
             makePeripheral: { HostPeripheralBackend(transport: transport ?? environmentTransport) })
     }
 
+    /// Backends on a new in-process air of their own (a test's private air: its managers meet only each other).
+    /// `preferredATTMTU` (23...517) is the ATT_MTU every stack offers, to exercise long reads and writes.
+    public static func privateAirProvider(seed: UInt64 = 1, preferredATTMTU: Int = 517) -> CBBackendProvider {
+        let air = InProcessAir(seed: seed, label: "OpenCoreBluetooth.privateAir")
+        let mtu = min(max(preferredATTMTU, 23), 517)
+        return CBBackendProvider(
+            makeCentral: { HostCentralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
+            makePeripheral: { HostPeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) })
+    }
+
     /// Managers made while no provider is registered use this one (``provider(_:)`` from the environment).
     static let defaultProvider = provider()
 }
@@ -77,9 +87,11 @@ final class HostBackendStack: Sendable {
 
     /// Opens the stack in a task; `ready` gets it (nil on failure, after printing why to standard error), on the
     /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
-    func open(_ transport: HostBackend.Transport, label: String, ready: @escaping @Sendable (LaunchedStack?) -> Void) {
+    func open(_ transport: HostBackend.Transport, label: String, preferredATTMTU: Int?,
+              ready: @escaping @Sendable (LaunchedStack?) -> Void) {
         Task {
             var options = StackLaunchOptions(label: label)
+            if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
             let result: Result<LaunchedStack, StackLaunchError>
             switch transport {
             case .inProcess(let air):

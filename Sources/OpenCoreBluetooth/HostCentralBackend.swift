@@ -20,6 +20,8 @@ public import StackLauncher
 public final class HostCentralBackend: CBCentralBackend, Sendable {
     /// Writes without response accepted but not yet sent before `writeWithoutResponse` answers false.
     static let writeQueueLimit = 8
+    /// How many reports of a scannable device are held while its scan response has not arrived.
+    static let reportsHeldForScanResponse = 3
     /// How long `.connected` waits for the MTU exchange the host starts on connect.
     static let mtuWait: Duration = .seconds(2)
 
@@ -39,15 +41,19 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         var connectQueue: [BluetoothAddress] = []
         var connecting: BluetoothAddress?
         var scanning: CBBackendScanParameters?
+        /// Scannable devices heard without their scan response yet, and how many of their reports were held.
+        var heldReports: [BluetoothAddress: Int] = [:]
         var closed = false
     }
 
     private let transport: HostBackend.Transport
+    private let preferredATTMTU: Int?
     private let opener = HostBackendStack()
     private let state = LockedValue(State())
 
-    init(transport: HostBackend.Transport) {
+    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
         self.transport = transport
+        self.preferredATTMTU = preferredATTMTU
     }
 
     /// The stack this backend runs on, once open (tests, diagnostics).
@@ -57,7 +63,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        opener.open(transport, label: "OpenCoreBluetooth.central") { [weak self] stack in
+        opener.open(transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU) { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
             stack.addEventHandler { [weak self] event in self?.handle(event) }
@@ -94,7 +100,10 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     public func startScan(_ parameters: CBBackendScanParameters) {
         onStack { [self] stack in
             let previous = state.withLock { state -> CBBackendScanParameters? in
-                defer { state.scanning = parameters }
+                defer {
+                    state.scanning = parameters
+                    state.heldReports = [:]
+                }
                 return state.scanning
             }
             let options = ScanOptions(active: true, filterDuplicates: !parameters.allowDuplicates)
@@ -229,7 +238,19 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     private func handle(_ event: HostEvent) {
         switch event {
         case .advertisingReport(let report):
-            if state.load().scanning != nil { emit(.advertisement(Self.advertisement(report))) }
+            // Like CoreBluetooth's active scan, a scannable device is reported with its scan response (where
+            // the name usually is), unless the response stays missing for a few reports.
+            let scannable = report.eventType == .advInd || report.eventType == .advScanInd
+            let deliver = state.withLock { state -> Bool in
+                guard state.scanning != nil else { return false }
+                guard scannable, report.rawScanResponse == nil else { return true }
+                if state.heldReports.count >= 1024 { state.heldReports = [:] }
+                let held = state.heldReports[report.address, default: 0]
+                guard held < Self.reportsHeldForScanResponse else { return true }
+                state.heldReports[report.address] = held + 1
+                return false
+            }
+            if deliver { emit(.advertisement(Self.advertisement(report))) }
         case .disconnected(let handle, let reason):
             let gone = state.withLock { state -> (BluetoothAddress, Link)? in
                 guard let entry = state.links.first(where: { $0.value.handle == handle }) else { return nil }

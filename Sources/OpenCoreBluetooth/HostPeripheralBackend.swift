@@ -53,11 +53,13 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     }
 
     private let transport: HostBackend.Transport
+    private let preferredATTMTU: Int?
     private let opener = HostBackendStack()
     private let state = LockedValue(State())
 
-    init(transport: HostBackend.Transport) {
+    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
         self.transport = transport
+        self.preferredATTMTU = preferredATTMTU
     }
 
     /// The stack this backend runs on, once open (tests, diagnostics).
@@ -70,7 +72,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        opener.open(transport, label: "OpenCoreBluetooth.peripheral") { [weak self] stack in
+        opener.open(transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU) { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
             stack.addEventHandler { [weak self] event in self?.handle(event, stack) }

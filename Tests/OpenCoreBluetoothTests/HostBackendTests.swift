@@ -1,0 +1,112 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import OpenCoreBluetooth
+
+/// Runs `body` on the main queue (where the apps with `queue: nil` live) and returns its result.
+private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.main.async { continuation.resume(returning: body()) }
+    }
+}
+
+/// Waits until `condition` (checked on the main queue) holds, at most `seconds` of real time: these tests run
+/// real stacks on DispatchEventLoops over an in-process air.
+private func eventually(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if await onMain(condition) { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await onMain(condition)
+}
+
+private final class SeedEar: PeripheralBlueEar, CentralBlueEar, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _events: [String] = []
+    var events: [String] { lock.withLock { _events } }
+    private func add(_ event: String) { lock.withLock { _events.append(event) } }
+
+    func didStartConfiguration() { add("configuration") }
+    func didStartAdvertising() { add("advertising") }
+    func didSendData() { add("send") }
+    func didReceiveData() { add("receive") }
+    func didStartScanningPeripherals() { add("scanning") }
+    func didConnectPeripheral(name: String?) { add("connect \(name ?? "")") }
+    func didDisconnectPeripheral(name: String?) { add("disconnect \(name ?? "")") }
+    func didFailConnection() { add("fail") }
+}
+
+private struct Box<T>: @unchecked Sendable { let value: T }
+
+@Suite struct HostBackendTests {
+    /// Seed 001's iOS peripheral and macOS central, unchanged, against each other through the host backend: two
+    /// host stacks over two virtual controllers on a private in-process air. The central finds the peripheral by
+    /// its advertised service (name from the scan response), connects, subscribes, reads {"Hello": "Darkness"}
+    /// from the notification, writes {"Yo": "Lo"} with response (a deferred request the peripheral app
+    /// answers), then disconnects.
+    @Test func seed001ManagersExchangeBothPlistsThroughHostStacks() async throws {
+        let provider = HostBackend.privateAirProvider(seed: 11)
+        let peripheralEar = SeedEar(), centralEar = SeedEar()
+        let apps = await onMain {
+            CBBackendRegistry.$taskProvider.withValue(provider) {
+                let peripheral = PeripheralBluetoothManager(delegate: peripheralEar)
+                let central = CentralBluetoothManager(delegate: centralEar)
+                central.scan()
+                return Box(value: (peripheral, central))
+            }
+        }
+        let finished = await eventually {
+            centralEar.events.contains("disconnect Peripheral - iOS") && peripheralEar.events.contains("receive")
+        }
+        #expect(finished)
+        #expect(centralEar.events == ["configuration", "scanning", "connect Peripheral - iOS", "receive", "send",
+                                      "disconnect Peripheral - iOS"])
+        #expect(peripheralEar.events == ["configuration", "advertising", "send", "receive"])
+        // (CoreBluetooth drops a peripheral's services when it disconnects: the value read is gone with them; the
+        // ear's "receive" is the seed decoding it as a [String: String] property list.)
+        let misuse = await onMain { () -> [String] in
+            let (peripheral, central) = apps.value
+            return (central.centralManager?.misuseLog ?? []) + (peripheral.peripheralManager?.misuseLog ?? [])
+        }
+        #expect(misuse == [])
+    }
+
+    /// Seed 002's transfer: a long text in chunks of maximumUpdateValueLength ending with "EOM", paced by
+    /// updateValue returning false and peripheralManagerIsReady; then the central's messages as writes without
+    /// response, paced by canSendWriteWithoutResponse and peripheralIsReady(toSendWriteWithoutResponse:).
+    @Test(arguments: [(517, 40_000, 200), (23, 3_000, 60)])
+    func seed002TransferMovesALongTextIntact(mtu: Int, length: Int, messages: Int) async throws {
+        let words = ["Bluetooth", "Low", "Energy", "chunk", "núcleo", "señal", "📡", "end-of-message", "EOM?"]
+        var text = ""
+        var index = 0
+        while text.utf8.count < length {
+            text += words[index % words.count] + (index % 7 == 6 ? "\n" : " ")
+            index += 1
+        }
+        let expected = text
+        let provider = HostBackend.privateAirProvider(seed: UInt64(mtu), preferredATTMTU: mtu)
+        let apps = await onMain {
+            CBBackendRegistry.$taskProvider.withValue(provider) {
+                Box(value: (TransferPeripheral(text: expected), TransferCentral(messages: messages)))
+            }
+        }
+        let finished = await eventually(60) {
+            let (peripheral, central) = apps.value
+            return central.disconnected && peripheral.messagesReceived.count == messages
+        }
+        #expect(finished)
+        let report = await onMain { () -> (String?, Int, Int, Int, [String]) in
+            let (peripheral, central) = apps.value
+            return (central.receivedText, peripheral.chunksSent, peripheral.refusedUpdates, peripheral.readyCallbacks,
+                    peripheral.messagesReceived)
+        }
+        #expect(report.0 == expected)
+        // Every chunk but the last is maximumUpdateValueLength (MTU - 3) long.
+        #expect(report.1 == (expected.utf8.count + mtu - 4) / (mtu - 3))
+        // The queue filled at least once, and every refusal was followed by a ready callback.
+        #expect(report.2 >= 1)
+        #expect(report.3 == report.2)
+        #expect(report.4 == (0..<messages).map { "message \($0)" })
+    }
+}
