@@ -1,0 +1,180 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import OpenCoreBluetooth
+
+private let serviceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000A001")
+private let dynamicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000A001")
+private let cachedUUID = CBUUID(string: "5E1F0002-0000-4000-8000-00000000A001")
+private let dynamicValue = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+private let cachedValue = Data((0..<100).map { UInt8(truncatingIfNeeded: 200 &+ $0) })
+private let writtenValue = Data((0..<100).map { UInt8(truncatingIfNeeded: 0x40 &+ $0) })
+
+/// A peripheral app whose dynamic value is served from `didReceiveRead` (from each request's offset) and whose
+/// writes are collected from `didReceiveWrite`, answered once per batch.
+private final class RequestPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    var manager: CBPeripheralManager!
+    var readOffsets: [(CBUUID, Int)] = []
+    var writeBatches: [[(offset: Int, value: Data)]] = []
+    var subscriptions: [String] = []
+
+    override init() {
+        super.init()
+        manager = CBPeripheralManager(delegate: self, queue: nil)
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        let service = CBMutableService(type: serviceUUID, primary: true)
+        service.characteristics = [
+            CBMutableCharacteristic(type: dynamicUUID, properties: [.read, .write, .notify], value: nil, permissions: [.readable, .writeable]),
+            CBMutableCharacteristic(type: cachedUUID, properties: [.read], value: cachedValue, permissions: [.readable]),
+        ]
+        peripheral.add(service)
+        peripheral.startAdvertising([CBAdvertisementDataLocalNameKey: "Requests", CBAdvertisementDataServiceUUIDsKey: [serviceUUID]])
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+        readOffsets.append((request.characteristic.uuid, request.offset))
+        guard request.offset <= dynamicValue.count else { return peripheral.respond(to: request, withResult: .invalidOffset) }
+        request.value = dynamicValue.subdata(in: request.offset..<dynamicValue.count)
+        peripheral.respond(to: request, withResult: .success)
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+        writeBatches.append(requests.map { (offset: $0.offset, value: $0.value ?? Data()) })
+        if let first = requests.first { peripheral.respond(to: first, withResult: .success) }
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
+        subscriptions.append("subscribe \(characteristic.uuid.uuidString.prefix(8))")
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didUnsubscribeFrom characteristic: CBCharacteristic) {
+        subscriptions.append("unsubscribe \(characteristic.uuid.uuidString.prefix(8))")
+    }
+}
+
+/// A central app that reads the cached and the dynamic value, writes a long value with response, subscribes,
+/// reads the RSSI and disconnects, one step after the other.
+private final class RequestCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
+    var manager: CBCentralManager!
+    var peripheral: CBPeripheral?
+    var advertisedName: String?
+    var advertisedServices: [CBUUID] = []
+    var values: [CBUUID: Data] = [:]
+    var log: [String] = []
+    var maximumWriteLength = 0
+    var done = false
+
+    override init() {
+        super.init()
+        manager = CBCentralManager(delegate: self, queue: nil)
+    }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        if central.state == .poweredOn { central.scanForPeripherals(withServices: [serviceUUID]) }
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        guard self.peripheral == nil else { return }
+        advertisedName = advertisementData[CBAdvertisementDataLocalNameKey] as? String
+        advertisedServices = advertisementData[CBAdvertisementDataServiceUUIDsKey] as? [CBUUID] ?? []
+        self.peripheral = peripheral
+        central.stopScan()
+        central.connect(peripheral)
+    }
+
+    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        maximumWriteLength = peripheral.maximumWriteValueLength(for: .withResponse)
+        peripheral.delegate = self
+        peripheral.discoverServices([serviceUUID])
+    }
+
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+        log.append("disconnected \(error == nil ? "cleanly" : "with an error")")
+        done = true
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+        guard let service = peripheral.services?.first else { return }
+        peripheral.discoverCharacteristics(nil, for: service)
+    }
+
+    private func characteristic(_ uuid: CBUUID) -> CBCharacteristic? {
+        peripheral?.services?.first?.characteristics?.first { $0.uuid == uuid }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+        guard let cached = characteristic(cachedUUID) else { return }
+        peripheral.readValue(for: cached)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        values[characteristic.uuid] = characteristic.value
+        log.append("read \(characteristic.uuid == cachedUUID ? "cached" : "dynamic") \(characteristic.value?.count ?? -1)")
+        if characteristic.uuid == cachedUUID, let dynamic = self.characteristic(dynamicUUID) {
+            peripheral.readValue(for: dynamic)
+        } else if characteristic.uuid == dynamicUUID {
+            peripheral.writeValue(writtenValue, for: characteristic, type: .withResponse)
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        log.append("write \(error.map { "\($0)" } ?? "ok")")
+        peripheral.setNotifyValue(true, for: characteristic)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
+        log.append("notifying \(characteristic.isNotifying)")
+        peripheral.readRSSI()
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+        log.append(error == nil && RSSI.intValue < 0 && RSSI.intValue > -127 ? "rssi" : "rssi failed \(String(describing: error))")
+        manager.cancelPeripheralConnection(peripheral)
+    }
+}
+
+private struct Box<T>: @unchecked Sendable { let value: T }
+
+private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.main.async { continuation.resume(returning: body()) }
+    }
+}
+
+@Suite struct HostBackendRequestTests {
+    /// At ATT_MTU 23 through two host stacks: the cached value is read (Read + Read Blob) without a callback; the
+    /// dynamic one arrives as read requests with offsets 0, 22, 44... each answered from its offset; the long
+    /// write (Prepare Write ×6 + Execute Write) reaches the app as one batch, answered once; the subscription and
+    /// its end at disconnection reach the peripheral app; the advertisement carries the name and the service.
+    @Test func requestsRepliesAndCachedValuesAtMinimumMTU() async throws {
+        let provider = HostBackend.privateAirProvider(seed: 23, preferredATTMTU: 23)
+        let apps = await onMain {
+            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (RequestPeripheral(), RequestCentral())) }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, await !onMain({ apps.value.1.done }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let central = await onMain {
+            Box(value: (apps.value.1.log, apps.value.1.values, apps.value.1.advertisedName, apps.value.1.advertisedServices,
+                        apps.value.1.maximumWriteLength))
+        }
+        let peripheral = await onMain {
+            Box(value: (apps.value.0.readOffsets.map { "\($0.0 == dynamicUUID ? "dynamic" : "cached") \($0.1)" },
+                        apps.value.0.writeBatches, apps.value.0.subscriptions))
+        }
+        #expect(central.value.0 == ["read cached 100", "read dynamic 300", "write ok", "notifying true", "rssi", "disconnected cleanly"])
+        #expect(central.value.1[cachedUUID] == cachedValue)
+        #expect(central.value.1[dynamicUUID] == dynamicValue)
+        #expect(central.value.2 == "Requests")
+        #expect(central.value.3 == [serviceUUID])
+        #expect(central.value.4 == 512)
+        #expect(peripheral.value.0 == stride(from: 0, to: 300, by: 22).map { "dynamic \($0)" })
+        let batches = peripheral.value.1
+        #expect(batches.count == 1)
+        #expect(batches.first?.map(\.offset) == [0])
+        #expect(batches.first?.first?.value == writtenValue)
+        #expect(peripheral.value.2 == ["subscribe 5E1F0001", "unsubscribe 5E1F0001"])
+    }
+}
