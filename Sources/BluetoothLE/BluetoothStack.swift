@@ -4,6 +4,7 @@ import BluetoothRuntime
 import GATT
 public import Host
 import L2CAP
+public import StackLauncher
 
 /// The async/await API over one ``HostStack`` (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part A L2CAP
 /// credit-based channels): scanning as an `AsyncSequence`, async connect and GATT client procedures on
@@ -21,13 +22,30 @@ public final class BluetoothStack: Sendable {
     public let host: HostStack
     let core: StackCore
     private let handlerTasks = LockedValue<[Task<Void, Never>]>([])
+    /// Ends this wrapper's subscription to the host's events (at shutdown).
+    private let unsubscribe: @Sendable () -> Void
+    /// The launched stack this one wraps, shut down with it.
+    let launched: LaunchedStack?
 
-    /// Wraps `host` (started or not; see ``start()``).
+    /// Wraps `host` (started or not; see ``start()``) and installs its event handler: do not set another.
     public init(host: HostStack) {
         self.host = host
         let core = StackCore(host: host)
         self.core = core
+        launched = nil
         host.setEventHandler { event in core.handle(event) }
+        unsubscribe = { host.setEventHandler { _ in } }
+    }
+
+    /// Wraps a stack opened by `StackLauncher` (already started, on any `--hci` transport), as one more of its
+    /// event handlers. ``shutdown()`` shuts the launched stack down too.
+    public init(launched: LaunchedStack) {
+        host = launched.host
+        let core = StackCore(host: launched.host)
+        self.core = core
+        self.launched = launched
+        let subscription = launched.addEventHandler { event in core.handle(event) }
+        unsubscribe = { subscription.cancel() }
     }
 
     /// Starts the host (transport and controller initialisation) when it was not started yet.
@@ -54,9 +72,9 @@ public final class BluetoothStack: Sendable {
     public func shutdown() async {
         for task in handlerTasks.withLock({ tasks in defer { tasks = [] }; return tasks }) { task.cancel() }
         host.shutdown()
-        let core = core
+        let core = core, unsubscribe = unsubscribe
         await onLoop {
-            core.host.setEventHandler { _ in }
+            unsubscribe()
             for sink in core.scanSinks.values { sink.continuation.finish() }
             core.scanSinks = [:]
             core.scanning = false
@@ -74,6 +92,7 @@ public final class BluetoothStack: Sendable {
                 state.link.disconnection.fire(.connectionTerminatedByLocalHost)
             }
         }
+        launched?.shutdown()
     }
 
     private func onLoop<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
@@ -190,7 +209,7 @@ public final class BluetoothStack: Sendable {
     public func advertise(name: String? = nil, services: [BluetoothUUID] = [],
                           manufacturerData: (company: CompanyIdentifier, data: [UInt8])? = nil,
                           connectable: Bool = true, interval: Duration = .milliseconds(100)) async throws -> AdvertisingSession {
-        let units = UInt16(max(0x20, min(0x4000, Int((interval / .microseconds(625)).rounded()))))
+        let units = UInt16(min(0x4000, max(0x20, (interval / .microseconds(625)).rounded())))
         let content = AdvertisingContent(localName: name, serviceUUIDs: services, manufacturerData: manufacturerData)
         let options = AdvertisingOptions(kind: connectable ? .connectable : .scannable, intervalMin: units, intervalMax: units)
         let host = host
