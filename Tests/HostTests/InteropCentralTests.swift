@@ -256,18 +256,18 @@ enum InteropCentralScenario {
         print("interop \(kind): LE Set PHY → \(phy), LE Set Data Length → \(dataLength) (\(rawDataLength)), Read RSSI → \(rssi)")
         switch kind {
         case .bumble:
-            #expect(phy.failureCode == .unresponsiveController, "\(kind): \(phy)")
-            #expect(dataLength.successValue == false, "\(kind): \(dataLength)")
-            #expect(rssi.failureCode == .unsupported, "\(kind): \(rssi)")
+            #expect(phy.interopFailureCode == .unresponsiveController, "\(kind): \(phy)")
+            #expect(dataLength.interopSuccess == false, "\(kind): \(dataLength)")
+            #expect(rssi.interopFailureCode == .unsupported, "\(kind): \(rssi)")
         case .ourAir:
-            #expect(phy.successValue != nil, "\(kind): \(phy)")
-            #expect(dataLength.successValue == true, "\(kind): \(dataLength)")
-            #expect(rssi.successValue != nil, "\(kind): \(rssi)")
+            #expect(phy.interopSuccess != nil, "\(kind): \(phy)")
+            #expect(dataLength.interopSuccess == true, "\(kind): \(dataLength)")
+            #expect(rssi.interopSuccess != nil, "\(kind): \(rssi)")
         case .rootCanal:
             // RootCanal 1.10.0 answers LE Set Data Length with Unknown HCI Command: the link stays at 27 octets.
-            #expect(phy.successValue != nil, "\(kind): \(phy)")
-            #expect(dataLength.successValue == false, "\(kind): \(dataLength)")
-            #expect(rssi.successValue != nil, "\(kind): \(rssi)")
+            #expect(phy.interopSuccess != nil, "\(kind): \(phy)")
+            #expect(dataLength.interopSuccess == false, "\(kind): \(dataLength)")
+            #expect(rssi.interopSuccess != nil, "\(kind): \(rssi)")
         }
         // The pipe and the link still work after all of that.
         let read = try await ours.gatt(handle, .readCharacteristicValue(handle: readHandle))
@@ -276,9 +276,9 @@ enum InteropCentralScenario {
 }
 
 extension Result {
-    var successValue: Success? { if case .success(let value) = self { value } else { nil } }
+    var interopSuccess: Success? { if case .success(let value) = self { value } else { nil } }
 }
 
 extension Result where Failure == HostError {
-    var failureCode: HostError.Code? { if case .failure(let error) = self { error.code } else { nil } }
+    var interopFailureCode: HostError.Code? { if case .failure(let error) = self { error.code } else { nil } }
 }
