@@ -131,6 +131,35 @@ struct GATTTests {
         await air.finish([remote])
     }
 
+    @Test func indicationsStreamAndNonNotifyingCharacteristicsAreRefused() async throws {
+        let air = try await TestAir.started()
+        let indicating = Characteristic(BluetoothUUID(0xFFA1), properties: [.indicate], value: [])
+        let plain = Characteristic(BluetoothUUID(0xFFA2), properties: [.read], value: [1])
+        try await air.peripheral.publish { Service(BluetoothUUID(0xFFA0)) { indicating; plain } }
+        let (remote, local) = try await air.connect()
+        let characteristics = try await remote.discoverCharacteristics(of: try #require(remote.discoverServices([BluetoothUUID(0xFFA0)]).first))
+        do {
+            _ = try await remote.notifications(for: characteristics[1])
+            Issue.record("subscribed to a characteristic that neither notifies nor indicates")
+        } catch let error as BluetoothLEError {
+            #expect(error.code == .notSupported)
+        }
+        let values = try await remote.notifications(for: characteristics[0])
+        #expect(indicating.clientConfiguration(connectionHandle: local.connectionHandle) == 0x0002)
+        for index in 0..<3 { try await air.peripheral.notify(indicating, value: [UInt8(index)]) }
+        let received = try await withTimeout { () -> [[UInt8]] in
+            var received: [[UInt8]] = []
+            for await value in values {
+                received.append(value)
+                if received.count == 3 { break }
+            }
+            return received
+        }
+        #expect(received == [[0], [1], [2]])
+        #expect(await eventually { indicating.clientConfiguration(connectionHandle: local.connectionHandle) == 0 })
+        await air.finish([remote])
+    }
+
     @Test func twoStreamsShareOneSubscription() async throws {
         let air = try await TestAir.started()
         let server = TestServer()

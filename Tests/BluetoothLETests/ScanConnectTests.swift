@@ -62,6 +62,35 @@ struct ScanConnectTests {
         await air.finish()
     }
 
+    @Test func withoutDuplicatesADeviceIsReportedOnlyWhenItsContentChanges() async throws {
+        let air = try await TestAir.started()
+        let advertising = try await air.peripheral.advertise(name: "once", interval: .milliseconds(20))
+        let counts = try await withTimeout { [central = air.central] () -> (unique: Int, all: Int) in
+            let unique = central.scan(duplicates: false)
+            let all = central.scan(duplicates: true)
+            let uniqueTask = Task { () -> Int in
+                var count = 0
+                for try await _ in unique { count += 1 }
+                return count
+            }
+            let allTask = Task { () -> Int in
+                var count = 0
+                for try await _ in all { count += 1 }
+                return count
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            unique.stop()
+            all.stop()
+            return (try await uniqueTask.value, try await allTask.value)
+        }
+        // The advertising report alone, then merged with the scan response: at most two distinct contents.
+        #expect((1...2).contains(counts.unique))
+        #expect(counts.all > 5)
+        #expect(await eventually { await !air.central.resources().isScanning })
+        await advertising.stop()
+        await air.finish()
+    }
+
     @Test func connectGivesBothEndsAndDisconnectEndsThem() async throws {
         let air = try await TestAir.started()
         let (remote, local) = try await air.connect()
