@@ -17,7 +17,18 @@ public import StackLauncher
 /// at once and leaves the stack consistent (the procedure under way completes and its result is dropped; a
 /// connect is cancelled; a scan stream that ends stops the scan).
 ///
-/// The wrapper installs the host's event handler: do not set another one.
+/// ```swift
+/// let stack = BluetoothStack(host: host)          // or BluetoothStack(launched:), InProcessStacks.make(count:)
+/// try await stack.start()
+/// for try await advertisement in stack.scan(services: [heartRate]) {
+///     let peripheral = try await stack.connect(to: advertisement, timeout: .seconds(5))
+///     let measurement = try await peripheral.characteristic(BluetoothUUID(0x2A37), service: heartRate)
+///     for await value in try await peripheral.notifications(for: measurement) { print(value) }
+///     break                                           // leaving the loop stops the scan
+/// }
+/// ```
+///
+/// `init(host:)` installs the host's event handler: do not set another one.
 public final class BluetoothStack: Sendable {
     public let host: HostStack
     let core: StackCore
