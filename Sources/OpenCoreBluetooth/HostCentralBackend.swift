@@ -49,6 +49,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     private let transport: HostBackend.Transport
     private let preferredATTMTU: Int?
     private let opener = HostBackendStack()
+    private let channels = HostL2CAPChannels()
     private let state = LockedValue(State())
 
     init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
@@ -236,6 +237,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     // MARK: Host events
 
     private func handle(_ event: HostEvent) {
+        if channels.handle(event) { return }
         switch event {
         case .advertisingReport(let report):
             // Like CoreBluetooth's active scan, a scannable device is reported with its scan response (where
@@ -460,6 +462,21 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     public func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                                  completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
-        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available on the host backend yet")))
+        guard let stack = opener.stack else { return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running"))) }
+        stack.eventLoop.execute { [self] in
+            guard let handle = state.load().links[peer.address]?.handle else {
+                return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
+            }
+            stack.host.openL2CAPChannel(connectionHandle: handle, psm: psm) { [self] result in
+                switch result {
+                case .success(let info):
+                    let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: peer)
+                    channels.add(channel)
+                    completion(.success(channel))
+                case .failure(let error):
+                    completion(.failure(.core(.unknown, "cannot open an L2CAP channel on PSM \(psm): \(error.reason)")))
+                }
+            }
+        }
     }
 }

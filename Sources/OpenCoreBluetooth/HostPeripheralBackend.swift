@@ -4,6 +4,7 @@ public import BluetoothCore
 import BluetoothRuntime
 import GATT
 import Host
+import L2CAP
 public import StackLauncher
 
 /// The GAP peripheral and GATT server of a `CBPeripheralManager` on its own ``HostStack`` (see ``HostBackend``).
@@ -49,12 +50,14 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         var blocked: Set<UInt16> = []
         var owesReady = false
         var advertisement: PeripheralAdvertisement?
+        var publishedPSMs: Set<UInt16> = []
         var closed = false
     }
 
     private let transport: HostBackend.Transport
     private let preferredATTMTU: Int?
     private let opener = HostBackendStack()
+    private let channels = HostL2CAPChannels()
     private let state = LockedValue(State())
 
     init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
@@ -336,18 +339,51 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     public func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer) {}
 
+    /// Registers a channel server on the lowest free dynamic LE_PSM (0x0080...0x00FF, Core 5.4 Vol 3 Part A
+    /// §4.22): SDUs up to 2048 octets, 16 initial credits returned automatically. `encryptionRequired` is not
+    /// enforced yet (the link's encryption comes with the security layer).
     public func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
-        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available on the host backend yet")))
+        guard let stack = opener.stack else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
+        stack.eventLoop.execute { [self] in
+            let psm = state.withLock { state -> UInt16? in
+                guard let free = (UInt16(0x0080)...0x00FF).first(where: { !state.publishedPSMs.contains($0) }) else { return nil }
+                state.publishedPSMs.insert(free)
+                return free
+            }
+            guard let psm else { return completion(.failure(.core(.outOfSpace, "every dynamic LE_PSM is published"))) }
+            stack.host.registerL2CAPServer(L2CAPChannelServer(psm: psm, mtu: 2048, mps: 247, initialCredits: 16)) { [self] result in
+                switch result {
+                case .success: completion(.success(psm))
+                case .failure(let error):
+                    state.withLock { _ = $0.publishedPSMs.remove(psm) }
+                    completion(.failure(.core(.unknown, "cannot publish PSM \(psm): \(error)")))
+                }
+            }
+        }
     }
 
     public func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available on the host backend yet")))
+        guard let stack = opener.stack else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
+        stack.eventLoop.execute { [self] in
+            guard state.withLock({ $0.publishedPSMs.remove(psm) != nil }) else {
+                return completion(.failure(.core(.invalidParameters, "PSM \(psm) is not published")))
+            }
+            stack.host.unregisterL2CAPServer(psm: psm)
+            completion(.success(()))
+        }
     }
 
     // MARK: Host events
 
     private func handle(_ event: HostEvent, _ stack: LaunchedStack) {
+        if channels.handle(event) { return }
         switch event {
+        case .l2capChannelOpened(let handle, let info) where !info.isInitiator:
+            let central = state.withLock { state in state.publishedPSMs.contains(info.psm) ? state.centrals[handle] : nil }
+            guard let central else { return }
+            let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: CBBackendPeer(address: central))
+            channels.add(channel)
+            emit(.l2capChannelOpened(channel))
         case .connected(let connection) where connection.role == .peripheral:
             let advertisement = state.withLock { state -> PeripheralAdvertisement? in
                 state.centrals[connection.handle] = connection.peer
