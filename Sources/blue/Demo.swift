@@ -28,7 +28,8 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         let log = DemoLog.shared
-        log.write(role: "demo", "seed 001: the iOS peripheral and the macOS central in one process, on the built-in air")
+        let transport = ProcessInfo.processInfo.environment[HostBackend.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+        log.write(role: "demo", "seed 001: the iOS peripheral and the macOS central in one process, on \(transport ?? "the built-in air")")
         let peripheralEar = DemoPeripheralEar()
         let centralEar = DemoCentralEar()
         let finish: @Sendable () -> Void = {
@@ -46,6 +47,7 @@ struct Demo: ParsableCommand {
             DemoApps.central = central
             central.scan()
         }
+        Self.failWhenUnsupported()
         DispatchQueue.main.asyncAfter(deadline: .now() + seconds) {
             let missing = [
                 centralEar.connected ? nil : "the central did not connect",
@@ -58,6 +60,20 @@ struct Demo: ParsableCommand {
             Foundation.exit(1)
         }
         dispatchMain()
+    }
+}
+
+extension Demo {
+    /// Exits 1 at once when a manager reports `.unsupported` (no stack could be opened on the transport
+    /// `OCB_HCI` names; the reason is already on standard error), instead of waiting for the timeout.
+    static func failWhenUnsupported() {
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.1) {
+            let states = [DemoApps.peripheral?.peripheralManager?.state, DemoApps.central?.centralManager?.state]
+            guard states.contains(.unsupported) else { return failWhenUnsupported() }
+            let transport = ProcessInfo.processInfo.environment[HostBackend.environmentVariable] ?? "the built-in air"
+            FileHandle.standardError.write(Data("blue demo: no Bluetooth stack on \(transport)\n".utf8))
+            Foundation.exit(1)
+        }
     }
 }
 
