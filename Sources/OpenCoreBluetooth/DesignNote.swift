@@ -23,3 +23,13 @@
 // Linux specifics: no authorization prompt (`.allowedAlways`); no state restoration (the restore keys are
 // accepted and ignored); `queue: nil` is the main queue, which runs only under dispatchMain(), RunLoop.main.run()
 // or an async main; L2CAP stream events are delivered on the manager's queue.
+//
+// The production backend (HostBackend*.swift): one HostStack per manager, each over its own controller, so a
+// central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`).
+// The air: OCB_HCI unset/`virtual` → the process's own in-process air (StackLauncher.InProcessAir, public
+// addresses 0A:1C:00:00:00:nn in creation order, hence identifiers stable across runs); `virtual-hub` → the
+// `blue air` hub; any other text → a `--hci` specification (tcp:, unix:, air:PATH, serial:, hciN). Each backend's
+// state sits in a LockedValue changed on its stack's loop; the stack opens asynchronously and the first state
+// (`.poweredOn`, or `.unsupported` when it cannot open) follows. The peripheral side serves cached values from the
+// GATT database and defers every other read/write to the app through the GATT server's deferred requests
+// (GATTDeferral, Core 5.4 Vol 3 Part F §3.4.4–§3.4.6), answered by `respond(to:withResult:)`.
