@@ -172,7 +172,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenCoreBluetoothTests",
-            dependencies: ["OpenCoreBluetooth", "BluetoothRuntime", "TestSupport"],
+            dependencies: [
+                "OpenCoreBluetooth", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
+                "VirtualController", "TestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -184,7 +187,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BluetoothLETests",
-            dependencies: ["BluetoothLE", "Host", "VirtualController", "BluetoothRuntime", "TestSupport"],
+            dependencies: [
+                "BluetoothLE", "Host", "VirtualController", "BluetoothRuntime", "BluetoothCore", "GATT", "StackLauncher",
+                "TestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),
