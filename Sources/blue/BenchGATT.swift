@@ -11,7 +11,7 @@ import VirtualController
 ///
 /// Setup (not timed): the peripheral serves one characteristic (read, write, write without response, notify) in
 /// service 0xBE00; the central connects (7.5 ms interval), exchanges MTU (both offer `--mtu`, Core 5.4 Vol 3
-/// Part F §3.4.2), asks for LE data length 251 (Vol 4 Part E §7.8.33) and subscribes (CCCD, Vol 3 Part G §4.10).
+/// Part F §3.4.2), both ask for LE data length 251 (Vol 4 Part E §7.8.33) and the central subscribes (CCCD, Vol 3 Part G §4.10).
 /// Measured: `notify` sends `count` notifications of `size` octets from the server, paced by readiness
 /// (`updateValue(requireReady: true)`, then ``HostEvent/readyToSend(handle:)``), and the client counts them;
 /// `write` sends `count` Write Commands (Vol 3 Part G §4.9.1) paced by ``HostStack/isReadyToSend(connectionHandle:)``
@@ -157,15 +157,29 @@ final class GATTBenchmark: @unchecked Sendable {
         }
         negotiatedMTU = expectedMTU
 
-        let dataLength = LockedValue<Int?>(nil)
+        // Both sides ask for LE data length 251 (the sender's TX octets decide how many LL PDUs a value takes:
+        // left at 27, a 251-octet L2CAP PDU goes out as 10 link-layer fragments).
+        let centralTx = LockedValue<Int?>(nil), peripheralTx = LockedValue<Int?>(nil)
         central.setEventHandler { event in
-            if case .dataLengthChanged(_, let tx, _) = event { dataLength.store(Int(tx)) }
+            if case .dataLengthChanged(_, let tx, _) = event { centralTx.store(Int(tx)) }
         }
-        let requested = LockedValue<Bool?>(nil)
-        central.requestDataLength(connectionHandle: centralHandle, txOctets: parameters.dataLength,
-                                  txTime: 2120) { requested.store((try? $0.get()) ?? false) }
-        driver.drive(until: { requested.load() == false || dataLength.load() != nil }, idleLimit: .seconds(2))
-        negotiatedDataLength = dataLength.load() ?? 27
+        peripheral.setEventHandler { event in
+            if case .dataLengthChanged(_, let tx, _) = event { peripheralTx.store(Int(tx)) }
+        }
+        let requests = LockedValue<[Bool]>([])
+        central.requestDataLength(connectionHandle: centralHandle, txOctets: parameters.dataLength, txTime: 2120) { result in
+            requests.withLock { $0.append((try? result.get()) ?? false) }
+        }
+        peripheral.requestDataLength(connectionHandle: peripheralHandle, txOctets: parameters.dataLength, txTime: 2120) { result in
+            requests.withLock { $0.append((try? result.get()) ?? false) }
+        }
+        driver.drive(until: {
+            requests.load().count == 2 && centralTx.load() ?? 0 >= Int(parameters.dataLength)
+                && peripheralTx.load() ?? 0 >= Int(parameters.dataLength)
+        }, idleLimit: .seconds(2))
+        let senderTx = parameters.mode == .notify ? peripheralTx.load() : centralTx.load()
+        negotiatedDataLength = senderTx ?? 27
+        peripheral.setEventHandler { _ in }
 
         if parameters.mode == .notify {
             let subscribed = LockedValue<Result<GATTProcedureResult, GATTClientError>?>(nil)
