@@ -1,0 +1,135 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import OpenCoreBluetooth
+
+private let errorServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E000")
+private let errorCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E000")
+
+/// Refuses the first read and every write with ATT errors, and leaves the second read unanswered.
+private final class RefusingPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    var manager: CBPeripheralManager!
+    var reads = 0
+    var events: [String] = []
+
+    override init() {
+        super.init()
+        manager = CBPeripheralManager(delegate: self, queue: nil)
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        let service = CBMutableService(type: errorServiceUUID, primary: true)
+        service.characteristics = [CBMutableCharacteristic(type: errorCharacteristicUUID, properties: [.read, .write], value: nil,
+                                                           permissions: [.readable, .writeable])]
+        peripheral.add(service)
+        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [errorServiceUUID]])
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+        reads += 1
+        events.append("read \(reads)")
+        if reads == 1 { peripheral.respond(to: request, withResult: .unlikelyError) }
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+        events.append("write \(requests.count)")
+        if let first = requests.first { peripheral.respond(to: first, withResult: .invalidAttributeValueLength) }
+    }
+}
+
+private final class ProbingCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
+    var manager: CBCentralManager!
+    var peripheral: CBPeripheral?
+    var log: [String] = []
+
+    override init() {
+        super.init()
+        manager = CBCentralManager(delegate: self, queue: nil)
+    }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        if central.state == .poweredOn { central.scanForPeripherals(withServices: [errorServiceUUID]) }
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        guard self.peripheral == nil else { return }
+        self.peripheral = peripheral
+        central.stopScan()
+        central.connect(peripheral)
+    }
+
+    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        peripheral.delegate = self
+        peripheral.discoverServices(nil)
+    }
+
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+        log.append("disconnected")
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+        guard let service = peripheral.services?.first(where: { $0.uuid == errorServiceUUID }) else { return }
+        peripheral.discoverCharacteristics([errorCharacteristicUUID], for: service)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+        guard let characteristic = service.characteristics?.first else { return }
+        peripheral.readValue(for: characteristic)
+    }
+
+    private func describe(_ error: (any Error)?) -> String {
+        if let error = error as? CBATTError { return "ATT \(error.code)" }
+        if let error = error as? CBError { return "CB \(error.code)" }
+        return error.map { "\($0)" } ?? "ok"
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        log.append("read \(describe(error))")
+        if log.count == 1 { peripheral.writeValue(Data([1, 2, 3]), for: characteristic, type: .withResponse) }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        log.append("write \(describe(error))")
+        peripheral.readValue(for: characteristic)
+    }
+}
+
+private struct Box<T>: @unchecked Sendable { let value: T }
+
+private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.main.async { continuation.resume(returning: body()) }
+    }
+}
+
+@Suite struct HostBackendErrorTests {
+    /// The app's ATT errors reach the central as `CBATTError`s; a request the app never answers holds the
+    /// central's read until the link ends, and then nothing of it is left in the peripheral backend.
+    @Test func appErrorsReachTheCentralAndUnansweredRequestsEndWithTheLink() async throws {
+        let provider = HostBackend.privateAirProvider(seed: 5)
+        let apps = await onMain {
+            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (RefusingPeripheral(), ProbingCentral())) }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, await onMain({ apps.value.0.reads < 2 }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let backend = await onMain { apps.value.0.manager.backend as? HostPeripheralBackend }
+        let peripheralBackend = try #require(backend)
+        #expect(peripheralBackend.pendingRequestCount == 1)
+        #expect(await onMain { apps.value.1.log } == ["read ATT unlikelyError", "write ATT invalidAttributeValueLength"])
+
+        await onMain {
+            let central = apps.value.1
+            if let peripheral = central.peripheral { central.manager.cancelPeripheralConnection(peripheral) }
+        }
+        while Date() < deadline, await onMain({ !apps.value.1.log.contains("disconnected") }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let log = await onMain { apps.value.1.log }
+        #expect(log.first == "read ATT unlikelyError")
+        #expect(log.last == "disconnected")
+        #expect(log.count == 4 && log[2].hasPrefix("read CB"), "the held read fails with the link: \(log)")
+        #expect(await onMain { apps.value.0.events } == ["read 1", "write 1", "read 2"])
+        // The peripheral's side of the link ends on its own stack, a moment later.
+        while Date() < deadline, peripheralBackend.pendingRequestCount > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+        #expect(peripheralBackend.pendingRequestCount == 0)
+    }
+}
