@@ -106,11 +106,20 @@ def key_names(keys):
     return names
 
 
+def key_authenticated(keys):
+    """Whether the LTK is authenticated (MITM). Bumble's connection.authenticated is not usable: it becomes True on
+    any LE encryption change with encryption 1."""
+    for name in ("ltk", "ltk_central", "ltk_peripheral"):
+        key = getattr(keys, name, None)
+        if key is not None:
+            return bool(key.authenticated)
+    return None
+
+
 def watch(connection, index, done):
     connection.on("pairing_start", lambda: g.emit(event="pairing_start"))
     connection.on("pairing", lambda keys: g.emit(
-        event="paired", sc=bool(connection.sc), authenticated=bool(connection.authenticated), keys=key_names(keys),
-        identity=str(keys.address_type) if keys is not None else None))
+        event="paired", sc=bool(connection.sc), authenticated=key_authenticated(keys), keys=key_names(keys)))
     connection.on("pairing_failure", lambda reason: g.emit(event="pairing_failed", reason=int(reason)))
     connection.on("connection_encryption_change", lambda: g.emit(
         event="encrypted", encryption=int(connection.encryption), key_size=int(connection.encryption_key_size)))
@@ -141,7 +150,10 @@ async def main():
     device = Device.with_hci("OCB-Pairing", Address(args.address), transport.source, transport.sink)
     sc, mitm, io = METHODS[args.method]
     device.pairing_config_factory = lambda connection: PairingConfig(
-        sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey))
+        sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey),
+        # We connect with our random static address: distribute it as the identity (not the controller's public
+        # address, which our air sets and the peer could not link to the address it connected to).
+        identity_address_type=PairingConfig.AddressType.RANDOM)
     if args.keystore:
         device.keystore = JsonKeyStore(namespace=None, filename=args.keystore)
 

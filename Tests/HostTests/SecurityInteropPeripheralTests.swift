@@ -1,0 +1,116 @@
+import AdvertisingData
+import BluetoothCore
+import Foundation
+import HCI
+import Host
+import SMP
+import Testing
+
+/// Issue 6 item 6, second half: a **Bumble central** (Interop/peers/pairing_peer.py) pairing with **our
+/// peripheral** (HostStack over `SocketH4Transport`, `DispatchEventLoop`, advertising), on Bumble's stock controller
+/// pair and on our virtual controller.
+///
+/// For every method: Bumble pairs (it initiates), both sides agree on the method's SC flag and authentication, the
+/// numeric value both confirmed; then Bumble reconnects and encrypts with its keystore's key (a JSON file), which
+/// our peripheral answers from the bond store in the LE Long Term Key Request (Core 5.4 Vol 3 Part H §2.4.4.2;
+/// legacy: found by EDIV/Rand), with no new pairing. A passkey mismatch fails with Confirm Value Failed on both
+/// sides.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SecurityInteropPeripheralTests {
+    static let ourAddress = BluetoothAddress(0xC0CB_0000_0012, type: .random)
+    static let peerAddress = BluetoothAddress(0xF00C_B100_0012, type: .random)
+
+    static let cases: [(InteropControllerKind, SecurityInteropMethod)] =
+        [InteropControllerKind.bumble, .ourAir].flatMap { kind in SecurityInteropMethod.allCases.map { (kind, $0) } }
+
+    static func advertise(_ ours: InteropHost) async throws {
+        let data = AdvertisingData([.flags(.generalDiscoverableLEOnly), .localName(LocalName("OCB-Secure"), complete: true)])
+        let result: Result<Void, HostError> = try await InteropHost.wait(10, "start advertising") { done in
+            ours.host.startAdvertising(advertisingData: data, options: AdvertisingOptions(intervalMin: 0x0020, intervalMax: 0x0030)) {
+                done($0)
+            }
+        }
+        try result.get()
+    }
+
+    @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"), arguments: cases)
+    func bumbleCentralPairsAndReconnects(_ kind: InteropControllerKind, _ method: SecurityInteropMethod) async throws {
+        let run = try await SecurityInteropRun.start(kind, method: method, peerRole: "central", ourAddress: Self.ourAddress,
+                                                     peerAddress: Self.peerAddress, connections: 2,
+                                                     beforePeer: Self.advertise)
+        defer { run.stop() }
+        do {
+            try await pairAndReconnect(run, method)
+        } catch {
+            Issue.record("\(kind) \(method): \(error)\n\(run.transcript)")
+        }
+    }
+
+    func pairAndReconnect(_ run: SecurityInteropRun, _ method: SecurityInteropMethod) async throws {
+        let label = "\(run.kind) \(method)"
+        try await run.ours.waitForEvents(30, "pairing completed or failed") { events in
+            events.contains { event in
+                switch event {
+                case .pairingCompleted, .pairingFailed: true
+                default: false
+                }
+            }
+        }
+        guard let (firstHandle, outcome) = run.ourCompletions.first else {
+            throw InteropFailure("pairing failed: \(run.ourFailures)")
+        }
+        #expect(method.matches(outcome.method), "\(label): method \(String(describing: outcome.method))")
+        #expect(outcome.secureConnections == method.secureConnections, "\(label)")
+        #expect(outcome.authenticated == method.authenticated, "\(label)")
+        #expect(outcome.bonded && !outcome.usedExistingBond, "\(label)")
+        let paired = try await run.peer.waitForEvent("paired", seconds: 10)
+        #expect(paired.bool("sc") == method.secureConnections, "\(label): Bumble says \(paired.object)")
+        #expect(paired.bool("authenticated") == method.authenticated, "\(label): Bumble says \(paired.object)")
+        if method == .numeric {
+            let number = try await run.peer.waitForEvent("number", seconds: 5)
+            #expect(run.numbersWeConfirmed.map(Int.init) == [number.int("number") ?? -1], "\(label)")
+        }
+        print("security interop \(label) peripheral: \(String(describing: outcome.method)), SC \(outcome.secureConnections), "
+              + "authenticated \(outcome.authenticated), bonded \(outcome.bonded), Bumble's keys \(paired.strings("keys") ?? [])")
+
+        // Bumble disconnects, we advertise again, Bumble reconnects and encrypts with its keystore.
+        try await run.ours.waitForEvents(15, "the first disconnection") { events in
+            events.contains { if case .disconnected(firstHandle, _) = $0 { true } else { false } }
+        }
+        try await Self.advertise(run.ours)
+        _ = try await run.peer.waitForEvent("done", seconds: 40)
+        #expect(run.peerEvents("step_failed").isEmpty && run.peerEvents("step_timeout").isEmpty,
+                "\(label): Bumble's steps \(run.peerEvents("step_failed").map(\.object))")
+        #expect(run.peerEvents("encrypted").count == 2, "\(label): Bumble saw \(run.peerEvents("encrypted").count) encryptions")
+        #expect(run.peerEvents("encryption_failed").isEmpty, "\(label)")
+        #expect(run.peerEvents("pairing_start").count == 1, "\(label): Bumble paired again")
+        let fresh = run.ourCompletions.filter { !$0.outcome.usedExistingBond }
+        #expect(fresh.count == 1, "\(label): we paired \(fresh.count) times")
+        let encryptions = run.ours.events.filter { if case .encryptionChanged(_, .success, true) = $0 { true } else { false } }
+        #expect(encryptions.count == 2, "\(label): our encryptions \(encryptions)")
+        #expect(run.ourFailures.isEmpty, "\(label): \(run.ourFailures)")
+    }
+
+    /// Bumble (central, typing) enters another passkey than the one we display: Confirm Value Failed on both sides.
+    @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"),
+          arguments: [SecurityInteropMethod.passkey, .legacyPasskey])
+    func passkeyMismatchFailsWithConfirmValueFailed(_ method: SecurityInteropMethod) async throws {
+        let run = try await SecurityInteropRun.start(.bumble, method: method, peerRole: "central", ourAddress: Self.ourAddress,
+                                                     peerAddress: Self.peerAddress, connections: 1,
+                                                     peerPasskey: SecurityInteropMethod.passkeyValue + 1,
+                                                     beforePeer: Self.advertise)
+        defer { run.stop() }
+        do {
+            let failed = try await run.peer.waitForEvent("pairing_failed", seconds: 30)
+            #expect(failed.int("reason") == Int(SMPPairingFailedReason.confirmValueFailed.rawValue),
+                    "\(method): Bumble's reason \(failed.object)")
+            try await run.ours.waitForEvents(10, "our pairing failure") { events in
+                events.contains { if case .pairingFailed = $0 { true } else { false } }
+            }
+            #expect(run.ourFailures.map(\.reason) == [.confirmValueFailed], "\(method): ours \(run.ourFailures)")
+            #expect(run.ourCompletions.isEmpty && run.peerEvents("paired").isEmpty)
+        } catch {
+            Issue.record("\(method): \(error)\n\(run.transcript)")
+        }
+    }
+}
