@@ -231,6 +231,15 @@ enum InteropCentralScenario {
         let expectedReason: HCIStatus = kind == .bumble ? .remoteUserTerminatedConnection : .connectionTerminatedByLocalHost
         #expect(try disconnected.get() == expectedReason, "\(kind)")
         _ = try await server.waitForEvent("disconnected", seconds: 10)
+
+        // A connect to nobody, cancelled by its own time limit (LE Create Connection Cancel, then the controller's
+        // Connection Complete with Unknown Connection Identifier, which the host swallows).
+        let absent = BluetoothAddress(0xC0DE_AD00_BEEF, type: .random)
+        let timedOut: Result<Connection, HostError> = try await InteropHost.wait(10, "connect to nobody") { done in
+            ours.host.connect(to: absent, options: ConnectOptions(timeout: .seconds(1))) { done($0) }
+        }
+        #expect(timedOut.interopFailureCode == .timedOut, "\(kind): \(timedOut)")
+        try await Task.sleep(for: .milliseconds(300))
         let left = try await ours.onLoop { host in (host.openConnections.count, host.resources.isQuiescent, "\(host.resources)") }
         #expect(left.0 == 0)
         #expect(left.1, "\(kind): \(left.2)")
