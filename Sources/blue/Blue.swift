@@ -15,6 +15,8 @@ struct Blue: ParsableCommand {
         subcommands: [
             Demo.self, Decode.self, Snoop.self, Air.self, Bench.self,
             Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self,
+            Pair.self,
+            Bonds.self,
         ]
     )
 }

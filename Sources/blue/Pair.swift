@@ -1,0 +1,259 @@
+import ArgumentParser
+import BluetoothCore
+import BluetoothRuntime
+import Foundation
+import Host
+import SMP
+import StackLauncher
+
+/// The association model `blue pair` asks for (Core 5.4 Vol 3 Part H §2.3.5.1): the IO capability, MITM and
+/// Secure Connections policy it implies for our side.
+enum PairMethodChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case jw, numeric, passkey
+    case legacyJW = "legacy-jw"
+    case legacyPasskey = "legacy-passkey"
+
+    var secureConnections: SMPSecureConnectionsPolicy {
+        switch self {
+        case .jw, .numeric, .passkey: .required
+        case .legacyJW, .legacyPasskey: .legacyOnly
+        }
+    }
+
+    var mitm: Bool { self != .jw && self != .legacyJW }
+
+    var defaultIO: SMPIOCapability {
+        switch self {
+        case .jw, .legacyJW: .noInputNoOutput
+        case .numeric: .displayYesNo
+        case .passkey, .legacyPasskey: .keyboardDisplay
+        }
+    }
+}
+
+/// `--io`: an IO capability by name (§2.3.2).
+enum IOCapabilityChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case displayOnly = "display-only"
+    case displayYesNo = "display-yes-no"
+    case keyboardOnly = "keyboard-only"
+    case noInputNoOutput = "none"
+    case keyboardDisplay = "keyboard-display"
+
+    var capability: SMPIOCapability {
+        switch self {
+        case .displayOnly: .displayOnly
+        case .displayYesNo: .displayYesNo
+        case .keyboardOnly: .keyboardOnly
+        case .noInputNoOutput: .noInputNoOutput
+        case .keyboardDisplay: .keyboardDisplay
+        }
+    }
+}
+
+/// `blue pair TARGET --method ...`: connects as central and pairs (Core 5.4 Vol 3 Part H §2.3), prints the method
+/// used, the keys each side distributed (§2.4.3), whether the link is encrypted and the bond stored (in the
+/// ``FileBondStore`` default directory, see `blue bonds`). `--reconnect` then disconnects, connects again and
+/// encrypts with the bond (§2.4.4) instead of pairing again.
+///
+/// Numeric Comparison values are printed and confirmed automatically; a passkey to type comes from `--passkey`,
+/// else from standard input; a passkey to display is `--passkey` when given, else a random one (printed).
+struct Pair: ParsableCommand, Sendable {
+    static let configuration = CommandConfiguration(
+        abstract: "Pair with a device as central (LE Secure Connections or legacy) and bond.",
+        discussion: """
+            Methods: jw (LE SC Just Works), numeric (LE SC Numeric Comparison, confirmed automatically), passkey \
+            (LE SC Passkey Entry), legacy-jw, legacy-passkey. Bonds go to the bond directory (see `blue bonds`).
+            Exit codes: 2 target not found, 1 pairing or encryption failed, 64 bad arguments, 69 transport unreachable.
+            """)
+
+    @OptionGroup var stack: StackOptions
+
+    @Argument(help: "The device: name, address or identifier.")
+    var target: String
+
+    @Option(help: "jw, numeric, passkey, legacy-jw or legacy-passkey.")
+    var method: PairMethodChoice = .jw
+
+    @Option(help: "A fixed passkey (0...999999): displayed, or typed when the peer displays.")
+    var passkey: UInt32?
+
+    @Option(help: "Our IO capability: display-only, display-yes-no, keyboard-only, none, keyboard-display (default: from the method).")
+    var io: IOCapabilityChoice?
+
+    @Flag(name: .customLong("no-bond"), help: "Pair without bonding (no keys stored).")
+    var noBond = false
+
+    @Flag(help: "After pairing, disconnect, connect again and encrypt with the bond.")
+    var reconnect = false
+
+    @Option(help: "The bond directory (default: $XDG_DATA_HOME/opencorebluetooth/bonds).")
+    var bonds: String?
+
+    @Option(help: "Seconds to find the target (and again to connect).")
+    var timeout: Double = 10
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        if let passkey, passkey > 999_999 { throw ValidationError("--passkey must be 0...999999") }
+    }
+
+    func run() throws {
+        let command = self
+        try runCommand { () async throws(CLIFailure) in try await command.pair() }
+    }
+
+    func securityConfiguration() -> HostSecurityConfiguration {
+        var security = HostSecurityConfiguration()
+        security.ioCapability = io?.capability ?? method.defaultIO
+        security.mitm = method.mitm
+        security.secureConnections = method.secureConnections
+        security.bonding = !noBond
+        security.fixedPasskey = passkey
+        security.bondStore = FileBondStore(directory: bonds ?? FileBondStore.defaultDirectory())
+        return security
+    }
+
+    func pair() async throws(CLIFailure) {
+        var host = HostConfiguration()
+        host.security = securityConfiguration()
+        var options = StackLaunchOptions(snoopPath: stack.snoop, host: host, label: "blue.pair")
+        options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
+        let launched: LaunchedStack
+        do {
+            launched = try await StackLauncher.open(stack.hci, options: options)
+        } catch {
+            switch error.code {
+            case .invalidSpecification, .snoopFailed: throw CLIFailure(.usage, error.reason)
+            default: throw CLIFailure(.unavailable, error.reason)
+            }
+        }
+        defer { launched.shutdown() }
+        let json = json, typed = passkey, host2 = launched.host
+        let subscription = launched.addEventHandler { event in
+            guard case .pairingInteraction(let handle, let interaction) = event else { return }
+            switch interaction {
+            case .confirmNumericValue(let value):
+                Self.say(json, ["event": "numericComparison", "value": Int(value)], "Numeric comparison: \(Self.six(value)) (confirmed)")
+                host2.answerPairing(connectionHandle: handle, .confirm(true))
+            case .confirmJustWorks:
+                host2.answerPairing(connectionHandle: handle, .confirm(true))
+            case .displayPasskey(let value):
+                Self.say(json, ["event": "displayPasskey", "passkey": Int(value)], "Passkey to type on the device: \(Self.six(value))")
+            case .enterPasskey:
+                if let typed {
+                    host2.answerPairing(connectionHandle: handle, .passkey(typed))
+                } else {
+                    DispatchQueue.global().async {
+                        if !json { Console.line("Type the passkey shown on the device:") }
+                        let line = readLine(strippingNewline: true)
+                        host2.answerPairing(connectionHandle: handle, .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
+                    }
+                }
+            }
+        }
+        defer { subscription.cancel() }
+
+        let limit = duration(seconds: timeout)
+        let report = try await launched.findTarget(TargetMatcher(target), timeout: limit)
+        let name = report.localName ?? report.address.string
+        var summary: [String: Any] = ["target": name, "address": report.address.string, "requestedMethod": method.rawValue]
+
+        let connection = try await launched.connect(to: report.address, name: name, timeout: limit)
+        let first = await securing(launched, connection.handle, force: true)
+        // Our key distribution PDUs (the central's come last) may still sit in the controller's buffers when pairing
+        // completes; HCI Disconnect drops them and the peer then stores no bond. Let them go out first.
+        try? await Task.sleep(for: .seconds(1))
+        await launched.disconnect(connection.handle)
+        let outcome = try first.get(name: name)
+        summary.merge(Self.describe(outcome)) { $1 }
+        if !json { Console.line(Self.text(outcome, name: name)) }
+
+        if reconnect {
+            let again = try await launched.connect(to: report.address, name: name, timeout: limit)
+            let second = await securing(launched, again.handle, force: false)
+            await launched.disconnect(again.handle)
+            let reconnected = try second.get(name: name)
+            summary["reconnect"] = Self.describe(reconnected)
+            if !json {
+                Console.line(reconnected.usedExistingBond
+                             ? "Reconnected: encrypted with the bond, no pairing (key size \(reconnected.keySize))"
+                             : "Reconnected: paired again (no bond): " + Self.text(reconnected, name: name))
+            }
+        }
+        if json { Console.json(summary) }
+    }
+
+    /// Pairs (or, when `force` is false and a bond exists, encrypts with it), within 40 s.
+    func securing(_ launched: LaunchedStack, _ handle: UInt16, force: Bool) async -> PairingResult {
+        let done = OneShot<Result<PairingOutcome, HostError>?>()
+        let timer = launched.eventLoop.schedule(after: .seconds(40)) { done.fire(nil) }
+        launched.host.pair(connectionHandle: handle, options: PairingOptions(forcePairing: force)) { done.fire($0) }
+        let result = await done.wait()
+        timer.cancel()
+        return PairingResult(result: result)
+    }
+
+    struct PairingResult: Sendable {
+        var result: Result<PairingOutcome, HostError>?
+
+        func get(name: String) throws(CLIFailure) -> PairingOutcome {
+            switch result {
+            case .success(let outcome)?: return outcome
+            case .failure(let error)?: throw CLIFailure(.failed, "pairing with \(name) failed: \(error.reason)")
+            case nil: throw CLIFailure(.failed, "pairing with \(name) did not finish within 40 s")
+            }
+        }
+    }
+
+    static func six(_ value: UInt32) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, 6 - text.count)) + text
+    }
+
+    static func say(_ json: Bool, _ object: [String: Any], _ text: String) {
+        if json { Console.json(object) } else { Console.line(text) }
+    }
+
+    /// The names of distributed keys (§3.6): LTK (legacy), IRK with the identity address, CSRK.
+    static func keyNames(_ keys: SMPDistributedKeys) -> [String] {
+        var names: [String] = []
+        if keys.longTermKey != nil { names.append("LTK") }
+        if keys.identityResolvingKey != nil { names.append("IRK") }
+        if let identity = keys.identityAddress { names.append("identity \(identity.string)") }
+        if keys.signatureKey != nil { names.append("CSRK") }
+        return names
+    }
+
+    static func methodName(_ outcome: PairingOutcome) -> String {
+        outcome.method.map { "\($0)" } ?? "existing bond"
+    }
+
+    static func describe(_ outcome: PairingOutcome) -> [String: Any] {
+        var object: [String: Any] = [
+            "method": methodName(outcome), "secureConnections": outcome.secureConnections,
+            "authenticated": outcome.authenticated, "keySize": Int(outcome.keySize), "encrypted": true,
+            "bonded": outcome.bonded, "usedExistingBond": outcome.usedExistingBond,
+            "localKeys": keyNames(outcome.localKeys), "peerKeys": keyNames(outcome.peerKeys),
+        ]
+        if outcome.secureConnections && !outcome.usedExistingBond { object["sharedLTK"] = true }
+        if let identity = outcome.identityAddress { object["identity"] = identity.string }
+        return object
+    }
+
+    static func text(_ outcome: PairingOutcome, name: String) -> String {
+        let kind = outcome.secureConnections ? "LE Secure Connections" : "LE legacy pairing"
+        let local = keyNames(outcome.localKeys), peer = keyNames(outcome.peerKeys)
+        var lines = [
+            "Paired with \(name): \(methodName(outcome)), \(kind), \(outcome.authenticated ? "authenticated" : "unauthenticated"), key size \(outcome.keySize)",
+            "  keys sent: \(local.isEmpty ? "none" : local.joined(separator: ", "))"
+                + (outcome.secureConnections ? " (LTK derived on both sides)" : ""),
+            "  keys received: \(peer.isEmpty ? "none" : peer.joined(separator: ", "))",
+            "  encrypted: yes",
+            "  bonded: \(outcome.bonded ? "yes" : "no")" + (outcome.identityAddress.map { " (identity \($0.string))" } ?? ""),
+        ]
+        if outcome.usedExistingBond { lines[0] = "Encrypted with the existing bond of \(name), key size \(outcome.keySize)" }
+        return lines.joined(separator: "\n")
+    }
+}
