@@ -14,7 +14,7 @@ import Testing
 /// Write Request, Write Command, a long write and a reliable write of two characteristics (prepared writes,
 /// executed by Bumble's server), everything read back and seen by the server, notifications, indications
 /// confirmed, and the 500 characteristics of 0...512 octets all read back whole; then a disconnect both sides see.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct InteropCentralTests {
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"))
     func ourCentralOnOurAirAgainstBumbleServer() async throws {
@@ -57,7 +57,7 @@ enum InteropCentralScenario {
 
         let server = try InteropProcess("bumble-gatt-server", executable: python, arguments: [
             InteropEnvironment.peersDirectory + "/bumble_gatt_server.py", "--port", "\(controllers.peerPort)",
-            "--address", peerAddress.string, "--name", peerName, "--timeout", "90",
+            "--address", peerAddress.string, "--name", peerName, "--timeout", "170",
         ])
         defer { server.kill() }
         do {
@@ -201,7 +201,7 @@ enum InteropCentralScenario {
         // The 500 characteristics, 0...512 octets, each read whole (all enqueued at once; one request in flight).
         let bigHandles = try (0..<InteropDatabase.bigCount).map { try characteristic(InteropDatabase.bigUUID($0)).valueHandle }
         let started = Date()
-        let results = try await ours.gattBatch(handle, bigHandles.map { .readLongCharacteristicValue(handle: $0) }, seconds: 90)
+        let results = try await ours.gattBatch(handle, bigHandles.map { .readLongCharacteristicValue(handle: $0) }, seconds: 120)
         var mismatches: [String] = []
         var bytes = 0
         for (index, result) in results.enumerated() {

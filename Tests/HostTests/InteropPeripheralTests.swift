@@ -18,7 +18,7 @@ import Testing
 /// two characteristics (Prepare Write Requests of both, echoes checked, one Execute Write), everything read back
 /// and reported by our server, the 500 characteristics of 0...512 octets all read back whole by Bumble,
 /// notifications and indications (confirmed by Bumble), and the disconnect Bumble makes.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct InteropPeripheralTests {
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"))
     func bumbleCentralOnOurAirAgainstOurServer() async throws {
@@ -120,7 +120,7 @@ enum InteropPeripheralScenario {
     static func check(_ kind: InteropControllerKind, _ ours: InteropHost, _ central: InteropProcess,
                       handles: [BluetoothUUID: UInt16]) async throws {
         let started = Date()
-        let result = try await central.waitForEvent("result", seconds: 100)
+        let result = try await central.waitForEvent("result", seconds: 150)
         print("interop \(kind): Bumble's central ran its procedures against our server in "
               + String(format: "%.1f s", Date().timeIntervalSince(started)))
 
