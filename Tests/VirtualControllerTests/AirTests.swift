@@ -135,6 +135,9 @@ import Testing
         #expect(got == expected)
         #expect(b.completedPackets == 40)
         #expect(a.disconnections.isEmpty && b.disconnections.isEmpty)
+        let settled = world.powerOffAllAndSettle()
+        #expect(settled.pending == "nothing")
+        #expect(settled.links == 0)
     }
 
     @Test func outOfRangeEndsInSupervisionTimeoutOnBothSides() {
@@ -185,6 +188,9 @@ import Testing
             return trace.withLock { $0 } + events
         }
         let first = run(seed: 9)
+        let leakCheck = World(seed: 9)
+        _ = leakCheck.connect()
+        #expect(leakCheck.powerOffAllAndSettle() == ("nothing", 0))
         #expect(first.count > 50)
         #expect(first == run(seed: 9))
         #expect(first != run(seed: 10))

@@ -47,6 +47,9 @@ import Testing
         b.sendACL(try HCIACLDataPacket(handle: central, packetBoundary: .firstNonFlushable, data: secret))
         world.advance(.milliseconds(200))
         #expect(a.acl.filter { $0.data == secret }.count == 2)
+        let settled = world.powerOffAllAndSettle()
+        #expect(settled.pending == "nothing")
+        #expect(settled.links == 0)
     }
 
     @Test func mismatchedKeysEndInMICFailure() {
@@ -72,5 +75,8 @@ import Testing
         world.advance(.milliseconds(300))
         #expect(world.hosts[1].events.contains(.encryptionChange(status: .pinOrKeyMissing, handle: central, encryptionEnabled: 0)))
         #expect(world.hosts[1].disconnections.isEmpty)
+        let settled = world.powerOffAllAndSettle()
+        #expect(settled.pending == "nothing")
+        #expect(settled.links == 0)
     }
 }

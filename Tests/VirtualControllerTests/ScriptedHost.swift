@@ -114,6 +114,14 @@ struct World {
 
     func advance(_ duration: Duration) { loop.advance(by: duration) }
 
+    /// The leak check for tests that end with live links: power every controller off, let the air settle, and
+    /// report what is left on the loop (expected: "nothing") and how many links the air still holds (expected: 0).
+    func powerOffAllAndSettle() -> (pending: String, links: Int) {
+        for host in hosts { host.controller.powerOff() }
+        loop.advance(by: .seconds(5))
+        return (loop.pendingWorkDescription, air.linkCount)
+    }
+
     /// Host 0 advertises (connectable, 100 ms), host `central` connects to it; returns (central handle, peripheral handle).
     func connect(central: Int = 1, peripheral: Int = 0, interval: UInt16 = 24, timeout: UInt16 = 100) -> (UInt16, UInt16)? {
         let p = hosts[peripheral], c = hosts[central]
