@@ -59,8 +59,8 @@ struct ACLOutbound {
         var completed: [Completion] = []
         while freeBuffers > 0, !rotation.isEmpty {
             let handle = rotation.removeFirst()
-            guard var queue = queues[handle], !queue.isEmpty else {
-                queues[handle] = nil
+            // Taken out of the dictionary while it is modified, so the array is not copied for each packet.
+            guard var queue = queues.removeValue(forKey: handle), !queue.isEmpty else {
                 continue
             }
             packets.append(queue[0].fragments[queue[0].next])
@@ -71,9 +71,7 @@ struct ACLOutbound {
                 if let completion = queue[0].completion { completed.append(completion) }
                 queue.removeFirst()
             }
-            if queue.isEmpty {
-                queues[handle] = nil
-            } else {
+            if !queue.isEmpty {
                 queues[handle] = queue
                 rotation.append(handle)
             }

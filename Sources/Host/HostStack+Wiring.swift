@@ -265,7 +265,9 @@ extension HostStack {
 
     /// After ACL packets went out: connections found full earlier that have room again are told so.
     func reportSendRoom() {
-        for (handle, record) in connections where record.session?.waitingForSendRoom == true {
+        // Walks the keys and reads one flag: copying each connection record (session included) after every ACL
+        // send was a quarter of the benchmark's time.
+        for handle in connections.keys where connections[handle]?.session?.waitingForSendRoom == true {
             if outbound.queuedPacketCount(for: handle) < configuration.sendQueueLimit {
                 connections[handle]?.session?.waitingForSendRoom = false
                 emit(.readyToSend(handle: handle))

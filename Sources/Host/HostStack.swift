@@ -361,8 +361,16 @@ public final class HostStack: @unchecked Sendable {
             emit(.dataLengthChanged(handle: handle, maxTxOctets: txOctets, maxRxOctets: rxOctets))
         case .phyUpdateComplete(let status, let handle, let tx, let rx):
             emit(.phyUpdated(handle: handle, status: status, tx: tx, rx: rx))
-        case .readLocalP256PublicKeyComplete, .generateDHKeyComplete, .directedAdvertisingReport,
-             .extendedAdvertisingReport, .unknown:
+        case .extendedAdvertisingReport(let reports):
+            guard isScanning else { return }
+            for report in reports {
+                if let legacy = report.legacyReport {
+                    emit(.advertisingReport(scanMerger.merge(legacy)))
+                } else {
+                    stats.ignoredEvents += 1
+                }
+            }
+        case .readLocalP256PublicKeyComplete, .generateDHKeyComplete, .directedAdvertisingReport, .unknown:
             stats.ignoredEvents += 1
         }
     }
