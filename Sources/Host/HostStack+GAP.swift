@@ -49,18 +49,19 @@ extension HostStack {
             var commands: [HCICommand] = [.leSetAdvertisingParameters(parameters), .leSetAdvertisingData(advertisingData.encode())]
             if options.kind.hasScanResponse { commands.append(.leSetScanResponseData(scanResponse.encode())) }
             commands.append(.leSetAdvertisingEnable(true))
-            runSequence(commands) { [self] result in
-                if case .success = result { isAdvertising = true }
-                completion(result)
-            }
+            submitGAP(.advertising, enable: true, commands: commands, beforeEnable: {}, completion: completion)
         }
     }
 
-    /// Stops advertising (LE Set Advertising Enable off).
+    /// Stops advertising (LE Set Advertising Enable off). Requests are ordered: a stop made while a start is still
+    /// under way cancels it (the start fails with ``HostError/Code/cancelled`` unless its enable already went out),
+    /// and the controller ends in the state of the last request.
     public func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
         onLoop { [self] in
             isAdvertising = false
-            runSequence([.leSetAdvertisingEnable(false)]) { completion?($0) }
+            submitGAP(.advertising, enable: false, commands: [.leSetAdvertisingEnable(false)], beforeEnable: { [self] in
+                isAdvertising = false
+            }) { completion?($0) }
         }
     }
 
@@ -77,30 +78,120 @@ extension HostStack {
                                               "scan interval \(options.interval) / window \(options.window): both 0x0004...0x4000, window ≤ interval")))
                 return
             }
-            scanMerger.reset()
             let parameters = LEScanParameters(scanType: options.active ? 0x01 : 0x00, interval: options.interval,
                                               window: options.window, ownAddressType: info.ownAddressType)
-            command(.leSetScanParameters(parameters)) { [self] result in
-                if case .failure(let error) = result { return completion(.failure(error)) }
+            let commands: [HCICommand] = [
+                .leSetScanParameters(parameters), .leSetScanEnable(enable: true, filterDuplicates: options.filterDuplicates),
+            ]
+            submitGAP(.scanning, enable: true, commands: commands, beforeEnable: { [self] in
+                scanMerger.reset()
                 isScanning = true
-                command(.leSetScanEnable(enable: true, filterDuplicates: options.filterDuplicates)) { [self] result in
-                    if case .failure(let error) = result {
-                        isScanning = false
-                        return completion(.failure(error))
-                    }
-                    completion(.success(()))
+            }) { [self] result in
+                if case .failure = result, gapLane(.scanning).waiting == nil, !gapLane(.scanning).controllerEnabled {
+                    isScanning = false
                 }
+                completion(result)
             }
         }
     }
 
-    /// Stops scanning; the per-device merge state is forgotten.
+    /// Stops scanning; the per-device merge state is forgotten. Ordered with ``startScanning(_:completion:)`` as
+    /// ``stopAdvertising(completion:)`` is with advertising: the last request wins.
     public func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
         onLoop { [self] in
             isScanning = false
             scanMerger.reset()
-            runSequence([.leSetScanEnable(enable: false, filterDuplicates: false)]) { completion?($0) }
+            submitGAP(.scanning, enable: false, commands: [.leSetScanEnable(enable: false, filterDuplicates: false)],
+                      beforeEnable: { [self] in
+                          isScanning = false
+                          scanMerger.reset()
+                      }) { completion?($0) }
         }
+    }
+
+    // MARK: Ordered GAP state changes
+
+    func gapLane(_ kind: GAPLaneKind) -> GAPLane {
+        switch kind {
+        case .scanning: securityState.scanLane
+        case .advertising: securityState.advertisingLane
+        }
+    }
+
+    @discardableResult
+    func withGAPLane<T>(_ kind: GAPLaneKind, _ body: (inout GAPLane) -> T) -> T {
+        switch kind {
+        case .scanning: body(&securityState.scanLane)
+        case .advertising: body(&securityState.advertisingLane)
+        }
+    }
+
+    /// Queues one start (`enable` true) or stop of scanning / advertising. The newest request replaces a waiting
+    /// one (which completes with ``HostError/Code/cancelled``); a running start stops at its next command when a
+    /// newer request came, and completes cancelled. A start on a controller left enabled first disables it (its
+    /// failure tolerated: a connection may have stopped advertising already), since parameters cannot change
+    /// while enabled (Vol 4 Part E §7.8.5, §7.8.10).
+    func submitGAP(_ kind: GAPLaneKind, enable: Bool, commands: [HCICommand], beforeEnable: @escaping () -> Void,
+                   completion: @escaping (Result<Void, HostError>) -> Void) {
+        let request = GAPLane.Request(enable: enable, commands: commands, beforeEnable: beforeEnable, completion: completion)
+        let replaced = withGAPLane(kind) { lane -> GAPLane.Request? in
+            lane.generation &+= 1
+            let old = lane.waiting
+            lane.waiting = request
+            return old
+        }
+        replaced?.completion(.failure(HostError(.cancelled, "a later \(kind) request replaced this one before it ran")))
+        runNextGAP(kind)
+    }
+
+    private func runNextGAP(_ kind: GAPLaneKind) {
+        let next = withGAPLane(kind) { lane -> (GAPLane.Request, UInt64, Bool)? in
+            guard !lane.busy, let next = lane.waiting else { return nil }
+            lane.waiting = nil
+            lane.busy = true
+            return (next, lane.generation, lane.controllerEnabled)
+        }
+        guard let (request, generation, enabled) = next else { return }
+        var steps = request.commands.map { GAPLane.Step(command: $0, toleratesFailure: false) }
+        if request.enable, enabled {
+            let disable: HCICommand = kind == .scanning
+                ? .leSetScanEnable(enable: false, filterDuplicates: false) : .leSetAdvertisingEnable(false)
+            steps.insert(GAPLane.Step(command: disable, toleratesFailure: true), at: 0)
+        }
+        runGAPSteps(kind, request, steps[...], generation: generation)
+    }
+
+    private func runGAPSteps(_ kind: GAPLaneKind, _ request: GAPLane.Request, _ steps: ArraySlice<GAPLane.Step>,
+                             generation: UInt64) {
+        guard let step = steps.first else {
+            return finishGAP(kind, request, .success(()))
+        }
+        if request.enable, gapLane(kind).generation != generation {
+            return finishGAP(kind, request, .failure(HostError(.cancelled, "a later \(kind) request came before this start finished")))
+        }
+        let enableValue = step.command.gapEnableValue
+        if enableValue != nil, !step.toleratesFailure { request.beforeEnable() }
+        command(step.command) { [self] result in
+            switch result {
+            case .success:
+                if let enableValue { withGAPLane(kind) { $0.controllerEnabled = enableValue } }
+                runGAPSteps(kind, request, steps.dropFirst(), generation: generation)
+            case .failure where step.toleratesFailure:
+                withGAPLane(kind) { $0.controllerEnabled = false }
+                runGAPSteps(kind, request, steps.dropFirst(), generation: generation)
+            case .failure(let error):
+                finishGAP(kind, request, .failure(error))
+            }
+        }
+    }
+
+    private func finishGAP(_ kind: GAPLaneKind, _ request: GAPLane.Request, _ result: Result<Void, HostError>) {
+        withGAPLane(kind) { $0.busy = false }
+        if kind == .advertising, request.enable, case .success = result, gapLane(kind).waiting == nil {
+            isAdvertising = true
+        }
+        request.completion(result)
+        runNextGAP(kind)
     }
 
     // MARK: Connecting
@@ -313,6 +404,52 @@ extension HostStack {
             case .success: runSequence(Array(commands.dropFirst()), completion: completion)
             case .failure(let error): completion(.failure(error))
             }
+        }
+    }
+}
+
+/// Which GAP state a ``GAPLane`` orders.
+enum GAPLaneKind: CustomStringConvertible {
+    case scanning, advertising
+
+    var description: String { self == .scanning ? "scan" : "advertising" }
+}
+
+/// The requests that change one GAP state (scanning or advertising, Core 5.4 Vol 3 Part C §9.2, §9.3 over
+/// Vol 4 Part E §7.8.10 / §7.8.11, §7.8.5 / §7.8.9), run strictly one after the other so that the controller ends
+/// in the state of the last request: one runs, at most one (the newest) waits. Confined to the host's event loop.
+struct GAPLane {
+    struct Request {
+        let enable: Bool
+        let commands: [HCICommand]
+        /// Called just before the enable command (on or off) goes out.
+        let beforeEnable: () -> Void
+        let completion: (Result<Void, HostError>) -> Void
+    }
+
+    struct Step {
+        let command: HCICommand
+        let toleratesFailure: Bool
+    }
+
+    var busy = false
+    /// Bumped by every request: a running start that sees it change stops.
+    var generation: UInt64 = 0
+    var waiting: Request?
+    /// The enable state the controller last accepted.
+    var controllerEnabled = false
+
+    /// Requests running or waiting (leak checks).
+    var pendingCount: Int { (busy ? 1 : 0) + (waiting == nil ? 0 : 1) }
+}
+
+extension HCICommand {
+    /// The value of an LE Set Scan Enable / LE Set Advertising Enable, nil for other commands.
+    var gapEnableValue: Bool? {
+        switch self {
+        case .leSetScanEnable(let enable, _): enable
+        case .leSetAdvertisingEnable(let enable): enable
+        default: nil
         }
     }
 }

@@ -16,6 +16,10 @@ struct SecurityState {
     /// When our RPA is next replaced (nil: rotation off or not started).
     var rpaDeadline: StackInstant?
     var rpaCommandPending = false
+    /// The ordered scan and advertising requests (`HostStack+GAP.swift`). They live here because this is the
+    /// stack-wide state the GAP extension may extend without touching `HostStack.swift`.
+    var scanLane = GAPLane()
+    var advertisingLane = GAPLane()
 
     /// The bond whose IRK resolves `address`, or whose identity is `address`.
     func bond(resolving address: BluetoothAddress) -> Bond? {
