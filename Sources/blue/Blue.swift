@@ -2,15 +2,18 @@ import ArgumentParser
 
 /// `blue`: the OpenCoreBluetooth command-line tool.
 ///
-/// Today it decodes packets (`blue decode`) and btsnoop captures (`blue snoop show`). The commands that need the
-/// host stack and the virtual radio (demo, scan, explore, serve, chat, bench, pair, air) arrive with those layers;
-/// see README.md.
+/// Every command that talks to a controller takes `--hci` (virtual air by default; `air:PATH`, `tcp:HOST:PORT`,
+/// `unix:PATH`, `serial:/dev/tty...`, `hciN`); see README.md for a tour.
 @main
 struct Blue: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blue",
         abstract: "OpenCoreBluetooth: Bluetooth Low Energy from the command line.",
-        discussion: "Decode packets of every layer, read btsnoop captures. More commands arrive with the host stack.",
+        discussion: """
+            Run the CoreBluetooth seed demo, share a virtual air between processes, scan, explore, read, write, \
+            subscribe, serve a GATT database, pair, measure throughput, and decode packets and captures. \
+            Every command that talks to a controller takes --hci (default: the virtual air).
+            """,
         version: "0.1.0",
         subcommands: [
             Demo.self, Decode.self, Snoop.self, Air.self, Bench.self,
