@@ -43,6 +43,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         var scanning: CBBackendScanParameters?
         /// Scannable devices heard without their scan response yet, and how many of their reports were held.
         var heldReports: [BluetoothAddress: Int] = [:]
+        /// Devices heard or connected since the backend started, oldest first (at most 256).
+        var seen: [BluetoothAddress] = []
         var closed = false
     }
 
@@ -162,6 +164,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
                 state.connecting = nil
                 guard var link = state.links[next] else { return (nil, false) }
                 if case .success(let connection) = result {
+                    Self.remember(next, in: &state)
                     link.handle = connection.handle
                     state.links[next] = link
                 } else {
@@ -232,7 +235,15 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
-    public func knownPeers() -> [CBBackendPeer] { [] }
+    /// The devices this backend heard advertising or connected to since it started (no persistence across runs
+    /// yet; identifiers are stable across runs anyway, being derived from the address).
+    public func knownPeers() -> [CBBackendPeer] { state.load().seen.map { CBBackendPeer(address: $0) } }
+
+    private static func remember(_ address: BluetoothAddress, in state: inout State) {
+        guard !state.seen.contains(address) else { return }
+        if state.seen.count >= 256 { state.seen.removeFirst() }
+        state.seen.append(address)
+    }
 
     // MARK: Host events
 
@@ -245,6 +256,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             let scannable = report.eventType == .advInd || report.eventType == .advScanInd
             let deliver = state.withLock { state -> Bool in
                 guard state.scanning != nil else { return false }
+                Self.remember(report.address, in: &state)
                 guard scannable, report.rawScanResponse == nil else { return true }
                 if state.heldReports.count >= 1024 { state.heldReports = [:] }
                 let held = state.heldReports[report.address, default: 0]

@@ -157,7 +157,9 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
             state.characteristicByValue = Dictionary(characteristics.map { ($0.value.valueHandle, $0.key) }, uniquingKeysWith: { first, _ in first })
         }
         let deferred = Set(characteristics.values.filter(\.deferred).map(\.valueHandle))
-        stack.host.setGATTDatabase(database, changedRange: changed ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil)
+        // Connected clients that enabled Service Changed indications hear of any change (Vol 3 Part G §7.1).
+        let tell = changed || !state.load().centrals.isEmpty
+        stack.host.setGATTDatabase(database, changedRange: tell ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil)
         stack.host.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
         completion(.success(()))
     }
