@@ -178,6 +178,13 @@ extension HostStack {
     /// Disconnection: everyone waiting fails; a pairing in progress is reported failed.
     func securityLinkClosed(_ link: SecurityLink?, handle: UInt16, error: HostError) {
         guard let link else { return }
+        if let deferred = link.deferredCompletion {
+            // The pairing completed and its bond is stored; the link went before the controller acknowledged our
+            // last PDUs (whether the peer got them is unknown): the outcome is announced as it stands.
+            emit(.pairingCompleted(handle: handle, deferred.outcome))
+            for completion in link.waiting { completion(.success(deferred.outcome)) }
+            return
+        }
         if link.smp.isBusy || link.bondEncryption != nil || !link.waiting.isEmpty {
             emit(.pairingFailed(handle: handle, reason: nil, error: error))
         }
@@ -481,12 +488,55 @@ extension HostStack {
             usedExistingBond: false, method: result.method, secureConnections: result.secureConnections,
             authenticated: result.authenticated, keySize: result.keySize, bonded: result.bonded, identityAddress: identity,
             localKeys: result.localKeys, peerKeys: result.peerKeys)
-        emit(.pairingCompleted(handle: handle, outcome))
-        if identity != connection.peer, previous != identity {
-            emit(.peerIdentityResolved(handle: handle, identity: identity))
+        let resolved = identity != connection.peer && previous != identity ? identity : nil
+        if outboundDrained(handle) {
+            announcePairing(outcome, resolved: resolved, handle)
+        } else {
+            // Our last SMP PDUs (the central's key distribution) are still queued or unacknowledged: a caller
+            // that disconnected now would lose them (HCI Disconnect drops the controller's buffers, Vol 4 Part E
+            // §7.1.6), and the peer would store no bond. Completion waits for Number Of Completed Packets.
+            let now = eventLoop.now
+            withSecurityLink(handle) { link in
+                link.deferredCompletion = SecurityLink.DeferredCompletion(
+                    outcome: outcome, resolvedIdentity: resolved, giveUpAt: now + Self.keyDeliveryLimit,
+                    nextCheck: now + Self.keyDeliveryPoll)
+            }
+            armTimer()
         }
+    }
+
+    /// How long a completed pairing waits at most for its PDUs to be acknowledged, and how often it looks.
+    static var keyDeliveryLimit: Duration { .seconds(1) }
+    static var keyDeliveryPoll: Duration { .milliseconds(2) }
+
+    /// Nothing of the connection is queued for or unacknowledged by the controller.
+    func outboundDrained(_ handle: UInt16) -> Bool {
+        outbound.queuedPacketCount(for: handle) == 0 && (outbound.inFlight[handle] ?? 0) == 0
+    }
+
+    /// The pairing outcome goes to the event handler and the waiting callers; the held GATT request is retried.
+    func announcePairing(_ outcome: PairingOutcome, resolved: BluetoothAddress?, _ handle: UInt16) {
+        emit(.pairingCompleted(handle: handle, outcome))
+        if let resolved { emit(.peerIdentityResolved(handle: handle, identity: resolved)) }
         finishWaiting(handle, .success(outcome))
         resumeHeld(handle)
+    }
+
+    /// Deferred pairing completions whose PDUs were acknowledged (or whose time limit passed) are announced.
+    func checkDeferredPairings(now: StackInstant) {
+        let due = connections.compactMap { handle, record -> UInt16? in
+            guard let deferred = record.session?.securityLink?.deferredCompletion, deferred.nextCheck <= now else { return nil }
+            return handle
+        }.sorted()
+        for handle in due {
+            guard let deferred = connections[handle]?.session?.securityLink?.deferredCompletion else { continue }
+            if outboundDrained(handle) || deferred.giveUpAt <= now {
+                withSecurityLink(handle) { $0.deferredCompletion = nil }
+                announcePairing(deferred.outcome, resolved: deferred.resolvedIdentity, handle)
+            } else {
+                withSecurityLink(handle) { $0.deferredCompletion?.nextCheck = now + Self.keyDeliveryPoll }
+            }
+        }
     }
 
     func persist(_ bond: Bond) {
@@ -575,14 +625,18 @@ extension HostStack {
         return SeededSMPKeySource(SplitMixGenerator(state: seed.high ^ seed.low))
     }
 
-    // MARK: Timer (RPA rotation)
+    // MARK: Timer (RPA rotation, deferred pairing completions)
 
-    /// The RPA rotation deadline (for the host's one timer).
-    var securityNextDeadline: StackInstant? { securityState.rpaDeadline }
+    /// The RPA rotation deadline and the next look at deferred pairing completions (for the host's one timer).
+    var securityNextDeadline: StackInstant? {
+        let deferred = connections.values.compactMap { $0.session?.securityLink?.deferredCompletion?.nextCheck }.min()
+        return [securityState.rpaDeadline, deferred].compactMap { $0 }.min()
+    }
 
     /// Our resolvable private address is due: a new one from our IRK with LE Set Random Address, unless
     /// advertising, scanning or connecting (then retried a second later).
     func securityTimerFired(now: StackInstant) {
+        checkDeferredPairings(now: now)
         guard let deadline = securityState.rpaDeadline, deadline <= now else { return }
         guard let interval = configuration.security.privateAddressRotation, let irk = securityState.localIRK else {
             securityState.rpaDeadline = nil

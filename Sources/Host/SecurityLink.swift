@@ -1,5 +1,6 @@
 import ATT
 import BluetoothCore
+import BluetoothRuntime
 import SMP
 
 /// The Security Manager state of one connection (Core 5.4 Vol 3 Part H §3): its ``SMPSession``, the identity of
@@ -35,11 +36,23 @@ struct SecurityLink {
     /// The peripheral sent a Security Request and waits for the central.
     var securityRequested = false
 
+    /// A pairing that completed while our own SMP PDUs were still queued or unacknowledged by the controller:
+    /// announced once Number Of Completed Packets drained the connection, or at `giveUpAt`.
+    struct DeferredCompletion {
+        let outcome: PairingOutcome
+        let resolvedIdentity: BluetoothAddress?
+        let giveUpAt: StackInstant
+        var nextCheck: StackInstant
+    }
+
+    var deferredCompletion: DeferredCompletion?
+
     init(smp: SMPSession, identity: BluetoothAddress?) {
         self.smp = smp
         self.identity = identity
     }
 
     /// What is held here (leak checks).
-    var pendingCount: Int { waiting.count + (held == nil ? 0 : 1) + smp.pendingStateCount + (bondEncryption == nil ? 0 : 1) }
+    var pendingCount: Int { waiting.count + (held == nil ? 0 : 1) + smp.pendingStateCount + (bondEncryption == nil ? 0 : 1)
+        + (deferredCompletion == nil ? 0 : 1) }
 }
