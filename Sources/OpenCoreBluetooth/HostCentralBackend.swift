@@ -33,6 +33,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         var queuedWrites = 0
         var notReady = false
         var owesReady = false
+        /// The peer's Service Changed value handle, once subscribed to its indications.
+        var serviceChanged: UInt16?
     }
 
     struct State {
@@ -209,7 +211,34 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             state.links[address] = link
             return true
         }
-        if report { emit(.connected(CBBackendPeer(address: address), mtu: mtu)) }
+        guard report else { return }
+        emit(.connected(CBBackendPeer(address: address), mtu: mtu))
+        if let stack = opener.stack, let handle = state.load().links[address]?.handle {
+            subscribeToServiceChanged(address, handle, stack)
+        }
+    }
+
+    /// Finds the peer's Service Changed characteristic and enables its indications, as CoreBluetooth does
+    /// (Core 5.4 Vol 3 Part G §7.1), so that `.servicesChanged` reaches the app (`didModifyServices`).
+    private func subscribeToServiceChanged(_ address: BluetoothAddress, _ handle: UInt16, _ stack: LaunchedStack) {
+        let host = stack.host
+        host.gatt(connectionHandle: handle, .discoverPrimaryServices(uuid: GATTUUID.genericAttributeService)) { [self] result in
+            guard case .success(.services(let services)) = result, let service = services.first else { return }
+            host.gatt(connectionHandle: handle, .discoverCharacteristics(range: service.range, uuid: GATTUUID.serviceChanged)) { [self] result in
+                guard case .success(.characteristics(let list)) = result, let characteristic = list.first,
+                      characteristic.properties.contains(.indicate), characteristic.descriptorRange.isValid else { return }
+                host.gatt(connectionHandle: handle, .discoverAllDescriptors(range: characteristic.descriptorRange)) { [self] result in
+                    guard case .success(.descriptors(let descriptors)) = result,
+                          let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else { return }
+                    host.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccd.handle, configuration: .indications)) { [self] result in
+                        guard case .success = result else { return }
+                        state.withLock { state in
+                            if state.links[address]?.handle == handle { state.links[address]?.serviceChanged = characteristic.valueHandle }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     public func cancelConnection(_ peer: CBBackendPeer) {
@@ -237,6 +266,9 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     /// The devices this backend heard advertising or connected to since it started (no persistence across runs
     /// yet; identifiers are stable across runs anyway, being derived from the address).
+    /// Connected peers whose Service Changed indications this backend enabled (tests).
+    var peersWatchingServiceChanged: Int { state.load().links.values.filter { $0.serviceChanged != nil }.count }
+
     public func knownPeers() -> [CBBackendPeer] { state.load().seen.map { CBBackendPeer(address: $0) } }
 
     private static func remember(_ address: BluetoothAddress, in state: inout State) {
@@ -290,7 +322,14 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             }
         case .gattNotification(let handle, let attributeHandle, let value),
              .gattIndication(let handle, let attributeHandle, let value):
-            guard let address = peer(handle: handle), state.load().links[address]?.reported == true else { return }
+            guard let address = peer(handle: handle), let link = state.load().links[address], link.reported else { return }
+            if case .gattIndication = event, attributeHandle == link.serviceChanged {
+                // Service Changed: the affected range, two handles (Vol 3 Part G §7.1).
+                guard value.count == 4 else { return }
+                let start = UInt16(value[0]) | UInt16(value[1]) << 8, end = UInt16(value[2]) | UInt16(value[3]) << 8
+                emit(.servicesChanged(CBBackendPeer(address: address), startHandle: start, endHandle: end))
+                return
+            }
             emit(.valueUpdated(CBBackendPeer(address: address), handle: attributeHandle, value: value))
         case .readyToSend(let handle):
             guard let address = peer(handle: handle) else { return }
