@@ -35,6 +35,10 @@ public struct Bond: Hashable, Sendable, CustomStringConvertible {
     public var secureConnections: Bool
     /// The CCCD values the peer's client wrote to our server, by characteristic value handle.
     public var clientConfigurations: [UInt16: UInt16] = [:]
+    /// The address the peer connected from when it paired, when that was a public or random static address other
+    /// than its identity (a peer may distribute an identity it never uses on air, as Bumble does with an all-zero
+    /// IRK): an alias under which the bond is found when the peer connects from that address again. Never an RPA.
+    public var connectionAddress: BluetoothAddress?
 
     public init(identityAddress: BluetoothAddress, keySize: UInt8, authenticated: Bool, secureConnections: Bool) {
         self.identityAddress = identityAddress
@@ -82,6 +86,9 @@ struct BondRecord: Codable, Equatable {
     var authenticated: Bool
     var secureConnections: Bool
     var clientConfigurations: [String: UInt16]
+    /// ``Bond/connectionAddress`` and its type ("public" / "random"); absent in records written before it.
+    var connectionAddress: String?
+    var connectionAddressType: String?
 
     init(_ bond: Bond) {
         identityAddress = bond.identityAddress.string
@@ -98,6 +105,8 @@ struct BondRecord: Codable, Equatable {
         authenticated = bond.authenticated
         secureConnections = bond.secureConnections
         clientConfigurations = Dictionary(uniqueKeysWithValues: bond.clientConfigurations.map { (String($0.key), $0.value) })
+        connectionAddress = bond.connectionAddress?.string
+        connectionAddressType = bond.connectionAddress.map { $0.type == .public ? "public" : "random" }
     }
 
     static func record(_ key: SMPLongTermKey) -> LongTermKey {
@@ -130,6 +139,19 @@ struct BondRecord: Codable, Equatable {
         bond.peerSignCounter = peerSignCounter
         bond.localSignatureKey = try localCSRK.map { key throws(BondStoreError) in try Self.block(key, "localCSRK") }
         bond.localSignCounter = localSignCounter
+        if let connectionAddress {
+            let aliasType: BluetoothAddress.AddressType
+            switch connectionAddressType {
+            case "public": aliasType = .public
+            case "random": aliasType = .random
+            default: throw BondStoreError(.corrupt, "connectionAddressType \"\(connectionAddressType ?? "")\" is neither public nor random")
+            }
+            do {
+                bond.connectionAddress = try BluetoothAddress(string: connectionAddress, type: aliasType)
+            } catch {
+                throw BondStoreError(.corrupt, "connectionAddress: \(error)")
+            }
+        }
         for (handle, value) in clientConfigurations {
             guard let valueHandle = UInt16(handle) else {
                 throw BondStoreError(.corrupt, "clientConfigurations: \"\(handle)\" is not a handle")

@@ -140,7 +140,7 @@ extension HostStack {
     func loadSecurityIfNeeded() {
         guard !securityState.loaded, lifecycle == .ready, configuration.security.enabled else { return }
         securityState.loaded = true
-        securityState.localIdentity = info.ownAddress
+        securityState.localIdentity = configuration.security.identityAddress ?? info.ownAddress
         if let irk = configuration.security.identityResolvingKey {
             securityState.localIRK = irk
         } else if configuration.security.keySource is SystemSMPKeySource {
@@ -477,6 +477,15 @@ extension HostStack {
             bond.peerSignatureKey = result.peerKeys.signatureKey
             bond.localSignatureKey = result.localKeys.signatureKey
             bond.clientConfigurations = currentClientConfigurations(handle)
+            if connection.peer != identity, connection.peer.kind == .public || connection.peer.kind == .randomStatic {
+                bond.connectionAddress = connection.peer
+            }
+            // Another bond paired from this address belongs to a peer that now gave this identity: it goes.
+            for stale in securityState.bonds.values where stale.identityAddress != identity && stale.identityAddress != previous
+                && bond.connectionAddress != nil && stale.connectionAddress == bond.connectionAddress {
+                securityState.bonds[stale.identityAddress] = nil
+                try? configuration.security.bondStore.removeBond(identityAddress: stale.identityAddress)
+            }
             if let previous, previous != identity, securityState.bonds.removeValue(forKey: previous) != nil {
                 try? configuration.security.bondStore.removeBond(identityAddress: previous)
             }

@@ -29,6 +29,9 @@ public struct HostSecurityConfiguration: Sendable {
     /// Our IRK (Identity Information). Nil: a random one per host instance (bonds then do not survive restarts
     /// for RPA resolution by the peer).
     public var identityResolvingKey: Block128?
+    /// The identity address we distribute (Identity Address Information, Vol 3 Part H §3.6.5). Nil: the
+    /// controller's own address (public, or the random static one of ``HostConfiguration/address``).
+    public var identityAddress: BluetoothAddress?
     /// Our CSRK (Signing Information). Nil: none distributed.
     public var signatureKey: Block128?
     /// Where bonds live. Default: an in-memory store (tests); production passes a ``FileBondStore``.

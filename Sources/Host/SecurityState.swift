@@ -21,10 +21,14 @@ struct SecurityState {
     var scanLane = GAPLane()
     var advertisingLane = GAPLane()
 
-    /// The bond whose IRK resolves `address`, or whose identity is `address`.
+    /// The bond whose IRK resolves `address`, whose identity is `address`, or that was paired from `address`
+    /// (``Bond/connectionAddress``).
     func bond(resolving address: BluetoothAddress) -> Bond? {
         if let bond = bonds[address] { return bond }
-        guard address.kind == .resolvablePrivate else { return nil }
+        guard address.kind == .resolvablePrivate else {
+            // A peer that paired from this (public or static) address and gave another identity.
+            return bonds.values.filter { $0.connectionAddress == address }.min { $0.identityAddress.value < $1.identityAddress.value }
+        }
         for bond in bonds.values.sorted(by: { $0.identityAddress.value < $1.identityAddress.value }) {
             if let irk = bond.peerIdentityResolvingKey, (try? ResolvablePrivateAddress.resolves(address, irk: irk)) == true {
                 return bond
