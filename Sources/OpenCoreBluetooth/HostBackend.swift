@@ -49,7 +49,13 @@ public enum HostBackend {
 
     /// The transport `OCB_HCI` names (see the type's documentation).
     public static var environmentTransport: Transport {
-        let value = ProcessInfo.processInfo.environment[environmentVariable]?.trimmingCharacters(in: .whitespaces) ?? ""
+        transport(named: ProcessInfo.processInfo.environment[environmentVariable] ?? "")
+    }
+
+    /// The transport a text names, as in `OCB_HCI`: empty or `virtual` (the process's own air), `virtual-hub`,
+    /// or a `--hci` specification.
+    public static func transport(named text: String) -> Transport {
+        let value = text.trimmingCharacters(in: .whitespaces)
         switch value {
         case "", "virtual": return .inProcess(sharedAir)
         case "virtual-hub": return .specification("air:" + StackLaunchOptions.defaultHubSocketPath)

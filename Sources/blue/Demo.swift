@@ -19,6 +19,12 @@ struct Demo: ParsableCommand {
             labelled [peripheral] and [central]. Set OCB_HCI=virtual-hub to run them on the `blue air` hub instead.
             """)
 
+    @Option(name: .customLong("hci"), help: ArgumentHelp(
+        "Where both roles run: virtual (default: an air inside this process), virtual-hub (the `blue air` hub), "
+            + "air:PATH, tcp:HOST:PORT, unix:PATH, serial:… or hciN. Default: $OCB_HCI, else virtual.",
+        valueName: "transport"))
+    var hci: String?
+
     @Option(help: "Seconds before giving up (exit 1).")
     var timeout: Double = 20
 
@@ -28,7 +34,8 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         let log = DemoLog.shared
-        let transport = ProcessInfo.processInfo.environment[HostBackend.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let transport = (hci ?? ProcessInfo.processInfo.environment[HostBackend.environmentVariable]).flatMap { $0.isEmpty ? nil : $0 }
+        if let hci { CBBackendRegistry.setDefault(HostBackend.provider(HostBackend.transport(named: hci))) }
         log.write(role: "demo", "seed 001: the iOS peripheral and the macOS central in one process, on \(transport ?? "the built-in air")")
         let peripheralEar = DemoPeripheralEar()
         let centralEar = DemoCentralEar()
@@ -47,7 +54,7 @@ struct Demo: ParsableCommand {
             DemoApps.central = central
             central.scan()
         }
-        Self.failWhenUnsupported()
+        Self.failWhenUnsupported(transport: transport ?? "the built-in air")
         DispatchQueue.main.asyncAfter(deadline: .now() + seconds) {
             let missing = [
                 centralEar.connected ? nil : "the central did not connect",
@@ -66,11 +73,10 @@ struct Demo: ParsableCommand {
 extension Demo {
     /// Exits 1 at once when a manager reports `.unsupported` (no stack could be opened on the transport
     /// `OCB_HCI` names; the reason is already on standard error), instead of waiting for the timeout.
-    static func failWhenUnsupported() {
+    static func failWhenUnsupported(transport: String) {
         DispatchQueue.main.asyncAfter(deadline: .now() + 0.1) {
             let states = [DemoApps.peripheral?.peripheralManager?.state, DemoApps.central?.centralManager?.state]
-            guard states.contains(.unsupported) else { return failWhenUnsupported() }
-            let transport = ProcessInfo.processInfo.environment[HostBackend.environmentVariable] ?? "the built-in air"
+            guard states.contains(.unsupported) else { return failWhenUnsupported(transport: transport) }
             FileHandle.standardError.write(Data("blue demo: no Bluetooth stack on \(transport)\n".utf8))
             Foundation.exit(1)
         }

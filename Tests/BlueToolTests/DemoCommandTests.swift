@@ -21,6 +21,13 @@ import Testing
         #expect(read < written && written < disconnected)
     }
 
+    @Test func demoWithoutAStackFailsAtOnceWithOneLine() throws {
+        let result = try BlueProcess.run(["demo", "--hci", "air:/nonexistent/ocb-demo.sock"])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("blue demo: no Bluetooth stack on air:/nonexistent/ocb-demo.sock"))
+        #expect(result.standardError.contains("no air hub at /nonexistent/ocb-demo.sock"))
+    }
+
     @Test func demoRejectsABadTimeout() throws {
         let result = try BlueProcess.run(["demo", "--timeout", "0"])
         #expect(result.status != 0)
