@@ -14,6 +14,8 @@ public struct StackLaunchError: Error, Hashable, Sendable, CustomStringConvertib
         case hubFailed
         /// The transport opened but the controller did not initialise (no answer, refused commands, closed).
         case controllerFailed
+        /// The persistent local identity could not be read or created (a corrupt file is left as it is).
+        case identityFailed
     }
 
     public var code: Code

@@ -32,6 +32,16 @@ public struct StackLaunchOptions: Sendable {
     public var startTimeout: Duration
     /// The label of the stack's `DispatchEventLoop`.
     public var label: String
+    /// Which identity (random static address, IRK, CSRK) the stack presents.
+    public var identity: IdentityPolicy = .random
+
+    /// ``identity``: a new random one per launch (in-process and test stacks), or the one kept in a
+    /// ``LocalIdentityFile`` (nil directory: ``FileBondStore/defaultDirectory()``, next to the bonds), created on
+    /// first use, so a peer's bond with us stays valid from one run to the next (`blue pair`).
+    public enum IdentityPolicy: Hashable, Sendable {
+        case random
+        case persistent(directory: String?)
+    }
 
     public init(snoopPath: String? = nil, host: HostConfiguration = HostConfiguration(),
                 hubSocketPath: String = StackLaunchOptions.defaultHubSocketPath, virtualFallback: VirtualFallback = .inProcess,

@@ -84,6 +84,17 @@ public enum StackLauncher {
     /// Taps, starts and waits for initialisation; closes everything on failure.
     static func launch(transport: any HCITransport, spec: HCITransportSpec, description: String,
                        options: StackLaunchOptions, ownedAir: InProcessAir?) async throws(StackLaunchError) -> LaunchedStack {
+        var hostConfiguration = options.host
+        if case .persistent(let directory) = options.identity {
+            do {
+                let identity = try LocalIdentityFile(directory: directory ?? FileBondStore.defaultDirectory()).loadOrCreate()
+                identity.apply(to: &hostConfiguration)
+            } catch {
+                transport.close()
+                ownedAir?.shutdown()
+                throw StackLaunchError(.identityFailed, "the local identity: \(error)")
+            }
+        }
         var sink: BTSnoopFileSink?
         var wired: any HCITransport = transport
         if let path = options.snoopPath {
@@ -98,7 +109,7 @@ public enum StackLauncher {
             }
         }
         let loop = DispatchEventLoop(label: options.label)
-        let host = HostStack(transport: wired, eventLoop: loop, configuration: options.host)
+        let host = HostStack(transport: wired, eventLoop: loop, configuration: hostConfiguration)
         let handlers = LaunchedStack.makeHandlerTable(for: host)
         let result = await startHost(host, loop: loop, timeout: options.startTimeout)
         switch result {
