@@ -339,7 +339,20 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         if due { emit(.readyToUpdateSubscribers) }
     }
 
-    public func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer) {}
+    /// Asks the central for parameters of that latency (L2CAP Connection Parameter Update Request, Core 5.4
+    /// Vol 3 Part A §4.20): low 15–30 ms, medium 30–50 ms with 2 skipped events, high 100–200 ms with 4.
+    public func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer) {
+        let request = switch latency {
+        case .low: L2CAPConnectionParameterUpdateRequest(intervalMin: 12, intervalMax: 24, peripheralLatency: 0, timeoutMultiplier: 200)
+        case .medium: L2CAPConnectionParameterUpdateRequest(intervalMin: 24, intervalMax: 40, peripheralLatency: 2, timeoutMultiplier: 400)
+        case .high: L2CAPConnectionParameterUpdateRequest(intervalMin: 80, intervalMax: 160, peripheralLatency: 4, timeoutMultiplier: 600)
+        }
+        onStack { [self] stack in
+            let connection = state.load().centrals.first { $0.value == central.address }?.key
+            guard let connection else { return }
+            stack.host.requestConnectionParameterUpdate(connectionHandle: connection, request)
+        }
+    }
 
     /// Registers a channel server on the lowest free dynamic LE_PSM (0x0080...0x00FF, Core 5.4 Vol 3 Part A
     /// §4.22): SDUs up to 2048 octets, 16 initial credits returned automatically. `encryptionRequired` is not
