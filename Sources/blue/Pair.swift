@@ -120,6 +120,8 @@ struct Pair: ParsableCommand, Sendable {
         host.security = securityConfiguration()
         var options = StackLaunchOptions(snoopPath: stack.snoop, host: host, label: "blue.pair")
         options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
+        // The same local identity (address, IRK, CSRK) on every run, so the bond the peer keeps for us stays valid.
+        options.identity = .persistent(directory: bonds)
         let launched: LaunchedStack
         do {
             launched = try await StackLauncher.open(stack.hci, options: options)
