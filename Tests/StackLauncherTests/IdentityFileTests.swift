@@ -31,7 +31,7 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["local-identity"])
     }
 
-    @Test func corruptFileIsReportedAndNotOverwritten() throws {
+    @Test func corruptFileIsReportedAndNotOverwritten() async throws {
         let directory = Self.folder()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
