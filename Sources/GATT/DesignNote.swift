@@ -17,7 +17,11 @@
 // Who owns the state: the Host, one `GATTServer` per local device and one `ATTBearer` (ATT module) per connection.
 // Which executor runs it: the stack's EventLoop; every call is synchronous and returns values/actions, nothing
 // here has a thread, a clock or I/O. Application handlers run synchronously inside `handleRequest`, so they must
-// not block (the CoreBluetooth façade answers through them on the stack loop and hops to the user's queue).
+// not block. Values whose answer comes later from user code (CoreBluetooth's `respond(to:withResult:)`, the
+// async API's handlers) go through a `GATTDeferral` (GATTServer+Deferred.swift): the server checks the request
+// (handles, permissions, offsets; a whole Execute Write batch at once), returns a `GATTPendingRequest` instead of
+// a response, and `respond(toDeferred:on:result:)` produces the response when the application answers. The ATT
+// bearer keeps the transaction open meanwhile (its 30 s timeout still applies to the peer's view).
 //
 // Wiring (Host): bearer `.request(pdu)` -> `server.handleRequest(pdu, from:)` -> `bearer.respond(reply.response)`;
 // `.command` -> `server.handleCommand`; `.mtuChanged(m)` -> `server.setMTU(m, for:)`; `server.updateValue` /
