@@ -117,6 +117,9 @@ struct LinkLayerConnection {
     var encryption = EncryptionState.idle
     /// The reason the local host gave in HCI_Disconnect, while LL_TERMINATE_IND is on its way.
     var terminating: HCIStatus?
+    /// T_Terminate (§5.1.6): when this end gives up waiting for the acknowledgement of LL_TERMINATE_IND and leaves
+    /// the Connection State anyway (the supervision timeout after HCI_Disconnect).
+    var terminateDeadline: StackInstant?
 
     init(handle: UInt16, role: Role, peerAddressType: LEAddressType, peerAddress: BluetoothAddress, interval: UInt16,
          latency: UInt16, timeout: UInt16, now: StackInstant, suggestedTxOctets: UInt16, preferredTxPHYs: UInt8,
@@ -141,7 +144,10 @@ struct LinkLayerConnection {
     var supervisionTimeout: Duration { .milliseconds(Int(timeout) * 10) }
     var intervalDuration: Duration { .microseconds(Int(interval) * 1250) }
 
-    func supervisionExpired(now: StackInstant) -> Bool { now - lastHeard >= supervisionTimeout }
+    func supervisionExpired(now: StackInstant) -> Bool {
+        if let terminateDeadline, now >= terminateDeadline { return true }
+        return now - lastHeard >= supervisionTimeout
+    }
 
     /// Applies the procedures whose instant is this event (§5.1.1, §5.1.10).
     mutating func beginEvent() -> [Action] {
@@ -186,8 +192,16 @@ struct LinkLayerConnection {
 
     mutating func queueHostPacket(_ packet: HCIACLDataPacket) { hostPackets.append(packet) }
 
-    mutating func disconnect(reason: HCIStatus) {
+    /// HCI_Disconnect: the termination procedure (§5.1.6). Data the host handed over before the command (still in
+    /// the controller's buffers, at most ``ControllerSettings/aclDataPacketCount`` packets of 251 octets: 80 PDUs
+    /// of 27 octets) goes out first, then LL_TERMINATE_IND; ACL data sent after the command is not transmitted.
+    /// Bound: with the default 32 exchanges per event that is 3 connection events without loss, and T_Terminate
+    /// ends this side one supervision timeout after the command whatever the peer does. During an encryption
+    /// procedure no data may be sent (§5.1.3.1): the buffered packets are then dropped with the connection.
+    mutating func disconnect(reason: HCIStatus, now: StackInstant) {
+        moveHostPackets(limit: Int.max)
         terminating = reason
+        terminateDeadline = now + supervisionTimeout
         append(llid: LinkLayerDataHeader.control, payload: LinkLayerControlPDU.terminateIndication(errorCode: reason.rawValue).encode(),
                isTerminate: true)
     }
@@ -326,8 +340,14 @@ struct LinkLayerConnection {
 
     /// Moves host ACL packets into LL data PDUs of at most ``maxTxOctets``.
     private mutating func refill() {
-        guard !isEncryptionProcedureRunning, terminating == nil else { return }
-        while !hostPackets.isEmpty, transmitQueue.count < 64 {
+        guard terminating == nil else { return }
+        moveHostPackets(limit: 64)
+    }
+
+    /// Segments buffered host packets into the transmit queue while it holds fewer than `limit` PDUs.
+    private mutating func moveHostPackets(limit: Int) {
+        guard !isEncryptionProcedureRunning else { return }
+        while !hostPackets.isEmpty, transmitQueue.count < limit {
             let packet = hostPackets.removeFirst()
             guard !packet.data.isEmpty else {
                 completedHostPackets += 1

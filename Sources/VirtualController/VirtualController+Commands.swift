@@ -302,7 +302,7 @@ extension VirtualController {
                 return
             }
             status(.disconnect, .success)
-            connections[handle]?.link.disconnect(reason: reason)
+            connections[handle]?.link.disconnect(reason: reason, now: air.eventLoop.now)
         case .leRemoteConnectionParameterRequestReply(let handle, _):
             complete(.leRemoteConnectionParameterRequestReply, .statusAndHandle(
                 status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed, handle: handle))

@@ -231,8 +231,10 @@ extension VirtualController {
         }
     }
 
-    /// Leaves the Connection State and reports Disconnection Complete.
+    /// Leaves the Connection State and reports Disconnection Complete, after Number Of Completed Packets for the
+    /// host packets the peer acknowledged in this event (the peer may end the link in the exchange that acked them).
     func closeConnection(_ handle: UInt16, reason: HCIStatus) {
+        flushCompleted(handle)
         guard let record = connections.removeValue(forKey: handle) else { return }
         record.airLink.endGone(self)
         send(.disconnectionComplete(status: .success, handle: handle, reason: reason))
