@@ -20,7 +20,8 @@ import Darwin
 ///   speaking, such as ``isRunning(at:)``, creates nothing). Device n gets the public address
 ///   `0A:1B:00:00:00:nn` (from the join counter) and a place on a 4-wide grid ``AirHubConfiguration/spacing``
 ///   metres apart, so runs are reproducible.
-/// - When the host's socket closes the controller powers off (its peers see a supervision timeout, reason 0x08).
+/// - When the host's socket closes the controller powers off (its peers see a supervision timeout, reason 0x08)
+///   and leaves the air (``VirtualAir/detach(_:)``): a long-running hub holds only the devices present.
 /// - With a snoop directory, each controller's HCI traffic goes to `devN.btsnoop` there (host → controller
 ///   recorded as *sent*, controller → host as *received*, as btsnoop defines them).
 /// - ``onEvent`` reports joins, leaves, connections (read from the LE Connection Complete / Disconnection Complete /
@@ -383,7 +384,7 @@ public final class AirHub: @unchecked Sendable {
         }
         guard let gone else { return }
         gone.controller.toHost = nil
-        gone.controller.powerOff()
+        air.detach(gone.controller)
         gone.sink?.close()
         emit(.left(gone.device, reason: reason))
     }

@@ -86,6 +86,21 @@ public final class VirtualAir: @unchecked Sendable {
         }
     }
 
+    /// Takes `controller` off this air for good (any thread): it powers off as with
+    /// ``VirtualController/powerOff()`` (its peers see a supervision timeout) and the air forgets it, so a
+    /// long-running air (``AirHub``) does not keep one controller per past device. A link it was on stays until
+    /// the peer's end closes. The controller must not be used afterwards.
+    public func detach(_ controller: VirtualController) {
+        guard controller.air === self else { return }
+        eventLoop.execute { [self] in
+            controller.shutDown()
+            devices.removeAll { $0 === controller }
+        }
+    }
+
+    /// Controllers on this air, powered or not (for leak checks and the hub).
+    public var deviceCount: Int { devices.count }
+
     func nextRandom() -> UInt64 { random.next() }
 
     func withRandom<Result>(_ body: (inout AirRandom) -> Result) -> Result { body(&random) }

@@ -66,11 +66,14 @@ public final class VirtualController: @unchecked Sendable {
 
     /// Turns the radio off: advertising, scanning and connections stop with no event (peers time out).
     public func powerOff() {
-        air.eventLoop.execute { [self] in
-            guard powered else { return }
-            dropEverything()
-            powered = false
-        }
+        air.eventLoop.execute { [self] in shutDown() }
+    }
+
+    /// Power-off on the loop.
+    func shutDown() {
+        guard powered else { return }
+        dropEverything()
+        powered = false
     }
 
     /// Turns the radio back on, in the power-on state.
