@@ -32,6 +32,8 @@ public import StackLauncher
 public final class BluetoothStack: Sendable {
     public let host: HostStack
     let core: StackCore
+    /// Routes pairing interactions to the ``PairingDelegate`` (see ``setPairingDelegate(_:)``).
+    let pairing: PairingRouter
     private let handlerTasks = LockedValue<[Task<Void, Never>]>([])
     /// Ends this wrapper's subscription to the host's events (at shutdown).
     private let unsubscribe: @Sendable () -> Void
@@ -43,8 +45,13 @@ public final class BluetoothStack: Sendable {
         self.host = host
         let core = StackCore(host: host)
         self.core = core
+        let pairing = PairingRouter(host: host)
+        self.pairing = pairing
         launched = nil
-        host.setEventHandler { event in core.handle(event) }
+        host.setEventHandler { event in
+            core.handle(event)
+            pairing.handle(event)
+        }
         unsubscribe = { host.setEventHandler { _ in } }
     }
 
@@ -54,9 +61,20 @@ public final class BluetoothStack: Sendable {
         host = launched.host
         let core = StackCore(host: launched.host)
         self.core = core
+        let pairing = PairingRouter(host: launched.host)
+        self.pairing = pairing
         self.launched = launched
-        let subscription = launched.addEventHandler { event in core.handle(event) }
+        let subscription = launched.addEventHandler { event in
+            core.handle(event)
+            pairing.handle(event)
+        }
         unsubscribe = { subscription.cancel() }
+    }
+
+    /// Sets who answers pairing on this stack's links (numeric values, passkeys, Just Works consent); nil: the
+    /// defaults of ``PairingDelegate``'s documentation. See ``Peripheral/pair(_:)``.
+    public func setPairingDelegate(_ delegate: (any PairingDelegate)?) {
+        pairing.setDelegate(delegate)
     }
 
     /// Starts the host (transport and controller initialisation) when it was not started yet.

@@ -80,6 +80,32 @@ public enum HostBackend {
             makePeripheral: { HostPeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) })
     }
 
+    /// The environment variable that makes bonds persistent: set (to anything but an absolute path), bonds and the
+    /// local identity are kept in ``FileBondStore/defaultDirectory()``; set to an absolute path, in that directory.
+    /// Unset, bonds live in memory for the life of the process (each manager's stack has its own store), as a
+    /// fresh, never-paired device.
+    public static let bondsEnvironmentVariable = "OCB_BONDS"
+
+    /// The bond directory `OCB_BONDS` names (nil: bonds in memory).
+    static func bondsDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        guard let value = environment[bondsEnvironmentVariable]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+            return nil
+        }
+        return value.hasPrefix("/") ? value : FileBondStore.defaultDirectory()
+    }
+
+    /// How a stack behind CoreBluetooth answers the user side of pairing (Core 5.4 Vol 3 Part H §2.3.5.1). iOS
+    /// asks the user in a system dialog; there is no such dialog here and CoreBluetooth has no API for it, so
+    /// Numeric Comparison and Just Works consent are accepted, and a passkey to type is cancelled (pairing
+    /// fails with Passkey Entry Failed). Our IO capability is NoInputNoOutput, so a peer normally gets Just Works.
+    static func automaticAnswer(_ interaction: PairingInteraction) -> PairingAnswer? {
+        switch interaction {
+        case .confirmNumericValue, .confirmJustWorks: .confirm(true)
+        case .enterPasskey: .passkey(nil)
+        case .displayPasskey: nil
+        }
+    }
+
     /// Managers made while no provider is registered use this one (``provider(_:)`` from the environment).
     static let defaultProvider = provider()
 }
@@ -98,6 +124,12 @@ final class HostBackendStack: Sendable {
         Task {
             var options = StackLaunchOptions(label: label)
             if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
+            // Reading or writing an attribute that needs encryption pairs (Just Works) or encrypts with the bond,
+            // then retries once, as iOS does; bonds persist only with OCB_BONDS (see HostBackend).
+            if let directory = HostBackend.bondsDirectory() {
+                options.host.security.bondStore = FileBondStore(directory: directory)
+                options.identity = .persistent(directory: directory)
+            }
             let result: Result<LaunchedStack, StackLaunchError>
             switch transport {
             case .inProcess(let air):

@@ -35,6 +35,9 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         var owesReady = false
         /// The peer's Service Changed value handle, once subscribed to its indications.
         var serviceChanged: UInt16?
+        /// Why securing the link failed, as CoreBluetooth reports it: the peer removed its pairing information
+        /// (``HostEvent/bondLost(handle:identity:)``) or SMP timed out (encryption timed out).
+        var securityFailure: CBError.Code?
     }
 
     struct State {
@@ -307,8 +310,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             link.mtuTimer?.cancel()
             let peer = CBBackendPeer(address: address)
             if link.reported {
-                let error: CBBackendError? = link.cancelled ? nil
-                    : .core(reason == .connectionTimeout ? .connectionTimeout : .peripheralDisconnected, "\(reason)")
+                let code: CBError.Code = link.securityFailure ?? (reason == .connectionTimeout ? .connectionTimeout : .peripheralDisconnected)
+                let error: CBBackendError? = link.cancelled ? nil : .core(code, "\(reason)")
                 emit(.disconnected(peer, error))
             } else if !link.cancelled {
                 emit(.connectionFailed(peer, .core(.connectionFailed, "the link dropped while connecting: \(reason)")))
@@ -335,12 +338,35 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             guard let address = peer(handle: handle) else { return }
             state.withLock { $0.links[address]?.notReady = false }
             maybeReady(address)
+        case .bondLost(let handle, _):
+            guard let address = peer(handle: handle) else { return }
+            state.withLock { $0.links[address]?.securityFailure = .peerRemovedPairingInformation }
+        case .pairingFailed(let handle, _, let error) where error.code == .timedOut:
+            guard let address = peer(handle: handle) else { return }
+            state.withLock { $0.links[address]?.securityFailure = .encryptionTimedOut }
+        case .pairingInteraction(let handle, let interaction):
+            // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
+            guard let answer = HostBackend.automaticAnswer(interaction), let stack = opener.stack else { return }
+            stack.host.answerPairing(connectionHandle: handle, answer)
         default:
             break
         }
     }
 
     // MARK: GATT client
+
+    /// ATT errors that mean "secure the link first" (Vol 3 Part F §3.4.1.1): Insufficient Authentication,
+    /// Authorization, Encryption Key Size, Encryption.
+    static let securityATTErrors: Set<UInt8> = [0x05, 0x08, 0x0C, 0x0F]
+
+    /// `error` as CoreBluetooth reports it; a security ATT error after the link's securing failed becomes that
+    /// failure (``CBError/peerRemovedPairingInformation``, ``CBError/encryptionTimedOut``).
+    static func backendError(_ error: GATTClientError, securityFailure: CBError.Code?) -> CBBackendError {
+        if case .attError(let code, _) = error, let securityFailure, securityATTErrors.contains(code.rawValue) {
+            return .core(securityFailure, "securing the link failed: \(error)")
+        }
+        return backendError(error)
+    }
 
     static func backendError(_ error: GATTClientError) -> CBBackendError {
         switch error {
@@ -361,8 +387,9 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             guard let handle = state.load().links[peer.address]?.handle else {
                 return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
             }
-            stack.host.gatt(connectionHandle: handle, procedure) { result in
-                completion(result.mapError(Self.backendError))
+            stack.host.gatt(connectionHandle: handle, procedure) { [self] result in
+                let failure = state.load().links[peer.address]?.securityFailure
+                completion(result.mapError { Self.backendError($0, securityFailure: failure) })
             }
         }
     }

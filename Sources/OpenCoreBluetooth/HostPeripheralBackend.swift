@@ -443,6 +443,10 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         case .readyToSend(let handle):
             state.withLock { _ = $0.blocked.remove(handle) }
             maybeReady()
+        case .pairingInteraction(let handle, let interaction):
+            // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
+            guard let answer = HostBackend.automaticAnswer(interaction) else { return }
+            stack.host.answerPairing(connectionHandle: handle, answer)
         default:
             break
         }

@@ -5,6 +5,7 @@ import BluetoothRuntime
 import Foundation
 import GATT
 import Host
+import SMP
 import StackLauncher
 
 /// `blue serve`: a GATT server (Core 5.4 Vol 3 Part G §3) from a JSON definition or a built-in profile, advertised
@@ -17,7 +18,10 @@ struct Serve: ParsableCommand, Sendable {
             server advertises its name and service UUIDs, prints each connection, read, write and subscription, \
             sends the notifications of its generators, re-advertises after each connection, and runs until \
             SIGINT or SIGTERM (exit 0). With --hci virtual (the default) it joins the shared air hub, starting it \
-            in the background when none runs.
+            in the background when none runs. Pairing is accepted as peripheral with the IO capability of --io \
+            (default none: Just Works); a passkey to display is --passkey when given (for scripts), else a random \
+            one printed to type on the other side; a passkey to type is --passkey, else read from standard input; \
+            numeric values are printed and confirmed.
             """
     )
 
@@ -37,6 +41,42 @@ struct Serve: ParsableCommand, Sendable {
 
     @Flag(help: "Print events as JSON objects, one per line.")
     var json = false
+
+    @Option(help: "Our IO capability for pairing: display-only, display-yes-no, keyboard-only, none, keyboard-display.")
+    var io: IOCapabilityChoice = .noInputNoOutput
+
+    @Option(help: "A fixed passkey (0...999999): displayed, or typed when the central displays.")
+    var passkey: UInt32?
+
+    func validate() throws {
+        if let passkey, passkey > 999_999 { throw ValidationError("--passkey must be 0...999999") }
+    }
+
+    /// Security as peripheral (Core 5.4 Vol 3 Part H §2.3.2): our IO capability; MITM asked whenever it can
+    /// be had (any IO but none), so a passkey or numeric comparison is used when the central can take part.
+    func securityConfiguration() -> HostSecurityConfiguration {
+        var security = HostSecurityConfiguration()
+        security.ioCapability = io.capability
+        security.mitm = io != .noInputNoOutput
+        security.fixedPasskey = passkey
+        return security
+    }
+
+    /// Opens the stack as ``StackOptions/open(label:meetsOtherProcesses:)`` does, with our security configuration.
+    func openStack() async throws(CLIFailure) -> LaunchedStack {
+        var host = HostConfiguration()
+        host.security = securityConfiguration()
+        var options = StackLaunchOptions(snoopPath: stack.snoop, host: host, label: "blue.serve")
+        options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
+        do {
+            return try await StackLauncher.open(stack.hci, options: options)
+        } catch {
+            switch error.code {
+            case .invalidSpecification, .snoopFailed: throw CLIFailure(.usage, error.reason)
+            default: throw CLIFailure(.unavailable, error.reason)
+            }
+        }
+    }
 
     func run() throws {
         let command = self
@@ -66,8 +106,9 @@ struct Serve: ParsableCommand, Sendable {
         let deviceName = definition.name ?? "blue serve"
         let server = GATTServeState(json: json)
         let database = try server.build(compiled, name: deviceName, appearance: definition.appearance ?? 0)
-        let launched = try await stack.open(label: "serve")
+        let launched = try await openStack()
         server.attach(launched)
+        server.attachPairing(launched, passkey: passkey)
         _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
             launched.host.setGATTDatabase(database) { done(.success(())) }
         }
@@ -219,6 +260,50 @@ final class GATTServeState: Sendable {
             case .gattServer(.valueWritten(let connection, let handle, let value)):
                 note(["event": "write", "peer": peer(connection), "handle": Int(handle), "hex": Hex.encode(value)],
                      text: "write handle \(Dissection.hex16(handle)) by \(peer(connection)): \(ValueDecoding.hex(value))")
+            default:
+                break
+            }
+        }
+    }
+
+    /// Answers pairing as peripheral and prints it (Core 5.4 Vol 3 Part H §2.3.5.1): the passkey to display, the
+    /// numeric value (confirmed), a passkey to type (`passkey`, else a line of standard input), the outcome.
+    func attachPairing(_ stack: LaunchedStack, passkey: UInt32?) {
+        let host = stack.host
+        stack.addEventHandler { [self] event in
+            switch event {
+            case .pairingInteraction(let handle, let interaction):
+                switch interaction {
+                case .displayPasskey(let value):
+                    note(["event": "displayPasskey", "handle": Int(handle), "passkey": Int(value)],
+                         text: "Passkey to type on the other side: \(Pair.six(value))")
+                case .confirmNumericValue(let value):
+                    note(["event": "numericComparison", "handle": Int(handle), "value": Int(value)],
+                         text: "Numeric comparison: \(Pair.six(value)) (confirmed)")
+                    host.answerPairing(connectionHandle: handle, .confirm(true))
+                case .confirmJustWorks:
+                    host.answerPairing(connectionHandle: handle, .confirm(true))
+                case .enterPasskey:
+                    if let passkey {
+                        host.answerPairing(connectionHandle: handle, .passkey(passkey))
+                    } else {
+                        let json = json
+                        DispatchQueue.global().async {
+                            if !json { Console.line("Type the passkey shown on the other side:") }
+                            let line = readLine(strippingNewline: true)
+                            host.answerPairing(connectionHandle: handle,
+                                               .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
+                        }
+                    }
+                }
+            case .pairingCompleted(let handle, let outcome):
+                var object = Pair.describe(outcome)
+                object["event"] = "paired"
+                object["handle"] = Int(handle)
+                note(object, text: "paired: " + Pair.text(outcome, name: peer(GATTConnectionID(handle))))
+            case .pairingFailed(let handle, let reason, let error):
+                note(["event": "pairingFailed", "handle": Int(handle), "reason": reason.map { "\($0)" } ?? "", "error": error.reason],
+                     text: "pairing failed: \(error.reason)")
             default:
                 break
             }

@@ -1,0 +1,173 @@
+public import BluetoothCore
+import BluetoothRuntime
+public import Host
+import SMP
+
+/// The user side of pairing (Core 5.4 Vol 3 Part H §2.3.5.1 association models): what a person would see and
+/// answer. Set one with ``BluetoothStack/setPairingDelegate(_:)``; every ``HostEvent/pairingInteraction(handle:_:)``
+/// of the stack's links is routed to it and its answer goes back to the host
+/// (``HostStack/answerPairing(connectionHandle:_:)``).
+///
+/// Which method runs depends on both sides' IO capabilities, MITM and Secure Connections flags
+/// (``HostSecurityConfiguration``, §2.3.5.1 Tables 2.7/2.8). Without a delegate, numeric values are confirmed,
+/// Just Works is accepted, and a passkey to enter is cancelled (pairing then fails with Passkey Entry Failed).
+/// Each method is called in a task of its own, off the stack's loop; it may take as long as the user needs, up to
+/// the 30 s SMP timeout (§3.4).
+public protocol PairingDelegate: Sendable {
+    /// Numeric Comparison (LE Secure Connections, §2.3.5.6.2): both sides show `value` (six digits); true when
+    /// the user says they match.
+    func confirmNumericValue(_ value: UInt32, peer: BluetoothAddress) async -> Bool
+    /// Passkey Entry (§2.3.5.3, §2.3.5.6.3): the peer displays a passkey; return what the user typed
+    /// (0...999999), nil to cancel.
+    func enterPasskey(peer: BluetoothAddress) async -> UInt32?
+    /// Passkey Entry: show `passkey` to be typed on the peer (no answer).
+    func displayPasskey(_ passkey: UInt32, peer: BluetoothAddress) async
+    /// Just Works (§2.3.5.6.1), when ``HostSecurityConfiguration/justWorksConsent`` asks for consent: true to
+    /// accept an unauthenticated pairing.
+    func acceptJustWorks(peer: BluetoothAddress) async -> Bool
+}
+
+extension PairingDelegate {
+    public func confirmNumericValue(_ value: UInt32, peer: BluetoothAddress) async -> Bool { true }
+    public func enterPasskey(peer: BluetoothAddress) async -> UInt32? { nil }
+    public func displayPasskey(_ passkey: UInt32, peer: BluetoothAddress) async {}
+    public func acceptJustWorks(peer: BluetoothAddress) async -> Bool { true }
+}
+
+/// Why ``Peripheral/pair(_:)`` failed (Core 5.4 Vol 3 Part H §3.5.5 Pairing Failed reasons), with the host error
+/// behind it.
+public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable {
+        /// SMP failed: see ``PairingError/smpReason`` (sent by the peer or detected here).
+        case pairingFailed
+        /// No SMP answer within 30 s: no more pairing on this link (§3.4).
+        case timedOut
+        /// The link ended (or was not there).
+        case disconnected
+        /// The host refused (security disabled, busy, not ready...).
+        case refused
+    }
+
+    public var code: Code
+    public var reason: String
+    /// The SMP Pairing Failed reason, when SMP gave one (Confirm Value Failed, Passkey Entry Failed...).
+    public var smpReason: SMPPairingFailedReason?
+    public var hostError: HostError?
+
+    public init(_ code: Code, _ reason: String, smpReason: SMPPairingFailedReason? = nil, hostError: HostError? = nil) {
+        self.code = code
+        self.reason = reason
+        self.smpReason = smpReason
+        self.hostError = hostError
+    }
+
+    public var description: String { "\(code.rawValue): \(reason)" }
+
+    init(_ error: HostError, smpReason: SMPPairingFailedReason?) {
+        let code: Code = switch error.code {
+        case .timedOut: .timedOut
+        case .disconnected, .unknownConnection: .disconnected
+        case .commandFailed where smpReason != nil: .pairingFailed
+        default: .refused
+        }
+        self.init(code, error.reason, smpReason: smpReason, hostError: error)
+    }
+}
+
+/// Routes a stack's pairing interactions to its ``PairingDelegate`` and keeps the last SMP failure reason per
+/// link for ``Peripheral/pair(_:)`` (the host emits ``HostEvent/pairingFailed(handle:reason:error:)`` before it
+/// completes the pair request). Events come on the host's loop; the lock makes the delegate settable from anywhere.
+final class PairingRouter: Sendable {
+    private struct State {
+        var delegate: (any PairingDelegate)?
+        var peers: [UInt16: BluetoothAddress] = [:]
+        var failures: [UInt16: SMPPairingFailedReason] = [:]
+    }
+
+    private let state = LockedValue(State())
+    let host: HostStack
+
+    init(host: HostStack) {
+        self.host = host
+        Self.registry.withLock { registry in
+            registry = registry.filter { $0.value.router != nil }
+            registry[ObjectIdentifier(host)] = WeakRouter(router: self)
+        }
+    }
+
+    private struct WeakRouter: @unchecked Sendable {
+        weak var router: PairingRouter?
+    }
+
+    /// The router of each wrapped host (weak), for ``Peripheral/pair(_:)``.
+    private static let registry = LockedValue<[ObjectIdentifier: WeakRouter]>([:])
+
+    static func router(for host: HostStack) -> PairingRouter? {
+        registry.withLock { $0[ObjectIdentifier(host)]?.router }
+    }
+
+    func setDelegate(_ delegate: (any PairingDelegate)?) {
+        state.withLock { $0.delegate = delegate }
+    }
+
+    /// Links and failure reasons held (0 when idle: leak checks).
+    var heldCount: Int { state.withLock { $0.peers.count + $0.failures.count } }
+
+    func takeFailure(_ handle: UInt16) -> SMPPairingFailedReason? {
+        state.withLock { $0.failures.removeValue(forKey: handle) }
+    }
+
+    func handle(_ event: HostEvent) {
+        switch event {
+        case .connected(let connection):
+            state.withLock { $0.peers[connection.handle] = connection.peer }
+        case .disconnected(let handle, _):
+            state.withLock {
+                $0.peers[handle] = nil
+                $0.failures[handle] = nil
+            }
+        case .pairingFailed(let handle, let reason, _):
+            state.withLock { $0.failures[handle] = reason }
+        case .pairingCompleted(let handle, _):
+            state.withLock { $0.failures[handle] = nil }
+        case .pairingInteraction(let handle, let interaction):
+            let (delegate, peer) = state.withLock { ($0.delegate, $0.peers[handle]) }
+            let address = peer ?? BluetoothAddress(0, type: .public)
+            let host = host
+            Task {
+                switch interaction {
+                case .confirmNumericValue(let value):
+                    host.answerPairing(connectionHandle: handle, .confirm(await delegate?.confirmNumericValue(value, peer: address) ?? true))
+                case .enterPasskey:
+                    host.answerPairing(connectionHandle: handle, .passkey(await delegate?.enterPasskey(peer: address)))
+                case .confirmJustWorks:
+                    host.answerPairing(connectionHandle: handle, .confirm(await delegate?.acceptJustWorks(peer: address) ?? true))
+                case .displayPasskey(let passkey):
+                    await delegate?.displayPasskey(passkey, peer: address)
+                }
+            }
+        default:
+            break
+        }
+    }
+}
+
+extension Peripheral {
+    /// Pairs with the peripheral (or encrypts with an existing bond) and returns how the link became secure
+    /// (Core 5.4 Vol 3 Part H §2.3, §2.4.4). The user side goes to the stack's ``PairingDelegate``.
+    /// Throws ``PairingError`` (with the SMP reason, e.g. Confirm Value Failed on a passkey mismatch).
+    public func pair(_ options: PairingOptions = PairingOptions()) async throws -> PairingOutcome {
+        let host = link.core.host, handle = link.handle
+        let router = PairingRouter.router(for: host)
+        let result: Result<PairingOutcome, HostError> = try await PendingOperation.run { operation in
+            host.pair(connectionHandle: handle, options: options) { operation.succeed($0) }
+        }
+        switch result {
+        case .success(let outcome):
+            _ = router?.takeFailure(handle)
+            return outcome
+        case .failure(let error):
+            throw PairingError(error, smpReason: router?.takeFailure(handle))
+        }
+    }
+}

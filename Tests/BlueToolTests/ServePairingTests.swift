@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+/// `blue serve --io display-only --passkey N` accepting pairing as peripheral, and `blue pair --method passkey`
+/// typing the passkey, both on a private `blue air` hub: LE SC Passkey Entry with the server displaying
+/// (Core 5.4 Vol 3 Part H §2.3.5.6.3); a wrong passkey fails with Confirm Value Failed (§3.5.5) and exit 1.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ServePairingTests {
+    static func json(_ line: Substring) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+
+    /// A hub and `blue serve --profile heart-rate --io display-only --passkey 123456 --json` on it.
+    static func scene(_ body: (String, String, BackgroundBlue) throws -> Void) throws {
+        let tag = UUID().uuidString.prefix(6).lowercased()
+        let socket = "/tmp/ocb-serve-pair-\(tag).sock"
+        let bonds = NSTemporaryDirectory() + "ocb-serve-pair-bonds-\(tag)"
+        defer { try? FileManager.default.removeItem(atPath: bonds) }
+        let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
+        defer { hub.stop() }
+        #expect(hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
+        let server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--hci", "air:\(socket)", "--io", "display-only",
+                                         "--passkey", "123456", "--json"])
+        defer { server.stop() }
+        #expect(server.waitFor("serving"), "serve: \(server.output) \(server.errors)")
+        try body(socket, bonds, server)
+    }
+
+    @Test func passkeyPairingWithTheServer() throws {
+        try Self.scene { socket, bonds, server in
+            let paired = try BlueProcess.run([
+                "pair", "blue heart rate", "--hci", "air:\(socket)", "--method", "passkey", "--passkey", "123456",
+                "--bonds", bonds, "--json",
+            ])
+            #expect(paired.status == 0, "\(paired.standardOutput) \(paired.standardError)")
+            guard let summary = paired.standardOutput.split(separator: "\n").last.flatMap(Self.json) else {
+                Issue.record("no JSON summary: \(paired.standardOutput) \(paired.standardError)")
+                return
+            }
+            #expect(summary["encrypted"] as? Bool == true, "\(summary)")
+            #expect(summary["bonded"] as? Bool == true, "\(summary)")
+            #expect(summary["authenticated"] as? Bool == true, "\(summary)")
+            #expect((summary["method"] as? String)?.lowercased().contains("passkey") == true, "\(summary)")
+            #expect(server.waitFor("\"paired\""), "serve: \(server.output)")
+            let events = server.output.split(separator: "\n").compactMap(Self.json)
+            #expect(events.contains { $0["event"] as? String == "displayPasskey" && $0["passkey"] as? Int == 123_456 }, "\(server.output)")
+            #expect(events.contains { $0["event"] as? String == "paired" && $0["authenticated"] as? Bool == true }, "\(server.output)")
+        }
+    }
+
+    @Test func wrongPasskeyFailsWithConfirmValueFailed() throws {
+        try Self.scene { socket, bonds, server in
+            let paired = try BlueProcess.run([
+                "pair", "blue heart rate", "--hci", "air:\(socket)", "--method", "passkey", "--passkey", "111111",
+                "--bonds", bonds, "--json",
+            ])
+            #expect(paired.status == 1, "\(paired.standardOutput) \(paired.standardError)")
+            let said = paired.standardError.lowercased().replacingOccurrences(of: " ", with: "")
+            #expect(said.contains("confirmvaluefailed"), "\(paired.standardError)")
+            #expect(server.waitFor("pairingFailed"), "serve: \(server.output)")
+        }
+    }
+}
