@@ -31,6 +31,11 @@ let package = Package(
         .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
         .library(name: "OpenCoreBluetooth", targets: ["OpenCoreBluetooth"]),
         .executable(name: "blue", targets: ["blue"]),
+        .executable(name: "Seed002Central", targets: ["Seed002Central"]),
+        .executable(name: "Seed002Peripheral", targets: ["Seed002Peripheral"]),
+        .executable(name: "Seed003Central", targets: ["Seed003Central"]),
+        .executable(name: "Seed004Central", targets: ["Seed004Central"]),
+        .executable(name: "ChatPeripheral", targets: ["ChatPeripheral"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -120,6 +125,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The seed apps (issue 5 item 2): CoreBluetooth programs with `import OpenCoreBluetooth`, run by ExamplesTests.
+        .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Central", swiftSettings: strict),
+        .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed003Central", swiftSettings: strict),
+        .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed004Central", swiftSettings: strict),
+        .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/ChatPeripheral", swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(
             name: "AdvertisingDataTests",

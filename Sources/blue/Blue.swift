@@ -20,6 +20,7 @@ struct Blue: ParsableCommand {
             Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self,
             Pair.self,
             Bonds.self,
+            Chat.self,
         ]
     )
 }
