@@ -20,6 +20,9 @@ import Darwin
 ///   speaking, such as ``isRunning(at:)``, creates nothing). Device n gets the public address
 ///   `0A:1B:00:00:00:nn` (from the join counter) and a place on a 4-wide grid ``AirHubConfiguration/spacing``
 ///   metres apart, so runs are reproducible.
+/// - Frames to a host go through a bounded queue (``AirHubConfiguration/hostQueueLimit``) written by a thread of
+///   its own, so the air's loop never blocks on a socket; a host that stops reading until the queue overflows is
+///   disconnected (a ``AirHubEvent/warning(_:)``, then ``AirHubEvent/left(_:reason:)``) instead of stalling the air.
 /// - When the host's socket closes the controller powers off (its peers see a supervision timeout, reason 0x08)
 ///   and leaves the air (``VirtualAir/detach(_:)``): a long-running hub holds only the devices present.
 /// - With a snoop directory, each controller's HCI traffic goes to `devN.btsnoop` there (host → controller
@@ -198,7 +201,8 @@ public final class AirHub: @unchecked Sendable {
         let member = state.withLock { state -> Member? in
             guard state.phase == .running || state.phase == .starting else { return nil }
             state.nextSerial += 1
-            let member = Member(serial: state.nextSerial, transport: transport, origin: origin)
+            let member = Member(serial: state.nextSerial, transport: transport, origin: origin,
+                                queueLimit: configuration.hostQueueLimit)
             state.pending[member.serial] = member
             return member
         }
@@ -311,13 +315,16 @@ public final class AirHub: @unchecked Sendable {
         }
         let final = joined
         member.joined.withLock { $0 = final }
-        let transport = member.transport
         let sink = joined.sink
         let number = joined.device.number
-        joined.controller.toHost = { [weak self] frame in
+        let outbox = member.outbox
+        joined.controller.toHost = { [weak self, weak member] frame in
             sink?.record(frame, direction: .received, unixMicroseconds: SnoopingTransport.realTimeClock())
             self?.frameToHost(frame, device: number)
-            try? transport.send(frame)
+            guard outbox.offer(frame) == .overflow, let self, let member else { return }
+            self.emit(.warning("dev\(number): the host does not read its connection (more than \(outbox.limit) frames waiting); disconnected"))
+            self.leave(member, reason: "host not reading")
+            member.transport.close()
         }
         emit(.joined(joined.device))
         return joined
@@ -384,6 +391,7 @@ public final class AirHub: @unchecked Sendable {
         }
         guard let gone else { return }
         gone.controller.toHost = nil
+        member.outbox.close()
         air.detach(gone.controller)
         gone.sink?.close()
         emit(.left(gone.device, reason: reason))
@@ -428,11 +436,14 @@ private final class Member: Sendable {
     let transport: any HCITransport
     let origin: String
     let joined = LockedValue<Joined?>(nil)
+    /// Frames to the host: the air's loop never blocks on a host's socket.
+    let outbox: AirHubOutbox
 
-    init(serial: Int, transport: any HCITransport, origin: String) {
+    init(serial: Int, transport: any HCITransport, origin: String, queueLimit: Int) {
         self.serial = serial
         self.transport = transport
         self.origin = origin
+        self.outbox = AirHubOutbox(transport: transport, limit: queueLimit, label: "OpenCoreBluetooth.air-hub.host\(serial)")
     }
 }
 

@@ -25,12 +25,16 @@ public struct AirHubConfiguration: Hashable, Sendable {
     public var spacing: Double
     /// How often a ``AirHubEvent/statistics(_:)`` summary is emitted; nil for never (only at stop).
     public var statisticsInterval: Duration?
+    /// The most frames (events, ACL data) that may wait for one host that does not read its socket fast enough;
+    /// beyond it the hub disconnects that host (``AirHubEvent/warning(_:)``) instead of stalling the air.
+    public var hostQueueLimit: Int
 
     public init(
         socketPath: String? = AirHub.defaultSocketPath, tcpEndpoints: [AirHubTCPEndpoint] = [],
         snoopDirectory: String? = nil, seed: UInt64 = 1, air: AirConfiguration = AirConfiguration(),
-        spacing: Double = 2.0, statisticsInterval: Duration? = .seconds(5)
+        spacing: Double = 2.0, statisticsInterval: Duration? = .seconds(5), hostQueueLimit: Int = 8192
     ) {
+        self.hostQueueLimit = hostQueueLimit
         self.socketPath = socketPath
         self.tcpEndpoints = tcpEndpoints
         self.snoopDirectory = snoopDirectory

@@ -88,9 +88,11 @@ final class PolishManualTransport: HCITransport {
             guest.closeFromPeer()
             loop.advance(by: .seconds(1))  // the anchor's link times out (500 ms)
         }
-        let completes = anchor.events.filter { if case .leMeta(.connectionComplete(let c)) = $0 { c.status == .success } else { false } }
+        // What the anchor's controller sent its host (read by the hub on the loop; the host gets it from a writer).
+        let seen = events.withLock { $0 }
+        let completes = seen.filter { if case .connected(1, _, "central", _, _) = $0 { true } else { false } }
         #expect(completes.count == 50)
-        let timeouts = anchor.events.filter { if case .disconnectionComplete(_, _, .connectionTimeout) = $0 { true } else { false } }
+        let timeouts = seen.filter { if case .disconnected(1, _, .connectionTimeout) = $0 { true } else { false } }
         #expect(timeouts.count == 50)
         #expect(hub.devices.map(\.number) == [1])
         #expect(hub.air.deviceCount == 1, "only the anchor is on the air")

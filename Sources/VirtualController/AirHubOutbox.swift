@@ -1,0 +1,92 @@
+import BluetoothRuntime
+import Dispatch
+import HCI
+import HCITransport
+
+/// Frames on their way from the hub to one host (DESIGN.md "The virtual controller and the air"): the air's loop
+/// only appends here and never waits for a socket; a writer on the outbox's own serial queue does the (blocking)
+/// sends, so a host that stops reading stalls only itself. The queue is bounded: ``offer(_:)`` answers
+/// ``Offer/overflow`` once more than ``limit`` frames wait, and the hub then disconnects that host.
+///
+/// State: lock-protected; ``offer(_:)`` is called on the air's loop, the writer runs on `queue`.
+final class AirHubOutbox: Sendable {
+    enum Offer: Equatable { case queued, overflow, closed }
+
+    private struct State {
+        var frames: [H4Frame] = []
+        var head = 0
+        var writing = false
+        var closed = false
+
+        var count: Int { frames.count - head }
+    }
+
+    /// The most frames waiting for the host (the one being written included).
+    let limit: Int
+    private let transport: any HCITransport
+    private let state = LockedValue(State())
+    private let queue: DispatchQueue
+
+    init(transport: any HCITransport, limit: Int, label: String) {
+        self.transport = transport
+        self.limit = max(1, limit)
+        self.queue = DispatchQueue(label: label)
+    }
+
+    /// Appends `frame` (never blocks); starts the writer when it was idle.
+    func offer(_ frame: H4Frame) -> Offer {
+        let (offer, start) = state.withLock { state -> (Offer, Bool) in
+            guard !state.closed else { return (.closed, false) }
+            guard state.count < limit else {
+                state.closed = true
+                state.frames = []
+                state.head = 0
+                return (.overflow, false)
+            }
+            state.frames.append(frame)
+            let start = !state.writing
+            state.writing = true
+            return (.queued, start)
+        }
+        if start { queue.async { [self] in drain() } }
+        return offer
+    }
+
+    /// Frames waiting now.
+    var waiting: Int { state.withLock { $0.count } }
+
+    /// Drops what waits and refuses more (the transport is closed by its owner).
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.frames = []
+            state.head = 0
+        }
+    }
+
+    private func drain() {
+        while true {
+            let next = state.withLock { state -> H4Frame? in
+                guard !state.closed, state.head < state.frames.count else {
+                    state.writing = false
+                    state.frames = []
+                    state.head = 0
+                    return nil
+                }
+                let frame = state.frames[state.head]
+                state.head += 1
+                if state.head >= 1024, state.head * 2 >= state.frames.count {
+                    state.frames.removeFirst(state.head)
+                    state.head = 0
+                }
+                return frame
+            }
+            guard let next else { return }
+            do {
+                try transport.send(next)
+            } catch {
+                close()  // the transport reports its own close to the hub (onClose)
+            }
+        }
+    }
+}
