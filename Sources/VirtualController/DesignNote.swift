@@ -32,6 +32,11 @@
 // ends both sides with 0x3D at once (a real central would see its own MIC failure or a timeout). Scanning hears
 // one PDU per advertising event (not one per channel); active scanners send SCAN_REQ on every scannable PDU (no
 // backoff). Power-off and HCI_Reset leave the air silently: peers see a supervision timeout.
+// HCI_Disconnect: ACL data already buffered (at most 8 x 251 octets) is sent before LL_TERMINATE_IND and completed
+// with Number Of Completed Packets; data sent after the command is not; T_Terminate (the supervision timeout) ends
+// the procedure if the peer never acknowledges (§5.1.6). `VirtualAir.detach` takes a controller off the air for good
+// (AirHub uses it when a host leaves). AirHub writes to each host from a bounded queue off the loop
+// (`AirHubOutbox`); a host that stops reading is disconnected when it overflows.
 //
 // Not implemented: extended advertising, privacy / resolving list, LE Secure Connections P-256 commands (the host
 // does them), Connection Parameters Request procedure, controller-to-host flow control (accepted, not enforced).
