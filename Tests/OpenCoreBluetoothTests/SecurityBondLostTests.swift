@@ -1,0 +1,135 @@
+import Dispatch
+import Foundation
+import Host
+import Testing
+@testable import OpenCoreBluetooth
+
+private let serviceUUID = CBUUID(string: "5E1F0100-0000-4000-8000-00000000E5C0")
+private let valueUUID = CBUUID(string: "5E1F0101-0000-4000-8000-00000000E5C0")
+
+/// Serves a value that needs encryption; can forget every bond it holds (a phone "forgetting" the device).
+private final class ForgetfulPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    var manager: CBPeripheralManager!
+
+    override init() {
+        super.init()
+        manager = CBPeripheralManager(delegate: self, queue: nil)
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        let service = CBMutableService(type: serviceUUID, primary: true)
+        service.characteristics = [CBMutableCharacteristic(type: valueUUID, properties: [.read], value: nil,
+                                                           permissions: [.readEncryptionRequired])]
+        peripheral.add(service)
+        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [serviceUUID]])
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+        request.value = Data("secret".utf8)
+        peripheral.respond(to: request, withResult: .success)
+    }
+
+    var host: HostStack? { (manager.backend as? HostPeripheralBackend)?.launchedStack?.host }
+}
+
+/// Connects, reads the value, disconnects; `again()` connects and reads once more. Logs what the app hears.
+private final class ReturningCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
+    var manager: CBCentralManager!
+    var peripheral: CBPeripheral?
+    var log: [String] = []
+
+    override init() {
+        super.init()
+        manager = CBCentralManager(delegate: self, queue: nil)
+    }
+
+    func again() {
+        guard let peripheral else { return }
+        manager.connect(peripheral)
+    }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        if central.state == .poweredOn { central.scanForPeripherals(withServices: [serviceUUID]) }
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        guard self.peripheral == nil else { return }
+        self.peripheral = peripheral
+        central.stopScan()
+        central.connect(peripheral)
+    }
+
+    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        peripheral.delegate = self
+        peripheral.discoverServices([serviceUUID])
+    }
+
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+        log.append("disconnected " + ((error as? CBError).map { "\($0.code.rawValue)" } ?? "nil"))
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+        guard let service = peripheral.services?.first else { return }
+        peripheral.discoverCharacteristics(nil, for: service)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+        guard let characteristic = service.characteristics?.first else { return }
+        peripheral.readValue(for: characteristic)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        if let error = error as? CBError {
+            log.append("error CBError \(error.code.rawValue)")
+        } else if let error {
+            log.append("error \(error)")
+        } else {
+            log.append("read " + (characteristic.value.map { String(decoding: $0, as: UTF8.self) } ?? "nil"))
+            manager.cancelPeripheralConnection(peripheral)
+        }
+    }
+}
+
+private struct Box<T>: @unchecked Sendable { let value: T }
+
+private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.main.async { continuation.resume(returning: body()) }
+    }
+}
+
+private func waitUntil(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline, !(await onMain(condition)) { try? await Task.sleep(for: .milliseconds(20)) }
+}
+
+@Suite struct SecurityBondLostTests {
+    /// The central pairs on demand and keeps the bond; the peripheral then forgets it (as a phone "forgets" a
+    /// device). On the next connection the central encrypts with its bond, the peripheral has no key (LTK
+    /// negative reply → PIN or Key Missing, Core 5.4 Vol 3 Part H §2.4.4), and the app hears
+    /// `CBError.peerRemovedPairingInformation` (14), as on iOS — re-pairing is not silently allowed.
+    @Test func aPeerThatForgotTheBondIsReportedAsPeerRemovedPairingInformation() async throws {
+        let provider = HostBackend.privateAirProvider(seed: 97)
+        let apps = await onMain {
+            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (ForgetfulPeripheral(), ReturningCentral())) }
+        }
+        await waitUntil { apps.value.1.log.count >= 2 }
+        #expect(await onMain { apps.value.1.log } == ["read secret", "disconnected nil"])
+
+        let host = try #require(await onMain { apps.value.0.host })
+        let bonds = await withCheckedContinuation { continuation in host.bonds { continuation.resume(returning: $0) } }
+        #expect(bonds.count == 1, "the peripheral bonded with the central")
+        for bond in bonds {
+            await withCheckedContinuation { continuation in
+                host.removeBond(identityAddress: bond.identityAddress) { _ in continuation.resume() }
+            }
+        }
+
+        await onMain { apps.value.1.again() }
+        await waitUntil { apps.value.1.log.count >= 3 }
+        let log = await onMain { apps.value.1.log }
+        #expect(log.dropFirst(2).first == "error CBError 14" || log.dropFirst(2).first == "disconnected 14", "\(log)")
+        #expect(log.filter { $0 == "read secret" }.count == 1, "no second read without a bond: \(log)")
+    }
+}
