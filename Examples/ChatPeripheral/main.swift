@@ -10,7 +10,7 @@ import OpenCoreBluetooth
 enum ChatService {
     static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
     static let messageUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D4")
-    static let greetingUUID = CBUUID(string: "2A00")
+    static let greetingUUID = CBUUID(string: "C0DE0001-7E57-4C0D-9000-00000000CAFE")
 }
 
 final class ChatPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {

@@ -231,7 +231,8 @@ final class ChatSender: NSObject, CBPeripheralManagerDelegate, @unchecked Sendab
             ChatProcess.fail("blue chat send: the receiver left after \(sendDataIndex) of \(dataToSend.count) bytes")
         }
         FileHandle.standardError.write(Data("blue chat send: sent \(dataToSend.count) bytes\n".utf8))
-        Foundation.exit(0)
+        // Leave the receiver's unsubscription its response before this device leaves the air.
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.5) { Foundation.exit(0) }
     }
 
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager) {
@@ -334,7 +335,11 @@ final class ChatReceiver: NSObject, CBCentralManagerDelegate, CBPeripheralDelega
     }
 
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
-        if let error { ChatProcess.fail("blue chat receive: could not subscribe: \(error.localizedDescription)") }
+        if let error {
+            // The sender may leave as soon as it sees the unsubscription: the text is complete then.
+            if let receivedText { return finish(receivedText) }
+            ChatProcess.fail("blue chat receive: could not subscribe: \(error.localizedDescription)")
+        }
         guard !characteristic.isNotifying, let receivedText else { return }
         // Leave the sender a moment to see the unsubscription, then disconnect.
         centralManager?.cancelPeripheralConnection(peripheral)

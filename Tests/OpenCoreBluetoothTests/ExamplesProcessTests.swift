@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+
+/// Runs the example programs (and `blue`) built beside the test bundle, as a user runs them: separate
+/// processes, output captured in files, each stopped (SIGTERM, then SIGKILL) in every path.
+final class ExampleProcess: @unchecked Sendable {
+    let process = Process()
+    let folder: URL
+    let outputURL: URL
+    let errorURL: URL
+
+    /// The folder SwiftPM puts the products and the test bundle in (.build/<config>/).
+    static var productsFolder: URL {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        if FileManager.default.isExecutableFile(atPath: beside.appendingPathComponent("blue").path) { return beside }
+        return URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/debug")
+    }
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocb-example-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        outputURL = folder.appendingPathComponent("stdout")
+        errorURL = folder.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        let path = Self.productsFolder.appendingPathComponent(executable)
+        guard FileManager.default.isExecutableFile(atPath: path.path) else { throw Failure.missing(path.path) }
+        process.executableURL = path
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        merged["OCB_HCI"] = nil
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        process.standardOutput = try FileHandle(forWritingTo: outputURL)
+        process.standardError = try FileHandle(forWritingTo: errorURL)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var outputData: Data { (try? Data(contentsOf: outputURL)) ?? Data() }
+    var output: String { String(decoding: outputData, as: UTF8.self) }
+    var errors: String { String(decoding: (try? Data(contentsOf: errorURL)) ?? Data(), as: UTF8.self) }
+
+    /// Waits (at most `limit`) until the output contains `text`.
+    func waitFor(_ text: String, limit: Duration = .seconds(10)) -> Bool {
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            if output.contains(text) { return true }
+            if !process.isRunning { return output.contains(text) }
+            usleep(20_000)
+        }
+        return output.contains(text)
+    }
+
+    /// Waits (at most `limit`) for the process to exit by itself; nil when it did not (it is then killed).
+    func waitForExit(limit: Duration) -> Int32? {
+        let end = ContinuousClock.now + limit
+        while process.isRunning && ContinuousClock.now < end { usleep(20_000) }
+        guard !process.isRunning else {
+            stop()
+            return nil
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL after a grace period.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let end = ContinuousClock.now + .seconds(2)
+        while process.isRunning && ContinuousClock.now < end { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    enum Failure: Error { case missing(String), notReady(String) }
+}
+
+/// A `blue air` hub on a socket of its own, for one test.
+final class ExampleHub: @unchecked Sendable {
+    let socket: String
+    let hub: ExampleProcess
+
+    init() throws {
+        socket = "/tmp/ocb-ex-\(UUID().uuidString.prefix(6).lowercased()).sock"
+        hub = try ExampleProcess("blue", ["air", "--socket", socket, "--stats-interval", "0"])
+        guard hub.waitFor("listening") else {
+            hub.stop()
+            throw ExampleProcess.Failure.notReady("hub: \(hub.output) \(hub.errors)")
+        }
+    }
+
+    var environment: [String: String] { ["OCB_HCI": "air:\(socket)"] }
+
+    deinit {
+        hub.stop()
+        unlink(socket)
+    }
+}
+
+/// 64-bit FNV-1a, to compare a long text with what arrived.
+func exampleHash(_ data: Data) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return hash
+}
+
+/// A deterministic long UTF-8 text of about `bytes` bytes (multi-byte characters included).
+func exampleText(bytes: Int) -> String {
+    var text = ""
+    var line = 0
+    while text.utf8.count < bytes {
+        line += 1
+        text += "Line \(line): the quick brown fox jumps over the lazy dog, ünïcødé ✓ \(line &* 7919 % 1000)\n"
+    }
+    return text
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+/// The seed programs of Examples/ (issue 5 item 2), run as separate processes meeting on a `blue air` hub.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ExamplesSeedTests {
+    @Test("seed 002: the peripheral's long text reaches the central intact, in chunks, ended by EOM")
+    func seed002MovesALongText() throws {
+        let hub = try ExampleHub()
+        let text = exampleText(bytes: 12_000)
+        let peripheral = try ExampleProcess("Seed002Peripheral", ["--timeout", "25", text], environment: hub.environment)
+        defer { peripheral.stop() }
+        let central = try ExampleProcess("Seed002Central", ["--timeout", "25"], environment: hub.environment)
+        defer { central.stop() }
+        let centralStatus = central.waitForExit(limit: .seconds(28))
+        let peripheralStatus = peripheral.waitForExit(limit: .seconds(5))
+        #expect(centralStatus == 0, "central: \(central.errors)")
+        #expect(peripheralStatus == 0, "peripheral: \(peripheral.errors)")
+        #expect(central.outputData.count == text.utf8.count)
+        #expect(exampleHash(central.outputData) == exampleHash(Data(text.utf8)))
+        #expect(central.output == text)
+        #expect(central.errors.contains("Received \(text.utf8.count) bytes and EOM"))
+        #expect(peripheral.errors.contains("Sent: EOM"))
+        #expect(peripheral.errors.contains("Central unsubscribed from characteristic"))
+    }
+
+    @Test("seed 002: the central alone times out with exit 1 and says what it was waiting for")
+    func seed002CentralTimesOut() throws {
+        let central = try ExampleProcess("Seed002Central", ["--timeout", "1"])
+        defer { central.stop() }
+        #expect(central.waitForExit(limit: .seconds(10)) == 1)
+        #expect(central.errors.contains("Seed002Central: timed out after 1.0 s: no peripheral advertising the transfer service"))
+    }
+
+    @Test("seed 003: scan all with an RSSI list, connect, discover all, read, subscribe, write text, get the notification")
+    func seed003CentralFlow() throws {
+        let hub = try ExampleHub()
+        let peripheral = try ExampleProcess("ChatPeripheral", ["--name", "Chat3", "--once", "--timeout", "25"], environment: hub.environment)
+        defer { peripheral.stop() }
+        #expect(peripheral.waitFor("ready"))
+        let central = try ExampleProcess("Seed003Central", ["--name", "Chat3", "--timeout", "25"], environment: hub.environment)
+        defer { central.stop() }
+        let status = central.waitForExit(limit: .seconds(28))
+        #expect(status == 0, "central: \(central.output) \(central.errors)")
+        let out = central.output
+        #expect(out.contains("RSSI list:"))
+        #expect(out.contains(" dBm  Chat3  "))
+        #expect(out.contains("Connected to Chat3"))
+        #expect(out.contains("Discovered service E20A39F4-73F5-4BC4-A12F-17D1AD07A961"))
+        // read 0x02 | write without response 0x04 | write 0x08 | notify 0x10
+        #expect(out.contains("Discovered characteristic 08590F7E-DB05-467E-8757-72F6FAEB13D4 properties 0x1e"))
+        #expect(out.contains("Value of C0DE0001-7E57-4C0D-9000-00000000CAFE: Hello from Chat3"))
+        #expect(out.contains("Wrote \"Xin chào, Bluetooth!\" to 08590F7E-DB05-467E-8757-72F6FAEB13D4"))
+        #expect(out.contains("Notification received: echo: Xin chào, Bluetooth!"))
+        #expect(peripheral.waitForExit(limit: .seconds(5)) == 0)
+        #expect(peripheral.errors.contains("Received: Xin chào, Bluetooth!"))
+    }
+
+    @Test("seed 004: list named devices with RSSI, connect, classify property bits, write UTF-8, receive the reply")
+    func seed004CentralFlow() throws {
+        let hub = try ExampleHub()
+        let peripheral = try ExampleProcess("ChatPeripheral", ["--name", "Chat4", "--once", "--timeout", "25"], environment: hub.environment)
+        defer { peripheral.stop() }
+        #expect(peripheral.waitFor("ready"))
+        let central = try ExampleProcess("Seed004Central", ["--name", "Chat4", "--timeout", "25"], environment: hub.environment)
+        defer { central.stop() }
+        let status = central.waitForExit(limit: .seconds(28))
+        #expect(status == 0, "central: \(central.output) \(central.errors)")
+        let out = central.output
+        #expect(out.contains("CBCentralManager state: poweredOn"))
+        #expect(out.contains("peripheral.name = Chat4"))
+        #expect(out.contains("RSSI = -"))
+        #expect(out.contains("鏈接成功=====>Chat4"))
+        #expect(out.contains("服務的UUID E20A39F4-73F5-4BC4-A12F-17D1AD07A961"))
+        // The combined properties (0x1e) go to `default`, whose bit test finds the write property.
+        #expect(out.contains("characteristic.properties --> 30"))
+        #expect(out.contains("characteristic ===> default --test-- write"))
+        // The read-only greeting matches the `.read` case exactly.
+        #expect(out.contains("characteristic ===> read"))
+        #expect(out.contains("寫入測試數據 ==> ~測試數據 hello"))
+        #expect(out.contains("Received: echo: ~測試數據 hello"))
+        #expect(peripheral.waitForExit(limit: .seconds(5)) == 0)
+    }
+}
