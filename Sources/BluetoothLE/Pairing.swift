@@ -171,3 +171,22 @@ extension Peripheral {
         }
     }
 }
+
+extension Central {
+    /// As peripheral, asks the central to secure the link (Security Request, Core 5.4 Vol 3 Part H §3.6.7) and
+    /// returns once it paired or encrypted with its bond. Throws ``PairingError`` like ``Peripheral/pair(_:)``.
+    public func requestSecurity(mitm: Bool? = nil) async throws -> PairingOutcome {
+        let host = link.core.host, handle = link.handle
+        let router = PairingRouter.router(for: host)
+        let result: Result<PairingOutcome, HostError> = try await PendingOperation.run { operation in
+            host.requestSecurity(connectionHandle: handle, mitm: mitm) { operation.succeed($0) }
+        }
+        switch result {
+        case .success(let outcome):
+            _ = router?.takeFailure(handle)
+            return outcome
+        case .failure(let error):
+            throw PairingError(error, smpReason: router?.takeFailure(handle))
+        }
+    }
+}

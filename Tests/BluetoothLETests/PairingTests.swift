@@ -132,4 +132,16 @@ private func configuration(seed: UInt64, io: SMPIOCapability, mitm: Bool, consen
         #expect(centralDelegate.log.load() == ["justWorks"])
         await air.finish([remote])
     }
+
+    /// The peripheral asks for security (Security Request, §3.6.7): the central pairs by itself (Just Works
+    /// here), both sides get the outcome.
+    @Test func securityRequestFromThePeripheral() async throws {
+        let air = try await TestAir.started(central: configuration(seed: 2, io: .noInputNoOutput, mitm: false),
+                                            peripheral: configuration(seed: 1, io: .noInputNoOutput, mitm: false))
+        let (remote, local) = try await air.connect()
+        let outcome = try await withTimeout { try await local.requestSecurity() }
+        #expect(outcome.method == .justWorks)
+        #expect(outcome.secureConnections && !outcome.authenticated && outcome.bonded)
+        await air.finish([remote])
+    }
 }
