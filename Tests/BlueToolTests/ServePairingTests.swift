@@ -11,7 +11,8 @@ struct ServePairingTests {
     }
 
     /// A hub and `blue serve --profile heart-rate --io display-only --passkey 123456 --json` on it.
-    static func scene(_ body: (String, String, BackgroundBlue) throws -> Void) throws {
+    static func scene(io: String = "display-only", passkey: [String] = ["--passkey", "123456"],
+                      _ body: (String, String, BackgroundBlue) throws -> Void) throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
         let socket = "/tmp/ocb-serve-pair-\(tag).sock"
         let bonds = NSTemporaryDirectory() + "ocb-serve-pair-bonds-\(tag)"
@@ -19,8 +20,7 @@ struct ServePairingTests {
         let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
         defer { hub.stop() }
         #expect(hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
-        let server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--hci", "air:\(socket)", "--io", "display-only",
-                                         "--passkey", "123456", "--json"])
+        let server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--hci", "air:\(socket)", "--io", io, "--json"] + passkey)
         defer { server.stop() }
         #expect(server.waitFor("serving"), "serve: \(server.output) \(server.errors)")
         try body(socket, bonds, server)
@@ -58,6 +58,24 @@ struct ServePairingTests {
             let said = paired.standardError.lowercased().replacingOccurrences(of: " ", with: "")
             #expect(said.contains("confirmvaluefailed"), "\(paired.standardError)")
             #expect(server.waitFor("pairingFailed"), "serve: \(server.output)")
+        }
+    }
+
+    /// `--io display-yes-no`: LE SC Numeric Comparison (§2.3.5.6.2); both sides print the same six digits and
+    /// confirm them.
+    @Test func numericComparisonWithTheServer() throws {
+        try Self.scene(io: "display-yes-no", passkey: []) { socket, bonds, server in
+            let paired = try BlueProcess.run([
+                "pair", "blue heart rate", "--hci", "air:\(socket)", "--method", "numeric", "--bonds", bonds, "--json",
+            ])
+            #expect(paired.status == 0, "\(paired.standardOutput) \(paired.standardError)")
+            let lines = paired.standardOutput.split(separator: "\n").compactMap(Self.json)
+            let shown = lines.first { $0["event"] as? String == "numericComparison" }?["value"] as? Int
+            #expect(shown != nil, "\(paired.standardOutput)")
+            #expect(lines.last?["authenticated"] as? Bool == true, "\(paired.standardOutput)")
+            #expect(server.waitFor("\"paired\""), "serve: \(server.output)")
+            let events = server.output.split(separator: "\n").compactMap(Self.json)
+            #expect(events.contains { $0["event"] as? String == "numericComparison" && $0["value"] as? Int == shown }, "\(server.output)")
         }
     }
 }
