@@ -186,6 +186,8 @@ let package = Package(
             dependencies: [
                 "OpenCoreBluetooth", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
                 "VirtualController", "TestSupport",
+                // The example programs run as subprocesses in the tests: depending on them builds them.
+                "Seed002Central", "Seed002Peripheral", "Seed003Central", "Seed004Central", "ChatPeripheral", "blue",
             ],
             swiftSettings: strict
         ),

@@ -83,22 +83,9 @@ public final class FileBondStore: BondStore {
         } catch {
             throw BondStoreError(.ioFailed, "encoding: \(error)", path: target)
         }
-        let temporary = "\(target).tmp.\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw BondStoreError(.ioFailed, "open: \(Self.errnoText())", path: temporary) }
-        var ok = fchmod(fd, 0o600) == 0
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while ok, offset < raw.count, let base = raw.baseAddress {
-                let written = write(fd, base + offset, raw.count - offset)
-                if written <= 0 { ok = false } else { offset += written }
-            }
-        }
-        ok = ok && fsync(fd) == 0
-        let writeError = Self.errnoText()
-        close(fd)
-        guard ok, rename(temporary, target) == 0 else {
-            let reason = ok ? "rename: \(Self.errnoText())" : "write: \(writeError)"
+        let temporary = try PrivateFile.writeTemporary(data, beside: target)
+        guard rename(temporary, target) == 0 else {
+            let reason = "rename: \(Self.errnoText())"
             unlink(temporary)
             throw BondStoreError(.ioFailed, reason, path: target)
         }

@@ -102,25 +102,13 @@ public struct LocalIdentityFile: Sendable {
         } catch {
             throw BondStoreError(.ioFailed, "encoding: \(error)", path: path)
         }
-        let temporary = "\(path).tmp.\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw BondStoreError(.ioFailed, "open: \(FileBondStore.errnoText())", path: temporary) }
-        var ok = fchmod(fd, 0o600) == 0
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while ok, offset < raw.count, let base = raw.baseAddress {
-                let written = write(fd, base + offset, raw.count - offset)
-                if written <= 0 { ok = false } else { offset += written }
-            }
-        }
-        ok = ok && fsync(fd) == 0
-        close(fd)
+        let temporary = try PrivateFile.writeTemporary(data, beside: path)
         // link() fails if another process created the file meanwhile: its identity wins.
-        let linked = ok && link(temporary, path) == 0
+        let linked = link(temporary, path) == 0
         let linkError = FileBondStore.errnoText()
         unlink(temporary)
         if linked { return identity }
-        if ok, let existing = try load() { return existing }
+        if let existing = try load() { return existing }
         throw BondStoreError(.ioFailed, "creating the local identity: \(linkError)", path: path)
     }
 
