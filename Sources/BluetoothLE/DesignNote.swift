@@ -23,3 +23,7 @@
 // Flow control: write-without-response and notify wait for the connection's send queue to have room
 // (`HostStack.isReadyToSend` / `HostEvent.readyToSend`, the same signal as CoreBluetooth's
 // `canSendWriteWithoutResponse` and `peripheralManagerIsReady`), so a producer loop never floods the controller.
+//
+// Pairing: `BluetoothStack.setPairingDelegate(_:)` routes the Host's pairing interactions (numeric comparison,
+// passkey display/entry, Just Works consent) to async delegate methods, one Task per interaction, never on the
+// stack loop; `Peripheral.pair()` returns the outcome or throws `PairingError` with the SMP reason.

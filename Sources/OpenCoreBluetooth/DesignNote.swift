@@ -33,3 +33,11 @@
 // (`.poweredOn`, or `.unsupported` when it cannot open) follows. The peripheral side serves cached values from the
 // GATT database and defers every other read/write to the app through the GATT server's deferred requests
 // (GATTDeferral, Core 5.4 Vol 3 Part F §3.4.4–§3.4.6), answered by `respond(to:withResult:)`.
+//
+// Security, as on iOS: attributes published with `.readEncryptionRequired`/`.writeEncryptionRequired` (and the
+// encrypted notify/indicate properties) require an encrypted link; a central touching one pairs (the Host's
+// automatic pairing and single retry) and the app sees the answer. Linux has no pairing dialog: Numeric
+// Comparison and Just Works are accepted, a passkey to type is cancelled (HostBackend.automaticAnswer). Bonds live
+// in memory for the process, or in files with a persistent local identity when OCB_BONDS is set (a directory path,
+// or any other value for the default directory). A peer that removed its bond surfaces as
+// `CBError.peerRemovedPairingInformation`; an SMP timeout as `.encryptionTimedOut`.
