@@ -14,6 +14,12 @@ import BluetoothRuntime
 /// devices seen in this run or known to the backend, identifiers being stable across runs (``CBPeerIdentifier``);
 /// `retrieveConnectedPeripherals(withServices:)` returns this manager's connected peripherals whose discovered
 /// services match (links of other processes are not visible).
+///
+/// Known peers persist across runs (``KnownPeersStore``): peers discovered or connected are kept in
+/// `$XDG_DATA_HOME/opencorebluetooth/known-peers.json` (else `~/.local/share/opencorebluetooth/known-peers.json`);
+/// `OCB_KNOWN_PEERS=/path/file.json` names another file and `OCB_KNOWN_PEERS=off` keeps them in memory. A later
+/// run's `retrievePeripherals(withIdentifiers:)` returns them (disconnected, with their last known name), and
+/// `connect` reaches one by its stored address without scanning.
 public class CBCentralManager: CBManager, @unchecked Sendable {
     /// Features for `supports(_:)`.
     public struct Feature: OptionSet, Sendable, Hashable {
@@ -25,6 +31,8 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     public weak var delegate: (any CBCentralManagerDelegate)?
 
     let backend: (any CBCentralBackend)?
+    /// The peers known across runs (read when the manager is created).
+    let knownPeers: KnownPeersStore
 
     private struct WeakPeripheral {
         weak var value: CBPeripheral?
@@ -59,6 +67,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
         backend = CBBackendRegistry.current?.makeCentral()
+        knownPeers = KnownPeersStore(location: KnownPeersStore.currentLocation())
         super.init(queue: queue)
         if let backend {
             backend.start { [weak self] event in
@@ -76,6 +85,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
 
     deinit {
         backend?.shutdown()
+        knownPeers.flush()
     }
 
     /// True from `scanForPeripherals` until `stopScan` or leaving `.poweredOn`.
@@ -153,9 +163,15 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         guard state == .poweredOn, let backend else { return [] }
         let known = backend.knownPeers()
         return identifiers.compactMap { identifier in
-            let peer = registry.withLock { $0.seen[identifier] }
-                ?? known.first { CBPeerIdentifier.identifier(for: $0.address) == identifier }
-            return peer.map(peripheral(for:))
+            if let peer = registry.withLock({ $0.seen[identifier] })
+                ?? known.first(where: { CBPeerIdentifier.identifier(for: $0.address) == identifier }) {
+                return peripheral(for: peer)
+            }
+            // Known from an earlier run: a new peripheral at its stored address, with its last known name.
+            guard let entry = knownPeers.entry(for: identifier) else { return nil }
+            let peripheral = peripheral(for: CBBackendPeer(address: entry.address))
+            if peripheral.name == nil { peripheral.advertisedName = entry.name }
+            return peripheral
         }
     }
 
@@ -230,6 +246,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
                 return
             }
             peripheral.linkStarted(mtu: mtu)
+            knownPeers.connected(peer.address, name: peripheral.name)
             delegate?.centralManager(self, didConnect: peripheral)
         case .connectionFailed(let peer, let error):
             guard let peripheral = existingPeripheral(peer), peripheral.state == .connecting else { return }
@@ -253,6 +270,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
             existingPeripheral(peer)?.readyToSendWriteWithoutResponse()
         case .nameUpdated(let peer, let name):
             existingPeripheral(peer)?.nameUpdated(name)
+            knownPeers.renamed(peer.address, name: name)
         case .servicesChanged(let peer, let start, let end):
             existingPeripheral(peer)?.servicesChanged(start: start, end: end)
         }
@@ -274,6 +292,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         if peripheral.gapName == nil, let name = advertisement.localName {
             peripheral.advertisedName = name
         }
+        knownPeers.discovered(advertisement.peer.address, name: peripheral.name)
         delegate?.centralManager(self, didDiscover: peripheral, advertisementData: Self.dictionary(advertisement),
                                  rssi: NSNumber(value: advertisement.rssi))
     }
