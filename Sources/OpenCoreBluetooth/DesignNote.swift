@@ -41,3 +41,12 @@
 // in memory for the process, or in files with a persistent local identity when OCB_BONDS is set (a directory path,
 // or any other value for the default directory). A peer that removed its bond surfaces as
 // `CBError.peerRemovedPairingInformation`; an SMP timeout as `.encryptionTimedOut`.
+//
+// Known peers, as on Apple platforms: a CBCentralManager remembers the peers it discovered or connected
+// (KnownPeersStore: identifier → identity address, address type, last known name) across runs, in
+// `$XDG_DATA_HOME/opencorebluetooth/known-peers.json` (else `~/.local/share/opencorebluetooth/known-peers.json`);
+// OCB_KNOWN_PEERS=/path/file.json names another file, OCB_KNOWN_PEERS=off keeps them in memory. The file is read
+// when the manager is created and written whole (temporary file, mode 0600, rename) at once on connect and
+// debounced on discovery; private addresses are not kept; a corrupt file is reported once on stderr and never
+// overwritten. `retrievePeripherals(withIdentifiers:)` answers from it (disconnected, stored name, order asked)
+// and `connect` reaches such a peer by its stored address without scanning (LE Create Connection).
