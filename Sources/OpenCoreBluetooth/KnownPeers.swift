@@ -290,8 +290,12 @@ public final class KnownPeersStore: Sendable {
                 throw KnownPeersError(.ioFailed, "creating the directory: \(error)", path: path)
             }
         }
-        let temporary = "\(path).tmp.\(getpid())"
-        unlink(temporary)
+        // Unique per write: two stores of one process may flush the same file at once.
+        let serial = temporarySerial.withLock { value -> UInt64 in
+            value &+= 1
+            return value
+        }
+        let temporary = "\(path).tmp.\(getpid()).\(serial)"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KnownPeersError(.ioFailed, "open: \(errnoText())", path: temporary) }
         var ok = fchmod(fd, 0o600) == 0
@@ -315,6 +319,8 @@ public final class KnownPeersStore: Sendable {
             throw KnownPeersError(.ioFailed, reason, path: path)
         }
     }
+
+    private static let temporarySerial = LockedValue<UInt64>(0)
 
     private static func errnoText() -> String { String(cString: strerror(errno)) }
 }
