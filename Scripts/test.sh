@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Tests must not write into the user's home: CoreBluetooth managers keep known peers in memory during the run.
+export OCB_KNOWN_PEERS="${OCB_KNOWN_PEERS:-off}"
+
 if [ "${SKIP_INTEROP:-0}" != "1" ]; then
   echo "== interop setup"
   Scripts/setup-interop.sh
