@@ -31,6 +31,8 @@ let package = Package(
         .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
         .library(name: "OpenCoreBluetooth", targets: ["OpenCoreBluetooth"]),
         .executable(name: "blue", targets: ["blue"]),
+        .executable(name: "Seed001Peripheral", targets: ["Seed001Peripheral"]),
+        .executable(name: "Seed001Central", targets: ["Seed001Central"]),
         .executable(name: "Seed002Central", targets: ["Seed002Central"]),
         .executable(name: "Seed002Peripheral", targets: ["Seed002Peripheral"]),
         .executable(name: "Seed003Central", targets: ["Seed003Central"]),
@@ -126,6 +128,8 @@ let package = Package(
             swiftSettings: strict
         ),
         // The seed apps (issue 5 item 2): CoreBluetooth programs with `import OpenCoreBluetooth`, run by ExamplesTests.
+        .executableTarget(name: "Seed001Peripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed001Peripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed001Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed001Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
         .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed003Central", swiftSettings: strict),
@@ -187,7 +191,8 @@ let package = Package(
                 "OpenCoreBluetooth", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
                 "VirtualController", "TestSupport",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
-                "Seed002Central", "Seed002Peripheral", "Seed003Central", "Seed004Central", "ChatPeripheral", "blue",
+                "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
+                "Seed004Central", "ChatPeripheral", "blue",
             ],
             swiftSettings: strict
         ),

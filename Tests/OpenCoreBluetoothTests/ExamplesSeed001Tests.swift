@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// Seed 001 (issue 5 item 2) as two programs of Examples/: the iOS peripheral's and the macOS central's
+/// BluetoothManager, each in its own process, meeting on a `blue air` hub of the test's own.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ExamplesSeed001Tests {
+    @Test("seed 001: the central reads {\"Hello\": \"Darkness\"}, the peripheral receives {\"Yo\": \"Lo\"}, both exit 0")
+    func seed001ExchangesBothPlists() throws {
+        let hub = try ExampleHub()
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "25"], environment: hub.environment)
+        defer { peripheral.stop() }
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "25"], environment: hub.environment)
+        defer { central.stop() }
+        let centralStatus = central.waitForExit(limit: .seconds(28))
+        let peripheralStatus = peripheral.waitForExit(limit: .seconds(5))
+        #expect(centralStatus == 0, "central: \(central.output) \(central.errors)")
+        #expect(peripheralStatus == 0, "peripheral: \(peripheral.output) \(peripheral.errors)")
+
+        // The seed's own log (its `print`s, on standard output), as the seed's screenshot shows it.
+        let centralLog = central.output
+        #expect(centralLog.contains("didDiscover: Peripheral - iOS"))
+        #expect(centralLog.contains("Matching characteristic"))
+        #expect(centralLog.contains(#"Value read is: ["Hello": "Darkness"]"#))
+        #expect(centralLog.contains("Writing on peripheral."))
+        #expect(centralLog.contains("didWriteValueFor "))
+        #expect(centralLog.contains("didDisconnectPeripheral"))
+        let peripheralLog = peripheral.output
+        #expect(peripheralLog.contains("peripheralManagerDidStartAdvertising"))
+        #expect(peripheralLog.contains("didSubscribeTo characteristic"))
+        #expect(peripheralLog.contains("Sending response: Success"))
+        #expect(peripheralLog.contains(#"Written value is: ["Yo": "Lo"]"#))
+
+        // The order of the central's steps: read, then write, then disconnect.
+        let read = try #require(centralLog.range(of: "Value read is:"))
+        let write = try #require(centralLog.range(of: "didWriteValueFor "))
+        let disconnect = try #require(centralLog.range(of: "didDisconnectPeripheral"))
+        #expect(read.lowerBound < write.lowerBound && write.lowerBound < disconnect.lowerBound)
+
+        // The view controllers' labels (standard error).
+        #expect(central.errors.contains("[Seed001Central] Did connect to: Peripheral - iOS"))
+        #expect(central.errors.contains("[Seed001Central] Exchange done"))
+        #expect(peripheral.errors.contains("[Seed001Peripheral] Did send data ⬆️"))
+        #expect(peripheral.errors.contains("[Seed001Peripheral] Exchange done"))
+    }
+
+    @Test("seed 001: the central alone times out with exit 1 and says what it was waiting for")
+    func seed001CentralTimesOut() throws {
+        let hub = try ExampleHub()
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "1"], environment: hub.environment)
+        defer { central.stop() }
+        #expect(central.waitForExit(limit: .seconds(10)) == 1)
+        #expect(central.errors.contains("Seed001Central: timed out after 1.0 s: no peripheral advertising the seed's service"))
+    }
+
+    @Test("seed 001: the peripheral alone times out with exit 1 and says what it was waiting for")
+    func seed001PeripheralTimesOut() throws {
+        let hub = try ExampleHub()
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "1"], environment: hub.environment)
+        defer { peripheral.stop() }
+        #expect(peripheral.waitForExit(limit: .seconds(10)) == 1)
+        #expect(peripheral.errors.contains("Seed001Peripheral: timed out after 1.0 s: advertising, but no central subscribed"))
+        #expect(peripheral.output.contains("peripheralManagerDidStartAdvertising"))
+    }
+
+    @Test("seed 001: a bad --timeout is one line and exit 1")
+    func seed001RejectsABadTimeout() throws {
+        for program in ["Seed001Central", "Seed001Peripheral"] {
+            let process = try ExampleProcess(program, ["--timeout", "zero"])
+            defer { process.stop() }
+            #expect(process.waitForExit(limit: .seconds(10)) == 1)
+            #expect(process.errors == "\(program): --timeout needs a positive number of seconds\n")
+        }
+    }
+}
