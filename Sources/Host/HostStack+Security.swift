@@ -166,6 +166,7 @@ extension HostStack {
             irk: securityState.localIRK, keySource: nextKeySource())
         let smp = SMPSession(role: connection.role == .central ? .central : .peripheral, configuration: pairing)
         connections[connection.handle]?.session?.securityLink = SecurityLink(smp: smp, identity: bond?.identityAddress)
+        installSigning(connection.handle)
         if let identity = bond?.identityAddress, identity != connection.peer {
             let handle = connection.handle
             eventLoop.execute { [weak self] in
@@ -491,6 +492,7 @@ extension HostStack {
             }
             securityState.bonds[identity] = bond
             persist(bond)
+            installSigning(handle)
         }
         applyGATTSecurity(handle)
         let outcome = PairingOutcome(
