@@ -161,9 +161,10 @@ extension HostStack {
         loadSecurityIfNeeded()
         let bond = securityState.bond(resolving: connection.peer)
         let local = info.ownAddress
-        let pairing = configuration.security.pairing(
+        var pairing = configuration.security.pairing(
             local: local, peer: connection.peer, identity: securityState.localIdentity ?? local,
             irk: securityState.localIRK, keySource: nextKeySource())
+        applyOutOfBand(&pairing, peer: connection.peer)
         let smp = SMPSession(role: connection.role == .central ? .central : .peripheral, configuration: pairing)
         connections[connection.handle]?.session?.securityLink = SecurityLink(smp: smp, identity: bond?.identityAddress)
         installSigning(connection.handle)

@@ -20,6 +20,8 @@ struct SecurityState {
     /// stack-wide state the GAP extension may extend without touching `HostStack.swift`.
     var scanLane = GAPLane()
     var advertisingLane = GAPLane()
+    /// Out-of-band pairing data (`HostStack+OOB.swift`).
+    var outOfBand = OutOfBandState()
 
     /// The bond whose IRK resolves `address`, whose identity is `address`, or that was paired from `address`
     /// (``Bond/connectionAddress``).

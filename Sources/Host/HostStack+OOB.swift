@@ -1,0 +1,131 @@
+public import BluetoothCore
+public import BluetoothCrypto
+import BluetoothRuntime
+import SMP
+
+/// Our LE Secure Connections out-of-band data (Core 5.4 Vol 3 Part H §2.3.5.6.4): the address we connect or
+/// advertise with, our random r and the confirm value C = f4(PKx, PKx, r, 0) computed from the P-256 public key
+/// this stack then uses for every pairing. Given to the peer by some other channel (NFC, QR code, a file).
+public struct LocalOutOfBandData: Hashable, Sendable {
+    /// Our LE address (the controller's own address).
+    public var address: BluetoothAddress
+    /// r, 128 bits.
+    public var random: Block128
+    /// C = f4(PKx, PKx, r, 0).
+    public var confirm: Block128
+
+    public init(address: BluetoothAddress, random: Block128, confirm: Block128) {
+        self.address = address
+        self.random = random
+        self.confirm = confirm
+    }
+}
+
+/// The out-of-band state of a ``HostStack`` (Core 5.4 Vol 3 Part H §2.3.5.4 legacy TK, §2.3.5.6.4 LE Secure
+/// Connections): our fixed key pair and r once ``HostStack/localOutOfBandData(completion:)`` was asked, and the
+/// data received from peers, by peer address. Mutated only on the host's event loop.
+struct OutOfBandState {
+    /// Our key pair and r (nil until asked for).
+    var localKeyPair: LEKeyPair?
+    var localRandom: Block128?
+    var localConfirm: Block128?
+    /// Peer data by the peer's address on the link (legacy TK and/or the peer's SC r and C).
+    var peers: [BluetoothAddress: SMPOutOfBandData] = [:]
+}
+
+/// Out-of-band pairing through the host (Core 5.4 Vol 3 Part H §2.3.5.4, §2.3.5.6.4; method selection §2.3.5.1
+/// Table 2.6: legacy pairing uses OOB when both sides set the OOB flag, LE Secure Connections when either does).
+///
+/// The data given here is put into the ``SMPPairingConfiguration`` of each connection's ``SMPSession`` when the
+/// session is created, and into existing sessions with that peer that are not pairing yet.
+extension HostStack {
+    /// Our LE Secure Connections OOB data (address, r, C). Generated once per stack on first call; from then on
+    /// every pairing of this stack uses the same P-256 key pair (the one C commits to) and offers r to peers that
+    /// say they hold our data. Fails with ``HostError/Code/notReady`` before ``start(completion:)`` completed or
+    /// when the security layer is disabled. Completion on the loop.
+    public func localOutOfBandData(completion: @escaping @Sendable (Result<LocalOutOfBandData, HostError>) -> Void) {
+        onLoop { [self] in
+            guard lifecycle == .ready, configuration.security.enabled else {
+                completion(.failure(HostError(.notReady, "the stack is not ready or security is disabled")))
+                return
+            }
+            loadSecurityIfNeeded()
+            if securityState.outOfBand.localKeyPair == nil {
+                var source = nextKeySource()
+                let pair = source.keyPair()
+                let random = source.random128()
+                do throws(BluetoothCryptoError) {
+                    let confirm = try SMPOutOfBandData.localConfirm(publicKey: pair.publicKey, random: random)
+                    securityState.outOfBand.localKeyPair = pair
+                    securityState.outOfBand.localRandom = random
+                    securityState.outOfBand.localConfirm = confirm
+                } catch {
+                    completion(.failure(HostError(.protocolError, "OOB confirm value: \(error)")))
+                    return
+                }
+                refreshOutOfBand(peer: nil)
+            }
+            guard let random = securityState.outOfBand.localRandom, let confirm = securityState.outOfBand.localConfirm else {
+                completion(.failure(HostError(.notReady, "no local OOB data")))
+                return
+            }
+            completion(.success(LocalOutOfBandData(address: info.ownAddress, random: random, confirm: confirm)))
+        }
+    }
+
+    /// The peer's LE Secure Connections OOB data (its r and C), received out of band, for pairings with `address`
+    /// (the peer's address on the link). A later pairing with it then uses the OOB method.
+    public func setPeerOutOfBandData(for address: BluetoothAddress, random: Block128, confirm: Block128) {
+        onLoop { [self] in
+            var data = securityState.outOfBand.peers[address] ?? SMPOutOfBandData()
+            data.peerRandom = random
+            data.peerConfirm = confirm
+            securityState.outOfBand.peers[address] = data
+            refreshOutOfBand(peer: address)
+        }
+    }
+
+    /// The legacy OOB temporary key (16 octets, §2.3.5.4) shared with `address`: LE legacy pairing with it uses
+    /// the OOB method when the peer also has a TK.
+    public func setLegacyOutOfBandKey(for address: BluetoothAddress, temporaryKey: Block128) {
+        onLoop { [self] in
+            var data = securityState.outOfBand.peers[address] ?? SMPOutOfBandData()
+            data.legacyTemporaryKey = temporaryKey
+            securityState.outOfBand.peers[address] = data
+            refreshOutOfBand(peer: address)
+        }
+    }
+
+    /// Forgets the OOB data given for `address`.
+    public func removeOutOfBandData(for address: BluetoothAddress) {
+        onLoop { [self] in
+            securityState.outOfBand.peers.removeValue(forKey: address)
+            refreshOutOfBand(peer: address)
+        }
+    }
+
+    /// How many peers we hold OOB data for (read on the loop).
+    public var outOfBandPeerCount: Int { securityState.outOfBand.peers.count }
+
+    // MARK: Internals
+
+    /// Puts our OOB key pair and r and the peer's data into a link's SMP configuration.
+    func applyOutOfBand(_ configuration: inout SMPPairingConfiguration, peer: BluetoothAddress) {
+        var data = securityState.outOfBand.peers[peer] ?? SMPOutOfBandData()
+        data.localRandom = securityState.outOfBand.localRandom
+        configuration.outOfBand = data
+        if let pair = securityState.outOfBand.localKeyPair { configuration.localKeyPair = pair }
+    }
+
+    /// Updates the sessions not pairing yet with `peer` (all peers when nil).
+    func refreshOutOfBand(peer: BluetoothAddress?) {
+        for (handle, entry) in connections {
+            let connection = entry.connection
+            guard peer == nil || connection.peer == peer,
+                  let link = entry.session?.securityLink, !link.smp.isBusy else { continue }
+            var pairing = link.smp.configuration
+            applyOutOfBand(&pairing, peer: connection.peer)
+            connections[handle]?.session?.securityLink?.smp.configuration = pairing
+        }
+    }
+}
