@@ -3,13 +3,15 @@
 
     python pairing_peer.py --port P --address F0:0C:B1:00:00:03 --role peripheral|central [--peer ADDRESS]
                            --method jw|numeric|passkey|legacy-jw|legacy-passkey [--passkey N]
-                           [--keystore FILE] [--connections N] [--timeout 60]
+                           [--reject-numeric] [--keystore FILE] [--connections N] [--timeout 60]
 
 Connects as a host to the controller at tcp-client:127.0.0.1:P (Bumble's controller or our air hub).
 
 Methods (Bumble's side; the Swift test configures ours to match):
   jw              LE SC, NoInputNoOutput, no MITM
-  numeric         LE SC, DisplayYesNo, MITM; the number is confirmed automatically (and printed)
+  numeric         LE SC, DisplayYesNo, MITM; the number is confirmed automatically (and printed), or rejected
+                  with --reject-numeric (Bumble 0.0.236 then sends Pairing Failed with Confirm Value Failed, 0x04,
+                  not Numeric Comparison Failed: bumble/smp.py prompt_user_for_numeric_comparison)
   passkey         LE SC, KeyboardOnly, MITM; types --passkey (ours displays it)
   legacy-jw       legacy, NoInputNoOutput
   legacy-passkey  legacy, KeyboardOnly, MITM; types --passkey
@@ -23,7 +25,7 @@ JSON lines (interop_gatt.emit):
   {"event": "ready", "address": ...}
   {"event": "connected", "peer": ..., "index": N}
   {"event": "pairing_start"}
-  {"event": "number", "number": N}                     numeric comparison value Bumble confirmed
+  {"event": "number", "number": N, "accepted": B}      numeric comparison value Bumble confirmed (or rejected)
   {"event": "passkey_entered", "passkey": N}
   {"event": "paired", "sc": B, "authenticated": B, "keys": [...], "identity": ADDRESS}
   {"event": "pairing_failed", "reason": N}             SMP Pairing Failed reason
@@ -71,11 +73,13 @@ METHODS = {
 
 
 class Delegate(PairingDelegate):
-    """Confirms everything automatically; types the fixed passkey; prints what it was shown."""
+    """Confirms everything automatically (the numeric value is rejected when reject_numeric); types the fixed
+    passkey; prints what it was shown."""
 
-    def __init__(self, io_capability, passkey):
+    def __init__(self, io_capability, passkey, reject_numeric=False):
         super().__init__(io_capability=io_capability)
         self.passkey = passkey
+        self.reject_numeric = reject_numeric
 
     async def accept(self):
         return True
@@ -84,8 +88,8 @@ class Delegate(PairingDelegate):
         return True
 
     async def compare_numbers(self, number, digits):
-        g.emit(event="number", number=number)
-        return True
+        g.emit(event="number", number=number, accepted=not self.reject_numeric)
+        return not self.reject_numeric
 
     async def get_number(self):
         g.emit(event="passkey_entered", passkey=self.passkey)
@@ -141,6 +145,7 @@ async def main():
     parser.add_argument("--peer")
     parser.add_argument("--method", choices=sorted(METHODS), required=True)
     parser.add_argument("--passkey", type=int, default=123456)
+    parser.add_argument("--reject-numeric", action="store_true")
     parser.add_argument("--keystore")
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60)
@@ -150,7 +155,7 @@ async def main():
     device = Device.with_hci("OCB-Pairing", Address(args.address), transport.source, transport.sink)
     sc, mitm, io = METHODS[args.method]
     device.pairing_config_factory = lambda connection: PairingConfig(
-        sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey),
+        sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey, args.reject_numeric),
         # We connect with our random static address: distribute it as the identity (not the controller's public
         # address, which our air sets and the peer could not link to the address it connected to).
         identity_address_type=PairingConfig.AddressType.RANDOM)

@@ -24,7 +24,7 @@ struct SecurityInteropCentralTests {
     static let peerAddress = BluetoothAddress(0xF00C_B100_0011, type: .random)
 
     static let cases: [(InteropControllerKind, SecurityInteropMethod)] =
-        [InteropControllerKind.bumble, .ourAir].flatMap { kind in SecurityInteropMethod.allCases.map { (kind, $0) } }
+        SecurityInteropKinds.all.flatMap { kind in SecurityInteropMethod.allCases.map { (kind, $0) } }
 
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"), arguments: cases)
     func ourCentralPairsAndReconnects(_ kind: InteropControllerKind, _ method: SecurityInteropMethod) async throws {
@@ -72,6 +72,11 @@ struct SecurityInteropCentralTests {
             #expect(typed.int("passkey") == Int(SecurityInteropMethod.passkeyValue))
         }
         #expect(run.ourFailures.isEmpty, "\(label): \(run.ourFailures)")
+        // Both sides bonded: our store has Bumble's identity, Bumble's keystore ours.
+        let bonds = try await run.ourBonds()
+        #expect(bonds.map(\.identityAddress) == [outcome.identityAddress].compactMap { $0 }, "\(label): our bonds \(bonds)")
+        let keystore = try run.peerKeystoreAddresses()
+        #expect(keystore == [Self.ourAddress.string.uppercased()], "\(label): Bumble's keystore \(keystore)")
         print("security interop \(label) central: \(String(describing: outcome.method)), SC \(outcome.secureConnections), "
               + "authenticated \(outcome.authenticated), key size \(outcome.keySize), bonded \(outcome.bonded), "
               + "Bumble's keys \(keys)")
@@ -114,36 +119,21 @@ struct SecurityInteropCentralTests {
         }
     }
 
-    /// Passkey Entry with Bumble typing a different number than we display: Confirm Value Failed on both sides.
+    /// A pairing that must fail (passkey mismatch, SC and legacy; Numeric Comparison rejected by Bumble or by us):
+    /// Pairing Failed with the same reason on both sides, no bond on either, no encryption
+    /// (``SecurityInteropFailureScenario``).
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"),
-          arguments: [SecurityInteropMethod.passkey, .legacyPasskey])
-    func passkeyMismatchFailsWithConfirmValueFailed(_ method: SecurityInteropMethod) async throws {
-        let run = try await SecurityInteropRun.start(.bumble, method: method, peerRole: "peripheral", ourAddress: Self.ourAddress,
-                                                     peerAddress: Self.peerAddress, connections: 1,
-                                                     peerPasskey: SecurityInteropMethod.passkeyValue + 1)
-        defer { run.stop() }
-        do {
-            _ = try await run.peer.waitForEvent("ready", seconds: 30)
-            let handle = try await run.connect(to: Self.peerAddress)
-            guard case .failure(let error) = try await run.pair(handle) else {
-                Issue.record("\(method): pairing with different passkeys succeeded\n\(run.transcript)")
-                return
-            }
-            let failed = try await run.peer.waitForEvent("pairing_failed", seconds: 10)
-            #expect(failed.int("reason") == Int(SMPPairingFailedReason.confirmValueFailed.rawValue),
-                    "\(method): Bumble's reason \(failed.object)")
-            #expect(run.ourFailures.map(\.reason) == [.confirmValueFailed], "\(method): ours \(run.ourFailures), \(error)")
-            #expect(run.peerEvents("paired").isEmpty)
-        } catch {
-            Issue.record("\(method): \(error)\n\(run.transcript)")
-        }
+          arguments: SecurityInteropKinds.all, SecurityInteropFailure.allCases)
+    func pairingFailureLeavesNoBond(_ kind: InteropControllerKind, _ failure: SecurityInteropFailure) async throws {
+        try await SecurityInteropFailureScenario.run(kind, .ourCentral, failure, ourAddress: Self.ourAddress,
+                                                     peerAddress: Self.peerAddress)
     }
 
     /// Our central reads Bumble's characteristic that needs encryption: Bumble answers Insufficient Encryption
     /// (its read callback is not called), our host pairs and retries, the value comes back; Bumble's callback ran
     /// once, on an encrypted link.
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"),
-          arguments: [InteropControllerKind.bumble, .ourAir])
+          arguments: SecurityInteropKinds.all)
     func encryptedReadSucceedsOnlyAfterPairing(_ kind: InteropControllerKind) async throws {
         let run = try await SecurityInteropRun.start(kind, method: .justWorks, peerRole: "peripheral", ourAddress: Self.ourAddress,
                                                      peerAddress: Self.peerAddress, connections: 1)

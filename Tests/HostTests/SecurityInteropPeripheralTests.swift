@@ -21,23 +21,13 @@ struct SecurityInteropPeripheralTests {
     static let peerAddress = BluetoothAddress(0xF00C_B100_0012, type: .random)
 
     static let cases: [(InteropControllerKind, SecurityInteropMethod)] =
-        [InteropControllerKind.bumble, .ourAir].flatMap { kind in SecurityInteropMethod.allCases.map { (kind, $0) } }
-
-    static func advertise(_ ours: InteropHost) async throws {
-        let data = AdvertisingData([.flags(.generalDiscoverableLEOnly), .localName(LocalName("OCB-Secure"), complete: true)])
-        let result: Result<Void, HostError> = try await InteropHost.wait(10, "start advertising") { done in
-            ours.host.startAdvertising(advertisingData: data, options: AdvertisingOptions(intervalMin: 0x0020, intervalMax: 0x0030)) {
-                done($0)
-            }
-        }
-        try result.get()
-    }
+        SecurityInteropKinds.all.flatMap { kind in SecurityInteropMethod.allCases.map { (kind, $0) } }
 
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"), arguments: cases)
     func bumbleCentralPairsAndReconnects(_ kind: InteropControllerKind, _ method: SecurityInteropMethod) async throws {
         let run = try await SecurityInteropRun.start(kind, method: method, peerRole: "central", ourAddress: Self.ourAddress,
                                                      peerAddress: Self.peerAddress, connections: 2,
-                                                     beforePeer: Self.advertise)
+                                                     beforePeer: SecurityInteropRun.advertise)
         defer { run.stop() }
         do {
             try await pairAndReconnect(run, method)
@@ -77,7 +67,7 @@ struct SecurityInteropPeripheralTests {
         try await run.ours.waitForEvents(15, "the first disconnection") { events in
             events.contains { if case .disconnected(firstHandle, _) = $0 { true } else { false } }
         }
-        try await Self.advertise(run.ours)
+        try await SecurityInteropRun.advertise(run.ours)
         _ = try await run.peer.waitForEvent("done", seconds: 40)
         #expect(run.peerEvents("step_failed").isEmpty && run.peerEvents("step_timeout").isEmpty,
                 "\(label): Bumble's steps \(run.peerEvents("step_failed").map(\.object))")
@@ -89,28 +79,20 @@ struct SecurityInteropPeripheralTests {
         let encryptions = run.ours.events.filter { if case .encryptionChanged(_, .success, true) = $0 { true } else { false } }
         #expect(encryptions.count == 2, "\(label): our encryptions \(encryptions)")
         #expect(run.ourFailures.isEmpty, "\(label): \(run.ourFailures)")
+        // Both sides bonded: our store has Bumble's identity, Bumble's keystore ours.
+        let bonds = try await run.ourBonds()
+        #expect(bonds.map(\.identityAddress) == [outcome.identityAddress].compactMap { $0 }, "\(label): our bonds \(bonds)")
+        let keystore = try run.peerKeystoreAddresses()
+        #expect(keystore == [Self.ourAddress.string.uppercased()], "\(label): Bumble's keystore \(keystore)")
     }
 
-    /// Bumble (central, typing) enters another passkey than the one we display: Confirm Value Failed on both sides.
+    /// A pairing that must fail (passkey mismatch, SC and legacy; Numeric Comparison rejected by Bumble or by us):
+    /// Pairing Failed with the same reason on both sides, no bond on either, no encryption
+    /// (``SecurityInteropFailureScenario``).
     @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"),
-          arguments: [SecurityInteropMethod.passkey, .legacyPasskey])
-    func passkeyMismatchFailsWithConfirmValueFailed(_ method: SecurityInteropMethod) async throws {
-        let run = try await SecurityInteropRun.start(.bumble, method: method, peerRole: "central", ourAddress: Self.ourAddress,
-                                                     peerAddress: Self.peerAddress, connections: 1,
-                                                     peerPasskey: SecurityInteropMethod.passkeyValue + 1,
-                                                     beforePeer: Self.advertise)
-        defer { run.stop() }
-        do {
-            let failed = try await run.peer.waitForEvent("pairing_failed", seconds: 30)
-            #expect(failed.int("reason") == Int(SMPPairingFailedReason.confirmValueFailed.rawValue),
-                    "\(method): Bumble's reason \(failed.object)")
-            try await run.ours.waitForEvents(10, "our pairing failure") { events in
-                events.contains { if case .pairingFailed = $0 { true } else { false } }
-            }
-            #expect(run.ourFailures.map(\.reason) == [.confirmValueFailed], "\(method): ours \(run.ourFailures)")
-            #expect(run.ourCompletions.isEmpty && run.peerEvents("paired").isEmpty)
-        } catch {
-            Issue.record("\(method): \(error)\n\(run.transcript)")
-        }
+          arguments: SecurityInteropKinds.all, SecurityInteropFailure.allCases)
+    func pairingFailureLeavesNoBond(_ kind: InteropControllerKind, _ failure: SecurityInteropFailure) async throws {
+        try await SecurityInteropFailureScenario.run(kind, .ourPeripheral, failure, ourAddress: Self.ourAddress,
+                                                     peerAddress: Self.peerAddress)
     }
 }
