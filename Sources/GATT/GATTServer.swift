@@ -260,8 +260,11 @@ public struct GATTServer: Sendable {
             guard handle != 0, checkWrite(handle, connection) == nil else { return [] }
             return (try? write(handle, offset: 0, value: value, kind: .command, connection).get()) ?? []
         case .signedWriteCommand(let handle, let value, let signature):
+            let rejected = { (reason: GATTSignedWriteRejection) in
+                [GATTServerEvent.signedWriteRejected(connection: connection, handle: handle, reason: reason)]
+            }
             guard handle != 0, let attribute = database.attribute(handle), attribute.allowsSignedWrite else {
-                return [.signedWriteRejected(connection: connection, handle: handle)]
+                return rejected(.notPermitted)
             }
             let security = connections[connection]?.security ?? .open
             // On an encrypted link the signature adds nothing (Vol 3 Part C §10.4.2): process as a write command.
@@ -270,12 +273,16 @@ public struct GATTServer: Sendable {
                 message.write(command.opcode.rawValue)
                 message.write(handle)
                 message.write(value)
-                guard let signatureVerifier, signatureVerifier(connection, message.bytes, signature) else {
-                    return [.signedWriteRejected(connection: connection, handle: handle)]
+                guard let signatureVerifier else { return rejected(.noVerifier) }
+                if case .rejected(let reason) = signatureVerifier(connection, message.bytes, signature) {
+                    return rejected(reason)
                 }
             }
-            guard checkWrite(handle, connection, signed: !security.encrypted) == nil else { return [] }
-            return (try? write(handle, offset: 0, value: value, kind: .signedCommand, connection).get()) ?? []
+            if let error = checkWrite(handle, connection, signed: !security.encrypted) { return rejected(.writeRefused(error)) }
+            switch write(handle, offset: 0, value: value, kind: .signedCommand, connection) {
+            case .success(let events): return events
+            case .failure(let error): return rejected(.writeRefused(error.code))
+            }
         default:
             return []
         }

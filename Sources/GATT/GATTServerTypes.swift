@@ -1,5 +1,5 @@
 public import ATT
-import BluetoothCore
+public import BluetoothCore
 
 /// What the application learns from a ``GATTServer`` (Core 5.4 Vol 3 Part G §4.9–§4.11).
 public enum GATTServerEvent: Hashable, Sendable {
@@ -9,8 +9,49 @@ public enum GATTServerEvent: Hashable, Sendable {
     case subscriptionChanged(connection: GATTConnectionID, valueHandle: UInt16, configuration: GATTClientConfiguration)
     /// A client wrote Client Supported Features.
     case clientFeaturesChanged(connection: GATTConnectionID, features: UInt8)
-    /// A Signed Write Command was dropped (no verifier, bad signature, or the characteristic does not allow it).
-    case signedWriteRejected(connection: GATTConnectionID, handle: UInt16)
+    /// A Signed Write Command was dropped (it is a command: the client hears nothing, Vol 3 Part F §3.4.5.4);
+    /// `reason` says why.
+    case signedWriteRejected(connection: GATTConnectionID, handle: UInt16, reason: GATTSignedWriteRejection)
+}
+
+/// Why a ``GATTServer`` dropped a Signed Write Command (Core 5.4 Vol 3 Part F §3.4.5.4 Signed Write Command,
+/// Vol 3 Part H §2.4.5 data signing, Vol 3 Part C §10.4.2 authenticated signed writes).
+public enum GATTSignedWriteRejection: Hashable, Sendable, CustomStringConvertible {
+    /// The link is unencrypted and no ``GATTSignatureVerifier`` is set (no bonded peer with a CSRK).
+    case noVerifier
+    /// The handle is 0, unknown, or its characteristic lacks the Authenticated Signed Writes property.
+    case notPermitted
+    /// The MAC does not match the message and the peer's CSRK (or the peer has no CSRK).
+    case badSignature
+    /// The MAC is good but the SignCounter is not greater than the last one accepted from that peer (replay).
+    case replayedCounter
+    /// The signature was accepted but the value refused the write (permissions, length): the ATT error a Write
+    /// Request would have received.
+    case writeRefused(ATTErrorCode)
+
+    public var description: String {
+        switch self {
+        case .noVerifier: "no signature verifier"
+        case .notPermitted: "signed writes not permitted on the attribute"
+        case .badSignature: "bad signature"
+        case .replayedCounter: "replayed sign counter"
+        case .writeRefused(let code): "write refused (\(code))"
+        }
+    }
+}
+
+/// What a ``GATTSignatureVerifier`` decides about one Signed Write Command. A Boolean literal converts:
+/// `true` is ``accepted``, `false` is ``rejected(_:)`` with ``GATTSignedWriteRejection/badSignature``.
+public enum GATTSignatureVerdict: Hashable, Sendable, ExpressibleByBooleanLiteral {
+    case accepted
+    /// Dropped, with the reason (``GATTSignedWriteRejection/badSignature`` or ``GATTSignedWriteRejection/replayedCounter``
+    /// from a verifier).
+    case rejected(GATTSignedWriteRejection)
+
+    public init(booleanLiteral value: Bool) { self = value ? .accepted : .rejected(.badSignature) }
+
+    /// `true` → accepted, `false` → rejected as a bad signature.
+    public init(_ valid: Bool) { self.init(booleanLiteral: valid) }
 }
 
 /// A PDU the server asks its owner to send to one connection's bearer: notifications through
@@ -48,6 +89,6 @@ public struct GATTServerReply: Hashable, Sendable {
 
 /// A verifier of Signed Write Commands (Core 5.4 Vol 3 Part H §2.4.5): given the connection, the signed message
 /// (opcode, handle and value, as sent) and the signature (sign counter and MAC), it checks the MAC with the
-/// client's CSRK and the counter against the last one seen. GATT has no crypto dependency; the Host supplies this
-/// with BluetoothCrypto's DataSigning.
-public typealias GATTSignatureVerifier = @Sendable (_ connection: GATTConnectionID, _ message: [UInt8], _ signature: ATTAuthenticationSignature) -> Bool
+/// client's CSRK and the counter against the last one seen, and says ``GATTSignatureVerdict/accepted`` or why
+/// not. GATT has no crypto dependency; the Host supplies this with BluetoothCrypto's DataSigning.
+public typealias GATTSignatureVerifier = @Sendable (_ connection: GATTConnectionID, _ message: [UInt8], _ signature: ATTAuthenticationSignature) -> GATTSignatureVerdict

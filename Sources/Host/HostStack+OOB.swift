@@ -31,6 +31,29 @@ struct OutOfBandState {
     var localConfirm: Block128?
     /// Peer data by the peer's address on the link (legacy TK and/or the peer's SC r and C).
     var peers: [BluetoothAddress: SMPOutOfBandData] = [:]
+    /// Data for a peer whose address was not known when it was received (``OutOfBandPeer/anyPeer``): used with
+    /// every peer that has no data of its own.
+    var anyPeer: SMPOutOfBandData?
+
+    /// The data for a link with `peer`: its own, else the any-peer data.
+    func data(for peer: BluetoothAddress) -> SMPOutOfBandData? { peers[peer] ?? anyPeer }
+}
+
+/// Whom out-of-band data received from a peer is for (Core 5.4 Vol 3 Part H §2.3.5.6.4, Vol 3 Part C §5.2.2.7:
+/// the OOB channel may carry the peer's address, or not, e.g. a QR code printed before the device knows its
+/// address).
+public enum OutOfBandPeer: Hashable, Sendable, CustomStringConvertible {
+    /// The peer at this address on the link.
+    case address(BluetoothAddress)
+    /// Any peer for which no address-specific data is held (the next pairing with an unknown device).
+    case anyPeer
+
+    public var description: String {
+        switch self {
+        case .address(let address): address.description
+        case .anyPeer: "any peer"
+        }
+    }
 }
 
 /// Out-of-band pairing through the host (Core 5.4 Vol 3 Part H §2.3.5.4, §2.3.5.6.4; method selection §2.3.5.1
@@ -104,17 +127,96 @@ extension HostStack {
         }
     }
 
-    /// How many peers we hold OOB data for (read on the loop).
+    /// How many peers we hold OOB data for (read on the loop; the any-peer data not counted).
     public var outOfBandPeerCount: Int { securityState.outOfBand.peers.count }
+
+    /// Replaces our LE Secure Connections OOB data: a new P-256 key pair and a new r (Core 5.4 Vol 3 Part H
+    /// §2.3.5.6.4; §2.3.6 recommends changing the key pair between pairings, so a key pair given away once cannot
+    /// track the device). Data previously handed out stops matching: a peer still using it fails with Confirm
+    /// Value Failed. Sessions not pairing yet take the new data. Same failures as
+    /// ``localOutOfBandData(completion:)``.
+    public func regenerateLocalOutOfBandData(completion: @escaping @Sendable (Result<LocalOutOfBandData, HostError>) -> Void) {
+        onLoop { [self] in
+            securityState.outOfBand.localKeyPair = nil
+            securityState.outOfBand.localRandom = nil
+            securityState.outOfBand.localConfirm = nil
+            localOutOfBandData(completion: completion)
+        }
+    }
+
+    /// Forgets our LE Secure Connections OOB data: later pairings use a fresh key pair each and offer no r (a
+    /// peer that holds our old data fails with Confirm Value Failed). Peer data is kept.
+    public func removeLocalOutOfBandData() {
+        onLoop { [self] in
+            securityState.outOfBand.localKeyPair = nil
+            securityState.outOfBand.localRandom = nil
+            securityState.outOfBand.localConfirm = nil
+            refreshOutOfBand(peer: nil)
+        }
+    }
+
+    /// The peer's LE Secure Connections OOB data (r and C) for `peer`: an address, or ``OutOfBandPeer/anyPeer``
+    /// when the OOB channel did not say which device it came from (used with every peer without data of its own).
+    public func setPeerOutOfBandData(for peer: OutOfBandPeer, random: Block128, confirm: Block128) {
+        switch peer {
+        case .address(let address): setPeerOutOfBandData(for: address, random: random, confirm: confirm)
+        case .anyPeer:
+            onLoop { [self] in
+                var data = securityState.outOfBand.anyPeer ?? SMPOutOfBandData()
+                data.peerRandom = random
+                data.peerConfirm = confirm
+                securityState.outOfBand.anyPeer = data
+                refreshOutOfBand(peer: nil)
+            }
+        }
+    }
+
+    /// The legacy OOB temporary key for `peer` (an address or ``OutOfBandPeer/anyPeer``).
+    public func setLegacyOutOfBandKey(for peer: OutOfBandPeer, temporaryKey: Block128) {
+        switch peer {
+        case .address(let address): setLegacyOutOfBandKey(for: address, temporaryKey: temporaryKey)
+        case .anyPeer:
+            onLoop { [self] in
+                var data = securityState.outOfBand.anyPeer ?? SMPOutOfBandData()
+                data.legacyTemporaryKey = temporaryKey
+                securityState.outOfBand.anyPeer = data
+                refreshOutOfBand(peer: nil)
+            }
+        }
+    }
+
+    /// Forgets the OOB data given for `peer` (an address, or the any-peer data).
+    public func removeOutOfBandData(for peer: OutOfBandPeer) {
+        switch peer {
+        case .address(let address): removeOutOfBandData(for: address)
+        case .anyPeer:
+            onLoop { [self] in
+                securityState.outOfBand.anyPeer = nil
+                refreshOutOfBand(peer: nil)
+            }
+        }
+    }
+
+    /// Forgets all peer OOB data (per address and any-peer); our own data is kept.
+    public func removeAllPeerOutOfBandData() {
+        onLoop { [self] in
+            securityState.outOfBand.peers.removeAll()
+            securityState.outOfBand.anyPeer = nil
+            refreshOutOfBand(peer: nil)
+        }
+    }
+
+    /// Whether we hold OOB data usable with `peer` (its own or the any-peer data), read on the loop.
+    public func hasOutOfBandData(for peer: BluetoothAddress) -> Bool { securityState.outOfBand.data(for: peer) != nil }
 
     // MARK: Internals
 
     /// Puts our OOB key pair and r and the peer's data into a link's SMP configuration.
     func applyOutOfBand(_ configuration: inout SMPPairingConfiguration, peer: BluetoothAddress) {
-        var data = securityState.outOfBand.peers[peer] ?? SMPOutOfBandData()
+        var data = securityState.outOfBand.data(for: peer) ?? SMPOutOfBandData()
         data.localRandom = securityState.outOfBand.localRandom
         configuration.outOfBand = data
-        if let pair = securityState.outOfBand.localKeyPair { configuration.localKeyPair = pair }
+        configuration.localKeyPair = securityState.outOfBand.localKeyPair
     }
 
     /// Updates the sessions not pairing yet with `peer` (all peers when nil).

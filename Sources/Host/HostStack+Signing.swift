@@ -29,7 +29,7 @@ extension HostStack {
         }
         if bond.peerSignatureKey != nil, gattServer.signatureVerifier == nil {
             gattServer.signatureVerifier = { [weak self] connection, message, signature in
-                self?.verifySignedWrite(connection: connection, message: message, signature: signature) ?? false
+                self?.verifySignedWrite(connection: connection, message: message, signature: signature) ?? .rejected(.noVerifier)
             }
         }
     }
@@ -49,17 +49,19 @@ extension HostStack {
     }
 
     /// Checks a Signed Write Command from `connection` against its bonded peer's CSRK; a valid one whose counter
-    /// is greater than the last accepted is accepted, and its counter stored (persisted).
-    func verifySignedWrite(connection: GATTConnectionID, message: [UInt8], signature: ATTAuthenticationSignature) -> Bool {
+    /// is greater than the last accepted is accepted, and its counter stored (persisted). Rejected as
+    /// ``GATTSignedWriteRejection/badSignature`` when the peer is not bonded with a CSRK or the MAC is wrong, as
+    /// ``GATTSignedWriteRejection/replayedCounter`` when the MAC is right but the counter does not increase.
+    func verifySignedWrite(connection: GATTConnectionID, message: [UInt8], signature: ATTAuthenticationSignature) -> GATTSignatureVerdict {
         guard let identity = connections[connection.rawValue]?.session?.securityLink?.identity,
               var bond = securityState.bonds[identity], let csrk = bond.peerSignatureKey,
               let counter = try? DataSigning.verify(message: message, signature: signature.bytes, csrk: csrk) else {
-            return false
+            return .rejected(.badSignature)
         }
-        if let last = bond.peerSignCounter, counter <= last { return false }
+        if let last = bond.peerSignCounter, counter <= last { return .rejected(.replayedCounter) }
         bond.peerSignCounter = counter
         securityState.bonds[identity] = bond
         persist(bond)
-        return true
+        return .accepted
     }
 }

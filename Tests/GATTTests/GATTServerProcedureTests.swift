@@ -306,20 +306,38 @@ struct GATTServerReadTests {
         let seen = LockedValue<[[UInt8]]>([])
         var server = GATTServer(database: database, signatureVerifier: { _, message, signature in
             seen.withLock { $0.append(message) }
-            return signature.signCounter == 1
+            return signature.signCounter == 1 ? .accepted : .rejected(.replayedCounter)
         })
         let handle = service.characteristics[0].value
         let good = try #require(ATTAuthenticationSignature(signCounter: 1, mac: [1, 2, 3, 4, 5, 6, 7, 8]))
         let bad = try #require(ATTAuthenticationSignature(signCounter: 2, mac: [1, 2, 3, 4, 5, 6, 7, 8]))
         #expect(server.handleCommand(.signedWriteCommand(handle: handle, value: [0xAB], signature: bad), from: connection)
-                == [.signedWriteRejected(connection: connection, handle: handle)])
+                == [.signedWriteRejected(connection: connection, handle: handle, reason: .replayedCounter)])
         #expect(server.handleCommand(.signedWriteCommand(handle: handle, value: [0xAB], signature: good), from: connection)
                 == [.valueWritten(connection: connection, handle: handle, value: [0xAB])])
         #expect(seen.withLock { $0 } == [[0xD2] + hex(le16(handle)) + [0xAB], [0xD2] + hex(le16(handle)) + [0xAB]])
         // Not allowed by the characteristic's properties.
         let other = service.characteristics[1].value
         #expect(server.handleCommand(.signedWriteCommand(handle: other, value: [1], signature: good), from: connection)
-                == [.signedWriteRejected(connection: connection, handle: other)])
+                == [.signedWriteRejected(connection: connection, handle: other, reason: .notPermitted)])
+        #expect(server.handleCommand(.signedWriteCommand(handle: 0, value: [1], signature: good), from: connection)
+                == [.signedWriteRejected(connection: connection, handle: 0, reason: .notPermitted)])
+        // The verifier's reason passes through; a Boolean verifier's false is a bad signature.
+        server.signatureVerifier = { _, _, _ in false }
+        #expect(server.handleCommand(.signedWriteCommand(handle: handle, value: [0xEE], signature: good), from: connection)
+                == [.signedWriteRejected(connection: connection, handle: handle, reason: .badSignature)])
+        // A good signature whose value is too long for the attribute: the write is refused with the ATT error.
+        server.signatureVerifier = { _, _, _ in true }
+        #expect(server.handleCommand(.signedWriteCommand(handle: handle, value: [UInt8](repeating: 1, count: 600), signature: good), from: connection)
+                == [.signedWriteRejected(connection: connection, handle: handle, reason: .writeRefused(.invalidAttributeValueLength))])
+        // No verifier on an unencrypted link.
+        server.signatureVerifier = nil
+        #expect(server.handleCommand(.signedWriteCommand(handle: handle, value: [0xEF], signature: good), from: connection)
+                == [.signedWriteRejected(connection: connection, handle: handle, reason: .noVerifier)])
+        // Encrypted: the signature is not checked (Vol 3 Part C §10.4.2), the write applies.
+        server.setSecurity(GATTLinkSecurity(encrypted: true, authenticated: false, keySize: 16, authorized: false), for: connection)
+        #expect(server.handleCommand(.signedWriteCommand(handle: handle, value: [0xF0], signature: bad), from: connection)
+                == [.valueWritten(connection: connection, handle: handle, value: [0xF0])])
         // Write Command: silent either way.
         #expect(server.handleCommand(.writeCommand(handle: other, value: [1]), from: connection) == [.valueWritten(connection: connection, handle: other, value: [1])])
         #expect(server.handleCommand(.writeCommand(handle: 0x0999, value: [1]), from: connection).isEmpty)
