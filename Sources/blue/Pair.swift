@@ -12,19 +12,26 @@ enum PairMethodChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
     case jw, numeric, passkey
     case legacyJW = "legacy-jw"
     case legacyPasskey = "legacy-passkey"
+    /// LE Secure Connections OOB (§2.3.5.6.4): `--oob-in` and/or `--oob-out`.
+    case oob
+    /// Legacy OOB (§2.3.5.4): the shared TK of `--oob-key`.
+    case legacyOOB = "legacy-oob"
 
     var secureConnections: SMPSecureConnectionsPolicy {
         switch self {
-        case .jw, .numeric, .passkey: .required
-        case .legacyJW, .legacyPasskey: .legacyOnly
+        case .jw, .numeric, .passkey, .oob: .required
+        case .legacyJW, .legacyPasskey, .legacyOOB: .legacyOnly
         }
     }
 
     var mitm: Bool { self != .jw && self != .legacyJW }
 
+    /// Out-of-band data decides the method (Table 2.6), not the IO capabilities.
+    var isOutOfBand: Bool { self == .oob || self == .legacyOOB }
+
     var defaultIO: SMPIOCapability {
         switch self {
-        case .jw, .legacyJW: .noInputNoOutput
+        case .jw, .legacyJW, .oob, .legacyOOB: .noInputNoOutput
         case .numeric: .displayYesNo
         case .passkey, .legacyPasskey: .keyboardDisplay
         }
@@ -57,12 +64,20 @@ enum IOCapabilityChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
 ///
 /// Numeric Comparison values are printed and confirmed automatically; a passkey to type comes from `--passkey`,
 /// else from standard input; a passkey to display is `--passkey` when given, else a random one (printed).
+///
+/// Out of band (Docs/pairing.md): `--method oob` writes our LE Secure Connections data (§2.3.5.6.4) to
+/// `--oob-out` as soon as the stack is up and/or takes the peer's from `--oob-in` (read at start, applied to the
+/// target found); `--method legacy-oob` shares the TK of `--oob-key` (§2.3.5.4). These methods require MITM
+/// protection, so a peer without the data makes pairing fail (Authentication Requirements, §3.5.5) instead of
+/// silently pairing with Just Works.
 struct Pair: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         abstract: "Pair with a device as central (LE Secure Connections or legacy) and bond.",
         discussion: """
             Methods: jw (LE SC Just Works), numeric (LE SC Numeric Comparison, confirmed automatically), passkey \
-            (LE SC Passkey Entry), legacy-jw, legacy-passkey. Bonds go to the bond directory (see `blue bonds`).
+            (LE SC Passkey Entry), oob (LE SC out of band: --oob-out writes our data, --oob-in reads the peer's), \
+            legacy-jw, legacy-passkey, legacy-oob (the shared key of --oob-key). Bonds go to the bond directory \
+            (see `blue bonds`). The OOB file format is described in Docs/pairing.md.
             Exit codes: 2 target not found, 1 pairing or encryption failed, 64 bad arguments, 69 transport unreachable.
             """)
 
@@ -71,8 +86,20 @@ struct Pair: ParsableCommand, Sendable {
     @Argument(help: "The device: name, address or identifier.")
     var target: String
 
-    @Option(help: "jw, numeric, passkey, legacy-jw or legacy-passkey.")
+    @Option(help: "jw, numeric, passkey, oob, legacy-jw, legacy-passkey or legacy-oob.")
     var method: PairMethodChoice = .jw
+
+    @Option(name: .customLong("oob-out"), help: ArgumentHelp(
+        "--method oob: write our LE SC out-of-band data (JSON) to this file before connecting.", valueName: "file"))
+    var oobOut: String?
+
+    @Option(name: .customLong("oob-in"), help: ArgumentHelp(
+        "--method oob: the peer's LE SC out-of-band data (JSON, as --oob-out writes it).", valueName: "file"))
+    var oobIn: String?
+
+    @Option(name: .customLong("oob-key"), help: ArgumentHelp(
+        "--method legacy-oob: the shared temporary key, 32 hex digits.", valueName: "hex"))
+    var oobKey: String?
 
     @Option(help: "A fixed passkey (0...999999): displayed, or typed when the peer displays.")
     var passkey: UInt32?
@@ -107,6 +134,8 @@ struct Pair: ParsableCommand, Sendable {
     func securityConfiguration() -> HostSecurityConfiguration {
         var security = HostSecurityConfiguration()
         security.ioCapability = io?.capability ?? method.defaultIO
+        // MITM is required too (SMPPairingConfiguration.mitmRequired follows it): with an OOB method, a pairing
+        // that would fall back to Just Works fails with Authentication Requirements instead (see pair()).
         security.mitm = method.mitm
         security.secureConnections = method.secureConnections
         security.bonding = !noBond
@@ -115,7 +144,17 @@ struct Pair: ParsableCommand, Sendable {
         return security
     }
 
+    /// The out-of-band input, checked before anything starts (bad input: exit 64, nothing written or opened).
+    func outOfBandInput() throws(CLIFailure) -> PairOutOfBand {
+        do throws(OutOfBandFileError) {
+            return try PairOutOfBand(method: method, inPath: oobIn, outPath: oobOut, key: oobKey)
+        } catch {
+            throw error.failure
+        }
+    }
+
     func pair() async throws(CLIFailure) {
+        let outOfBand = try outOfBandInput()
         var host = HostConfiguration()
         host.security = securityConfiguration()
         var options = StackLaunchOptions(snoopPath: stack.snoop, host: host, label: "blue.pair")
@@ -133,7 +172,10 @@ struct Pair: ParsableCommand, Sendable {
         }
         defer { launched.shutdown() }
         let json = json, typed = passkey, host2 = launched.host
+        try await outOfBand.writeLocal(launched, json: json)
+        let failureReason = LockedValue<SMPPairingFailedReason?>(nil)
         let subscription = launched.addEventHandler { event in
+            if case .pairingFailed(_, let reason?, _) = event { failureReason.store(reason) }
             guard case .pairingInteraction(let handle, let interaction) = event else { return }
             switch interaction {
             case .confirmNumericValue(let value):
@@ -161,6 +203,7 @@ struct Pair: ParsableCommand, Sendable {
         let report = try await launched.findTarget(TargetMatcher(target), timeout: limit)
         let name = report.localName ?? report.address.string
         var summary: [String: Any] = ["target": name, "address": report.address.string, "requestedMethod": method.rawValue]
+        outOfBand.applyPeer(launched, target: report.address)
 
         let connection = try await launched.connect(to: report.address, name: name, timeout: limit)
         let first = await securing(launched, connection.handle, force: true)
@@ -168,6 +211,10 @@ struct Pair: ParsableCommand, Sendable {
         // completes; HCI Disconnect drops them and the peer then stores no bond. Let them go out first.
         try? await Task.sleep(for: .seconds(1))
         await launched.disconnect(connection.handle)
+        if method.isOutOfBand, case .failure(let error)? = first.result, failureReason.load() == .authenticationRequirements {
+            throw CLIFailure(.failed, "pairing with \(name) failed: \(error.reason): it would have been Just Works, not "
+                             + "out of band (the OOB data did not reach the side that needs it: see Docs/pairing.md)")
+        }
         let outcome = try first.get(name: name)
         summary.merge(Self.describe(outcome)) { $1 }
         if !json { Console.line(Self.text(outcome, name: name)) }
@@ -229,7 +276,11 @@ struct Pair: ParsableCommand, Sendable {
     }
 
     static func methodName(_ outcome: PairingOutcome) -> String {
-        outcome.method.map { "\($0)" } ?? "existing bond"
+        switch outcome.method {
+        case .outOfBand?: "oob"
+        case let method?: "\(method)"
+        case nil: "existing bond"
+        }
     }
 
     static func describe(_ outcome: PairingOutcome) -> [String: Any] {

@@ -21,7 +21,9 @@ struct Serve: ParsableCommand, Sendable {
             in the background when none runs. Pairing is accepted as peripheral with the IO capability of --io \
             (default none: Just Works); a passkey to display is --passkey when given (for scripts), else a random \
             one printed to type on the other side; a passkey to type is --passkey, else read from standard input; \
-            numeric values are printed and confirmed.
+            numeric values are printed and confirmed. Out-of-band pairing (Docs/pairing.md): --oob-out writes our \
+            LE Secure Connections OOB data before advertising, --oob-in reads a central's (at start when present, \
+            then on every connection and whenever the file changes), --oob-key gives every central the legacy OOB key.
             """
     )
 
@@ -47,6 +49,19 @@ struct Serve: ParsableCommand, Sendable {
 
     @Option(help: "A fixed passkey (0...999999): displayed, or typed when the central displays.")
     var passkey: UInt32?
+
+    @Option(name: .customLong("oob-out"), help: ArgumentHelp(
+        "Write our LE SC out-of-band data (JSON) to this file before advertising.", valueName: "file"))
+    var oobOut: String?
+
+    @Option(name: .customLong("oob-in"), help: ArgumentHelp(
+        "A central's LE SC out-of-band data (JSON): read when present, on each connection and when it changes.",
+        valueName: "file"))
+    var oobIn: String?
+
+    @Option(name: .customLong("oob-key"), help: ArgumentHelp(
+        "The legacy OOB temporary key given to every central, 32 hex digits.", valueName: "hex"))
+    var oobKey: String?
 
     func validate() throws {
         if let passkey, passkey > 999_999 { throw ValidationError("--passkey must be 0...999999") }
@@ -106,9 +121,16 @@ struct Serve: ParsableCommand, Sendable {
         let deviceName = definition.name ?? "blue serve"
         let server = GATTServeState(json: json)
         let database = try server.build(compiled, name: deviceName, appearance: definition.appearance ?? 0)
+        let outOfBand = try ServeOutOfBand(inPath: oobIn, outPath: oobOut, key: oobKey)
         let launched = try await openStack()
         server.attach(launched)
         server.attachPairing(launched, passkey: passkey)
+        do throws(CLIFailure) {
+            try await outOfBand.start(launched, server: server)
+        } catch {
+            launched.shutdown()
+            throw error
+        }
         _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
             launched.host.setGATTDatabase(database) { done(.success(())) }
         }
@@ -121,6 +143,7 @@ struct Serve: ParsableCommand, Sendable {
         await waitForTimeoutOrSignal(nil, loop: launched.eventLoop)
         server.note(["event": "stopping"], text: "stopping")
         server.stop()
+        outOfBand.stop()
         launched.shutdown()
     }
 }
