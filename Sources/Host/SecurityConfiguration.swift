@@ -34,6 +34,17 @@ public struct HostSecurityConfiguration: Sendable {
     public var identityAddress: BluetoothAddress?
     /// Our CSRK (Signing Information). Nil: none distributed.
     public var signatureKey: Block128?
+    /// The keys the initiator (central) distributes in the key distribution phase (Initiator Key Distribution,
+    /// Core 5.4 Vol 3 Part H §3.5.1, §3.6.1): as central, what we offer to send (sent in the Pairing
+    /// Request, less what we cannot give: IdKey needs ``identityResolvingKey`` or the per-host IRK, SignKey
+    /// ``signatureKey``); as peripheral, what we accept from the central (the Pairing Response carries the
+    /// intersection with the request). The keys distributed are the AND of both sides' fields; LE Secure
+    /// Connections ignores EncKey (the LTK comes from f5). Default: EncKey, IdKey and SignKey.
+    public var initiatorKeys: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey]
+    /// The keys the responder (peripheral) distributes (Responder Key Distribution, §3.5.1, §3.6.1): as central,
+    /// what we ask the peripheral for; as peripheral, what we offer to send (less what we cannot give). Default:
+    /// EncKey, IdKey and SignKey.
+    public var responderKeys: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey]
     /// Where bonds live. Default: an in-memory store (tests); production passes a ``FileBondStore``.
     public var bondStore: any BondStore = InMemoryBondStore()
     /// Whether a peer that lost its bond (or a peer starting pairing again) may pair again; the old bond is
@@ -55,12 +66,15 @@ public struct HostSecurityConfiguration: Sendable {
 
     public init() {}
 
-    /// The SMP configuration of one link.
+    /// The SMP configuration of one link: our flags, key sizes and key distribution, with the link's addresses, our
+    /// identity (address and IRK) and the link's key source.
     func pairing(local: BluetoothAddress, peer: BluetoothAddress, identity: BluetoothAddress?, irk: Block128?,
                  keySource: any SMPKeySource) -> SMPPairingConfiguration {
         SMPPairingConfiguration(
             ioCapability: ioCapability, bonding: bonding, mitm: mitm, secureConnections: secureConnections,
-            maximumKeySize: maximumKeySize, minimumKeySize: minimumKeySize, localAddress: local, peerAddress: peer,
+            maximumKeySize: maximumKeySize, minimumKeySize: minimumKeySize,
+            initiatorKeys: initiatorKeys, responderKeys: responderKeys,
+            localAddress: local, peerAddress: peer,
             identityAddress: identity, identityResolvingKey: irk, signatureKey: signatureKey,
             fixedPasskey: fixedPasskey, justWorksConsent: justWorksConsent, keySource: keySource, timeout: smpTimeout)
     }
