@@ -37,8 +37,8 @@ struct PairOOBCommandTests {
     }
 
     /// `blue pair "blue heart rate" --json` with `arguments` on the hub; the JSON summary (last line).
-    static func pair(_ socket: String, _ folder: String, _ arguments: [String]) throws -> (BlueProcess.Result, [String: Any]?) {
-        let result = try BlueProcess.run(["pair", "blue heart rate", "--hci", "air:\(socket)", "--bonds", folder + "/bonds", "--json"]
+    static func pair(_ socket: String, _ folder: String, _ arguments: [String], bonds: String = "bonds") throws -> (BlueProcess.Result, [String: Any]?) {
+        let result = try BlueProcess.run(["pair", "blue heart rate", "--hci", "air:\(socket)", "--bonds", folder + "/" + bonds, "--json"]
                                          + arguments)
         return (result, result.standardOutput.split(separator: "\n").last.flatMap(Self.json))
     }
@@ -95,6 +95,26 @@ struct PairOOBCommandTests {
         }
     }
 
+    @Test("serve --oob-in follows the file: a second central (another identity, a new key pair) rewrites it and pairs with OOB too")
+    func fileRewrittenBetweenCentrals() throws {
+        try Self.scene(serve: { ["--oob-in", $0 + "/central.json"] }) { socket, folder, server in
+            var addresses: [String] = []
+            for run in ["first", "second"] {
+                let (result, summary) = try Self.pair(socket, folder, ["--method", "oob", "--oob-out", folder + "/central.json"],
+                                                      bonds: "bonds-\(run)")
+                #expect(result.status == 0, "\(run): \(result.standardOutput) \(result.standardError)")
+                #expect(summary?["method"] as? String == "oob", "\(run): \(String(describing: summary))")
+                addresses += [try #require(Self.jsonFile(folder + "/central.json")?["address"] as? String)]
+                #expect(server.waitFor("\"paired\""))
+            }
+            #expect(addresses.count == 2 && addresses[0] != addresses[1], "\(addresses)")
+            let read = Self.events(server).filter { $0["event"] as? String == "oobDataRead" }.compactMap { $0["address"] as? String }
+            #expect(read == addresses, "\(server.output)")
+            let paired = Self.events(server).filter { $0["event"] as? String == "paired" }
+            #expect(paired.count == 2 && paired.allSatisfy { $0["method"] as? String == "oob" }, "\(server.output)")
+        }
+    }
+
     @Test("LE SC OOB, both ways: each side reads the other's file")
     func bothWays() throws {
         try Self.scene(serve: { ["--oob-out", $0 + "/peripheral.json", "--oob-in", $0 + "/central.json"] }) { socket, folder, server in
@@ -113,6 +133,20 @@ struct PairOOBCommandTests {
             let (result, summary) = try Self.pair(socket, folder, ["--method", "legacy-oob", "--oob-key", Self.key.uppercased()])
             #expect(result.status == 0, "\(result.standardOutput) \(result.standardError)")
             Self.expectOOB(summary, server, secureConnections: false)
+        }
+    }
+
+    @Test("legacy OOB with different keys: Confirm Value Failed on both sides, exit 1")
+    func legacyDifferentKeys() throws {
+        try Self.scene(serve: { _ in ["--oob-key", Self.key] }) { socket, folder, server in
+            let (result, _) = try Self.pair(socket, folder, ["--method", "legacy-oob", "--oob-key", String(Self.key.reversed())])
+            #expect(result.status == 1, "\(result.standardOutput) \(result.standardError)")
+            let said = result.standardError.lowercased().replacingOccurrences(of: " ", with: "")
+            #expect(said.contains("confirmvaluefailed"), "\(result.standardError)")
+            #expect(server.waitFor("pairingFailed"), "serve: \(server.output)")
+            let failed = Self.events(server).first { $0["event"] as? String == "pairingFailed" }
+            #expect((failed?["error"] as? String)?.lowercased().replacingOccurrences(of: " ", with: "").contains("confirmvaluefailed") == true,
+                    "\(server.output)")
         }
     }
 
