@@ -105,6 +105,91 @@ struct OOBPairingTests {
         }
     }
 
+    @Test("peer data for any peer (address unknown when received): used with a peer that has no data of its own; removable")
+    func anyPeer() throws {
+        let s = SecureStacks(central: security(), peripheral: security())
+        #expect(s.stacks.connect())
+        let c = try #require(s.localOOB(s.stacks.central))
+        let centralAddress = s.stacks.central.controllerInfo.ownAddress
+        s.stacks.peripheral.setPeerOutOfBandData(for: .anyPeer, random: c.random, confirm: c.confirm)
+        s.stacks.loop.run()
+        #expect(s.stacks.peripheral.hasOutOfBandData(for: centralAddress))
+        #expect(s.stacks.peripheral.hasOutOfBandData(for: BluetoothAddress(0xC0FF_EE00_0001, type: .random)))
+        #expect(s.stacks.peripheral.outOfBandPeerCount == 0)
+        let outcome = try #require(s.pair()).get()
+        #expect(outcome.method == .outOfBand && outcome.authenticated)
+        #expect(s.completed(s.stacks.peripheralEvents).first?.method == .outOfBand)
+        // Address-specific data wins over the any-peer data: a wrong C for this address fails the next pairing.
+        s.stacks.peripheral.setPeerOutOfBandData(for: .address(centralAddress), random: c.random, confirm: Block128(high: 7, low: 7))
+        s.stacks.loop.run()
+        #expect(s.stacks.peripheral.securityState.outOfBand.data(for: centralAddress)?.peerConfirm == Block128(high: 7, low: 7))
+        s.stacks.peripheral.removeOutOfBandData(for: .anyPeer)
+        s.stacks.loop.run()
+        #expect(s.stacks.peripheral.hasOutOfBandData(for: centralAddress))
+        #expect(!s.stacks.peripheral.hasOutOfBandData(for: BluetoothAddress(0xC0FF_EE00_0001, type: .random)))
+        s.stacks.peripheral.setLegacyOutOfBandKey(for: .anyPeer, temporaryKey: Block128(high: 1, low: 1))
+        s.stacks.loop.run()
+        #expect(s.stacks.peripheral.securityState.outOfBand.anyPeer?.legacyTemporaryKey == Block128(high: 1, low: 1))
+        s.stacks.peripheral.removeAllPeerOutOfBandData()
+        s.stacks.loop.run()
+        #expect(!s.stacks.peripheral.hasOutOfBandData(for: centralAddress) && s.stacks.peripheral.outOfBandPeerCount == 0)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("regenerating our OOB data: new key pair and r, C matches the new key; a peer holding the old data fails with Confirm Value Failed")
+    func regenerate() throws {
+        let s = SecureStacks(central: security(), peripheral: security())
+        #expect(s.stacks.connect())
+        let old = try #require(s.localOOB(s.stacks.peripheral))
+        let oldPair = try #require(s.stacks.peripheral.securityState.outOfBand.localKeyPair)
+        let result = Recorder<Result<LocalOutOfBandData, HostError>>()
+        s.stacks.peripheral.regenerateLocalOutOfBandData { result.append($0) }
+        s.stacks.loop.run()
+        let new = try #require(try result.last?.get())
+        let newPair = try #require(s.stacks.peripheral.securityState.outOfBand.localKeyPair)
+        #expect(new.random != old.random && new.confirm != old.confirm && newPair.publicKey != oldPair.publicKey)
+        #expect(try SMPOutOfBandData.localConfirm(publicKey: newPair.publicKey, random: new.random) == new.confirm)
+        #expect(s.localOOB(s.stacks.peripheral) == new)
+        // The central still holds the data given out before: the peripheral's key no longer matches C.
+        s.stacks.central.setPeerOutOfBandData(for: old.address, random: old.random, confirm: old.confirm)
+        s.stacks.loop.run()
+        #expect((try? #require(s.pair()).get()) == nil)
+        #expect(s.failures(s.stacks.centralEvents) == [.confirmValueFailed])
+        #expect(s.failures(s.stacks.peripheralEvents) == [.confirmValueFailed])
+        s.stacks.disconnectAndCheckLeaks()
+
+        // With the new data: OOB pairing succeeds.
+        let t = SecureStacks(central: security(), peripheral: security())
+        #expect(t.stacks.connect())
+        let first = try #require(t.localOOB(t.stacks.peripheral))
+        let again = Recorder<Result<LocalOutOfBandData, HostError>>()
+        t.stacks.peripheral.regenerateLocalOutOfBandData { again.append($0) }
+        t.stacks.loop.run()
+        let fresh = try #require(try again.last?.get())
+        #expect(fresh != first)
+        t.stacks.central.setPeerOutOfBandData(for: fresh.address, random: fresh.random, confirm: fresh.confirm)
+        t.stacks.loop.run()
+        let outcome = try #require(t.pair()).get()
+        #expect(outcome.method == .outOfBand && outcome.authenticated)
+        t.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("removing our OOB data: pairings use fresh key pairs again; a peer holding the old data fails")
+    func removeLocal() throws {
+        let s = SecureStacks(central: security(), peripheral: security())
+        #expect(s.stacks.connect())
+        let old = try #require(s.localOOB(s.stacks.peripheral))
+        s.stacks.peripheral.removeLocalOutOfBandData()
+        s.stacks.loop.run()
+        #expect(s.stacks.peripheral.securityState.outOfBand.localKeyPair == nil)
+        #expect(s.stacks.peripheral.securityState.outOfBand.localRandom == nil)
+        s.stacks.central.setPeerOutOfBandData(for: old.address, random: old.random, confirm: old.confirm)
+        s.stacks.loop.run()
+        #expect((try? #require(s.pair()).get()) == nil)
+        #expect(s.failures(s.stacks.centralEvents) == [.confirmValueFailed])
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
     @Test("local OOB data before start: Not Ready")
     func notReady() {
         let s = SecureStacks()

@@ -106,6 +106,12 @@ struct SigningTests {
         #expect(s.stacks.peripheral.securityState.bonds[centralIdentity]?.peerSignCounter == 51)
         #expect(s.stacks.peripheral.openConnections.count == 1)
 
+        // Each dropped command reached the host's owner with its reason, in order.
+        let rejections = s.stacks.peripheralEvents.values.compactMap { event -> GATTSignedWriteRejection? in
+            if case .gattServer(.signedWriteRejected(_, handle, let reason)) = event { reason } else { nil }
+        }
+        #expect(rejections == [.replayedCounter, .replayedCounter, .badSignature])
+
         // Counters survive a FileBondStore round trip.
         let peripheralBond = try #require(FileBondStore(directory: peripheralDirectory).loadBonds().bonds.first)
         #expect(peripheralBond.peerSignatureKey == centralCSRK && peripheralBond.peerSignCounter == 51)
