@@ -123,13 +123,18 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "OpenCoreBluetooth", "BluetoothLE",
+                "Seed001PeripheralApp", "Seed001CentralApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
         // The seed apps (issue 5 item 2): CoreBluetooth programs with `import OpenCoreBluetooth`, run by ExamplesTests.
-        .executableTarget(name: "Seed001Peripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed001Peripheral", swiftSettings: strict),
-        .executableTarget(name: "Seed001Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed001Central", swiftSettings: strict),
+        // Seed 001's two apps, the seed's code in one copy each (both call their types BluetoothManager: a module
+        // each), run by the Seed001 programs and `blue demo`, tested by OpenCoreBluetoothTests.
+        .target(name: "Seed001PeripheralApp", dependencies: ["OpenCoreBluetooth", "BluetoothRuntime"], path: "Examples/Seed001PeripheralApp", swiftSettings: strict),
+        .target(name: "Seed001CentralApp", dependencies: ["OpenCoreBluetooth", "BluetoothRuntime"], path: "Examples/Seed001CentralApp", swiftSettings: strict),
+        .executableTarget(name: "Seed001Peripheral", dependencies: ["Seed001PeripheralApp"], path: "Examples/Seed001Peripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed001Central", dependencies: ["Seed001CentralApp"], path: "Examples/Seed001Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
         .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed003Central", swiftSettings: strict),
@@ -189,7 +194,7 @@ let package = Package(
             name: "OpenCoreBluetoothTests",
             dependencies: [
                 "OpenCoreBluetooth", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
-                "VirtualController", "TestSupport",
+                "VirtualController", "TestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
                 "Seed004Central", "ChatPeripheral", "blue",

@@ -1,4 +1,4 @@
-// Seed 001, the macOS central as a runnable program: the seed's BluetoothManager (BluetoothManager.swift), with
+// Seed 001, the macOS central as a runnable program: the seed's BluetoothManager (Examples/Seed001CentralApp), with
 // this file in the place of its view controller (whose button calls `scan()`). What today's Apple SDK would also
 // ask of a command-line program: callbacks on the main queue (`queue: nil`), so the program runs `dispatchMain()`.
 //
@@ -8,52 +8,48 @@
 // response), 1 on timeout.
 // Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a peripheral in another process.
 import Foundation
-import OpenCoreBluetooth
+import Seed001CentralApp
 
 /// The view controller's part: it shows the BlueEar events (here on standard error) and ends the program.
-final class ViewController: BlueEar, @unchecked Sendable {
-    var manager: BluetoothManager?
+final class ViewController: @unchecked Sendable {
+    var app: CentralApp?
     var scanning = false
     var connected = false
     var received = false
     var sent = false
 
     func discover() {
-        manager = BluetoothManager(delegate: self)
-        manager?.scan()
+        let app = CentralApp { event in self.hear(event) }
+        self.app = app
+        app.scan()
     }
 
-    func didStartConfiguration() { label("Start configuration 🎛") }
-
-    func didStartScanningPeripherals() {
-        scanning = true
-        label("Start scanning peripherals 👀")
-    }
-
-    func didConnectPeripheral(name: String?) {
-        connected = true
-        label("Did connect to: \(name ?? "") 🤜🏽🤛🏽")
-    }
-
-    func didDisconnectPeripheral(name: String?) {
-        label("Did disconnect: \(name ?? "") 🤜🏽🤚🏽")
-        if received && sent {
-            label("Exchange done")
-            exit(0)
+    func hear(_ event: CentralApp.Event) {
+        switch event {
+        case .didStartConfiguration:
+            label("Start configuration 🎛")
+        case .didStartScanningPeripherals:
+            scanning = true
+            label("Start scanning peripherals 👀")
+        case .didConnectPeripheral(let name):
+            connected = true
+            label("Did connect to: \(name ?? "") 🤜🏽🤛🏽")
+        case .didDisconnectPeripheral(let name):
+            label("Did disconnect: \(name ?? "") 🤜🏽🤚🏽")
+            if received && sent {
+                label("Exchange done")
+                exit(0)
+            }
+        case .didSendData:
+            sent = true
+            label("Did send data ⬆️")
+        case .didReceiveData:
+            received = true
+            label("Did received data ⬇️")
+        case .didFailConnection:
+            label("Connection failed 🤷🏽‍♂️")
         }
     }
-
-    func didSendData() {
-        sent = true
-        label("Did send data ⬆️")
-    }
-
-    func didReceiveData() {
-        received = true
-        label("Did received data ⬇️")
-    }
-
-    func didFailConnection() { label("Connection failed 🤷🏽‍♂️") }
 }
 
 func label(_ text: String) {

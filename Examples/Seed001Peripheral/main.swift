@@ -1,5 +1,5 @@
-// Seed 001, the iOS peripheral as a runnable program: the seed's BluetoothManager (BluetoothManager.swift), with
-// this file in the place of its view controller. What today's Apple SDK would also ask of a command-line program:
+// Seed 001, the iOS peripheral as a runnable program: the seed's BluetoothManager (Examples/Seed001PeripheralApp),
+// with this file in the place of its view controller. What today's Apple SDK would also ask of a command-line program:
 // callbacks on the main queue (`queue: nil`), so the program runs `dispatchMain()`.
 //
 // Usage: Seed001Peripheral [--timeout SECONDS]
@@ -7,29 +7,32 @@
 // central's write {"Yo": "Lo"} arrived (a moment later, so the write response leaves first), 1 on timeout.
 // Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a central in another process.
 import Foundation
-import OpenCoreBluetooth
+import Seed001PeripheralApp
 
 /// The view controller's part: it shows the BlueEar events (here on standard error) and ends the program.
-final class ViewController: BlueEar, @unchecked Sendable {
-    var manager: BluetoothManager?
+final class ViewController: @unchecked Sendable {
+    var app: PeripheralApp?
     var advertising = false
     var sent = false
     var received = false
 
     func viewDidAppear() {
-        manager = BluetoothManager(delegate: self)
+        app = PeripheralApp { event in self.hear(event) }
     }
 
-    func didStartConfiguration() { label("Start configuration 🎛") }
-
-    func didStartAdvertising() {
-        advertising = true
-        label("Start advertising 📻")
-    }
-
-    func didSendData() {
-        sent = true
-        label("Did send data ⬆️")
+    func hear(_ event: PeripheralApp.Event) {
+        switch event {
+        case .didStartConfiguration:
+            label("Start configuration 🎛")
+        case .didStartAdvertising:
+            advertising = true
+            label("Start advertising 📻")
+        case .didSendData:
+            sent = true
+            label("Did send data ⬆️")
+        case .didReceiveData:
+            didReceiveData()
+        }
     }
 
     func didReceiveData() {

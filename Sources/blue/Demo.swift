@@ -2,9 +2,11 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import OpenCoreBluetooth
+import Seed001CentralApp
+import Seed001PeripheralApp
 
 /// `blue demo`: seed 001 end to end (issue 5 item 4). The iOS peripheral's and the macOS central's
-/// BluetoothManager run in this process, each on its own host stack and virtual controller on the process's own
+/// BluetoothManager (Examples/Seed001PeripheralApp, Examples/Seed001CentralApp) run in this process, each on its own host stack and virtual controller on the process's own
 /// air (``HostBackend``; `OCB_HCI` picks another transport), on the main queue as the seed asks (`queue: nil`).
 /// The peripheral publishes a service and advertises; the central scans for it, connects, subscribes and reads
 /// {"Hello": "Darkness"} from the notification, then writes {"Yo": "Lo"}, which the peripheral receives; the
@@ -49,8 +51,8 @@ struct Demo: ParsableCommand {
         let seconds = timeout
         DispatchQueue.main.async {
             // Kept alive for the life of the process: the seed's managers hold their CB managers.
-            DemoApps.peripheral = PeripheralBluetoothManager(delegate: peripheralEar)
-            let central = CentralBluetoothManager(delegate: centralEar)
+            DemoApps.peripheral = PeripheralApp(log: { log.write(role: "peripheral", $0) }, onEvent: peripheralEar.hear)
+            let central = CentralApp(log: { log.write(role: "central", $0) }, onEvent: centralEar.hear)
             DemoApps.central = central
             central.scan()
         }
@@ -85,8 +87,8 @@ extension Demo {
 
 /// The two seed apps of the demo (touched on the main queue only).
 @MainActor enum DemoApps {
-    static var peripheral: PeripheralBluetoothManager?
-    static var central: CentralBluetoothManager?
+    static var peripheral: PeripheralApp?
+    static var central: CentralApp?
 }
 
 /// Writes the demo's labelled log lines ("[central] didConnect ...") to standard output, and remembers the
@@ -114,23 +116,21 @@ final class DemoLog: @unchecked Sendable {
 }
 
 /// What the iOS peripheral's BlueEar hears.
-final class DemoPeripheralEar: PeripheralBlueEar, @unchecked Sendable {
+final class DemoPeripheralEar: @unchecked Sendable {
     private let lock = NSLock()
     private var _received = false
     var onChange: (@Sendable () -> Void)?
     var received: Bool { lock.withLock { _received } }
 
-    func didStartConfiguration() {}
-    func didStartAdvertising() {}
-    func didSendData() {}
-    func didReceiveData() {
+    func hear(_ event: PeripheralApp.Event) {
+        guard event == .didReceiveData else { return }
         lock.withLock { _received = true }
         onChange?()
     }
 }
 
 /// What the macOS central's BlueEar hears.
-final class DemoCentralEar: CentralBlueEar, @unchecked Sendable {
+final class DemoCentralEar: @unchecked Sendable {
     private let lock = NSLock()
     private var state = (connected: false, received: false, disconnected: false)
     var onChange: (@Sendable () -> Void)?
@@ -138,17 +138,16 @@ final class DemoCentralEar: CentralBlueEar, @unchecked Sendable {
     var received: Bool { lock.withLock { state.received } }
     var disconnected: Bool { lock.withLock { state.disconnected } }
 
-    func didStartConfiguration() {}
-    func didStartScanningPeripherals() {}
-    func didConnectPeripheral(name: String?) { lock.withLock { state.connected = true } }
-    func didDisconnectPeripheral(name: String?) {
-        lock.withLock { state.disconnected = true }
-        onChange?()
+    func hear(_ event: CentralApp.Event) {
+        switch event {
+        case .didConnectPeripheral: lock.withLock { state.connected = true }
+        case .didDisconnectPeripheral:
+            lock.withLock { state.disconnected = true }
+            onChange?()
+        case .didReceiveData:
+            lock.withLock { state.received = true }
+            onChange?()
+        default: break
+        }
     }
-    func didSendData() {}
-    func didReceiveData() {
-        lock.withLock { state.received = true }
-        onChange?()
-    }
-    func didFailConnection() {}
 }

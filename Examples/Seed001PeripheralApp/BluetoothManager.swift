@@ -1,10 +1,11 @@
-// Seed 001 (LeonardoCardoso / BLE), the iOS peripheral's BlueEar and BluetoothManager, for `blue demo`: the copy
-// in Tests/OpenCoreBluetoothTests/Seed001Peripheral.swift (verbatim from ../shared/seeds/001_*.txt but for
-// `import OpenCoreBluetooth`, the `Peripheral` name prefix and `any` spellings), plus a file-private `print` that
-// labels each line "[peripheral]" so the two roles' logs can be told apart in one process.
+// Seed 001 (LeonardoCardoso / BLE), the iOS peripheral's BlueEar and BluetoothManager, copied verbatim from
+// ../shared/seeds/001_*.txt (the view controller left out) with `import OpenCoreBluetooth` in place of
+// `import CoreBluetooth`. The seed targets Swift 4: `Error?` and `BlueEar?` are written `(any Error)?` and
+// `(any BlueEar)?`, as today's Swift 6 with ExistentialAny asks. This is the only copy: PeripheralApp.swift is
+// what the programs (Examples/Seed001Peripheral, `blue demo`) see of it, the tests use it by `@testable import`.
 import OpenCoreBluetooth
 
-protocol PeripheralBlueEar {
+protocol BlueEar {
 
     func didStartConfiguration()
 
@@ -15,7 +16,7 @@ protocol PeripheralBlueEar {
 
 }
 
-class PeripheralBluetoothManager: NSObject {
+class BluetoothManager: NSObject {
 
     // MARK: - Properties
     let peripheralId: String = "62443cc7-15bc-4136-bf5d-0ad80c459215"
@@ -26,7 +27,7 @@ class PeripheralBluetoothManager: NSObject {
     let properties: CBCharacteristicProperties = [.read, .notify, .writeWithoutResponse, .write]
     let permissions: CBAttributePermissions = [.readable, .writeable]
 
-    var bluetoothMessaging: (any PeripheralBlueEar)?
+    var bluetoothMessaging: (any BlueEar)?
     var peripheralManager: CBPeripheralManager?
 
     var serviceCBUUID: CBUUID?
@@ -37,7 +38,7 @@ class PeripheralBluetoothManager: NSObject {
     var characterisctic: CBMutableCharacteristic?
 
     // MARK: - Initializers
-    convenience init (delegate: (any PeripheralBlueEar)?) {
+    convenience init (delegate: (any BlueEar)?) {
 
         self.init()
 
@@ -77,7 +78,7 @@ class PeripheralBluetoothManager: NSObject {
 }
 
 // MARK: - CBPeripheralManagerDelegate
-extension PeripheralBluetoothManager: CBPeripheralManagerDelegate {
+extension BluetoothManager: CBPeripheralManagerDelegate {
 
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
 
@@ -210,9 +211,4 @@ extension PeripheralBluetoothManager: CBPeripheralManagerDelegate {
         
     }
     
-}
-
-/// The seed's `print`, each non-empty line labelled with the role (`DemoLog`).
-private func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
-    DemoLog.shared.write(role: "peripheral", items.map { "\($0)" }.joined(separator: separator))
 }

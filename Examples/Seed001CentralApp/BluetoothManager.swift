@@ -2,8 +2,9 @@
 // ../shared/seeds/001_*.txt (the view controller left out) with `import OpenCoreBluetooth` in place of
 // `import CoreBluetooth`. The seed targets Swift 4: `Error?` and `BlueEar` are written `(any Error)?` and
 // `any BlueEar`, as today's Swift 6 with ExistentialAny asks; and the plist read from the peer is cast with
-// `as? ... ?? [:]` instead of `as!` (as `blue demo` does), so a foreign peer's bytes cannot trap the program.
-// main.swift plays the view controller's part.
+// `as? ... ?? [:]` instead of `as!`, so a foreign peer's bytes cannot trap the program. This is the only copy:
+// CentralApp.swift is what the programs (Examples/Seed001Central, `blue demo`) see of it, the tests use it by
+// `@testable import`.
 import OpenCoreBluetooth
 
 protocol BlueEar {
