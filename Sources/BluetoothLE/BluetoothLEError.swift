@@ -5,6 +5,8 @@ import L2CAP
 
 /// Why an operation of the async API failed: a ``Code`` a program can test, a reason a person can read, and the
 /// ATT error (Core 5.4 Vol 3 Part F §3.4.1.1, Table 3.4) or HCI status (Vol 1 Part F) behind it when there is one.
+/// Security failures (``Code/securityFailed``) also say why securing the link failed (``securityFailure``: the SMP
+/// Pairing Failed reason of Vol 3 Part H §3.5.5, the SMP timeout, an encryption failure, a lost bond).
 ///
 /// Cancelling the task that awaits an operation throws `CancellationError`, not this type.
 public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -37,6 +39,9 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
         case invalidDatabase
         /// An L2CAP channel could not be opened, or is closed.
         case channelFailed
+        /// Securing the link failed (pairing failed, encryption failed, the peer lost its bond): see
+        /// ``BluetoothLEError/securityFailure``. A request that needed security keeps its ``BluetoothLEError/attError``.
+        case securityFailed
     }
 
     public var code: Code
@@ -45,12 +50,22 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
     public var attError: ATTErrorCode?
     /// The HCI status of a failed command or of the disconnection.
     public var hciStatus: HCIStatus?
+    /// Why securing the link failed (``Code/securityFailed``; ``Code/timedOut`` for the SMP timeout).
+    public var securityFailure: GATTSecurityFailure?
 
-    public init(_ code: Code, _ reason: String, attError: ATTErrorCode? = nil, hciStatus: HCIStatus? = nil) {
+    public init(_ code: Code, _ reason: String, attError: ATTErrorCode? = nil, hciStatus: HCIStatus? = nil,
+                securityFailure: GATTSecurityFailure? = nil) {
         self.code = code
         self.reason = reason
         self.attError = attError
         self.hciStatus = hciStatus
+        self.securityFailure = securityFailure
+    }
+
+    /// The SMP Pairing Failed reason, when pairing failed with one (Vol 3 Part H §3.5.5).
+    public var smpReason: SMPPairingFailedReason? {
+        if case .pairingFailed(let reason, _)? = securityFailure { return reason }
+        return nil
     }
 
     public var description: String { "\(code.rawValue): \(reason)" }
@@ -69,8 +84,19 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
         case .busy: .busy
         case .advertisingDataTooLarge: .advertisingDataTooLarge
         case .invalidParameters: .invalidParameters
+        case .securityFailed: .securityFailed
         }
-        self.init(code, error.reason, hciStatus: error.status)
+        self.init(code, error.reason, hciStatus: error.status, securityFailure: error.security.map(Self.securityFailure))
+    }
+
+    /// A host security failure as the GATT layer names it.
+    static func securityFailure(_ failure: HostSecurityFailure) -> GATTSecurityFailure {
+        switch failure {
+        case .pairingFailed(let reason, let remote): .pairingFailed(reason, remote: remote)
+        case .smpTimeout: .timedOut
+        case .encryptionFailed(let status): .encryptionFailed(status)
+        case .bondLost: .bondLost
+        }
     }
 
     /// Wraps a GATT client error: ATT Error Responses keep their code, a failed bearer becomes
@@ -89,6 +115,13 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
             self.init(.invalidParameters, error.description)
         case .signingUnavailable:
             self.init(.notSupported, error.description)
+        case .securityFailed(let code, _, let failure):
+            let status: HCIStatus? = switch failure {
+            case .encryptionFailed(let status): status
+            case .bondLost: .pinOrKeyMissing
+            default: nil
+            }
+            self.init(.securityFailed, error.description, attError: code, hciStatus: status, securityFailure: failure)
         case .unexpectedResponse, .invalidResponse, .prepareWriteEchoMismatch:
             self.init(.protocolError, error.description)
         }

@@ -34,11 +34,12 @@ extension PairingDelegate {
     public func acceptJustWorks(peer: BluetoothAddress) async -> Bool { true }
 }
 
-/// Why ``Peripheral/pair(_:)`` failed (Core 5.4 Vol 3 Part H §3.5.5 Pairing Failed reasons), with the host error
-/// behind it.
+/// Why ``Peripheral/pair(_:)`` failed (Core 5.4 Vol 3 Part H §3.5.5 Pairing Failed reasons, §3.4 SMP timeout;
+/// Vol 4 Part E §7.7.8 encryption), with the host error behind it.
 public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Hashable, Sendable {
-        /// SMP failed: see ``PairingError/smpReason`` (sent by the peer or detected here).
+        /// SMP failed: see ``PairingError/smpReason`` and ``PairingError/isRemote`` (sent by the peer, or by us:
+        /// detected here, or the ``PairingDelegate`` rejected or cancelled).
         case pairingFailed
         /// No SMP answer within 30 s: no more pairing on this link (§3.4).
         case timedOut
@@ -46,6 +47,10 @@ public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
         case disconnected
         /// The host refused (security disabled, busy, not ready...).
         case refused
+        /// Encryption failed: see ``PairingError/hciStatus`` (MIC Failure 0x3D...).
+        case encryptionFailed
+        /// The peer lost its bond with us (PIN or Key Missing, 0x06) and re-pairing was not allowed.
+        case bondLost
     }
 
     public var code: Code
@@ -63,14 +68,25 @@ public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code.rawValue): \(reason)" }
 
+    /// Whether the peer sent the Pairing Failed (false: we did), when pairing failed with an SMP reason.
+    public var isRemote: Bool? {
+        if case .pairingFailed(_, let remote)? = hostError?.security { return remote }
+        return nil
+    }
+
+    /// The HCI status behind an encryption failure or a lost bond.
+    public var hciStatus: HCIStatus? { hostError?.status }
+
     init(_ error: HostError, smpReason: SMPPairingFailedReason?) {
-        let code: Code = switch error.code {
-        case .timedOut: .timedOut
-        case .disconnected, .unknownConnection: .disconnected
-        case .commandFailed where smpReason != nil: .pairingFailed
+        let code: Code = switch (error.code, error.security) {
+        case (_, .pairingFailed?): .pairingFailed
+        case (_, .encryptionFailed?): .encryptionFailed
+        case (_, .bondLost?): .bondLost
+        case (_, .smpTimeout?), (.timedOut, _): .timedOut
+        case (.disconnected, _), (.unknownConnection, _): .disconnected
         default: .refused
         }
-        self.init(code, error.reason, smpReason: smpReason, hostError: error)
+        self.init(code, error.reason, smpReason: error.pairingFailedReason ?? smpReason, hostError: error)
     }
 }
 

@@ -33,6 +33,18 @@ extension GATTClient {
         }
     }
 
+    /// Feeds the held answer of the outstanding request (an Error Response with Insufficient Authentication /
+    /// Encryption / Encryption Key Size) after the owner tried to secure the link for a retry and failed
+    /// (Core 5.4 Vol 3 Part C §10.3.2): as ``receive(bearerResult:)``, except that the procedure failing with that
+    /// ATT error fails with ``GATTClientError/securityFailed(_:handle:_:)`` instead, carrying `failure`.
+    public mutating func receive(bearerResult: Result<ATTPDU, ATTBearerError>,
+                                 securityFailure failure: GATTSecurityFailure) -> [GATTClientAction] {
+        receive(bearerResult: bearerResult).map { action in
+            guard case .complete(let id, .failure(.attError(let code, let handle))) = action else { return action }
+            return .complete(id, .failure(.securityFailed(code, handle: handle, failure)))
+        }
+    }
+
     /// Handles the bearer actions meant for a GATT client: notifications and indications (passed on as
     /// ``GATTClientAction/notification(handle:value:)`` / ``GATTClientAction/indication(handle:value:)``), and
     /// ``ATTBearerAction/mtuChanged(_:)`` (sets ``mtu``). Returns nil for every other action, which the owner

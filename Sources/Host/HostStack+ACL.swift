@@ -34,6 +34,9 @@ extension HostStack {
             pumpACL()
     }
 
+    /// Sends what the controller has room for. Runs after every enqueue and after Number Of Completed Packets
+    /// (Vol 4 Part E §7.7.19), which is also when a pairing waiting for its last SMP PDUs to be acknowledged is
+    /// announced (``announceDeliveredPairings()``).
     func pumpACL() {
         guard lifecycle == .ready else { return }
         let (packets, completed) = outbound.takeSendable()
@@ -41,6 +44,7 @@ extension HostStack {
         for packet in packets { sendFrame(packet.frame) }
         for completion in completed { completion(.success(())) }
         if !packets.isEmpty { reportSendRoom() }
+        announceDeliveredPairings()
     }
 
     func receiveACL(_ frame: H4Frame) {

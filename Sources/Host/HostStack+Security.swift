@@ -179,6 +179,7 @@ extension HostStack {
 
     /// Disconnection: everyone waiting fails; a pairing in progress is reported failed.
     func securityLinkClosed(_ link: SecurityLink?, handle: UInt16, error: HostError) {
+        securityState.deferredPairings.remove(handle)
         guard let link else { return }
         if let deferred = link.deferredCompletion {
             // The pairing completed and its bond is stored; the link went before the controller acknowledged our
@@ -186,6 +187,12 @@ extension HostStack {
             emit(.pairingCompleted(handle: handle, deferred.outcome))
             for completion in link.waiting { completion(.success(deferred.outcome)) }
             return
+        }
+        var error = error
+        if error.status == .connectionTerminatedMICFailure, link.smp.isBusy || link.bondEncryption != nil {
+            // The link ended because the two sides' keys differ (Vol 6 Part E §1; Vol 4 Part E §7.7.5).
+            error = .security(.encryptionFailed(.connectionTerminatedMICFailure),
+                              "encryption failed: the link ended with \(HCIStatus.connectionTerminatedMICFailure)")
         }
         if link.smp.isBusy || link.bondEncryption != nil || !link.waiting.isEmpty {
             emit(.pairingFailed(handle: handle, reason: nil, error: error))
@@ -204,8 +211,9 @@ extension HostStack {
             guard connections[handle]?.session?.securityLink != nil else { return }
             if !configuration.security.allowRepairing(identity) {
                 sendSMP(SMPPDU.pairingFailed(reason: .pairingNotSupported).encode(), handle)
-                failSecurity(handle, HostError(.commandFailed, "\(identity) lost its bond and re-pairing is not allowed",
-                                               status: .pinOrKeyMissing), reason: .pairingNotSupported)
+                failSecurity(handle, .security(.bondLost(identity: identity),
+                                               "\(identity) lost its bond and re-pairing is not allowed (Pairing Not Supported sent)"),
+                             reason: .pairingNotSupported)
                 return
             }
         }
@@ -235,8 +243,8 @@ extension HostStack {
             } else if connection.role == .central, status == .pinOrKeyMissing {
                 bondLost(handle, bond)
             } else {
-                failSecurity(handle, HostError(.commandFailed, "encryption with the bond of \(bond.identityAddress) failed: \(status)",
-                                               status: status), reason: nil)
+                failSecurity(handle, .security(.encryptionFailed(status),
+                                               "encryption with the bond of \(bond.identityAddress) failed: \(status)"), reason: nil)
             }
             return
         }
@@ -247,7 +255,8 @@ extension HostStack {
             applyGATTSecurity(handle)
             performSMP(withSecurityLink(handle) { $0.smp.encryptionChanged(enabled: enabled, now: now) } ?? [], handle)
         } else if link.smp.isBusy {
-            performSMP(withSecurityLink(handle) { $0.smp.encryptionChanged(enabled: false, now: now) } ?? [], handle)
+            performSMP(withSecurityLink(handle) { $0.smp.encryptionChanged(enabled: false, now: now) } ?? [], handle,
+                       encryptionStatus: status)
         }
     }
 
@@ -319,7 +328,9 @@ extension HostStack {
 
     // MARK: SMP actions
 
-    func performSMP(_ actions: [SMPSession.Action], _ handle: UInt16) {
+    /// Performs the session's actions. `encryptionStatus`: the HCI status of a failed encryption that made SMP
+    /// fail (kept in the error of the resulting Pairing Failed).
+    func performSMP(_ actions: [SMPSession.Action], _ handle: UInt16, encryptionStatus: HCIStatus? = nil) {
         for action in actions {
             guard connections[handle]?.session?.securityLink != nil else { return }
             switch action {
@@ -327,9 +338,10 @@ extension HostStack {
                 sendSMP(bytes, handle)
             case .startEncryption(let ltk, let ediv, let rand):
                 command(.leEnableEncryption(handle: handle, randomNumber: rand, encryptedDiversifier: ediv, longTermKey: ltk)) { [self] result in
-                    guard case .failure = result else { return }
+                    guard case .failure(let error) = result else { return }
                     let now = eventLoop.now
-                    performSMP(withSecurityLink(handle) { $0.smp.encryptionChanged(enabled: false, now: now) } ?? [], handle)
+                    performSMP(withSecurityLink(handle) { $0.smp.encryptionChanged(enabled: false, now: now) } ?? [], handle,
+                               encryptionStatus: error.status ?? .unspecifiedError)
                 }
             case .displayPasskey(let passkey):
                 emit(.pairingInteraction(handle: handle, .displayPasskey(passkey)))
@@ -342,13 +354,17 @@ extension HostStack {
             case .pairingComplete(let result):
                 pairingCompleted(result, handle)
             case .pairingFailed(let reason, let locally):
-                let error = HostError(.commandFailed, "pairing failed: \(reason) (\(locally ? "detected here" : "sent by the peer"))")
+                var error = HostError.security(.pairingFailed(reason, remote: !locally))
+                if let encryptionStatus {
+                    error.status = encryptionStatus
+                    error.reason += " (encryption failed: \(encryptionStatus))"
+                }
                 failSecurity(handle, error, reason: reason)
             case .securityRequestReceived(let requirements):
                 guard configuration.security.answersSecurityRequests else { continue }
                 secure(handle, mitm: requirements.contains(.mitm) || configuration.security.mitm, bonding: nil, force: false)
             case .timedOut:
-                failSecurity(handle, HostError(.timedOut, "SMP timeout (30 s): no more pairing on this link"), reason: nil)
+                failSecurity(handle, .security(.smpTimeout), reason: nil)
             }
         }
         armTimer()
@@ -388,7 +404,7 @@ extension HostStack {
     func secure(_ handle: UInt16, mitm: Bool, bonding: Bool?, force: Bool) {
         guard let connection = connections[handle]?.connection, let link = connections[handle]?.session?.securityLink else { return }
         if link.smp.isDead {
-            failSecurity(handle, HostError(.timedOut, "SMP timed out earlier on this link; reconnect"), reason: nil)
+            failSecurity(handle, .security(.smpTimeout, "SMP timed out earlier on this link; reconnect"), reason: nil)
             return
         }
         if link.bondEncryption != nil || (link.smp.isBusy && !(connection.role == .peripheral && link.securityRequested)) { return }
@@ -429,8 +445,9 @@ extension HostStack {
         guard let key = bond.centralEncryptionKey else { return }
         withSecurityLink(handle) { $0.bondEncryption = bond }
         command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.key)) { [self] result in
-            guard case .failure(let error) = result else { return }
+            guard case .failure(var error) = result else { return }
             withSecurityLink(handle) { $0.bondEncryption = nil }
+            if let status = error.status { error.security = .encryptionFailed(status) }
             failSecurity(handle, error, reason: nil)
         }
     }
@@ -454,8 +471,7 @@ extension HostStack {
             } ?? []
             performSMP(actions, handle)
         } else {
-            failSecurity(handle, HostError(.commandFailed, "\(bond.identityAddress) lost its bond (PIN or Key Missing); re-pairing is not allowed",
-                                           status: .pinOrKeyMissing), reason: nil)
+            failSecurity(handle, .security(.bondLost(identity: bond.identityAddress)), reason: nil)
         }
     }
 
@@ -506,20 +522,21 @@ extension HostStack {
         } else {
             // Our last SMP PDUs (the central's key distribution) are still queued or unacknowledged: a caller
             // that disconnected now would lose them (HCI Disconnect drops the controller's buffers, Vol 4 Part E
-            // §7.1.6), and the peer would store no bond. Completion waits for Number Of Completed Packets.
+            // §7.1.6), and the peer would store no bond. Completion waits for Number Of Completed Packets
+            // (`announceDeliveredPairings`, from the ACL pump), or at most `keyDeliveryLimit`.
             let now = eventLoop.now
             withSecurityLink(handle) { link in
                 link.deferredCompletion = SecurityLink.DeferredCompletion(
-                    outcome: outcome, resolvedIdentity: resolved, giveUpAt: now + Self.keyDeliveryLimit,
-                    nextCheck: now + Self.keyDeliveryPoll)
+                    outcome: outcome, resolvedIdentity: resolved, giveUpAt: now + Self.keyDeliveryLimit)
             }
+            securityState.deferredPairings.insert(handle)
             armTimer()
         }
     }
 
-    /// How long a completed pairing waits at most for its PDUs to be acknowledged, and how often it looks.
+    /// How long a completed pairing waits at most for its PDUs to be acknowledged (a controller that never
+    /// reports Number Of Completed Packets).
     static var keyDeliveryLimit: Duration { .seconds(1) }
-    static var keyDeliveryPoll: Duration { .milliseconds(2) }
 
     /// Nothing of the connection is queued for or unacknowledged by the controller.
     func outboundDrained(_ handle: UInt16) -> Bool {
@@ -534,21 +551,33 @@ extension HostStack {
         resumeHeld(handle)
     }
 
-    /// Deferred pairing completions whose PDUs were acknowledged (or whose time limit passed) are announced.
-    func checkDeferredPairings(now: StackInstant) {
-        let due = connections.compactMap { handle, record -> UInt16? in
-            guard let deferred = record.session?.securityLink?.deferredCompletion, deferred.nextCheck <= now else { return nil }
-            return handle
-        }.sorted()
-        for handle in due {
-            guard let deferred = connections[handle]?.session?.securityLink?.deferredCompletion else { continue }
-            if outboundDrained(handle) || deferred.giveUpAt <= now {
-                withSecurityLink(handle) { $0.deferredCompletion = nil }
-                announcePairing(deferred.outcome, resolved: deferred.resolvedIdentity, handle)
-            } else {
-                withSecurityLink(handle) { $0.deferredCompletion?.nextCheck = now + Self.keyDeliveryPoll }
-            }
+    /// The ACL pump ran (after Number Of Completed Packets freed controller buffers, Vol 4 Part E §7.7.19):
+    /// deferred pairing completions whose connection has nothing queued or unacknowledged any more are announced.
+    /// Costs nothing when no pairing waits.
+    func announceDeliveredPairings() {
+        guard !securityState.deferredPairings.isEmpty else { return }
+        for handle in securityState.deferredPairings.sorted() where outboundDrained(handle) {
+            announceDeferredPairing(handle)
         }
+    }
+
+    /// Deferred pairing completions whose time limit passed are announced (the host's timer).
+    func checkDeferredPairings(now: StackInstant) {
+        for handle in securityState.deferredPairings.sorted() {
+            guard let deferred = connections[handle]?.session?.securityLink?.deferredCompletion else {
+                securityState.deferredPairings.remove(handle)
+                continue
+            }
+            if deferred.giveUpAt <= now || outboundDrained(handle) { announceDeferredPairing(handle) }
+        }
+    }
+
+    func announceDeferredPairing(_ handle: UInt16) {
+        securityState.deferredPairings.remove(handle)
+        guard let deferred = connections[handle]?.session?.securityLink?.deferredCompletion else { return }
+        withSecurityLink(handle) { $0.deferredCompletion = nil }
+        announcePairing(deferred.outcome, resolved: deferred.resolvedIdentity, handle)
+        armTimer()
     }
 
     func persist(_ bond: Bond) {
@@ -566,8 +595,21 @@ extension HostStack {
         guard let held = connections[handle]?.session?.securityLink?.held else { return }
         withSecurityLink(handle) { $0.held = nil }
         emit(.gattSecurityFailed(handle: handle, attError: held.error, error: error))
-        guard let actions = connections[handle]?.session?.client.receive(bearerResult: held.answer) else { return }
+        guard let actions = connections[handle]?.session?.client.receive(bearerResult: held.answer,
+                                                                          securityFailure: Self.gattSecurityFailure(error))
+        else { return }
         performClient(actions, handle)
+    }
+
+    /// The GATT client's view of a security failure (GATT does not know ``HostError``).
+    static func gattSecurityFailure(_ error: HostError) -> GATTSecurityFailure {
+        switch error.security {
+        case .pairingFailed(let reason, let remote)?: return .pairingFailed(reason, remote: remote)
+        case .smpTimeout?: return .timedOut
+        case .encryptionFailed(let status)?: return .encryptionFailed(status)
+        case .bondLost?: return .bondLost
+        case nil: return .other(error.description)
+        }
     }
 
     func finishWaiting(_ handle: UInt16, _ result: Result<PairingOutcome, HostError>) {
@@ -641,7 +683,9 @@ extension HostStack {
 
     /// The RPA rotation deadline and the next look at deferred pairing completions (for the host's one timer).
     var securityNextDeadline: StackInstant? {
-        let deferred = connections.values.compactMap { $0.session?.securityLink?.deferredCompletion?.nextCheck }.min()
+        let deferred = securityState.deferredPairings.compactMap {
+            connections[$0]?.session?.securityLink?.deferredCompletion?.giveUpAt
+        }.min()
         return [securityState.rpaDeadline, deferred].compactMap { $0 }.min()
     }
 

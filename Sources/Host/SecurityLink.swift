@@ -37,12 +37,12 @@ struct SecurityLink {
     var securityRequested = false
 
     /// A pairing that completed while our own SMP PDUs were still queued or unacknowledged by the controller:
-    /// announced once Number Of Completed Packets drained the connection, or at `giveUpAt`.
+    /// announced once Number Of Completed Packets drained the connection (no polling: the ACL pump announces
+    /// it), or at `giveUpAt`.
     struct DeferredCompletion {
         let outcome: PairingOutcome
         let resolvedIdentity: BluetoothAddress?
         let giveUpAt: StackInstant
-        var nextCheck: StackInstant
     }
 
     var deferredCompletion: DeferredCompletion?

@@ -16,6 +16,9 @@ struct SecurityState {
     /// When our RPA is next replaced (nil: rotation off or not started).
     var rpaDeadline: StackInstant?
     var rpaCommandPending = false
+    /// Connections whose pairing completed and waits for the controller to acknowledge our last SMP PDUs
+    /// (``SecurityLink/deferredCompletion``).
+    var deferredPairings: Set<UInt16> = []
     /// The ordered scan and advertising requests (`HostStack+GAP.swift`). They live here because this is the
     /// stack-wide state the GAP extension may extend without touching `HostStack.swift`.
     var scanLane = GAPLane()

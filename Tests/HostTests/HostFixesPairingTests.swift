@@ -58,4 +58,42 @@ struct HostFixesPairingTests {
         #expect((try? result.last?.get())?.bonded == true)
         s.stacks.disconnectAndCheckLeaks()
     }
+
+    @Test("no polling: while completion waits for the acknowledgement, the host's timer is not re-armed every 2 ms")
+    func completionWaitsForTheAckWithoutPolling() throws {
+        let s = SecureStacks(central: security(), peripheral: security())
+        #expect(s.stacks.connect())
+        let central = s.stacks.central, handle = s.stacks.centralHandle, loop = s.stacks.loop
+        let result = Recorder<Result<PairingOutcome, HostError>>()
+        let backlogAtCompletion = Recorder<Int>()
+        central.pair(connectionHandle: handle) { outcome in
+            result.append(outcome)
+            backlogAtCompletion.append(central.resources.queuedACLPackets + central.resources.inFlightACLPackets)
+        }
+        // Step virtual time finely; while the completion is deferred, look at the host's timer.
+        var deferredSteps = 0
+        var deadlines: Set<StackInstant> = []
+        let end = loop.now + .seconds(60)
+        loop.run()
+        while result.count == 0, loop.now < end {
+            loop.advance(by: .microseconds(500))
+            guard let deferred = central.connections[handle]?.session?.securityLink?.deferredCompletion else { continue }
+            deferredSteps += 1
+            #expect(central.outbound.queuedPacketCount(for: handle) + (central.outbound.inFlight[handle] ?? 0) > 0)
+            // The only security deadline is the give-up limit, one second after completion; nothing at 2 ms.
+            #expect(central.securityNextDeadline == deferred.giveUpAt)
+            #expect(deferred.giveUpAt - loop.now > .milliseconds(900))
+            if let deadline = central.timerDeadline { deadlines.insert(deadline) }
+        }
+        #expect(result.count == 1)
+        #expect((try? result.last?.get())?.bonded == true)
+        // The wait did happen (the key distribution was in flight) and ended with the acknowledgement, not the limit.
+        #expect(deferredSteps > 0)
+        #expect(backlogAtCompletion.values == [0])
+        // Polling would have armed a new deadline every 2 ms of the wait; here the timer keeps one or two.
+        #expect(deadlines.count <= 2, "\(deadlines.sorted())")
+        #expect(central.securityState.deferredPairings.isEmpty)
+        #expect(central.securityNextDeadline == nil)
+        s.stacks.disconnectAndCheckLeaks()
+    }
 }

@@ -260,12 +260,13 @@ struct SecurityTests {
         #expect(errors.isEmpty)
         s.stacks.disconnectAndCheckLeaks()
 
-        // Pairing refused by the peer: the read fails with the original ATT error, and why is reported.
+        // Pairing refused by the peer: the read fails with the original ATT error and why securing failed.
         let r = SecureStacks(central: security(), peripheral: { var c = security(); c.justWorksConsent = true; return c }())
         r.peripheralConfirms = false
         #expect(r.stacks.connect())
         let refused = r.stacks.gatt(.readCharacteristicValue(handle: SecureStacks.database.1))
-        #expect(refused.map { if case .failure(.attError(.insufficientEncryption, _)) = $0 { true } else { false } } == true)
+        #expect(refused.map { if case .failure(.securityFailed(.insufficientEncryption, _, _)) = $0 { true } else { false } } == true)
+        #expect(refused.map { if case .failure(let error) = $0 { error.attErrorCode == .insufficientEncryption } else { false } } == true)
         #expect(r.stacks.centralEvents.values.contains { if case .gattSecurityFailed(_, .insufficientEncryption, _) = $0 { true } else { false } })
         r.stacks.disconnectAndCheckLeaks()
     }
@@ -369,5 +370,177 @@ struct PrivateAddressRotationTests {
         stacks.central.shutdown()
         stacks.loop.run()
         #expect(stacks.loop.pendingWorkDescription == "nothing")
+    }
+}
+
+/// Security failures as error values (Core 5.4 Vol 3 Part H §3.5.5 Pairing Failed, §3.4 SMP timeout; Vol 4 Part E
+/// §7.7.8 encryption): ``HostError/Code/securityFailed`` (or `.timedOut`) with ``HostError/security``; the
+/// completion of `pair` and the `pairingFailed` event carry the same error; a GATT request whose retry could not
+/// be secured fails with ``GATTClientError/securityFailed(_:handle:_:)``.
+@Suite("security failures as error values")
+struct SecurityErrorValueTests {
+    /// The errors of the `pairingFailed` events.
+    static func failedErrors(_ events: Recorder<HostEvent>) -> [HostError] {
+        events.values.compactMap { if case .pairingFailed(_, _, let error) = $0 { error } else { nil } }
+    }
+
+    @Test("peer rejects numeric comparison: central gets Numeric Comparison Failed, remote; the peripheral, local")
+    func remoteRejection() throws {
+        let s = SecureStacks(central: security(io: .displayYesNo, mitm: true), peripheral: security(io: .displayYesNo, mitm: true))
+        s.peripheralConfirms = false
+        #expect(s.stacks.connect())
+        let result = try #require(s.pair())
+        guard case .failure(let error) = result else { Issue.record("pairing succeeded"); return }
+        #expect(error.code == .securityFailed)
+        #expect(error.security == .pairingFailed(.numericComparisonFailed, remote: true))
+        #expect(error.pairingFailedReason == .numericComparisonFailed)
+        #expect(error.reason == "pairing failed: Numeric Comparison Failed (0x0C), remote")
+        #expect(error.status == nil)
+        // The event carries the same error as the completion.
+        #expect(Self.failedErrors(s.stacks.centralEvents) == [error])
+        let peripheralErrors = Self.failedErrors(s.stacks.peripheralEvents)
+        #expect(peripheralErrors.map(\.security) == [.pairingFailed(.numericComparisonFailed, remote: false)])
+        #expect(peripheralErrors.map(\.code) == [.securityFailed])
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("we reject (central declines the value): Numeric Comparison Failed, local; the peer hears it, remote")
+    func localRejection() throws {
+        let s = SecureStacks(central: security(io: .displayYesNo, mitm: true), peripheral: security(io: .displayYesNo, mitm: true))
+        s.centralConfirms = false
+        #expect(s.stacks.connect())
+        guard case .failure(let error)? = s.pair() else { Issue.record("pairing succeeded"); return }
+        #expect(error.security == .pairingFailed(.numericComparisonFailed, remote: false))
+        #expect(Self.failedErrors(s.stacks.centralEvents) == [error])
+        #expect(Self.failedErrors(s.stacks.peripheralEvents).map(\.security) == [.pairingFailed(.numericComparisonFailed, remote: true)])
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("passkey mismatch: Confirm Value Failed on both sides, detected by the responder, remote for the central")
+    func passkeyMismatch() throws {
+        let s = SecureStacks(central: security(io: .keyboardOnly, mitm: true), peripheral: security(io: .displayOnly, mitm: true))
+        s.centralPasskey = 1
+        #expect(s.stacks.connect())
+        guard case .failure(let error)? = s.pair() else { Issue.record("pairing succeeded"); return }
+        let peripheral = Self.failedErrors(s.stacks.peripheralEvents)
+        #expect(error.pairingFailedReason == .confirmValueFailed)
+        #expect(peripheral.map(\.pairingFailedReason) == [.confirmValueFailed])
+        // The responder checks the initiator's confirm value first (§2.3.5.6.3): it detects the mismatch and tells us.
+        #expect(error.security == .pairingFailed(.confirmValueFailed, remote: true))
+        #expect(peripheral.first?.security == .pairingFailed(.confirmValueFailed, remote: false))
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("SMP timeout (virtual time): .timedOut with .smpTimeout on both sides; SMP is dead, a new pair fails at once")
+    func smpTimeout() throws {
+        // Both sides type a passkey nobody displays: neither answers, the 30 s timer runs out.
+        let s = SecureStacks(central: security(io: .keyboardOnly, mitm: true), peripheral: security(io: .keyboardOnly, mitm: true))
+        #expect(s.stacks.connect())
+        let result = Recorder<Result<PairingOutcome, HostError>>()
+        let start = s.stacks.loop.now
+        s.stacks.central.pair(connectionHandle: s.stacks.centralHandle) { result.append($0) }
+        s.stacks.loop.advance(by: .seconds(29))
+        #expect(result.count == 0)
+        #expect(s.stacks.run(until: { result.count == 1 }, limit: .seconds(5)))
+        #expect(s.stacks.loop.now - start >= .seconds(30))
+        guard case .failure(let error)? = result.last else { Issue.record("pairing succeeded"); return }
+        #expect(error.code == .timedOut && error.security == .smpTimeout)
+        #expect(Self.failedErrors(s.stacks.centralEvents) == [error])
+        // The peripheral's timer started with the Pairing Request, a moment later.
+        s.stacks.loop.advance(by: .seconds(1))
+        #expect(Self.failedErrors(s.stacks.peripheralEvents).map(\.security) == [.smpTimeout])
+        let again = Recorder<Result<PairingOutcome, HostError>>()
+        s.stacks.central.pair(connectionHandle: s.stacks.centralHandle) { again.append($0) }
+        s.stacks.loop.run()
+        guard case .failure(let second)? = again.last else { Issue.record("no immediate failure"); return }
+        #expect(second.code == .timedOut && second.security == .smpTimeout)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("the peer lost its bond (LTK negative reply → PIN or Key Missing), re-pairing refused: .bondLost, status 0x06")
+    func bondLostRefused() throws {
+        let s = SecureStacks()
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        let identity = try #require(s.stacks.peripheral.localIdentityAddress)
+        s.stacks.peripheral.removeBond(identityAddress: try #require(s.stacks.central.localIdentityAddress))
+        #expect(s.reconnect())
+        guard case .failure(let error)? = s.pair() else { Issue.record("encryption succeeded"); return }
+        #expect(error.code == .securityFailed)
+        #expect(error.security == .bondLost(identity: identity))
+        #expect(error.status == .pinOrKeyMissing)
+        #expect(Self.failedErrors(s.stacks.centralEvents).last == error)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("keys that differ (MIC failure, 0x3D): .encryptionFailed with the HCI status, not a plain disconnection")
+    func micFailure() throws {
+        let s = SecureStacks()
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        let identity = try #require(s.stacks.peripheral.localIdentityAddress)
+        // The central's copy of the key is damaged: the peripheral answers with its own, the keys differ.
+        var bond = try #require(s.stacks.central.securityState.bonds[identity])
+        bond.sharedLongTermKey?.key[0] ^= 0xFF
+        s.stacks.central.securityState.bonds[identity] = bond
+        #expect(s.reconnect())
+        guard case .failure(let error)? = s.pair() else { Issue.record("encryption succeeded"); return }
+        #expect(error.code == .securityFailed)
+        #expect(error.security == .encryptionFailed(.connectionTerminatedMICFailure))
+        #expect(error.status == .connectionTerminatedMICFailure)
+        #expect(Self.failedErrors(s.stacks.centralEvents).last == error)
+        #expect(s.stacks.central.openConnections.isEmpty)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("an encrypted read whose pairing the peer refuses fails with .securityFailed keeping the ATT error")
+    func gattRetryFailure() throws {
+        let s = SecureStacks(central: security(), peripheral: { var c = security(); c.justWorksConsent = true; return c }())
+        s.peripheralConfirms = false
+        #expect(s.stacks.connect())
+        let handle = SecureStacks.database.1
+        let result = try #require(s.stacks.gatt(.readCharacteristicValue(handle: handle)))
+        guard case .failure(let error) = result else { Issue.record("read succeeded"); return }
+        guard case .securityFailed(.insufficientEncryption, let failedHandle, let failure) = error else {
+            Issue.record("unexpected \(error)")
+            return
+        }
+        #expect(failedHandle == handle)
+        #expect(error.attErrorCode == .insufficientEncryption)
+        let hostError = try #require(Self.failedErrors(s.stacks.centralEvents).last)
+        guard case .pairingFailed(let reason, remote: true)? = hostError.security else {
+            Issue.record("unexpected \(hostError)")
+            return
+        }
+        #expect(failure == .pairingFailed(reason, remote: true))
+        #expect(error.securityFailure == failure)
+        #expect(s.stacks.centralEvents.values.contains {
+            if case .gattSecurityFailed(_, .insufficientEncryption, let e) = $0 { e == hostError } else { false }
+        })
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("an encrypted read on a link whose peer lost the bond fails with .securityFailed(.bondLost)")
+    func gattRetryBondLost() throws {
+        let s = SecureStacks()
+        #expect(s.stacks.connect())
+        _ = try #require(s.pair()).get()
+        s.stacks.peripheral.removeBond(identityAddress: try #require(s.stacks.central.localIdentityAddress))
+        #expect(s.reconnect())
+        let result = try #require(s.stacks.gatt(.readCharacteristicValue(handle: SecureStacks.database.1)))
+        guard case .failure(.securityFailed(let code, _, .bondLost)) = result else { Issue.record("unexpected \(result)"); return }
+        #expect(code == .insufficientEncryption)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("descriptions name the reason and the side")
+    func descriptions() {
+        #expect(HostSecurityFailure.pairingFailed(.confirmValueFailed, remote: true).description
+            == "pairing failed: Confirm Value Failed (0x04), remote")
+        #expect(HostError.security(.encryptionFailed(.connectionTerminatedMICFailure)).status == .connectionTerminatedMICFailure)
+        #expect(HostError.security(.smpTimeout).code == .timedOut)
+        #expect(HostError.security(.pairingFailed(.passkeyEntryFailed, remote: false)).code == .securityFailed)
+        #expect(HostStack.gattSecurityFailure(.security(.bondLost(identity: BluetoothAddress(1, type: .public)))) == .bondLost)
+        #expect(HostStack.gattSecurityFailure(HostError(.disconnected, "gone")) == .other("disconnected: gone"))
     }
 }
