@@ -60,7 +60,12 @@ public enum OutOfBandPeer: Hashable, Sendable, CustomStringConvertible {
 /// Table 2.6: legacy pairing uses OOB when both sides set the OOB flag, LE Secure Connections when either does).
 ///
 /// The data given here is put into the ``SMPPairingConfiguration`` of each connection's ``SMPSession`` when the
-/// session is created, and into existing sessions with that peer that are not pairing yet.
+/// session is created, and into existing sessions with that peer that are not pairing yet. Peer data is kept per
+/// address (``OutOfBandPeer/address(_:)``) or for any peer (``OutOfBandPeer/anyPeer``, when the OOB channel did not
+/// name the device); address-specific data wins. OOB data is meant for one pairing: after
+/// ``HostEvent/pairingCompleted(handle:_:)`` with the OOB method, forget the peer's data
+/// (`removeOutOfBandData(for:)`) and give out fresh data of ours
+/// (``regenerateLocalOutOfBandData(completion:)``), so a key pair handed out once is not used again (§2.3.6).
 extension HostStack {
     /// Our LE Secure Connections OOB data (address, r, C). Generated once per stack on first call; from then on
     /// every pairing of this stack uses the same P-256 key pair (the one C commits to) and offers r to peers that
