@@ -122,11 +122,12 @@ enum PairwiseCovering {
         }
         var usage = levels.map { [Int](repeating: 0, count: $0) }
         var rows: [[Int]] = []
+        var generator = SplitMixGenerator(state: 0x5EED)
 
         func complete(_ partial: [Int?]) -> [Int] {
             var row = partial
             for factor in 0..<factors where row[factor] == nil {
-                var best = 0, bestGain = -1
+                var candidates: [Int] = [], bestGain = -1, bestUsage = Int.max
                 for value in 0..<levels[factor] {
                     var gain = 0
                     for other in 0..<factors where other != factor {
@@ -134,9 +135,16 @@ enum PairwiseCovering {
                         let key = other < factor ? [other, fixed, factor, value] : [factor, value, other, fixed]
                         if uncovered.contains(key) { gain += 1 }
                     }
-                    let better = gain > bestGain || (gain == bestGain && usage[factor][value] < usage[factor][best])
-                    if better { best = value; bestGain = gain }
+                    let used = usage[factor][value]
+                    if gain > bestGain || (gain == bestGain && used < bestUsage) {
+                        candidates = [value]
+                        bestGain = gain
+                        bestUsage = used
+                    } else if gain == bestGain && used == bestUsage {
+                        candidates.append(value)
+                    }
                 }
+                let best = candidates[Int(generator.next() % UInt64(candidates.count))]
                 row[factor] = best
             }
             return row.map { $0 ?? 0 }

@@ -34,6 +34,24 @@ struct HostPairingMatrixTests {
         }
         #expect(expectations.contains(.failure(.authenticationRequirements, detectedByPeripheral: true)))
         #expect(expectations.contains(.failure(.authenticationRequirements, detectedByPeripheral: false)))
+        // The reconnection sample meets every branch: LE SC, legacy with and without the peripheral's LTK; the
+        // central's CSRK and each side's IRK distributed or not.
+        let sample = pairingMatrixCases.compactMap { c -> (sc: Bool, i: SMPKeyDistribution, r: SMPKeyDistribution)? in
+            guard Self.reconnects(c), case .success(_, let sc, _, true, let i, let r) = PairingMatrixExpectation(c) else { return nil }
+            return (sc, i, r)
+        }
+        #expect(sample.contains { $0.sc } && sample.contains { !$0.sc && $0.r.contains(.encryptionKey) }
+            && sample.contains { !$0.sc && !$0.r.contains(.encryptionKey) })
+        for key in [SMPKeyDistribution.signingKey, .identityKey] {
+            #expect(sample.contains { $0.i.contains(key) } && sample.contains { !$0.i.contains(key) })
+            #expect(sample.contains { $0.r.contains(key) } && sample.contains { !$0.r.contains(key) })
+        }
+    }
+
+    /// The deterministic sample of bonded cases that also reconnect: a third, drawn by a hash of the index.
+    static func reconnects(_ c: PairingMatrixCase) -> Bool {
+        var hash = SplitMixGenerator(state: UInt64(c.index))
+        return hash.next() % 3 == 0
     }
 
     @Test("key distribution is configurable and passed to each link's SMP configuration; defaults unchanged")
@@ -80,7 +98,7 @@ struct HostPairingMatrixTests {
                 #expect(m.centralStore.loadBonds().bonds.isEmpty && m.peripheralStore.loadBonds().bonds.isEmpty)
             }
             checkIdentityResolution(m, bonded: bonded, initiatorKeys: initiatorKeys, responderKeys: responderKeys)
-            if bonded, c.index % 3 == 0, let outcomes {
+            if bonded, Self.reconnects(c), let outcomes {
                 checkReconnection(m, outcome: outcomes.central, secureConnections: secureConnections,
                                   initiatorKeys: initiatorKeys, responderKeys: responderKeys)
             }
