@@ -36,7 +36,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         /// The peer's Service Changed value handle, once subscribed to its indications.
         var serviceChanged: UInt16?
         /// Why securing the link failed, as CoreBluetooth reports it: the peer removed its pairing information
-        /// (``HostEvent/bondLost(handle:identity:)``) or SMP timed out (encryption timed out).
+        /// (``HostEvent/bondLost(handle:identity:)``, ``HostSecurityFailure/bondLost(identity:)``) or SMP timed
+        /// out (encryption timed out). Cleared when a later pairing succeeds.
         var securityFailure: CBError.Code?
     }
 
@@ -341,9 +342,12 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         case .bondLost(let handle, _):
             guard let address = peer(handle: handle) else { return }
             state.withLock { $0.links[address]?.securityFailure = .peerRemovedPairingInformation }
-        case .pairingFailed(let handle, _, let error) where error.code == .timedOut:
+        case .pairingFailed(let handle, _, let error):
+            guard let address = peer(handle: handle), let code = Self.securityFailureCode(error) else { return }
+            state.withLock { $0.links[address]?.securityFailure = code }
+        case .pairingCompleted(let handle, _):
             guard let address = peer(handle: handle) else { return }
-            state.withLock { $0.links[address]?.securityFailure = .encryptionTimedOut }
+            state.withLock { $0.links[address]?.securityFailure = nil }
         case .pairingInteraction(let handle, let interaction):
             // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
             guard let answer = HostBackend.automaticAnswer(interaction), let stack = opener.stack else { return }
@@ -359,6 +363,19 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     /// Authorization, Encryption Key Size, Encryption.
     static let securityATTErrors: Set<UInt8> = [0x05, 0x08, 0x0C, 0x0F]
 
+    /// The CoreBluetooth code of a failure to secure the link, when CoreBluetooth has one: the peer lost its bond
+    /// → ``CBError/peerRemovedPairingInformation``; the SMP timeout → ``CBError/encryptionTimedOut``. Other
+    /// failures (Pairing Failed, an encryption failure) have none: the request that needed security reports its
+    /// ATT error, as on iOS when the user cancels pairing.
+    static func securityFailureCode(_ error: HostError) -> CBError.Code? {
+        switch error.security {
+        case .bondLost?: .peerRemovedPairingInformation
+        case .smpTimeout?: .encryptionTimedOut
+        case .pairingFailed?, .encryptionFailed?: nil
+        case nil: error.code == .timedOut ? .encryptionTimedOut : nil
+        }
+    }
+
     /// `error` as CoreBluetooth reports it; a security ATT error after the link's securing failed becomes that
     /// failure (``CBError/peerRemovedPairingInformation``, ``CBError/encryptionTimedOut``).
     static func backendError(_ error: GATTClientError, securityFailure: CBError.Code?) -> CBBackendError {
@@ -368,8 +385,15 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         return backendError(error)
     }
 
+    /// `error` as CoreBluetooth reports it. A request that needed security whose securing failed
+    /// (``GATTClientError/securityFailed(_:handle:_:)``): a lost bond → ``CBError/peerRemovedPairingInformation``,
+    /// the SMP timeout → ``CBError/encryptionTimedOut``, anything else (pairing failed or rejected, encryption
+    /// failed) → the server's `CBATTError` (Insufficient Authentication / Encryption / Encryption Key Size).
     static func backendError(_ error: GATTClientError) -> CBBackendError {
         switch error {
+        case .securityFailed(_, _, .bondLost): .core(.peerRemovedPairingInformation, "securing the link failed: \(error)")
+        case .securityFailed(_, _, .timedOut): .core(.encryptionTimedOut, "securing the link failed: \(error)")
+        case .securityFailed(let code, _, _): .att(code.rawValue)
         case .attError(let code, _): .att(code.rawValue)
         case .bearerFailed(.disconnected): .core(.notConnected, error.description)
         case .bearerFailed(.transactionTimeout): .core(.connectionTimeout, error.description)

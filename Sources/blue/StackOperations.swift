@@ -68,3 +68,31 @@ extension LaunchedStack {
         eventLoop.sync { [host] in host.attMTU(connectionHandle: handle) ?? 23 }
     }
 }
+
+extension HostError {
+    /// The one line a command prints when securing a link failed, naming the SMP reason and who sent it
+    /// (Core 5.4 Vol 3 Part H §3.5.5): `pairing failed: Confirm Value Failed (0x04), remote`; `SMP timeout (30 s):
+    /// ...`; `encryption failed: Connection Terminated due to MIC Failure (0x3D)`; other errors: their reason.
+    var securityLine: String {
+        security?.description ?? reason
+    }
+}
+
+extension LaunchedStack {
+    /// Pairs (or encrypts with the bond) within `timeout`; a failure throws one line naming the SMP reason.
+    func secure(_ handle: UInt16, name: String, options: PairingOptions = PairingOptions(),
+                timeout: Duration = .seconds(40)) async throws(CLIFailure) -> PairingOutcome {
+        let limit = LockedValue<ScheduledJob?>(nil)
+        let result = await awaitCompletion { (done: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) in
+            limit.store(eventLoop.schedule(after: timeout) {
+                done(.failure(HostError(.timedOut, "pairing did not finish within \(timeout)")))
+            })
+            host.pair(connectionHandle: handle, options: options, completion: done)
+        }
+        limit.load()?.cancel()
+        switch result {
+        case .success(let outcome): return outcome
+        case .failure(let error): throw CLIFailure(.failed, "\(name): \(error.securityLine)")
+        }
+    }
+}

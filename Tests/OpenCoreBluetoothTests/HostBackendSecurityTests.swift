@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+import BluetoothRuntime
+import Host
+import StackLauncher
 import Testing
 @testable import OpenCoreBluetooth
 
@@ -36,6 +39,10 @@ private final class SecureCentral: NSObject, CBCentralManagerDelegate, CBPeriphe
     var manager: CBCentralManager!
     var peripheral: CBPeripheral?
     var log: [String] = []
+    var lastError: (any Error)?
+    /// The security errors the central's host reported (`pairingFailed` events).
+    let securityErrors = LockedValue<[HostError]>([])
+    var subscription: LaunchedStack.EventSubscription?
 
     override init() {
         super.init()
@@ -43,6 +50,12 @@ private final class SecureCentral: NSObject, CBCentralManagerDelegate, CBPeriphe
     }
 
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        if central.state == .poweredOn, subscription == nil, let stack = (manager.backend as? HostCentralBackend)?.launchedStack {
+            let errors = securityErrors
+            subscription = stack.addEventHandler { event in
+                if case .pairingFailed(_, _, let error) = event { errors.withLock { $0.append(error) } }
+            }
+        }
         if central.state == .poweredOn { central.scanForPeripherals(withServices: [secureServiceUUID]) }
     }
 
@@ -69,6 +82,7 @@ private final class SecureCentral: NSObject, CBCentralManagerDelegate, CBPeriphe
     }
 
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        lastError = error
         if let error {
             log.append("error \(error)")
         } else {
@@ -146,6 +160,41 @@ private final class SecureWriteCentral: NSObject, CBCentralManagerDelegate, CBPe
     }
 }
 
+/// Serves a value that needs encryption, and refuses every pairing: its host answers each Pairing Request with
+/// Pairing Failed (Pairing Not Supported), as a device whose user declined would.
+private final class RefusingPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    var manager: CBPeripheralManager!
+    var subscription: LaunchedStack.EventSubscription?
+
+    override init() {
+        super.init()
+        manager = CBPeripheralManager(delegate: self, queue: nil)
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        if let stack = (manager.backend as? HostPeripheralBackend)?.launchedStack {
+            let host = stack.host
+            subscription = stack.addEventHandler { event in
+                // SMP Pairing Request (0x01) → Pairing Failed (0x05), reason Pairing Not Supported (0x05), on the
+                // SMP fixed channel 0x0006 (Core 5.4 Vol 3 Part H §3.5.5).
+                guard case .securityManagerPDU(let handle, let payload) = event, payload.first == 0x01 else { return }
+                host.sendL2CAP(connectionHandle: handle, pdu: [0x02, 0x00, 0x06, 0x00, 0x05, 0x05])
+            }
+        }
+        let service = CBMutableService(type: secureServiceUUID, primary: true)
+        service.characteristics = [CBMutableCharacteristic(type: secureCharacteristicUUID, properties: [.read], value: nil,
+                                                           permissions: [.readEncryptionRequired])]
+        peripheral.add(service)
+        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [secureServiceUUID]])
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+        request.value = Data("secret".utf8)
+        peripheral.respond(to: request, withResult: .success)
+    }
+}
+
 private struct Box<T>: @unchecked Sendable { let value: T }
 
 private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
@@ -167,6 +216,26 @@ private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T
         while Date() < deadline, await onMain({ apps.value.1.log.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
         #expect(await onMain { apps.value.1.log } == ["read secret"])
         #expect(await onMain { apps.value.0.reads } == 1)
+    }
+
+    /// The peer refuses pairing (Pairing Failed, Pairing Not Supported): the read that needed it fails, as on iOS,
+    /// with the server's `CBATTError` (Insufficient Encryption, for `readEncryptionRequired`) on `didUpdateValueFor`,
+    /// not a CBError.
+    @Test func readWhosePairingIsRefusedFailsWithTheATTError() async throws {
+        let provider = HostBackend.privateAirProvider(seed: 97)
+        let apps = await onMain {
+            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (RefusingPeripheral(), SecureCentral())) }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, await onMain({ apps.value.1.log.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let log = await onMain { apps.value.1.log }
+        #expect(log.count == 1 && log.first?.hasPrefix("error CBATTError(0xF)") == true, "\(log)")
+        let error = await onMain { apps.value.1.lastError }
+        #expect((error as? CBATTError)?.code == .insufficientEncryption)
+        #expect(!(error is CBError))
+        // Underneath: the peer's Pairing Failed, as the central's host reported it.
+        let reported = await onMain { apps.value.1.securityErrors.load() }
+        #expect(reported.map(\.security) == [.pairingFailed(.pairingNotSupported, remote: true)])
     }
 
     /// A value with `writeEncryptionRequired`: the Write Request is refused with Insufficient Authentication, the

@@ -50,3 +50,38 @@ import Testing
         #expect(HostBackend.bondsDirectory(["OCB_BONDS": "/tmp/ocb-bonds-x"]) == "/tmp/ocb-bonds-x")
     }
 }
+
+/// ``GATTClientError/securityFailed(_:handle:_:)`` (a request whose securing failed) as CoreBluetooth reports it.
+@Suite struct SecurityFailedRequestTests {
+    @Test func pairingOrEncryptionFailuresKeepTheServersATTError() throws {
+        let refused = HostCentralBackend.backendError(.securityFailed(.insufficientAuthentication, handle: 3,
+                                                                      .pairingFailed(.pairingNotSupported, remote: true)))
+        #expect(refused == .att(0x05))
+        #expect((refused.cbError as? CBATTError)?.code == .insufficientAuthentication)
+        let mic = HostCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3,
+                                                                  .encryptionFailed(.connectionTerminatedMICFailure)))
+        #expect((mic.cbError as? CBATTError)?.code == .insufficientEncryption)
+        let keySize = HostCentralBackend.backendError(.securityFailed(.insufficientEncryptionKeySize, handle: 3, .other("no SMP")))
+        #expect((keySize.cbError as? CBATTError)?.code == .insufficientEncryptionKeySize)
+    }
+
+    @Test func aLostBondAndAnSMPTimeoutBecomeTheirCBErrors() throws {
+        let lost = HostCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3, .bondLost))
+        #expect((lost.cbError as? CBError)?.code == .peerRemovedPairingInformation)
+        let timedOut = HostCentralBackend.backendError(.securityFailed(.insufficientAuthentication, handle: 3, .timedOut))
+        #expect((timedOut.cbError as? CBError)?.code == .encryptionTimedOut)
+        // Also through the form that knows the link's earlier failure.
+        let both = HostCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3, .timedOut),
+                                                   securityFailure: .peerRemovedPairingInformation)
+        #expect((both.cbError as? CBError)?.code == .encryptionTimedOut)
+    }
+
+    @Test func hostSecurityErrorsChooseTheDisconnectionCode() {
+        #expect(HostCentralBackend.securityFailureCode(.security(.bondLost(identity: BluetoothAddress(1, type: .public))))
+            == .peerRemovedPairingInformation)
+        #expect(HostCentralBackend.securityFailureCode(.security(.smpTimeout)) == .encryptionTimedOut)
+        #expect(HostCentralBackend.securityFailureCode(.security(.pairingFailed(.confirmValueFailed, remote: true))) == nil)
+        #expect(HostCentralBackend.securityFailureCode(.security(.encryptionFailed(.connectionTerminatedMICFailure))) == nil)
+        #expect(HostCentralBackend.securityFailureCode(HostError(.disconnected, "gone")) == nil)
+    }
+}
