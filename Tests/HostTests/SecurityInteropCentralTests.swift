@@ -86,7 +86,15 @@ struct SecurityInteropCentralTests {
         _ = try await run.peer.waitForEvent("advertising", seconds: 15)
         let second = try await run.connect(to: Self.peerAddress)
         let again = try await run.pair(second)
-        if method.secureConnections {
+        // After legacy pairing Bumble's peripheral answers the LTK request with the key we distributed, not the
+        // one it distributed and we encrypt with (its quirk, below). Bumble's controller and ours compare the two
+        // keys; RootCanal 1.10.0 does not: its LinkLayerController::IncomingLeEncryptConnectionResponse
+        // (model/controller/link_layer_controller.cc, "TODO: Check keys") reports Encryption Change Success for
+        // any non-zero LTK reply, so there the legacy reconnect encrypts. Seen in RootCanal's HCI sniffer
+        // (-enable_hci_sniffer): our LE Start Encryption carries Bumble's LTK with EDIV 0 / Rand 0 (what its
+        // Master Identification gave), Bumble's LE Long Term Key Request Reply carries ours, both get Success.
+        let controllerComparesKeys = run.kind != .rootCanal
+        if method.secureConnections || !controllerComparesKeys {
             switch again {
             case .success(let outcome):
                 #expect(outcome.usedExistingBond, "\(label): reconnect paired again")
