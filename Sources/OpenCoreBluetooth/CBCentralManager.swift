@@ -20,6 +20,14 @@ import BluetoothRuntime
 /// `OCB_KNOWN_PEERS=/path/file.json` names another file and `OCB_KNOWN_PEERS=off` keeps them in memory. A later
 /// run's `retrievePeripherals(withIdentifiers:)` returns them (disconnected, with their last known name), and
 /// `connect` reaches one by its stored address without scanning.
+///
+/// State restoration (corebluetooth-api.md §2.11): created with `CBCentralManagerOptionRestoreIdentifierKey`, the
+/// manager keeps the peripherals it is connected or connecting to and the scan it runs (``StateRestorationStore``)
+/// while it lives; a manager created later (another process) with the same identifier calls
+/// `centralManager(_:willRestoreState:)` first, on its queue, with those peripherals (`.connecting`: the links did
+/// not outlive the process), the scan's services and options, then, once powered on and before
+/// `centralManagerDidUpdateState`, connects to the restored peripherals the app still holds (`didConnect` follows)
+/// and scans again. Leaving `.poweredOn` forgets the state, as iOS does not restore after Bluetooth was toggled.
 public class CBCentralManager: CBManager, @unchecked Sendable {
     /// Features for `supports(_:)`.
     public struct Feature: OptionSet, Sendable, Hashable {
@@ -50,6 +58,13 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     private var scanParameters = CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: false, solicitedServiceUUIDs: [])
     private var reportedThisScan: Set<CBBackendPeer> = []
 
+    // State restoration: where it is kept (nil without a restore identifier), the scan to keep (any thread), and
+    // what a restored manager resumes at the first `.poweredOn` (on the queue only).
+    let restoration: StateRestorationStore?
+    private let restorableScan = LockedValue<CBBackendScanParameters?>(nil)
+    private var restoredConnections: [CBBackendPeer] = []
+    private var restoredScan: CBBackendScanParameters?
+
     /// Whether extended scan and connect is supported: legacy advertising only for now.
     public class func supports(_ features: Feature) -> Bool { features.isEmpty }
 
@@ -62,13 +77,19 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         self.init(delegate: delegate, queue: queue, options: nil)
     }
 
-    /// Options: `CBCentralManagerOptionShowPowerAlertKey` and `CBCentralManagerOptionRestoreIdentifierKey` are
-    /// accepted and have no effect (no system alert, no relaunch on Linux).
+    /// Options: `CBCentralManagerOptionRestoreIdentifierKey` (a String) keeps and restores the manager's state (see
+    /// the type's documentation); `CBCentralManagerOptionShowPowerAlertKey` is accepted and has no effect (no
+    /// system alert on Linux).
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
         backend = CBBackendRegistry.current?.makeCentral()
         knownPeers = KnownPeersStore(location: KnownPeersStore.currentLocation())
+        restoration = StateRestorationStore.forOptions(options, key: CBCentralManagerOptionRestoreIdentifierKey, role: .central)
         super.init(queue: queue)
+        // Queued before the backend starts: `willRestoreState` comes before the first state update.
+        if let snapshot = restoration?.load(CentralRestorationSnapshot.self) {
+            self.queue.async { self.restore(snapshot) }
+        }
         if let backend {
             backend.start { [weak self] event in
                 guard let self else { return }
@@ -105,6 +126,8 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
             serviceUUIDs: serviceUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) },
             allowDuplicates: allowDuplicates, solicitedServiceUUIDs: solicited.map(\.bluetoothUUID))
         isScanning = true
+        restorableScan.store(parameters)
+        saveRestorableState()
         queue.async {
             // A new scan (or new parameters) starts a new coalescing session.
             self.scanParameters = parameters
@@ -116,6 +139,8 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     public func stopScan() {
         guard requirePoweredOn(), let backend else { return }
         isScanning = false
+        restorableScan.store(nil)
+        saveRestorableState()
         backend.stopScan()
     }
 
@@ -128,6 +153,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         peripheral.autoReconnect = (options?[CBConnectPeripheralOptionEnableAutoReconnect] as? Bool) ?? false
         peripheral.state = .connecting
         register(peripheral)
+        saveRestorableState()
         let peer = peripheral.peer
         if let delay = (options?[CBConnectPeripheralOptionStartDelayKey] as? NSNumber)?.doubleValue, delay > 0 {
             queue.asyncAfter(deadline: .now() + delay) { [weak peripheral] in
@@ -157,6 +183,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         case .disconnected, .disconnecting:
             break
         }
+        saveRestorableState()
     }
 
     public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
@@ -230,12 +257,15 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
             state = newState
             if old == .poweredOn {
                 isScanning = false
+                restorableScan.store(nil)
                 let all = registry.withLock { $0.peripherals.values.compactMap(\.value) }
                 for peripheral in all where peripheral.state != .disconnected {
                     // No didDisconnect when Bluetooth goes away (iOS >= 10): the state changes silently.
                     peripheral.linkEnded()
                 }
+                saveRestorableState()
             }
+            if newState == .poweredOn { resumeRestoredState() }
             delegate?.centralManagerDidUpdateState(self)
         case .advertisement(let advertisement):
             discovered(advertisement)
@@ -247,10 +277,12 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
             }
             peripheral.linkStarted(mtu: mtu)
             knownPeers.connected(peer.address, name: peripheral.name)
+            saveRestorableState()
             delegate?.centralManager(self, didConnect: peripheral)
         case .connectionFailed(let peer, let error):
             guard let peripheral = existingPeripheral(peer), peripheral.state == .connecting else { return }
             peripheral.linkEnded()
+            saveRestorableState()
             delegate?.centralManager(self, didFailToConnect: peripheral, error: error.cbError)
         case .disconnected(let peer, let error):
             guard let peripheral = existingPeripheral(peer), peripheral.state != .disconnected else { return }
@@ -260,6 +292,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
                 peripheral.state = .connecting
                 backend?.connect(peer)
             }
+            saveRestorableState()
             delegate?.centralManager(self, didDisconnectPeripheral: peripheral, timestamp: Self.now(),
                                      isReconnecting: reconnect, error: error?.cbError)
         case .mtuChanged(let peer, let mtu):
@@ -274,6 +307,66 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         case .servicesChanged(let peer, let start, let end):
             existingPeripheral(peer)?.servicesChanged(start: start, end: end)
         }
+    }
+
+    // MARK: State restoration
+
+    /// Writes what a relaunched app would get back: the live peripherals connected or connecting, and the scan.
+    private func saveRestorableState() {
+        guard let restoration else { return }
+        let peripherals = registry.withLock { $0.peripherals.values.compactMap(\.value) }
+            .filter { $0.state == .connecting || $0.state == .connected }
+            .sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+        restoration.save(CentralRestorationSnapshot(peripherals: peripherals.map { ($0.peer, $0.name) },
+                                                    scan: restorableScan.load()))
+    }
+
+    /// On the queue, before the first state update: the restored peripherals (connecting) and scan, handed to the
+    /// delegate; both resume at the first `.poweredOn`.
+    private func restore(_ snapshot: CentralRestorationSnapshot) {
+        let peers = (try? snapshot.restoredPeers()) ?? []
+        let scan = try? snapshot.restoredScan()
+        let peripherals = peers.map { entry -> CBPeripheral in
+            let peripheral = peripheral(for: entry.peer)
+            if peripheral.name == nil { peripheral.advertisedName = entry.name }
+            peripheral.state = .connecting
+            return peripheral
+        }
+        restoredConnections = peers.map(\.peer)
+        restoredScan = scan
+        var state: [String: Any] = [:]
+        if !peripherals.isEmpty { state[CBCentralManagerRestoredStatePeripheralsKey] = peripherals }
+        if let scan {
+            if let services = scan.serviceUUIDs {
+                state[CBCentralManagerRestoredStateScanServicesKey] = services.map(CBUUID.init(bluetoothUUID:))
+            }
+            var options: [String: Any] = [CBCentralManagerScanOptionAllowDuplicatesKey: NSNumber(value: scan.allowDuplicates)]
+            if !scan.solicitedServiceUUIDs.isEmpty {
+                options[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] = scan.solicitedServiceUUIDs.map(CBUUID.init(bluetoothUUID:))
+            }
+            state[CBCentralManagerRestoredStateScanOptionsKey] = options
+        }
+        delegate?.centralManager(self, willRestoreState: state)
+    }
+
+    /// At the first `.poweredOn` after a restoration: connects to the restored peripherals still held and still
+    /// connecting, and scans again with the restored parameters.
+    private func resumeRestoredState() {
+        guard let backend else { return }
+        let peers = restoredConnections
+        restoredConnections = []
+        for peer in peers where existingPeripheral(peer)?.state == .connecting {
+            backend.connect(peer)
+        }
+        if let scan = restoredScan {
+            restoredScan = nil
+            scanParameters = scan
+            reportedThisScan = []
+            isScanning = true
+            restorableScan.store(scan)
+            backend.startScan(scan)
+        }
+        saveRestorableState()
     }
 
     private func discovered(_ advertisement: CBBackendAdvertisement) {

@@ -5,7 +5,8 @@
 
 /// Bool: warn when Bluetooth is off at init. Accepted and ignored on Linux (there is no system alert).
 public let CBCentralManagerOptionShowPowerAlertKey: String = "kCBInitOptionShowPowerAlert"
-/// String: state restoration identifier. Accepted; Linux has no relaunch, so nothing is restored.
+/// String: state restoration identifier. The manager's connections and scan are kept under it and handed to the
+/// next manager created with it (`centralManager(_:willRestoreState:)`; `StateRestorationStore`).
 public let CBCentralManagerOptionRestoreIdentifierKey: String = "kCBRestoreIdentifierKey"
 /// Bool: AccessorySetupKit media access. Accepted and ignored.
 public let CBCentralManagerOptionDeviceAccessForMedia: String = "kCBInitOptionDeviceAccessForMedia"
@@ -31,15 +32,24 @@ public let CBConnectPeripheralOptionEnableAutoReconnect: String = "kCBConnectOpt
 
 // MARK: Central restoration keys
 
+/// [CBPeripheral]: the peripherals connected or connecting when the last manager with the identifier ended, now
+/// `.connecting` (connected again once powered on).
 public let CBCentralManagerRestoredStatePeripheralsKey: String = "kCBRestoredStatePeripherals"
+/// [CBUUID]: the services the last manager scanned for (absent when it scanned for every device, or did not scan).
 public let CBCentralManagerRestoredStateScanServicesKey: String = "kCBRestoredStateScanServices"
+/// [String: Any]: the options of that scan (allow duplicates, solicited services); present whenever it scanned.
 public let CBCentralManagerRestoredStateScanOptionsKey: String = "kCBRestoredStateScanOptions"
 
 // MARK: Peripheral manager options and restoration keys
 
 public let CBPeripheralManagerOptionShowPowerAlertKey: String = "kCBInitOptionShowPowerAlert"
+/// String: state restoration identifier. The published services and the advertising are kept under it and handed
+/// to the next manager created with it (`peripheralManager(_:willRestoreState:)`; `StateRestorationStore`).
 public let CBPeripheralManagerOptionRestoreIdentifierKey: String = "kCBRestoreIdentifierKey"
+/// [CBMutableService]: the services published when the last manager with the identifier ended (published again
+/// once powered on).
 public let CBPeripheralManagerRestoredStateServicesKey: String = "kCBRestoredStateServices"
+/// [String: Any]: the advertisement data it advertised (local name, service UUIDs), advertised again once powered on.
 public let CBPeripheralManagerRestoredStateAdvertisementDataKey: String = "kCBRestoredStateAdvertisementData"
 
 // MARK: Advertisement data keys

@@ -13,6 +13,15 @@ import BluetoothRuntime
 /// `respond(to:withResult:)` (a second one is API misuse and ignored). `updateValue` returns false when the
 /// stack's queue is full, and `peripheralManagerIsReady(toUpdateSubscribers:)` follows once it has room.
 /// Only `CBAdvertisementDataLocalNameKey` and `CBAdvertisementDataServiceUUIDsKey` are advertised.
+///
+/// State restoration (corebluetooth-api.md §2.11): created with `CBPeripheralManagerOptionRestoreIdentifierKey`,
+/// the manager keeps its published services (characteristics with properties, permissions and static values,
+/// descriptors) and its advertising data (``StateRestorationStore``) while it lives; a manager created later
+/// (another process) with the same identifier calls `peripheralManager(_:willRestoreState:)` first, on its queue,
+/// with new `CBMutableService` objects for them and the advertisement dictionary, then, once powered on and before
+/// `peripheralManagerDidUpdateState`, publishes them again and advertises again without further callbacks (a
+/// failure is reported through `didAdd` / `didStartAdvertising`). Subscriptions do not survive: their links
+/// ended with the process. Leaving `.poweredOn` forgets the advertising (and, below `.poweredOff`, the services).
 public class CBPeripheralManager: CBManager, @unchecked Sendable {
     public weak var delegate: (any CBPeripheralManagerDelegate)?
 
@@ -32,11 +41,19 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         var characteristics: [Int: CBMutableCharacteristic] = [:]
         var batches: [UInt64: Batch] = [:]
         var waitingForReady = false
+        // What state restoration keeps: the services the backend accepted, and what is advertised.
+        var definitions: [Int: CBBackendLocalService] = [:]
+        var advertised: (localName: String?, serviceUUIDs: [BluetoothUUID])?
     }
 
     private let shared = LockedValue(Shared())
     // Centrals known on the queue.
     private var centrals: [CBBackendPeer: CBCentral] = [:]
+    /// Where the state is kept (nil without a restore identifier).
+    let restoration: StateRestorationStore?
+    /// What a restored manager publishes and advertises again at the first `.poweredOn` (on the queue only).
+    private var restoredServices: [CBMutableService] = []
+    private var restoredAdvertisement: [String: Any]?
 
     @available(iOS, deprecated: 13.0, message: "Use CBManager.authorization")
     @available(macOS, deprecated: 10.15, message: "Use CBManager.authorization")
@@ -50,12 +67,17 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         self.init(delegate: delegate, queue: queue, options: nil)
     }
 
-    /// Options: `CBPeripheralManagerOptionShowPowerAlertKey` and `…RestoreIdentifierKey` are accepted and have no
-    /// effect on Linux.
+    /// Options: `CBPeripheralManagerOptionRestoreIdentifierKey` (a String) keeps and restores the manager's state
+    /// (see the type's documentation); `CBPeripheralManagerOptionShowPowerAlertKey` is accepted and has no effect.
     public init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
         backend = CBBackendRegistry.current?.makePeripheral()
+        restoration = StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral)
         super.init(queue: queue)
+        // Queued before the backend starts: `willRestoreState` comes before the first state update.
+        if let snapshot = restoration?.load(PeripheralRestorationSnapshot.self) {
+            self.queue.async { self.restore(snapshot) }
+        }
         if let backend {
             backend.start { [weak self] event in
                 guard let self else { return }
@@ -89,6 +111,11 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// is refused with `CBError.invalidParameters` and the misuse logged).
     public func add(_ service: CBMutableService) {
         guard requirePoweredOn(), let backend else { return }
+        publish(service, on: backend, reportingSuccess: true)
+    }
+
+    /// `add` without the state check; a restored service (`reportingSuccess` false) hears only of a failure.
+    private func publish(_ service: CBMutableService, on backend: any CBPeripheralBackend, reportingSuccess: Bool) {
         let characteristics = (service.characteristics ?? []).compactMap { $0 as? CBMutableCharacteristic }
         if let bad = characteristics.first(where: { $0.value != nil && !$0.properties.isSubset(of: [.read]) }) {
             misuse("Characteristics with cached values must be read-only: \(bad.uuid)")
@@ -142,7 +169,11 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
             self.queue.async {
                 switch result {
                 case .success:
-                    self.delegate?.peripheralManager(self, didAdd: service, error: nil)
+                    self.shared.withLock { shared in
+                        if service.localID == definition.id { shared.definitions[definition.id] = definition }
+                    }
+                    self.saveRestorableState()
+                    if reportingSuccess { self.delegate?.peripheralManager(self, didAdd: service, error: nil) }
                 case .failure(let error):
                     self.forget(service)
                     self.delegate?.peripheralManager(self, didAdd: service, error: error.cbError)
@@ -161,6 +192,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         shared.withLock { shared in
             guard let id = service.localID else { return }
             shared.published[id] = nil
+            shared.definitions[id] = nil
             for characteristic in service.characteristics ?? [] {
                 if let mutable = characteristic as? CBMutableCharacteristic, let cid = mutable.localID {
                     shared.characteristics[cid] = nil
@@ -174,6 +206,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     public func remove(_ service: CBMutableService) {
         guard requirePoweredOn(), let backend, let id = service.localID else { return }
         forget(service)
+        saveRestorableState()
         backend.removeService(id: id)
     }
 
@@ -181,6 +214,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         guard requirePoweredOn(), let backend else { return }
         let all = shared.withLock { Array($0.published.values) }
         all.forEach(forget)
+        saveRestorableState()
         backend.removeAllServices()
     }
 
@@ -191,6 +225,12 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// `CBError.alreadyAdvertising`.
     public func startAdvertising(_ advertisementData: [String: Any]?) {
         guard requirePoweredOn(), let backend else { return }
+        advertise(advertisementData, on: backend, reportingSuccess: true)
+    }
+
+    /// `startAdvertising` without the state check; restored advertising (`reportingSuccess` false) hears only of
+    /// a failure.
+    private func advertise(_ advertisementData: [String: Any]?, on backend: any CBPeripheralBackend, reportingSuccess: Bool) {
         if isAdvertising {
             queue.async {
                 self.delegate?.peripheralManagerDidStartAdvertising(self, error: CBError(.alreadyAdvertising))
@@ -202,12 +242,17 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         let uuids: [CBUUID] = (raw as? [CBUUID]) ?? (raw as? [CBUUID?])?.compactMap { $0 }
             ?? (raw as? [Any])?.compactMap { $0 as? CBUUID } ?? []
         isAdvertising = true
-        backend.startAdvertising(localName: name, serviceUUIDs: uuids.map(\.bluetoothUUID)) { [weak self] result in
+        let serviceUUIDs = uuids.map(\.bluetoothUUID)
+        backend.startAdvertising(localName: name, serviceUUIDs: serviceUUIDs) { [weak self] result in
             guard let self else { return }
             self.queue.async {
                 switch result {
                 case .success:
-                    self.delegate?.peripheralManagerDidStartAdvertising(self, error: nil)
+                    if self.isAdvertising {
+                        self.shared.withLock { $0.advertised = (name, serviceUUIDs) }
+                        self.saveRestorableState()
+                    }
+                    if reportingSuccess { self.delegate?.peripheralManagerDidStartAdvertising(self, error: nil) }
                 case .failure(let error):
                     self.isAdvertising = false
                     self.delegate?.peripheralManagerDidStartAdvertising(self, error: error.cbError)
@@ -219,6 +264,8 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     public func stopAdvertising() {
         guard requirePoweredOn(), let backend else { return }
         isAdvertising = false
+        shared.withLock { $0.advertised = nil }
+        saveRestorableState()
         backend.stopAdvertising()
     }
 
@@ -293,6 +340,40 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
+    // MARK: State restoration
+
+    /// Writes what a relaunched app would get back: the accepted services in publication order, the advertising.
+    private func saveRestorableState() {
+        guard let restoration else { return }
+        let (definitions, advertised) = shared.withLock { shared in
+            (shared.definitions.values.sorted { $0.id < $1.id }, shared.advertised)
+        }
+        restoration.save(PeripheralRestorationSnapshot(services: definitions, advertisement: advertised))
+    }
+
+    /// On the queue, before the first state update: the restored services and advertisement data, handed to the
+    /// delegate; both are published and advertised again at the first `.poweredOn`.
+    private func restore(_ snapshot: PeripheralRestorationSnapshot) {
+        restoredServices = (try? snapshot.restoredServices()) ?? []
+        restoredAdvertisement = try? snapshot.restoredAdvertisement()
+        var state: [String: Any] = [:]
+        if !restoredServices.isEmpty { state[CBPeripheralManagerRestoredStateServicesKey] = restoredServices }
+        if let restoredAdvertisement { state[CBPeripheralManagerRestoredStateAdvertisementDataKey] = restoredAdvertisement }
+        delegate?.peripheralManager(self, willRestoreState: state)
+    }
+
+    /// At the first `.poweredOn` after a restoration: publishes the restored services (included ones first, as
+    /// they were) and advertises again.
+    private func resumeRestoredState() {
+        guard let backend else { return }
+        let services = restoredServices
+        let advertisement = restoredAdvertisement
+        restoredServices = []
+        restoredAdvertisement = nil
+        for service in services { publish(service, on: backend, reportingSuccess: false) }
+        if let advertisement { advertise(advertisement, on: backend, reportingSuccess: false) }
+    }
+
     // MARK: Events (on the queue)
 
     private func central(_ peer: CBBackendPeer) -> CBCentral {
@@ -326,7 +407,10 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
                     let services = shared.withLock { Array($0.published.values) }
                     services.forEach(forget)
                 }
+                shared.withLock { $0.advertised = nil }
+                saveRestorableState()
             }
+            if newState == .poweredOn { resumeRestoredState() }
             delegate?.peripheralManagerDidUpdateState(self)
         case .centralConnected(let peer, let mtu):
             central(peer).mtu = mtu

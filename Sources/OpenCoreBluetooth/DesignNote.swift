@@ -20,8 +20,7 @@
 // thread (state, isScanning, isAdvertising, canSendWriteWithoutResponse, peripheral state, request batches) sit
 // behind locks (LockedValue). Commands never block: they call the backend, which hops onto its loop.
 //
-// Linux specifics: no authorization prompt (`.allowedAlways`); no state restoration (the restore keys are
-// accepted and ignored); `queue: nil` is the main queue, which runs only under dispatchMain(), RunLoop.main.run()
+// Linux specifics: no authorization prompt (`.allowedAlways`); `queue: nil` is the main queue, which runs only under dispatchMain(), RunLoop.main.run()
 // or an async main; L2CAP stream events are delivered on the manager's queue.
 //
 // The production backend (HostBackend*.swift): one HostStack per manager, each over its own controller, so a
@@ -50,3 +49,14 @@
 // debounced on discovery; private addresses are not kept; a corrupt file is reported once on stderr and never
 // overwritten. `retrievePeripherals(withIdentifiers:)` answers from it (disconnected, stored name, order asked)
 // and `connect` reaches such a peer by its stored address without scanning (LE Create Connection).
+//
+// State restoration, as for an iOS app relaunched after termination (StateRestoration*.swift): a manager created
+// with a restore identifier writes what the system would keep whenever it changes (central: the identity
+// addresses of the peripherals connected or connecting, the scan's services and options; peripheral manager: the
+// published services as handed to the backend, the advertising data), one file per role and identifier in
+// `$XDG_STATE_HOME/opencorebluetooth/restoration` (else `~/.local/state/...`; OCB_RESTORATION=DIR or `off`),
+// written whole (temporary file 0600, rename), removed when empty, a corrupt one reported once and ignored. A new
+// manager with the same identifier queues `willRestoreState` before starting its backend (so it precedes the first
+// state update, on the delegate queue), then at the first `.poweredOn`, before `…DidUpdateState`, connects to the
+// restored peripherals again (the links ended with the process: they are restored `.connecting`), scans again,
+// publishes the services again and advertises again. Leaving `.poweredOn` forgets what ended with it.

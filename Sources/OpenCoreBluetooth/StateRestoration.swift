@@ -1,0 +1,232 @@
+import Foundation
+import BluetoothCore
+import BluetoothRuntime
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// CoreBluetooth's state preservation and restoration (corebluetooth-api.md §2.11) on Linux: what the system keeps
+/// for a manager created with `CBCentralManagerOptionRestoreIdentifierKey` / `CBPeripheralManagerOptionRestoreIdentifierKey`,
+/// so that a new manager with the same identifier in a later process (the app "relaunched") is told
+/// `willRestoreState` and carries on. The state is that of GAP (Core 5.4 Vol 3 Part C §9: connections being
+/// established or up, the scan's filter) and of the local GATT database (Vol 3 Part G §3: services,
+/// characteristics with properties, permissions and static values, descriptors) with the advertising data
+/// (Core Supplement Part A §1.1, §1.2).
+///
+/// Where it lives: one file per role and identifier, `central-<id>.json` / `peripheral-<id>.json` (the identifier
+/// percent-encoded), in `$XDG_STATE_HOME/opencorebluetooth/restoration` (else
+/// `~/.local/state/opencorebluetooth/restoration`); `OCB_RESTORATION=/path/dir` names another directory,
+/// `OCB_RESTORATION=off` keeps nothing. A file is written whole (temporary file, mode 0600, fsync, rename) each
+/// time the state to restore changes, removed when there is nothing left to restore, and read once when a manager
+/// with the identifier is created. A file that cannot be read as a snapshot is reported once on stderr and
+/// ignored (nothing is restored); the manager's next change replaces it.
+///
+/// Thread safety: the last written snapshot is under a lock held through each write, so writes from any thread
+/// are serialized.
+final class StateRestorationStore: Sendable {
+    /// The environment variable naming the directory (or `off`).
+    static let environmentVariable = "OCB_RESTORATION"
+
+    /// The two roles, which CoreBluetooth restores separately (both option keys are "kCBRestoreIdentifierKey").
+    enum Role: String, Sendable {
+        case central, peripheral
+    }
+
+    /// Overrides the directory for managers created in this task (tests); nil inside: nothing is kept.
+    @TaskLocal static var taskDirectory: String??
+
+    /// The directory for a new manager: ``taskDirectory``, else `OCB_RESTORATION`, else the default; nil: off.
+    static func currentDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let directory = taskDirectory { return directory }
+        let value = environment[environmentVariable]?.trimmingCharacters(in: .whitespaces) ?? ""
+        if value.lowercased() == "off" { return nil }
+        if !value.isEmpty { return value }
+        return defaultDirectory(environment)
+    }
+
+    /// `$XDG_STATE_HOME/opencorebluetooth/restoration`, else `~/.local/state/opencorebluetooth/restoration`.
+    static func defaultDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let state = environment["XDG_STATE_HOME"], !state.isEmpty { return state + "/opencorebluetooth/restoration" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/state/opencorebluetooth/restoration"
+    }
+
+    /// The store for a manager's options: nil without a restore identifier (a String) or with restoration off.
+    static func forOptions(_ options: [String: Any]?, key: String, role: Role) -> StateRestorationStore? {
+        guard let identifier = options?[key] as? String, !identifier.isEmpty,
+              let directory = currentDirectory() else { return nil }
+        return StateRestorationStore(directory: directory, role: role, identifier: identifier)
+    }
+
+    let path: String
+    let identifier: String
+    /// What is on disk (nil: no file), to skip writes that change nothing.
+    private let written = LockedValue<Data?>(nil)
+    /// Files already reported by this process.
+    private static let reported = LockedValue<Set<String>>([])
+
+    init(directory: String, role: Role, identifier: String) {
+        self.identifier = identifier
+        path = directory + "/\(role.rawValue)-\(Self.fileName(identifier)).json"
+    }
+
+    /// The identifier as a file name: letters, digits, '.', '_' and '-' kept, every other byte as %XX.
+    static func fileName(_ identifier: String) -> String {
+        var name = ""
+        for byte in identifier.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if ("0"..."9").contains(scalar) || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && !name.isEmpty) {
+                name.unicodeScalars.append(scalar)
+            } else {
+                name += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return name
+    }
+
+    /// The snapshot on disk: nil when there is none; a corrupt one is reported (once per file and process) and
+    /// ignored.
+    func load<Snapshot: Decodable & RestorationSnapshot>(_ type: Snapshot.Type) -> Snapshot? {
+        switch Self.read(type, at: path) {
+        case .success(let snapshot):
+            return snapshot
+        case .failure(let error):
+            report(error, then: "nothing restored")
+            return nil
+        }
+    }
+
+    static func read<Snapshot: Decodable & RestorationSnapshot>(_ type: Snapshot.Type, at path: String)
+        -> Result<Snapshot?, StateRestorationError> {
+        guard FileManager.default.fileExists(atPath: path) else { return .success(nil) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(StateRestorationError(.unreadable, "cannot read the file", path: path))
+        }
+        do {
+            let snapshot = try JSONDecoder().decode(type, from: data)
+            guard snapshot.version == 1 else {
+                return .failure(StateRestorationError(.corrupt, "unknown version \(snapshot.version)", path: path))
+            }
+            try snapshot.validate()
+            return .success(snapshot)
+        } catch let error as StateRestorationError {
+            return .failure(StateRestorationError(error.code, error.reason, path: path))
+        } catch {
+            return .failure(StateRestorationError(.corrupt, "not a restoration snapshot (\(error))", path: path))
+        }
+    }
+
+    /// Writes `snapshot` (nil or empty: removes the file), unless it is what the file already holds.
+    func save<Snapshot: Encodable & RestorationSnapshot>(_ snapshot: Snapshot?) {
+        written.withLock { written in
+            do throws(StateRestorationError) {
+                guard let snapshot, !snapshot.isEmpty else {
+                    if written != nil || FileManager.default.fileExists(atPath: path) {
+                        unlink(path)
+                        written = nil
+                    }
+                    return
+                }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                let data: Data
+                do {
+                    data = try encoder.encode(snapshot)
+                } catch {
+                    throw StateRestorationError(.ioFailed, "encoding: \(error)", path: path)
+                }
+                guard data != written else { return }
+                try Self.write(data, to: path)
+                written = data
+            } catch {
+                report(error, then: "the state is not kept")
+            }
+        }
+    }
+
+    private func report(_ error: StateRestorationError, then consequence: String) {
+        guard Self.reported.withLock({ $0.insert(path).inserted }) else { return }
+        FileHandle.standardError.write(Data("OpenCoreBluetooth: \(error); \(consequence)\n".utf8))
+    }
+
+    /// A temporary file beside `path` (mode 0600, created exclusively, written fully, fsynced) renamed over it;
+    /// the directory is created (mode 0700) when missing.
+    static func write(_ data: Data, to path: String) throws(StateRestorationError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StateRestorationError(.ioFailed, "creating the directory: \(error)", path: path)
+            }
+        }
+        let serial = temporarySerial.withLock { value -> UInt64 in
+            value &+= 1
+            return value
+        }
+        let temporary = "\(path).tmp.\(getpid()).\(serial)"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StateRestorationError(.ioFailed, "open: \(errnoText())", path: temporary) }
+        var ok = fchmod(fd, 0o600) == 0
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while ok, offset < raw.count, let base = raw.baseAddress {
+                let count = Glibc.write(fd, base + offset, raw.count - offset)
+                if count <= 0 { ok = false } else { offset += count }
+            }
+        }
+        ok = ok && fsync(fd) == 0
+        let failure = errnoText()
+        close(fd)
+        guard ok else {
+            unlink(temporary)
+            throw StateRestorationError(.ioFailed, "write: \(failure)", path: path)
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = "rename: \(errnoText())"
+            unlink(temporary)
+            throw StateRestorationError(.ioFailed, reason, path: path)
+        }
+    }
+
+    private static let temporarySerial = LockedValue<UInt64>(0)
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// A snapshot file's common shape.
+protocol RestorationSnapshot {
+    var version: Int { get }
+    /// Nothing to restore: the file is removed.
+    var isEmpty: Bool { get }
+    /// Throws ``StateRestorationError`` (`.corrupt`) when a field does not hold what it should.
+    func validate() throws(StateRestorationError)
+}
+
+/// Why a restoration file could not be used (reported on stderr; the manager goes on without it).
+public struct StateRestorationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case corrupt, unreadable, ioFailed
+    }
+
+    public let code: Code
+    public let reason: String
+    public let path: String
+
+    public init(_ code: Code, _ reason: String, path: String = "") {
+        self.code = code
+        self.reason = reason
+        self.path = path
+    }
+
+    public var description: String { "state restoration file \(path): \(code.rawValue): \(reason)" }
+}
