@@ -7,17 +7,19 @@ import SMP
 import Testing
 
 /// Issue 6 item 6, first half: **our central** (HostStack over `SocketH4Transport`, `DispatchEventLoop`) pairing with
-/// a **Bumble peripheral** (Interop/peers/pairing_peer.py), on Bumble's stock controller pair and on our virtual
-/// controller (the air hub `blue air --h4-tcp` runs).
+/// a **Bumble peripheral** (Interop/peers/pairing_peer.py), on Bumble's stock controller pair, on our virtual
+/// controller (the air hub `blue air --h4-tcp` runs) and on RootCanal (``SecurityInteropKinds``).
 ///
 /// For every method (LE SC Just Works, Numeric Comparison, Passkey Entry; legacy Just Works and Passkey Entry):
-/// the method, SC flag and authentication both sides report, the numeric value both confirmed, then a bonded
-/// reconnect that encrypts with the stored key without pairing again (Core 5.4 Vol 3 Part H §2.4.4.1). After legacy
-/// pairing Bumble's peripheral answers the LTK request with the key *we* distributed instead of its own (it looks up
-/// `ltk_peripheral`, which it filled with the central's key): the controller sees different keys and the link ends
-/// with MIC Failure — asserted as Bumble's known quirk. Also: a passkey mismatch fails with Confirm Value Failed on
-/// both sides, and a read of a characteristic needing encryption succeeds only after the pairing our host starts
-/// on Insufficient Encryption (Vol 3 Part C §10.3.2).
+/// the method, SC flag and authentication both sides report, the numeric value both confirmed, the bond both
+/// stored, then a bonded reconnect that encrypts with the stored key without pairing again (Core 5.4 Vol 3 Part H
+/// §2.4.4.1). After legacy pairing Bumble's peripheral answers the LTK request with the key *we* distributed instead
+/// of its own (it looks up `ltk_peripheral`, which it filled with the central's key): Bumble's controller and ours
+/// see different keys and end the link with MIC Failure — asserted as Bumble's known quirk; RootCanal does not
+/// compare the keys and encrypts. Pairings that must fail (passkey mismatch, numeric comparison rejected by either
+/// side) end with the same Pairing Failed reason on both sides, no bond and no encryption
+/// (``SecurityInteropFailureScenario``); a read of a characteristic needing encryption succeeds only after the
+/// pairing our host starts on Insufficient Encryption (Vol 3 Part C §10.3.2).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SecurityInteropCentralTests {
     static let ourAddress = BluetoothAddress(0xC0CB_0000_0011, type: .random)

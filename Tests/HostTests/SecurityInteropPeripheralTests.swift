@@ -8,13 +8,14 @@ import Testing
 
 /// Issue 6 item 6, second half: a **Bumble central** (Interop/peers/pairing_peer.py) pairing with **our
 /// peripheral** (HostStack over `SocketH4Transport`, `DispatchEventLoop`, advertising), on Bumble's stock controller
-/// pair and on our virtual controller.
+/// pair, on our virtual controller and on RootCanal (``SecurityInteropKinds``).
 ///
 /// For every method: Bumble pairs (it initiates), both sides agree on the method's SC flag and authentication, the
-/// numeric value both confirmed; then Bumble reconnects and encrypts with its keystore's key (a JSON file), which
-/// our peripheral answers from the bond store in the LE Long Term Key Request (Core 5.4 Vol 3 Part H §2.4.4.2;
-/// legacy: found by EDIV/Rand), with no new pairing. A passkey mismatch fails with Confirm Value Failed on both
-/// sides.
+/// numeric value both confirmed, both stored the bond; then Bumble reconnects and encrypts with its keystore's key
+/// (a JSON file), which our peripheral answers from the bond store in the LE Long Term Key Request (Core 5.4 Vol 3
+/// Part H §2.4.4.2; legacy: found by EDIV/Rand), with no new pairing. Pairings that must fail (passkey mismatch,
+/// numeric comparison rejected by either side) end with the same Pairing Failed reason on both sides, no bond and
+/// no encryption (``SecurityInteropFailureScenario``).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SecurityInteropPeripheralTests {
     static let ourAddress = BluetoothAddress(0xC0CB_0000_0012, type: .random)
