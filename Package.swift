@@ -122,7 +122,7 @@ let package = Package(
             name: "blue",
             dependencies: [
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
-                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "OpenCoreBluetooth", "BluetoothLE",
+                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE",
                 "Seed001PeripheralApp", "Seed001CentralApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -2,7 +2,7 @@
 (Tests/HostTests/SecurityInteropOOBTests.swift, Tests/HostTests/SecurityInteropSigningTests.swift).
 
     python oob_signing_peer.py --port P --address F0:0C:B1:00:00:21 --role peripheral|central [--peer ADDRESS]
-        --mode oob --pairing sc|legacy [--peer-oob C_HEX:R_HEX] [--tk HEX] [--timeout 60]
+        --mode oob --pairing sc|legacy [--peer-oob C_HEX:R_HEX] [--tk HEX] [--go-file PATH] [--timeout 60]
     python oob_signing_peer.py --port P --address ... --role peripheral|central [--peer ADDRESS] --mode sign
 
 Connects as a host to the controller at tcp-client:127.0.0.1:P (Bumble's controller or our air hub). All 128-bit
@@ -14,6 +14,8 @@ values are hex in the order they have on the wire (least significant octet first
            "ready", for the test to give to our host.
   legacy:  PairingConfig.OobConfig(legacy_context=OobLegacyContext(tk=--tk)).
   Central: connects to --peer and pairs; peripheral: advertises and waits for the pairing. One connection.
+  --go-file PATH (central): connect only once PATH exists (the test creates it when our host holds the "oob" data
+  printed here; without it Bumble could pair before our host has the data).
 
 --mode sign (Vol 3 Part H §2.4.5 data signing, Vol 3 Part F §3.4.5.4 Signed Write Command): pairs (LE SC Just
   Works) distributing and accepting CSRKs, disconnects, reconnects WITHOUT encryption (signatures are checked only
@@ -153,6 +155,7 @@ async def main():
     parser.add_argument("--peer-oob")
     parser.add_argument("--tk")
     parser.add_argument("--keystore")
+    parser.add_argument("--go-file")
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
     record_sent_commands()
@@ -265,6 +268,9 @@ async def peripheral(device, args, state):
 
 async def central(device, args):
     g.emit(event="ready", address=str(device.random_address))
+    if args.go_file:
+        while not os.path.exists(args.go_file):
+            await asyncio.sleep(0.02)
     connections = 2 if args.mode == "sign" else 1
     for index in range(connections):
         done = asyncio.get_running_loop().create_future()

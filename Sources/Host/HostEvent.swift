@@ -84,6 +84,6 @@ public enum HostEvent: Sendable {
     /// Our own resolvable private address changed (RPA rotation).
     case privateAddressChanged(BluetoothAddress)
     /// A GATT client request answered with `attError` could not be retried: securing the link failed with `error`.
-    /// The request completes with the original ATT error.
+    /// The request completes with ``GATTClientError/securityFailed(_:handle:_:)``, which keeps the ATT error.
     case gattSecurityFailed(handle: UInt16, attError: ATTErrorCode, error: HostError)
 }

@@ -250,7 +250,9 @@ struct Pair: ParsableCommand, Sendable {
         func get(name: String) throws(CLIFailure) -> PairingOutcome {
             switch result {
             case .success(let outcome)?: return outcome
-            case .failure(let error)?: throw CLIFailure(.failed, "pairing with \(name) failed: \(error.reason)")
+            case .failure(let error)?:
+                throw CLIFailure(.failed, error.security == nil ? "pairing with \(name) failed: \(error.reason)"
+                                                                : "\(name): \(error.securityLine)")
             case nil: throw CLIFailure(.failed, "pairing with \(name) did not finish within 40 s")
             }
         }

@@ -77,22 +77,3 @@ extension HostError {
         security?.description ?? reason
     }
 }
-
-extension LaunchedStack {
-    /// Pairs (or encrypts with the bond) within `timeout`; a failure throws one line naming the SMP reason.
-    func secure(_ handle: UInt16, name: String, options: PairingOptions = PairingOptions(),
-                timeout: Duration = .seconds(40)) async throws(CLIFailure) -> PairingOutcome {
-        let limit = LockedValue<ScheduledJob?>(nil)
-        let result = await awaitCompletion { (done: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) in
-            limit.store(eventLoop.schedule(after: timeout) {
-                done(.failure(HostError(.timedOut, "pairing did not finish within \(timeout)")))
-            })
-            host.pair(connectionHandle: handle, options: options, completion: done)
-        }
-        limit.load()?.cancel()
-        switch result {
-        case .success(let outcome): return outcome
-        case .failure(let error): throw CLIFailure(.failed, "\(name): \(error.securityLine)")
-        }
-    }
-}

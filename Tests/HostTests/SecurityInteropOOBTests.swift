@@ -199,7 +199,7 @@ struct SecurityInteropOOBTests {
     /// Starts a run for `ourRole`; `peerArguments` get our local OOB data when asked.
     func start(_ kind: InteropControllerKind, ourRole: String, legacy: Bool,
                peerArguments: @escaping @Sendable (LocalOutOfBandData?) -> [String],
-               needsOurData: Bool) async throws -> OOBSigningInteropRun {
+               needsOurData: Bool, setUp: @escaping @Sendable (HostStack) -> Void = { _ in }) async throws -> OOBSigningInteropRun {
         try await OOBSigningInteropRun.start(
             kind, ourAddress: Self.ourAddress, peerAddress: Self.peerAddress,
             peerRole: ourRole == "central" ? "peripheral" : "central",
@@ -208,6 +208,7 @@ struct SecurityInteropOOBTests {
                 security.ioCapability = .noInputNoOutput
             },
             prepare: { ours in
+                setUp(ours.host)
                 var local: LocalOutOfBandData?
                 if needsOurData {
                     let result: Result<LocalOutOfBandData, HostError> = try await InteropHost.wait(10, "local OOB data") { done in
@@ -236,11 +237,18 @@ struct SecurityInteropOOBTests {
     func secureConnectionsOOB(_ kind: InteropControllerKind, _ ourRole: String, _ direction: Direction) async throws {
         let label = "\(kind) our \(ourRole) \(direction)"
         let clock = ContinuousClock.now
+        // Bumble as central connects only once our host holds its data (else it may pair first: Just Works).
+        let goFile = NSTemporaryDirectory() + "ocb-oob-go-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let run = try await start(kind, ourRole: ourRole, legacy: false, peerArguments: { local in
-            guard direction.peerHolds, let local else { return [] }
-            return ["--peer-oob", OOBHex.wire(local.confirm) + ":" + OOBHex.wire(local.random)]
+            var arguments = ourRole == "peripheral" ? ["--go-file", goFile] : []
+            guard direction.peerHolds, let local else { return arguments }
+            arguments += ["--peer-oob", OOBHex.wire(local.confirm) + ":" + OOBHex.wire(local.random)]
+            return arguments
         }, needsOurData: direction.peerHolds)
-        defer { run.stop() }
+        defer {
+            run.stop()
+            try? FileManager.default.removeItem(atPath: goFile)
+        }
         do {
             let shared = try await run.peer.waitForEvent("oob", seconds: 30)
             if direction.weHold {
@@ -250,6 +258,11 @@ struct SecurityInteropOOBTests {
                 } else {
                     run.ours.host.setPeerOutOfBandData(for: .anyPeer, random: random, confirm: confirm)
                 }
+            }
+            if ourRole == "peripheral" {
+                let held = run.ours.loop.sync { [host = run.ours.host] in host.hasOutOfBandData(for: Self.peerAddress) }
+                #expect(held == direction.weHold, "\(label)")
+                #expect(FileManager.default.createFile(atPath: goFile, contents: nil), "\(label)")
             }
             guard case .success(let outcome)? = try await pairing(run, ourRole: ourRole) else {
                 throw InteropFailure("pairing failed: \(run.ourFailures)")
@@ -278,12 +291,14 @@ struct SecurityInteropOOBTests {
     func legacyOOB(_ kind: InteropControllerKind, _ ourRole: String) async throws {
         let label = "\(kind) our \(ourRole) legacy"
         let clock = ContinuousClock.now
+        // The key is ours before Bumble starts (as central, Bumble pairs as soon as it is connected).
         let run = try await start(kind, ourRole: ourRole, legacy: true, peerArguments: { _ in
             ["--tk", OOBHex.wire(Self.temporaryKey)]
-        }, needsOurData: false)
+        }, needsOurData: false, setUp: { host in
+            host.setLegacyOutOfBandKey(for: Self.peerAddress, temporaryKey: Self.temporaryKey)
+        })
         defer { run.stop() }
         do {
-            run.ours.host.setLegacyOutOfBandKey(for: Self.peerAddress, temporaryKey: Self.temporaryKey)
             guard case .success(let outcome)? = try await pairing(run, ourRole: ourRole) else {
                 throw InteropFailure("pairing failed: \(run.ourFailures)")
             }
