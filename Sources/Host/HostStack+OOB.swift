@@ -65,7 +65,8 @@ public enum OutOfBandPeer: Hashable, Sendable, CustomStringConvertible {
 /// name the device); address-specific data wins. OOB data is meant for one pairing: after
 /// ``HostEvent/pairingCompleted(handle:_:)`` with the OOB method, forget the peer's data
 /// (`removeOutOfBandData(for:)`) and give out fresh data of ours
-/// (``regenerateLocalOutOfBandData(completion:)``), so a key pair handed out once is not used again (§2.3.6).
+/// (``regenerateLocalOutOfBandData(completion:)``), so a key pair handed out once is not used again (§2.3.6);
+/// ``HostSecurityConfiguration/outOfBandDataSingleUse`` does both automatically.
 extension HostStack {
     /// Our LE Secure Connections OOB data (address, r, C). Generated once per stack on first call; from then on
     /// every pairing of this stack uses the same P-256 key pair (the one C commits to) and offers r to peers that
@@ -215,6 +216,21 @@ extension HostStack {
     public func hasOutOfBandData(for peer: BluetoothAddress) -> Bool { securityState.outOfBand.data(for: peer) != nil }
 
     // MARK: Internals
+
+    /// After a pairing with `peer` that used the OOB method, under
+    /// ``HostSecurityConfiguration/outOfBandDataSingleUse``: forgets the data it used (its own, else the any-peer
+    /// data) and replaces our key pair and r when we had handed them out. On the loop.
+    func consumeOutOfBandData(pairedWith peer: BluetoothAddress) {
+        guard configuration.security.outOfBandDataSingleUse else { return }
+        if securityState.outOfBand.peers.removeValue(forKey: peer) == nil { securityState.outOfBand.anyPeer = nil }
+        if securityState.outOfBand.localKeyPair != nil {
+            securityState.outOfBand.localKeyPair = nil
+            securityState.outOfBand.localRandom = nil
+            securityState.outOfBand.localConfirm = nil
+            localOutOfBandData { _ in }
+        }
+        refreshOutOfBand(peer: nil)
+    }
 
     /// Puts our OOB key pair and r and the peer's data into a link's SMP configuration.
     func applyOutOfBand(_ configuration: inout SMPPairingConfiguration, peer: BluetoothAddress) {

@@ -545,6 +545,9 @@ extension HostStack {
 
     /// The pairing outcome goes to the event handler and the waiting callers; the held GATT request is retried.
     func announcePairing(_ outcome: PairingOutcome, resolved: BluetoothAddress?, _ handle: UInt16) {
+        if outcome.method == .outOfBand, !outcome.usedExistingBond, let peer = connections[handle]?.connection.peer {
+            consumeOutOfBandData(pairedWith: peer)
+        }
         emit(.pairingCompleted(handle: handle, outcome))
         if let resolved { emit(.peerIdentityResolved(handle: handle, identity: resolved)) }
         finishWaiting(handle, .success(outcome))

@@ -63,6 +63,11 @@ public struct HostSecurityConfiguration: Sendable {
     public var keySource: any SMPKeySource = SystemSMPKeySource()
     /// The SMP timeout (§3.4).
     public var smpTimeout: Duration = .seconds(30)
+    /// Out-of-band data serves one pairing (Vol 3 Part H §2.3.5.6.4; §2.3.6 on changing the key pair): after a
+    /// pairing that used the OOB method, the peer's data (its address's, or the any-peer data it used) is
+    /// forgotten and our own data, if we had given any out, is replaced by a fresh key pair and r (read it again
+    /// with ``HostStack/localOutOfBandData(completion:)``). Off: the data stays until removed by hand.
+    public var outOfBandDataSingleUse = false
 
     public init() {}
 

@@ -190,6 +190,46 @@ struct OOBPairingTests {
         s.stacks.disconnectAndCheckLeaks()
     }
 
+    @Test("single-use OOB data: after an OOB pairing the peer's data is forgotten and the displayer's key pair and r replaced; the next pairing is not OOB")
+    func singleUse() throws {
+        var central = security(), peripheral = security()
+        central.outOfBandDataSingleUse = true
+        peripheral.outOfBandDataSingleUse = true
+        let s = SecureStacks(central: central, peripheral: peripheral)
+        #expect(s.stacks.connect())
+        let given = try #require(s.localOOB(s.stacks.peripheral))
+        let oldPair = try #require(s.stacks.peripheral.securityState.outOfBand.localKeyPair)
+        s.stacks.central.setPeerOutOfBandData(for: given.address, random: given.random, confirm: given.confirm)
+        s.stacks.loop.run()
+        #expect(s.stacks.central.outOfBandPeerCount == 1)
+        let first = try #require(s.pair()).get()
+        #expect(first.method == .outOfBand && first.authenticated)
+        // Consumed on both sides: the central forgot the peripheral's data, the peripheral has a new key pair and r.
+        #expect(s.stacks.central.outOfBandPeerCount == 0)
+        let fresh = try #require(s.localOOB(s.stacks.peripheral))
+        #expect(fresh.random != given.random && fresh.confirm != given.confirm)
+        #expect(s.stacks.peripheral.securityState.outOfBand.localKeyPair?.publicKey != oldPair.publicKey)
+        #expect(try SMPOutOfBandData.localConfirm(publicKey: try #require(s.stacks.peripheral.securityState.outOfBand.localKeyPair).publicKey,
+                                                  random: fresh.random) == fresh.confirm)
+        // Pairing again without new data: Just Works (unauthenticated), not OOB.
+        let second = try #require(s.pair(PairingOptions(forcePairing: true))).get()
+        #expect(second.method == .justWorks && !second.authenticated)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("without single use, OOB data stays for the next pairing")
+    func dataStaysByDefault() throws {
+        let s = SecureStacks(central: security(), peripheral: security())
+        #expect(s.stacks.connect())
+        let given = try #require(s.localOOB(s.stacks.peripheral))
+        s.stacks.central.setPeerOutOfBandData(for: given.address, random: given.random, confirm: given.confirm)
+        s.stacks.loop.run()
+        #expect(try #require(s.pair()).get().method == .outOfBand)
+        #expect(s.stacks.central.outOfBandPeerCount == 1 && s.localOOB(s.stacks.peripheral) == given)
+        #expect(try #require(s.pair(PairingOptions(forcePairing: true))).get().method == .outOfBand)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
     @Test("local OOB data before start: Not Ready")
     func notReady() {
         let s = SecureStacks()
