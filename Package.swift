@@ -128,18 +128,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The harness the example programs share (their name on log and failure lines, --timeout, the main queue).
+        .target(name: "ExampleSupport", path: "Examples/ExampleSupport", swiftSettings: strict),
         // The seed apps (issue 5 item 2): CoreBluetooth programs with `import OpenCoreBluetooth`, run by ExamplesTests.
         // Seed 001's two apps, the seed's code in one copy each (both call their types BluetoothManager: a module
         // each), run by the Seed001 programs and `blue demo`, tested by OpenCoreBluetoothTests.
         .target(name: "Seed001PeripheralApp", dependencies: ["OpenCoreBluetooth", "BluetoothRuntime"], path: "Examples/Seed001PeripheralApp", swiftSettings: strict),
         .target(name: "Seed001CentralApp", dependencies: ["OpenCoreBluetooth", "BluetoothRuntime"], path: "Examples/Seed001CentralApp", swiftSettings: strict),
-        .executableTarget(name: "Seed001Peripheral", dependencies: ["Seed001PeripheralApp"], path: "Examples/Seed001Peripheral", swiftSettings: strict),
-        .executableTarget(name: "Seed001Central", dependencies: ["Seed001CentralApp"], path: "Examples/Seed001Central", swiftSettings: strict),
-        .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Central", swiftSettings: strict),
-        .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
-        .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed003Central", swiftSettings: strict),
-        .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth"], path: "Examples/Seed004Central", swiftSettings: strict),
-        .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth"], path: "Examples/ChatPeripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed001Peripheral", dependencies: ["Seed001PeripheralApp", "ExampleSupport"], path: "Examples/Seed001Peripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed001Central", dependencies: ["Seed001CentralApp", "ExampleSupport"], path: "Examples/Seed001Central", swiftSettings: strict),
+        .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Central", swiftSettings: strict),
+        .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed003Central", swiftSettings: strict),
+        .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed004Central", swiftSettings: strict),
+        .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/ChatPeripheral", swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(
             name: "AdvertisingDataTests",

@@ -4,8 +4,11 @@
 //
 // Usage: ChatPeripheral [--name NAME] [--timeout SECONDS]   (name "Chat"; runs until the timeout, default 60 s,
 // then exits 0; with --once, exits 0 after the first echo is sent)
+import ExampleSupport
 import Foundation
 import OpenCoreBluetooth
+
+let example = ExampleProgram("ChatPeripheral")
 
 enum ChatService {
     static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
@@ -89,25 +92,12 @@ final class ChatPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Se
     }
 }
 
-func log(_ text: String) {
-    FileHandle.standardError.write(Data("[ChatPeripheral] \(text)\n".utf8))
-}
+func log(_ text: String) { example.log(text) }
+func fail(_ text: String) -> Never { example.fail(text) }
 
-func fail(_ text: String) -> Never {
-    FileHandle.standardError.write(Data("ChatPeripheral: \(text)\n".utf8))
-    exit(1)
-}
-
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
-let timeout = option("--timeout").flatMap(Double.init) ?? 60
-let chat = ChatPeripheral(name: option("--name") ?? "Chat", once: CommandLine.arguments.contains("--once"))
-DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
+let timeout = example.timeout(default: 60)
+let chat = ChatPeripheral(name: example.option("--name") ?? "Chat", once: example.flag("--once"))
+example.run(keeping: chat, timeout: timeout) {
     if chat.once { fail("timed out after \(timeout) s: nothing was written") }
     exit(0)
 }
-withExtendedLifetime(chat) { dispatchMain() }

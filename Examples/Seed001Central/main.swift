@@ -7,8 +7,11 @@
 // read {"Hello": "Darkness"}, wrote {"Yo": "Lo"} and the connection closed (the seed disconnects after the write
 // response), 1 on timeout.
 // Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a peripheral in another process.
+import ExampleSupport
 import Foundation
 import Seed001CentralApp
+
+let example = ExampleProgram("Seed001Central")
 
 /// The view controller's part: it shows the BlueEar events (here on standard error) and ends the program.
 final class ViewController: @unchecked Sendable {
@@ -27,57 +30,39 @@ final class ViewController: @unchecked Sendable {
     func hear(_ event: CentralApp.Event) {
         switch event {
         case .didStartConfiguration:
-            label("Start configuration 🎛")
+            example.log("Start configuration 🎛")
         case .didStartScanningPeripherals:
             scanning = true
-            label("Start scanning peripherals 👀")
+            example.log("Start scanning peripherals 👀")
         case .didConnectPeripheral(let name):
             connected = true
-            label("Did connect to: \(name ?? "") 🤜🏽🤛🏽")
+            example.log("Did connect to: \(name ?? "") 🤜🏽🤛🏽")
         case .didDisconnectPeripheral(let name):
-            label("Did disconnect: \(name ?? "") 🤜🏽🤚🏽")
+            example.log("Did disconnect: \(name ?? "") 🤜🏽🤚🏽")
             if received && sent {
-                label("Exchange done")
+                example.log("Exchange done")
                 exit(0)
             }
         case .didSendData:
             sent = true
-            label("Did send data ⬆️")
+            example.log("Did send data ⬆️")
         case .didReceiveData:
             received = true
-            label("Did received data ⬇️")
+            example.log("Did received data ⬇️")
         case .didFailConnection:
-            label("Connection failed 🤷🏽‍♂️")
+            example.log("Connection failed 🤷🏽‍♂️")
         }
     }
 }
 
-func label(_ text: String) {
-    FileHandle.standardError.write(Data("[Seed001Central] \(text)\n".utf8))
-}
-
-func fail(_ text: String) -> Never {
-    FileHandle.standardError.write(Data("Seed001Central: \(text)\n".utf8))
-    exit(1)
-}
-
-var timeout = 20.0
-let arguments = Array(CommandLine.arguments.dropFirst())
-if let index = arguments.firstIndex(of: "--timeout") {
-    guard index + 1 < arguments.count, let seconds = Double(arguments[index + 1]), seconds > 0 else {
-        fail("--timeout needs a positive number of seconds")
-    }
-    timeout = seconds
-}
-
+let timeout = example.timeout(default: 20)
 let viewController = ViewController()
 viewController.discover()
-DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
+example.run(keeping: viewController, timeout: timeout) {
     let stage = viewController.sent ? "wrote {\"Yo\": \"Lo\"}, but the connection did not close"
         : viewController.received ? "read the value, but the write did not go out"
         : viewController.connected ? "connected, but no value arrived on the characteristic"
         : viewController.scanning ? "no peripheral advertising the seed's service"
         : "Bluetooth did not power on"
-    fail("timed out after \(timeout) s: \(stage)")
+    example.fail("timed out after \(timeout) s: \(stage)")
 }
-withExtendedLifetime(viewController) { dispatchMain() }

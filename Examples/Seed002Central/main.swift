@@ -7,8 +7,11 @@
 // Prints the received text on standard output (the log goes to standard error). Exits 0 once the text is
 // received and the connection closed, 1 on timeout.
 // Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a peripheral in another process.
+import ExampleSupport
 import Foundation
 import OpenCoreBluetooth
+
+let example = ExampleProgram("Seed002Central")
 
 enum TransferService {
     static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
@@ -154,28 +157,15 @@ final class CentralViewController: NSObject, CBCentralManagerDelegate, CBPeriphe
     }
 }
 
-func log(_ text: String) {
-    FileHandle.standardError.write(Data("[Seed002Central] \(text)\n".utf8))
-}
+func log(_ text: String) { example.log(text) }
+func fail(_ text: String) -> Never { example.fail(text) }
 
-func fail(_ text: String) -> Never {
-    FileHandle.standardError.write(Data("Seed002Central: \(text)\n".utf8))
-    exit(1)
-}
-
-var timeout = 20.0
-let arguments = Array(CommandLine.arguments.dropFirst())
-if let index = arguments.firstIndex(of: "--timeout"), index + 1 < arguments.count {
-    guard let seconds = Double(arguments[index + 1]), seconds > 0 else { fail("--timeout needs a positive number of seconds") }
-    timeout = seconds
-}
-
+let timeout = example.timeout(default: 20)
 let controller = CentralViewController()
-DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
+example.run(keeping: controller, timeout: timeout) {
     let stage = controller.receivedText != nil ? "the text arrived but the connection did not close"
         : controller.transferCharacteristic != nil ? "subscribed, but \"EOM\" did not arrive (\(controller.data.count) bytes so far)"
         : controller.discoveredPeripheral != nil ? "the transfer characteristic was not found"
         : "no peripheral advertising the transfer service"
     fail("timed out after \(timeout) s: \(stage)")
 }
-withExtendedLifetime(controller) { dispatchMain() }

@@ -7,8 +7,11 @@
 // Usage: Seed002Peripheral [--timeout SECONDS] [TEXT]   (TEXT defaults to a built-in long text)
 // Exits 0 once the text and "EOM" are sent and the central unsubscribed, 1 on timeout.
 // Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a central in another process.
+import ExampleSupport
 import Foundation
 import OpenCoreBluetooth
+
+let example = ExampleProgram("Seed002Peripheral")
 
 enum TransferService {
     static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
@@ -117,28 +120,15 @@ final class PeripheralViewController: NSObject, CBPeripheralManagerDelegate, @un
     }
 }
 
-func log(_ text: String) {
-    FileHandle.standardError.write(Data("[Seed002Peripheral] \(text)\n".utf8))
-}
-
-func fail(_ text: String) -> Never {
-    FileHandle.standardError.write(Data("Seed002Peripheral: \(text)\n".utf8))
-    exit(1)
-}
+func log(_ text: String) { example.log(text) }
+func fail(_ text: String) -> Never { example.fail(text) }
 
 let builtInText = (1...120).map { "Line \($0): The quick brown fox jumps over the lazy dog. Ünïcødé ✓" }.joined(separator: "\n")
 
-var arguments = Array(CommandLine.arguments.dropFirst())
-var timeout = 20.0
-if let index = arguments.firstIndex(of: "--timeout"), index + 1 < arguments.count {
-    guard let seconds = Double(arguments[index + 1]), seconds > 0 else { fail("--timeout needs a positive number of seconds") }
-    timeout = seconds
-    arguments.removeSubrange(index...(index + 1))
-}
-let text = arguments.first ?? builtInText
+let timeout = example.timeout(default: 20)
+let text = example.operands.first ?? builtInText
 
 let controller = PeripheralViewController(text: text)
-DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
+example.run(keeping: controller, timeout: timeout) {
     fail("timed out after \(timeout) s: \(controller.finished ? "the central did not unsubscribe" : "the text was not sent")")
 }
-withExtendedLifetime(controller) { dispatchMain() }

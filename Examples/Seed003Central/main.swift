@@ -8,8 +8,11 @@
 // Usage: Seed003Central [--name NAME] [--text TEXT] [--timeout SECONDS]   (NAME "Chat": run ChatPeripheral or
 // `blue serve --profile chat --name Chat` beside it with OCB_HCI=virtual-hub)
 // Exits 0 once the write succeeded and a notification arrived, 1 on timeout.
+import ExampleSupport
 import Foundation
 import OpenCoreBluetooth
+
+let example = ExampleProgram("Seed003Central")
 
 final class Central: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     var myCentralManager: CBCentralManager!
@@ -117,21 +120,10 @@ final class Central: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @
     }
 }
 
-func fail(_ text: String) -> Never {
-    fflush(nil)
-    FileHandle.standardError.write(Data("Seed003Central: \(text)\n".utf8))
-    exit(1)
-}
+func fail(_ text: String) -> Never { example.fail(text) }
 
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
-let timeout = option("--timeout").flatMap(Double.init) ?? 20
-let central = Central(name: option("--name") ?? "Chat", text: option("--text") ?? "Xin chào, Bluetooth!")
-DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
+let timeout = example.timeout(default: 20)
+let central = Central(name: example.option("--name") ?? "Chat", text: example.option("--text") ?? "Xin chào, Bluetooth!")
+example.run(keeping: central, timeout: timeout) {
     fail("timed out after \(timeout) s while \(central.stage)")
 }
-withExtendedLifetime(central) { dispatchMain() }

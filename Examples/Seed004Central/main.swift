@@ -8,8 +8,11 @@
 // Usage: Seed004Central [--name NAME] [--text TEXT] [--timeout SECONDS]   (NAME "Chat", the device picked
 // from the list as the user's tap would)
 // Exits 0 once the text is written and the peripheral's notification received, 1 on timeout.
+import ExampleSupport
 import Foundation
 import OpenCoreBluetooth
+
+let example = ExampleProgram("Seed004Central")
 
 final class ViewController: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     var central: CBCentralManager!
@@ -187,21 +190,10 @@ final class ViewController: NSObject, CBCentralManagerDelegate, CBPeripheralDele
     }
 }
 
-func fail(_ text: String) -> Never {
-    fflush(nil)
-    FileHandle.standardError.write(Data("Seed004Central: \(text)\n".utf8))
-    exit(1)
-}
+func fail(_ text: String) -> Never { example.fail(text) }
 
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
-let timeout = option("--timeout").flatMap(Double.init) ?? 20
-let controller = ViewController(name: option("--name") ?? "Chat", text: option("--text") ?? "~測試數據 hello")
-DispatchQueue.main.asyncAfter(deadline: .now() + timeout) {
+let timeout = example.timeout(default: 20)
+let controller = ViewController(name: example.option("--name") ?? "Chat", text: example.option("--text") ?? "~測試數據 hello")
+example.run(keeping: controller, timeout: timeout) {
     fail("timed out after \(timeout) s while \(controller.stage)")
 }
-withExtendedLifetime(controller) { dispatchMain() }
