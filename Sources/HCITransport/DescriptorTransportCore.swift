@@ -189,20 +189,20 @@ final class DescriptorTransportCore: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 65_536 + 8)
         var packetIndex = 0
         while true {
-            var descriptors = [
-                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
-            ]
-            let ready = poll(&descriptors, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return HCITransportError(.ioError, "\(name): poll failed: \(POSIX.lastErrorText)")
+            let events: Int16
+            switch WakeablePoll.wait(fd: fd, wake: wake.read) {
+            case .failed(let code):
+                return HCITransportError(.ioError, "\(name): poll failed: \(POSIX.errorText(code))")
+            case .woken:
+                return nil
+            case .ready(let revents):
+                events = revents
             }
-            if descriptors[1].revents != 0 || state.withLock({ $0.closedLocally }) { return nil }
-            if descriptors[0].revents & Int16(POLLNVAL) != 0 {
+            if state.withLock({ $0.closedLocally }) { return nil }
+            if events & Int16(POLLNVAL) != 0 {
                 return HCITransportError(.ioError, "\(name): the descriptor is no longer valid")
             }
-            guard descriptors[0].revents != 0 else { continue }
+            guard events != 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress, raw.count) }
             if count < 0 {
                 let code = errno
@@ -241,6 +241,61 @@ final class DescriptorTransportCore: @unchecked Sendable {
     private func deliver(_ frame: H4Frame) {
         guard let onFrame = state.withLock({ $0.closedLocally ? nil : $0.onFrame }) else { return }
         onFrame(frame)
+    }
+}
+
+/// A transport that is one ``DescriptorTransportCore`` (``SocketH4Transport``, ``SerialH4Transport``,
+/// ``HCIUserChannelTransport``; H4 packets, Core 5.4 Vol 4 Part A §2): its name, `start`, `send` and `close` are the
+/// core's, so the transports differ only in how they open their descriptor.
+protocol DescriptorBackedTransport: HCITransport {
+    var core: DescriptorTransportCore { get }
+}
+
+extension DescriptorBackedTransport {
+    public var name: String { core.name }
+
+    public func start(
+        onFrame: @escaping @Sendable (H4Frame) -> Void,
+        onClose: @escaping @Sendable (HCITransportError?) -> Void
+    ) throws(HCITransportError) {
+        try core.start(onFrame: onFrame, onClose: onClose)
+    }
+
+    public func send(_ frame: H4Frame) throws(HCITransportError) {
+        try core.send(frame)
+    }
+
+    public func close() {
+        core.close()
+    }
+}
+
+/// The wait of a reader or accept thread: `poll` on its descriptor and on the wake pipe that `close()` writes to,
+/// so a blocked thread can be ended without closing a descriptor under it.
+enum WakeablePoll {
+    enum Outcome {
+        /// The descriptor's `revents` (0 when only spurious).
+        case ready(Int16)
+        /// The wake pipe became readable: the owner is closing.
+        case woken
+        /// `poll` failed with this errno (other than EINTR, which is retried).
+        case failed(Int32)
+    }
+
+    static func wait(fd: Int32, wake: Int32) -> Outcome {
+        while true {
+            var descriptors = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+            ]
+            if poll(&descriptors, 2, -1) < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                return .failed(code)
+            }
+            if descriptors[1].revents != 0 { return .woken }
+            return .ready(descriptors[0].revents)
+        }
     }
 }
 

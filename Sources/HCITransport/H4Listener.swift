@@ -182,18 +182,12 @@ public final class H4Listener: Sendable {
     private func acceptLoop(_ onAccept: @Sendable (SocketH4Transport) -> Void) {
         defer { closeDescriptors() }
         while !closing.withLock({ $0 }) {
-            var descriptors = [
-                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
-            ]
-            let ready = poll(&descriptors, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
+            // A failed poll or the wake pipe ends the loop, like `close()`.
+            guard case .ready(let events) = WakeablePoll.wait(fd: fd, wake: wake.read), !closing.withLock({ $0 }) else {
                 return
             }
-            if descriptors[1].revents != 0 || closing.withLock({ $0 }) { return }
-            guard descriptors[0].revents & Int16(POLLIN) != 0 else {
-                if descriptors[0].revents != 0 { return }  // error or hang-up on the listening socket
+            guard events & Int16(POLLIN) != 0 else {
+                if events != 0 { return }  // error or hang-up on the listening socket
                 continue
             }
             let accepted = accept(fd, nil, nil)

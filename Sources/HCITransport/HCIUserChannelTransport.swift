@@ -1,4 +1,4 @@
-public import HCI
+import HCI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -15,7 +15,7 @@ import Darwin
 /// Requirements: Linux with Bluetooth support, the CAP_NET_ADMIN capability (root, or
 /// `setcap cap_net_admin+ep`), and the adapter down in the kernel (`hciconfig hci0 down` or
 /// `btmgmt --index 0 power off`); otherwise opening fails with ``HCITransportError/Code/openFailed`` saying which.
-public final class HCIUserChannelTransport: HCITransport {
+public final class HCIUserChannelTransport: DescriptorBackedTransport {
     static let addressFamilyBluetooth: Int32 = 31
     static let protocolHCI: Int32 = 1
     static let channelUser: UInt16 = 1
@@ -27,8 +27,7 @@ public final class HCIUserChannelTransport: HCITransport {
         var channel: UInt16
     }
 
-    private let core: DescriptorTransportCore
-    public var name: String { core.name }
+    let core: DescriptorTransportCore
     public let deviceIndex: UInt16
 
     /// Opens the user channel of adapter `hci<deviceIndex>`.
@@ -77,20 +76,5 @@ public final class HCIUserChannelTransport: HCITransport {
         }
         return "\(text): \(specific). The HCI user channel needs Linux Bluetooth support, the CAP_NET_ADMIN "
             + "capability and the adapter down in the kernel (`hciconfig \(name) down`)"
-    }
-
-    public func start(
-        onFrame: @escaping @Sendable (H4Frame) -> Void,
-        onClose: @escaping @Sendable (HCITransportError?) -> Void
-    ) throws(HCITransportError) {
-        try core.start(onFrame: onFrame, onClose: onClose)
-    }
-
-    public func send(_ frame: H4Frame) throws(HCITransportError) {
-        try core.send(frame)
-    }
-
-    public func close() {
-        core.close()
     }
 }

@@ -1,4 +1,4 @@
-public import HCI
+import HCI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,12 +14,11 @@ import Darwin
 ///
 /// Known limit: with flow control on and a device that never raises CTS, a write blocks until the device is
 /// removed; `close()` cannot interrupt it.
-public final class SerialH4Transport: HCITransport {
+public final class SerialH4Transport: DescriptorBackedTransport {
     /// The baud rates this transport can set (the termios `B...` constants of the platform).
     public static var supportedBaudRates: [Int] { baudConstants.map(\.rate) }
 
-    private let core: DescriptorTransportCore
-    public var name: String { core.name }
+    let core: DescriptorTransportCore
     public let path: String
     public let baudRate: Int
     public let flowControl: Bool
@@ -82,21 +81,6 @@ public final class SerialH4Transport: HCITransport {
         self.path = path
         self.baudRate = baudRate
         self.flowControl = flowControl
-    }
-
-    public func start(
-        onFrame: @escaping @Sendable (H4Frame) -> Void,
-        onClose: @escaping @Sendable (HCITransportError?) -> Void
-    ) throws(HCITransportError) {
-        try core.start(onFrame: onFrame, onClose: onClose)
-    }
-
-    public func send(_ frame: H4Frame) throws(HCITransportError) {
-        try core.send(frame)
-    }
-
-    public func close() {
-        core.close()
     }
 
     #if os(Linux)

@@ -1,4 +1,4 @@
-public import HCI
+import HCI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -15,10 +15,8 @@ import Darwin
 /// on it. Writes are serialized under a lock (whole frames, retried after EINTR and partial writes, never raising
 /// SIGPIPE). A poisoned stream (unknown indicator, length above the cap) closes the transport with
 /// ``HCITransportError/Code/framingError`` naming the stream offset.
-public final class SocketH4Transport: HCITransport {
-    private let core: DescriptorTransportCore
-
-    public var name: String { core.name }
+public final class SocketH4Transport: DescriptorBackedTransport {
+    let core: DescriptorTransportCore
 
     private init(core: DescriptorTransportCore) {
         self.core = core
@@ -94,21 +92,6 @@ public final class SocketH4Transport: HCITransport {
             fd: fd, name: name, isSocket: true, writeStyle: .socket,
             readMode: .stream(maximumPayloadLength: maximumPayloadLength))
         return SocketH4Transport(core: core)
-    }
-
-    public func start(
-        onFrame: @escaping @Sendable (H4Frame) -> Void,
-        onClose: @escaping @Sendable (HCITransportError?) -> Void
-    ) throws(HCITransportError) {
-        try core.start(onFrame: onFrame, onClose: onClose)
-    }
-
-    public func send(_ frame: H4Frame) throws(HCITransportError) {
-        try core.send(frame)
-    }
-
-    public func close() {
-        core.close()
     }
 
     /// "tcp:ADDRESS:PORT" or "unix:PATH" for the peer of `fd`.
