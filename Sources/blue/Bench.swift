@@ -27,22 +27,39 @@ struct BenchGATTOptions: ParsableArguments {
     @Option(help: "ATT_MTU both stacks offer in the exchange (23...517).")
     var mtu = 247
 
+    @OptionGroup var output: BenchOutputOptions
+}
+
+/// Options every `blue bench` subcommand has: how the figures and the progress are printed.
+struct BenchOutputOptions: ParsableArguments {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
     @Flag(help: "No progress lines on stderr.")
     var quiet = false
+
+    /// Runs one measurement: progress lines on stderr unless --quiet (`measure` gets the line printer, or nil),
+    /// the figures on stdout (JSON with --json); a failure is one line on stderr and exit 64 (bad options) or 1.
+    func report(
+        _ benchmark: String, _ measure: (_ progress: ((String) -> Void)?) throws(BenchError) -> BenchResult
+    ) throws {
+        var progress: ((String) -> Void)?
+        if !quiet { progress = benchLog }
+        do throws(BenchError) {
+            let result = try measure(progress)
+            print(json ? result.json : result.text)
+        } catch {
+            benchLog("blue bench \(benchmark): \(error)")
+            throw ExitCode(error.code == .badOptions ? 64 : 1)
+        }
+    }
 }
 
 func runGATTBench(_ mode: GATTBenchmark.Mode, _ options: BenchGATTOptions) throws {
     let benchmark = GATTBenchmark(GATTBenchmark.Parameters(mode: mode, size: options.size, count: options.count, mtu: options.mtu))
-    if !options.quiet { benchmark.onProgress = benchLog }
-    do {
-        let result = try benchmark.run()
-        print(options.json ? result.json : result.text)
-    } catch {
-        benchLog("blue bench \(mode.rawValue): \(error)")
-        throw ExitCode(error.code == .badOptions ? 64 : 1)
+    try options.output.report(mode.rawValue) { progress throws(BenchError) in
+        benchmark.onProgress = progress
+        return try benchmark.run()
     }
 }
 
@@ -80,21 +97,13 @@ struct BenchAir: ParsableCommand {
     @Option(help: "How many advertising reports to receive.")
     var reports = 100_000
 
-    @Flag(help: "Print one JSON object instead of text.")
-    var json = false
-
-    @Flag(help: "No progress lines on stderr.")
-    var quiet = false
+    @OptionGroup var output: BenchOutputOptions
 
     func run() throws {
         let benchmark = RadioBenchmark()
-        if !quiet { benchmark.onProgress = benchLog }
-        do {
-            let result = try benchmark.runAdvertising(count: reports)
-            print(json ? result.json : result.text)
-        } catch {
-            benchLog("blue bench air: \(error)")
-            throw ExitCode(error.code == .badOptions ? 64 : 1)
+        try output.report("air") { progress throws(BenchError) in
+            benchmark.onProgress = progress
+            return try benchmark.runAdvertising(count: reports)
         }
     }
 }
@@ -111,21 +120,13 @@ struct BenchACL: ParsableCommand {
     @Option(help: "ACL payload octets per packet (1...251).")
     var size = 251
 
-    @Flag(help: "Print one JSON object instead of text.")
-    var json = false
-
-    @Flag(help: "No progress lines on stderr.")
-    var quiet = false
+    @OptionGroup var output: BenchOutputOptions
 
     func run() throws {
         let benchmark = RadioBenchmark()
-        if !quiet { benchmark.onProgress = benchLog }
-        do {
-            let result = try benchmark.runACL(count: count, size: size)
-            print(json ? result.json : result.text)
-        } catch {
-            benchLog("blue bench acl: \(error)")
-            throw ExitCode(error.code == .badOptions ? 64 : 1)
+        try output.report("acl") { progress throws(BenchError) in
+            benchmark.onProgress = progress
+            return try benchmark.runACL(count: count, size: size)
         }
     }
 }
