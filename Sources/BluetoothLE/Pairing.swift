@@ -173,17 +173,8 @@ extension Peripheral {
     /// (Core 5.4 Vol 3 Part H §2.3, §2.4.4). The user side goes to the stack's ``PairingDelegate``.
     /// Throws ``PairingError`` (with the SMP reason, e.g. Confirm Value Failed on a passkey mismatch).
     public func pair(_ options: PairingOptions = PairingOptions()) async throws -> PairingOutcome {
-        let host = link.core.host, handle = link.handle
-        let router = PairingRouter.router(for: host)
-        let result: Result<PairingOutcome, HostError> = try await PendingOperation.run { operation in
-            host.pair(connectionHandle: handle, options: options) { operation.succeed($0) }
-        }
-        switch result {
-        case .success(let outcome):
-            _ = router?.takeFailure(handle)
-            return outcome
-        case .failure(let error):
-            throw PairingError(error, smpReason: router?.takeFailure(handle))
+        try await PairingRouter.secure(link) { host, handle, completion in
+            host.pair(connectionHandle: handle, options: options, completion: completion)
         }
     }
 }
@@ -192,17 +183,34 @@ extension Central {
     /// As peripheral, asks the central to secure the link (Security Request, Core 5.4 Vol 3 Part H §3.6.7) and
     /// returns once it paired or encrypted with its bond. Throws ``PairingError`` like ``Peripheral/pair(_:)``.
     public func requestSecurity(mitm: Bool? = nil) async throws -> PairingOutcome {
+        try await PairingRouter.secure(link) { host, handle, completion in
+            host.requestSecurity(connectionHandle: handle, mitm: mitm, completion: completion)
+        }
+    }
+}
+
+extension PairingRouter {
+    /// Runs one way of securing `link` (a pairing, or a Security Request, Core 5.4 Vol 3 Part H §2.3, §3.6.7) to its
+    /// outcome: `start` asks the link's host, which calls the completion once. A failure is thrown as
+    /// ``PairingError`` with the SMP Pairing Failed reason recorded for the link (§3.5.5); the reason is taken
+    /// either way, so none is left for the next procedure.
+    static func secure(
+        _ link: PeerLink,
+        _ start: @escaping @Sendable (
+            HostStack, UInt16, _ completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void
+        ) -> Void
+    ) async throws -> PairingOutcome {
         let host = link.core.host, handle = link.handle
-        let router = PairingRouter.router(for: host)
+        let pairingRouter = Self.router(for: host)
         let result: Result<PairingOutcome, HostError> = try await PendingOperation.run { operation in
-            host.requestSecurity(connectionHandle: handle, mitm: mitm) { operation.succeed($0) }
+            start(host, handle) { operation.succeed($0) }
         }
         switch result {
         case .success(let outcome):
-            _ = router?.takeFailure(handle)
+            _ = pairingRouter?.takeFailure(handle)
             return outcome
         case .failure(let error):
-            throw PairingError(error, smpReason: router?.takeFailure(handle))
+            throw PairingError(error, smpReason: pairingRouter?.takeFailure(handle))
         }
     }
 }
