@@ -24,7 +24,9 @@
 // or an async main; L2CAP stream events are delivered on the manager's queue.
 //
 // The production backend (HostBackend*.swift): one HostStack per manager, each over its own controller, so a
-// central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`).
+// central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`);
+// a released manager's device leaves the air (on an in-process air its controller is powered off: the peers'
+// links time out, as when a program on the hub ends), so no ghost keeps advertising its services.
 // The air: OCB_HCI unset/`virtual` → the process's own in-process air (StackLauncher.InProcessAir, public
 // addresses 0A:1C:00:00:00:nn in creation order, hence identifiers stable across runs); `virtual-hub` → the
 // `blue air` hub; any other text → a `--hci` specification (tcp:, unix:, air:PATH, serial:, hciN). Each backend's

@@ -3,6 +3,7 @@ import BluetoothRuntime
 import Foundation
 import Host
 public import StackLauncher
+import VirtualController
 
 /// The production backend: CoreBluetooth managers on this package's own ``HostStack`` (Core 5.4 Vol 3 Part C
 /// GAP, Part G GATT over Part F ATT), on a virtual controller or on real hardware.
@@ -111,9 +112,15 @@ public enum HostBackend {
 }
 
 /// Opens one stack for a backend, asynchronously, and reports it once (Host's `start`, through
-/// ``StackLauncher`` or ``InProcessAir``).
+/// ``StackLauncher`` or ``InProcessAir``), and takes it off the air when the backend is done.
+///
+/// Closing a stack on an in-process air also powers its ``VirtualController`` off: closing the host's transport
+/// leaves the controller on the air, still advertising and accepting connections, with nobody behind it (a
+/// released `CBPeripheralManager` would go on advertising its services, and a central would connect to that
+/// ghost and wait forever for ATT answers). A device whose program ended goes silent; its peers see the link
+/// time out (Core 5.4 Vol 6 Part B §4.5.2), as when a process on the hub exits.
 final class HostBackendStack: Sendable {
-    private let state = LockedValue<(stack: LaunchedStack?, closed: Bool)>((nil, false))
+    private let state = LockedValue<(stack: LaunchedStack?, closed: Bool, air: InProcessAir?)>((nil, false, nil))
 
     var stack: LaunchedStack? { state.load().stack }
 
@@ -134,6 +141,7 @@ final class HostBackendStack: Sendable {
             switch transport {
             case .inProcess(let air):
                 options.host.address = .publicAddress
+                state.withLock { $0.air = air }
                 do throws(StackLaunchError) { result = .success(try await air.makeStack(options: options)) } catch { result = .failure(error) }
             case .specification(let text):
                 do throws(StackLaunchError) { result = .success(try await StackLauncher.open(text, options: options)) } catch { result = .failure(error) }
@@ -146,7 +154,7 @@ final class HostBackendStack: Sendable {
                     return true
                 }
                 guard keep else {
-                    stack.shutdown()
+                    release(stack)
                     return
                 }
                 stack.eventLoop.execute { ready(stack) }
@@ -166,9 +174,17 @@ final class HostBackendStack: Sendable {
         }
         guard let stack else { return }
         if stack.eventLoop.inEventLoop {
-            Thread.detachNewThread { stack.shutdown() }
+            Thread.detachNewThread { self.release(stack) }
         } else {
-            stack.shutdown()
+            release(stack)
         }
+    }
+
+    /// Shuts `stack` down and, on an in-process air, powers its controller off (not from the stack's loop).
+    private func release(_ stack: LaunchedStack) {
+        stack.shutdown()
+        guard let air = state.load().air else { return }
+        let address = stack.controllerInfo.publicAddress
+        air.controllerList.first { $0.publicAddress == address }?.powerOff()
     }
 }
