@@ -9,8 +9,8 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     }
 
-    @Test func notify200ValuesOf20OctetsArriveAllInOrder() throws {
-        let result = try BlueProcess.run(["bench", "notify", "--count", "200", "--size", "20", "--json", "--quiet"])
+    @Test func notify200ValuesOf20OctetsArriveAllInOrder() async throws {
+        let result = try await BlueProcess.run(["bench", "notify", "--count", "200", "--size", "20", "--json", "--quiet"])
         #expect(result.status == 0, "\(result.standardError)")
         let json = try object(result.standardOutput)
         #expect(json["benchmark"] as? String == "notify")
@@ -33,9 +33,9 @@ import Testing
         #expect(try #require(json["airSeconds"] as? Double) > 0)
     }
 
-    @Test func writeWithoutAndWithResponseLoseNothing() throws {
+    @Test func writeWithoutAndWithResponseLoseNothing() async throws {
         for arguments in [["--count", "150"], ["--count", "40", "--with-response"]] {
-            let result = try BlueProcess.run(["bench", "write", "--size", "100", "--mtu", "185", "--json", "--quiet"] + arguments)
+            let result = try await BlueProcess.run(["bench", "write", "--size", "100", "--mtu", "185", "--json", "--quiet"] + arguments)
             #expect(result.status == 0, "\(result.standardError)")
             let json = try object(result.standardOutput)
             let count = Int(arguments[1]) ?? 0
@@ -48,8 +48,8 @@ import Testing
         }
     }
 
-    @Test func radioBenchmarksCountWhatTheyAskedFor() throws {
-        let air = try BlueProcess.run(["bench", "air", "--reports", "300", "--json", "--quiet"])
+    @Test func radioBenchmarksCountWhatTheyAskedFor() async throws {
+        let air = try await BlueProcess.run(["bench", "air", "--reports", "300", "--json", "--quiet"])
         #expect(air.status == 0, "\(air.standardError)")
         let airJSON = try object(air.standardOutput)
         #expect(airJSON["benchmark"] as? String == "air")
@@ -58,7 +58,7 @@ import Testing
         let airSeconds = try #require(airJSON["airSeconds"] as? Double)
         #expect(airSeconds >= 5.9 && airSeconds <= 9.1, "\(airSeconds)")
 
-        let acl = try BlueProcess.run(["bench", "acl", "--count", "500", "--json", "--quiet"])
+        let acl = try await BlueProcess.run(["bench", "acl", "--count", "500", "--json", "--quiet"])
         #expect(acl.status == 0, "\(acl.standardError)")
         let aclJSON = try object(acl.standardOutput)
         #expect(aclJSON["benchmark"] as? String == "acl")
@@ -67,8 +67,8 @@ import Testing
         #expect(aclJSON["size"] as? Int == 251)
     }
 
-    @Test func aSizeThatDoesNotFitTheMTUIsRefused() throws {
-        let result = try BlueProcess.run(["bench", "notify", "--size", "245", "--count", "10", "--quiet"])
+    @Test func aSizeThatDoesNotFitTheMTUIsRefused() async throws {
+        let result = try await BlueProcess.run(["bench", "notify", "--size", "245", "--count", "10", "--quiet"])
         #expect(result.status == 64)
         #expect(result.standardError.contains("--size"))
         #expect(result.standardOutput.isEmpty)

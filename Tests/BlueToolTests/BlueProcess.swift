@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs the `blue` executable built next to the test bundle and captures what it prints.
 struct BlueProcess {
@@ -18,28 +19,10 @@ struct BlueProcess {
             .appendingPathComponent(".build/debug/blue")
     }
 
-    static func run(_ arguments: [String], input: String? = nil) throws -> Result {
-        // Output goes to files, not pipes: a child that fills one pipe while we drain the other would deadlock.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blue-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let outURL = folder.appendingPathComponent("stdout")
-        let errURL = folder.appendingPathComponent("stderr")
-        let inURL = folder.appendingPathComponent("stdin")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: inURL.path, contents: Data((input ?? "").utf8))
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
-        process.standardInput = try FileHandle(forReadingFrom: inURL)
-        try process.run()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus,
-            standardOutput: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-            standardError: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    /// Runs `blue` with `arguments` to completion (SIGKILL after `limit`), suspending meanwhile: the wait never
+    /// blocks a thread of the cooperative pool (see TestSupport's `runToCompletion`).
+    static func run(_ arguments: [String], input: String? = nil, limit: Duration = .seconds(180)) async throws -> Result {
+        let completed = try await runToCompletion(executable, arguments, input: Data((input ?? "").utf8), limit: limit)
+        return Result(status: completed.status, standardOutput: completed.output, standardError: completed.errors)
     }
 }

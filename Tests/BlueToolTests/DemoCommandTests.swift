@@ -3,8 +3,8 @@ import Testing
 
 /// `blue demo` as a user runs it: a separate process, its real output and exit code.
 @Suite struct DemoCommandTests {
-    @Test func demoExchangesBothPlistsAndExitsZero() throws {
-        let result = try BlueProcess.run(["demo"])
+    @Test func demoExchangesBothPlistsAndExitsZero() async throws {
+        let result = try await BlueProcess.run(["demo"])
         #expect(result.status == 0, "stderr: \(result.standardError)")
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
         // Both roles' logs, labelled.
@@ -21,15 +21,15 @@ import Testing
         #expect(read < written && written < disconnected)
     }
 
-    @Test func demoWithoutAStackFailsAtOnceWithOneLine() throws {
-        let result = try BlueProcess.run(["demo", "--hci", "air:/nonexistent/ocb-demo.sock"])
+    @Test func demoWithoutAStackFailsAtOnceWithOneLine() async throws {
+        let result = try await BlueProcess.run(["demo", "--hci", "air:/nonexistent/ocb-demo.sock"])
         #expect(result.status == 1)
         #expect(result.standardError.contains("blue demo: no Bluetooth stack on air:/nonexistent/ocb-demo.sock"))
         #expect(result.standardError.contains("no air hub at /nonexistent/ocb-demo.sock"))
     }
 
-    @Test func demoRejectsABadTimeout() throws {
-        let result = try BlueProcess.run(["demo", "--timeout", "0"])
+    @Test func demoRejectsABadTimeout() async throws {
+        let result = try await BlueProcess.run(["demo", "--timeout", "0"])
         #expect(result.status != 0)
         #expect(result.standardError.contains("--timeout must be between 0 and 3600 seconds"))
     }

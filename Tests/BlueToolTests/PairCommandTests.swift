@@ -30,7 +30,7 @@ struct PairCommandTests {
     }
 
     @Test(.enabled(if: enabled, "no Python with Bumble (set OCB_PYTHON)"))
-    func pairReconnectListAndRemove() throws {
+    func pairReconnectListAndRemove() async throws {
         guard let python = Self.python else {
             Issue.record("OCB_REQUIRE_INTEROP=1 but no Python with Bumble was found (set OCB_PYTHON)")
             return
@@ -45,8 +45,8 @@ struct PairCommandTests {
             try? FileManager.default.removeItem(atPath: keystore)
         }
         let hub = try BackgroundBlue(["air", "--socket", socket, "--h4-tcp", "127.0.0.1:\(port)", "--stats-interval", "0"])
-        defer { hub.stop() }
-        #expect(hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
+        defer { hub.stopInBackground() }
+        #expect(await hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
 
         let peer = Process()
         peer.executableURL = URL(fileURLWithPath: python)
@@ -59,12 +59,12 @@ struct PairCommandTests {
         peer.standardError = FileHandle.nullDevice
         try peer.run()
         defer {
+            // SIGKILL without waiting: Foundation reaps the child.
             if peer.isRunning { kill(peer.processIdentifier, SIGKILL) }
-            peer.waitUntilExit()
         }
-        Thread.sleep(forTimeInterval: 3)
+        try await Task.sleep(for: .seconds(3))
 
-        let paired = try BlueProcess.run([
+        let paired = try await BlueProcess.run([
             "pair", "F0:0C:B1:00:00:31", "--hci", "tcp:127.0.0.1:\(port)", "--method", "passkey", "--passkey", "123456",
             "--reconnect", "--bonds", bonds, "--json",
         ])
@@ -86,7 +86,7 @@ struct PairCommandTests {
         #expect(reconnect?["usedExistingBond"] as? Bool == true, "\(String(describing: reconnect))")
         #expect(reconnect?["encrypted"] as? Bool == true)
 
-        let listed = try BlueProcess.run(["bonds", "list", "--directory", bonds, "--json"])
+        let listed = try await BlueProcess.run(["bonds", "list", "--directory", bonds, "--json"])
         #expect(listed.status == 0, "\(listed.standardError)")
         let list = Self.json(Substring(listed.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)))
         let entries = list?["bonds"] as? [[String: Any]] ?? []
@@ -96,14 +96,14 @@ struct PairCommandTests {
         #expect(entries.first?["authenticated"] as? Bool == true)
         #expect(entries.first?["keys"] as? [String] == ["LTK (LE SC)", "peer IRK"])
 
-        let removed = try BlueProcess.run(["bonds", "remove", "F0:0C:B1:00:00:31", "--directory", bonds])
+        let removed = try await BlueProcess.run(["bonds", "remove", "F0:0C:B1:00:00:31", "--directory", bonds])
         #expect(removed.status == 0 && removed.standardOutput == "Removed the bond with F0:0C:B1:00:00:31\n", "\(removed)")
-        let again = try BlueProcess.run(["bonds", "remove", "F0:0C:B1:00:00:31", "--directory", bonds])
+        let again = try await BlueProcess.run(["bonds", "remove", "F0:0C:B1:00:00:31", "--directory", bonds])
         #expect(again.status == 2)
         #expect(again.standardError.hasPrefix("error: no bond with F0:0C:B1:00:00:31"))
-        let empty = try BlueProcess.run(["bonds", "list", "--directory", bonds])
+        let empty = try await BlueProcess.run(["bonds", "list", "--directory", bonds])
         #expect(empty.standardOutput == "No bonds in \(bonds)\n")
-        let bad = try BlueProcess.run(["bonds", "remove", "nonsense", "--directory", bonds])
+        let bad = try await BlueProcess.run(["bonds", "remove", "nonsense", "--directory", bonds])
         #expect(bad.status == 64)
     }
 }

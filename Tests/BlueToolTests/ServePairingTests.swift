@@ -12,23 +12,23 @@ struct ServePairingTests {
 
     /// A hub and `blue serve --profile heart-rate --io display-only --passkey 123456 --json` on it.
     static func scene(io: String = "display-only", passkey: [String] = ["--passkey", "123456"],
-                      _ body: (String, String, BackgroundBlue) throws -> Void) throws {
+                      _ body: (String, String, BackgroundBlue) async throws -> Void) async throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
         let socket = "/tmp/ocb-serve-pair-\(tag).sock"
         let bonds = NSTemporaryDirectory() + "ocb-serve-pair-bonds-\(tag)"
         defer { try? FileManager.default.removeItem(atPath: bonds) }
         let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
-        defer { hub.stop() }
-        #expect(hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
+        defer { hub.stopInBackground() }
+        #expect(await hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
         let server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--hci", "air:\(socket)", "--io", io, "--json"] + passkey)
-        defer { server.stop() }
-        #expect(server.waitFor("serving"), "serve: \(server.output) \(server.errors)")
-        try body(socket, bonds, server)
+        defer { server.stopInBackground() }
+        #expect(await server.waitFor("serving"), "serve: \(server.output) \(server.errors)")
+        try await body(socket, bonds, server)
     }
 
-    @Test func passkeyPairingWithTheServer() throws {
-        try Self.scene { socket, bonds, server in
-            let paired = try BlueProcess.run([
+    @Test func passkeyPairingWithTheServer() async throws {
+        try await Self.scene { socket, bonds, server in
+            let paired = try await BlueProcess.run([
                 "pair", "blue heart rate", "--hci", "air:\(socket)", "--method", "passkey", "--passkey", "123456",
                 "--bonds", bonds, "--json",
             ])
@@ -41,31 +41,31 @@ struct ServePairingTests {
             #expect(summary["bonded"] as? Bool == true, "\(summary)")
             #expect(summary["authenticated"] as? Bool == true, "\(summary)")
             #expect((summary["method"] as? String)?.lowercased().contains("passkey") == true, "\(summary)")
-            #expect(server.waitFor("\"paired\""), "serve: \(server.output)")
+            #expect(await server.waitFor("\"paired\""), "serve: \(server.output)")
             let events = server.output.split(separator: "\n").compactMap(Self.json)
             #expect(events.contains { $0["event"] as? String == "displayPasskey" && $0["passkey"] as? Int == 123_456 }, "\(server.output)")
             #expect(events.contains { $0["event"] as? String == "paired" && $0["authenticated"] as? Bool == true }, "\(server.output)")
         }
     }
 
-    @Test func wrongPasskeyFailsWithConfirmValueFailed() throws {
-        try Self.scene { socket, bonds, server in
-            let paired = try BlueProcess.run([
+    @Test func wrongPasskeyFailsWithConfirmValueFailed() async throws {
+        try await Self.scene { socket, bonds, server in
+            let paired = try await BlueProcess.run([
                 "pair", "blue heart rate", "--hci", "air:\(socket)", "--method", "passkey", "--passkey", "111111",
                 "--bonds", bonds, "--json",
             ])
             #expect(paired.status == 1, "\(paired.standardOutput) \(paired.standardError)")
             let said = paired.standardError.lowercased().replacingOccurrences(of: " ", with: "")
             #expect(said.contains("confirmvaluefailed"), "\(paired.standardError)")
-            #expect(server.waitFor("pairingFailed"), "serve: \(server.output)")
+            #expect(await server.waitFor("pairingFailed"), "serve: \(server.output)")
         }
     }
 
     /// `--io display-yes-no`: LE SC Numeric Comparison (§2.3.5.6.2); both sides print the same six digits and
     /// confirm them.
-    @Test func numericComparisonWithTheServer() throws {
-        try Self.scene(io: "display-yes-no", passkey: []) { socket, bonds, server in
-            let paired = try BlueProcess.run([
+    @Test func numericComparisonWithTheServer() async throws {
+        try await Self.scene(io: "display-yes-no", passkey: []) { socket, bonds, server in
+            let paired = try await BlueProcess.run([
                 "pair", "blue heart rate", "--hci", "air:\(socket)", "--method", "numeric", "--bonds", bonds, "--json",
             ])
             #expect(paired.status == 0, "\(paired.standardOutput) \(paired.standardError)")
@@ -73,7 +73,7 @@ struct ServePairingTests {
             let shown = lines.first { $0["event"] as? String == "numericComparison" }?["value"] as? Int
             #expect(shown != nil, "\(paired.standardOutput)")
             #expect(lines.last?["authenticated"] as? Bool == true, "\(paired.standardOutput)")
-            #expect(server.waitFor("\"paired\""), "serve: \(server.output)")
+            #expect(await server.waitFor("\"paired\""), "serve: \(server.output)")
             let events = server.output.split(separator: "\n").compactMap(Self.json)
             #expect(events.contains { $0["event"] as? String == "numericComparison" && $0["value"] as? Int == shown }, "\(server.output)")
         }

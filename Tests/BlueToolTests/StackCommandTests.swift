@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A `blue` process in the background (a hub, a server): output to a file, SIGTERM then SIGKILL on stop.
@@ -25,38 +26,28 @@ final class BackgroundBlue: @unchecked Sendable {
     var output: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
     var errors: String { (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "" }
 
-    /// Waits (at most `limit`) until the output contains `text`.
+    /// Waits (at most `limit`, suspending) until the output contains `text`.
     @discardableResult
-    func waitFor(_ text: String, limit: Duration = .seconds(10)) -> Bool {
-        let end = ContinuousClock.now + limit
-        while ContinuousClock.now < end {
-            if output.contains(text) { return true }
-            if !process.isRunning { return output.contains(text) }
-            usleep(20_000)
-        }
-        return output.contains(text)
+    func waitFor(_ text: String, limit: Duration = .seconds(10)) async -> Bool {
+        await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || !process.isRunning }
+            && output.contains(text)
     }
 
     /// SIGTERM, then SIGKILL after `grace`. Returns the exit status (or the signal) and whether it ended by itself.
     @discardableResult
-    func stop(grace: Duration = .seconds(3)) -> (status: Int32, clean: Bool) {
+    func stop(grace: Duration = .seconds(3)) async -> (status: Int32, clean: Bool) {
         guard process.isRunning else { return (process.terminationStatus, true) }
-        kill(process.processIdentifier, SIGTERM)
-        let end = ContinuousClock.now + grace
-        while process.isRunning && ContinuousClock.now < end { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return (process.terminationStatus, false)
-        }
-        process.waitUntilExit()
-        return (process.terminationStatus, process.terminationReason == .exit)
+        return await process.stop(grace: grace)
+    }
+
+    /// SIGTERM now, SIGKILL after `grace` if still running, without waiting (for `defer`).
+    func stopInBackground(grace: Duration = .seconds(3)) {
+        process.stopInBackground(grace: grace)
     }
 
     deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-        }
+        // SIGTERM, SIGKILL after the grace period, without waiting.
+        process.stopInBackground(grace: .seconds(3))
     }
 }
 
@@ -67,65 +58,66 @@ final class HeartRateScene: @unchecked Sendable {
     let hub: BackgroundBlue
     let server: BackgroundBlue
 
-    init() throws {
+    init() async throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
         socket = "/tmp/ocb-test-\(tag).sock"
         name = "hr-\(tag)"
         hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
-        guard hub.waitFor("listening") else {
-            hub.stop()
+        guard await hub.waitFor("listening") else {
+            await hub.stop()
             throw SceneError.notReady("hub: \(hub.output) \(hub.errors)")
         }
         server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--name", name, "--hci", "air:\(socket)"])
-        guard server.waitFor("serving") else {
-            server.stop()
-            hub.stop()
+        guard await server.waitFor("serving") else {
+            await server.stop()
+            await hub.stop()
             throw SceneError.notReady("server: \(server.output) \(server.errors)")
         }
     }
 
     var hci: [String] { ["--hci", "air:\(socket)"] }
 
-    func stop() -> (status: Int32, clean: Bool) {
-        let result = server.stop()
-        hub.stop()
+    func stop() async -> (status: Int32, clean: Bool) {
+        let result = await server.stop()
+        await hub.stop()
         return result
     }
 
     deinit {
-        _ = stop()
+        server.stopInBackground()
+        hub.stopInBackground()
     }
 
     enum SceneError: Error { case notReady(String) }
 }
 
 @Suite(.serialized) struct StackCommandTests {
-    @Test func badTransportUUIDAndValueAreOneLineErrors() throws {
-        let bogus = try BlueProcess.run(["scan", "--hci", "bogus", "--timeout", "1"])
+    @Test func badTransportUUIDAndValueAreOneLineErrors() async throws {
+        let bogus = try await BlueProcess.run(["scan", "--hci", "bogus", "--timeout", "1"])
         #expect(bogus.status == 64)
         #expect(bogus.standardError == "error: unknown HCI transport \"bogus\"; expected virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN\n")
         let missing = "/tmp/ocb-test-missing-\(UUID().uuidString.prefix(6)).sock"
-        let unreachable = try BlueProcess.run(["read", "--hci", "air:\(missing)", "somebody", "2A38"])
+        let unreachable = try await BlueProcess.run(["read", "--hci", "air:\(missing)", "somebody", "2A38"])
         #expect(unreachable.status == 69)
         #expect(unreachable.standardError.hasPrefix("error: no air hub at \(missing) (start one with `blue air --socket \(missing)`)"))
         #expect(unreachable.standardError.split(separator: "\n").count == 1)
-        let uuid = try BlueProcess.run(["read", "--hci", "air:\(missing)", "somebody", "2AZZ"])
+        let uuid = try await BlueProcess.run(["read", "--hci", "air:\(missing)", "somebody", "2AZZ"])
         #expect(uuid.status == 64)
         #expect(uuid.standardError == "error: bad UUID \"2AZZ\": expected 4 or 8 hex digits, or 8-4-4-4-12 hex digits\n")
-        let scanUUID = try BlueProcess.run(["scan", "--hci", "air:\(missing)", "--service", "xyz"])
+        let scanUUID = try await BlueProcess.run(["scan", "--hci", "air:\(missing)", "--service", "xyz"])
         #expect(scanUUID.status == 64)
         #expect(scanUUID.standardError == "error: bad UUID \"xyz\": expected 4 or 8 hex digits, or 8-4-4-4-12 hex digits\n")
-        let value = try BlueProcess.run(["write", "--hci", "air:\(missing)", "somebody", "2A39", "0g"])
+        let value = try await BlueProcess.run(["write", "--hci", "air:\(missing)", "somebody", "2A39", "0g"])
         #expect(value.status == 64)
         #expect(value.standardError.hasPrefix("error: \"0g\" is not a hex value"))
-        let serve = try BlueProcess.run(["serve", "--hci", "air:\(missing)"])
+        let serve = try await BlueProcess.run(["serve", "--hci", "air:\(missing)"])
         #expect(serve.status == 64)
         #expect(serve.standardError == "error: give a definition file or --profile (heart-rate, battery, chat, blueear)\n")
     }
 
-    @Test func scanAndExploreSeeTheHeartRateServer() throws {
-        let scene = try HeartRateScene()
-        let scan = try BlueProcess.run(["scan"] + scene.hci + ["--timeout", "3", "--json"])
+    @Test func scanAndExploreSeeTheHeartRateServer() async throws {
+        let scene = try await HeartRateScene()
+        let scan = try await BlueProcess.run(["scan"] + scene.hci + ["--timeout", "3", "--json"])
         #expect(scan.status == 0, "\(scan.standardError)")
         let objects = scan.standardOutput.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -136,15 +128,15 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(services.contains("Heart Rate"), "\(services)")
         #expect(mine.first?["connectable"] as? Bool == true)
 
-        let filtered = try BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--service", "180F"])
+        let filtered = try await BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--service", "180F"])
         #expect(filtered.status == 0)
         #expect(filtered.standardOutput.contains(scene.name))
         #expect(filtered.standardOutput.contains("180D Heart Rate"))
-        let none = try BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--service", "FFF0"])
+        let none = try await BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--service", "FFF0"])
         #expect(none.status == 0)
         #expect(none.standardOutput.isEmpty)
 
-        let explore = try BlueProcess.run(["explore", scene.name] + scene.hci + ["--timeout", "5"])
+        let explore = try await BlueProcess.run(["explore", scene.name] + scene.hci + ["--timeout", "5"])
         #expect(explore.status == 0, "\(explore.standardError)")
         #expect(explore.standardOutput.contains("Service 180D Heart Rate"))
         #expect(explore.standardOutput.contains("2A37 Heart Rate Measurement  [notify]"))
@@ -154,52 +146,52 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(explore.standardOutput.contains("(\"OpenCoreBluetooth\")"))
         #expect(explore.standardOutput.contains("2A19 Battery Level  [read, notify]"))
         #expect(explore.standardOutput.contains("= 57  (87 %)"))
-        #expect(scene.server.waitFor("read 2A38 Body Sensor Location by "))
-        let stopped = scene.stop()
+        #expect(await scene.server.waitFor("read 2A38 Body Sensor Location by "))
+        let stopped = await scene.stop()
         #expect(stopped.clean && stopped.status == 0, "serve must exit 0 on SIGTERM")
     }
 
-    @Test func readWriteAndTheirErrors() throws {
-        let scene = try HeartRateScene()
-        let read = try BlueProcess.run(["read", scene.name, "2A38"] + scene.hci)
+    @Test func readWriteAndTheirErrors() async throws {
+        let scene = try await HeartRateScene()
+        let read = try await BlueProcess.run(["read", scene.name, "2A38"] + scene.hci)
         #expect(read.status == 0, "\(read.standardError)")
         #expect(read.standardOutput == "2A38 Body Sensor Location  = 01  (Chest)\n")
-        let json = try BlueProcess.run(["read", scene.name, "180D/2A38", "--json"] + scene.hci)
+        let json = try await BlueProcess.run(["read", scene.name, "180D/2A38", "--json"] + scene.hci)
         #expect(json.standardOutput == "{\"decoded\":\"Chest\",\"handle\":\(handleOf(json.standardOutput)),\"hex\":\"01\",\"name\":\"Body Sensor Location\",\"uuid\":\"2A38\"}\n")
 
-        let write = try BlueProcess.run(["write", scene.name, "2A39", "01"] + scene.hci)
+        let write = try await BlueProcess.run(["write", scene.name, "2A39", "01"] + scene.hci)
         #expect(write.status == 0, "\(write.standardError)")
         #expect(write.standardOutput == "wrote 1 byte to 2A39 Heart Rate Control Point\n")
-        #expect(scene.server.waitFor("write 2A39 Heart Rate Control Point by "))
+        #expect(await scene.server.waitFor("write 2A39 Heart Rate Control Point by "))
         #expect(scene.server.output.contains(": 01\n"))
 
-        let notWritable = try BlueProcess.run(["write", scene.name, "2A38", "02"] + scene.hci)
+        let notWritable = try await BlueProcess.run(["write", scene.name, "2A38", "02"] + scene.hci)
         #expect(notWritable.status == 1)
         #expect(notWritable.standardError == "error: characteristic 2A38 (Body Sensor Location) is not writable\n")
-        let notReadable = try BlueProcess.run(["read", scene.name, "2A39"] + scene.hci)
+        let notReadable = try await BlueProcess.run(["read", scene.name, "2A39"] + scene.hci)
         #expect(notReadable.status == 1)
         #expect(notReadable.standardError == "error: characteristic 2A39 (Heart Rate Control Point) is not readable\n")
-        let noCharacteristic = try BlueProcess.run(["read", scene.name, "2A99"] + scene.hci)
+        let noCharacteristic = try await BlueProcess.run(["read", scene.name, "2A99"] + scene.hci)
         #expect(noCharacteristic.status == 2)
         #expect(noCharacteristic.standardError == "error: no characteristic 2A99 Database Change Increment on \(scene.name)\n")
-        let notFound = try BlueProcess.run(["read", "nobody-here", "2A38", "--timeout", "1"] + scene.hci)
+        let notFound = try await BlueProcess.run(["read", "nobody-here", "2A38", "--timeout", "1"] + scene.hci)
         #expect(notFound.status == 2)
         #expect(notFound.standardError == "error: no device matching \"nobody-here\" found within 1 s\n")
-        _ = scene.stop()
+        _ = await scene.stop()
     }
 
-    @Test func subscribeGetsThreeNotifications() throws {
-        let scene = try HeartRateScene()
-        let subscribe = try BlueProcess.run(["subscribe", scene.name, "2A37", "--count", "3", "--timeout", "8"] + scene.hci)
+    @Test func subscribeGetsThreeNotifications() async throws {
+        let scene = try await HeartRateScene()
+        let subscribe = try await BlueProcess.run(["subscribe", scene.name, "2A37", "--count", "3", "--timeout", "8"] + scene.hci)
         #expect(subscribe.status == 0, "\(subscribe.standardError)")
         let lines = subscribe.standardOutput.split(separator: "\n")
         #expect(lines.count == 3, "\(subscribe.standardOutput)")
         #expect(lines.allSatisfy { $0.hasPrefix("2A37 Heart Rate Measurement  = 16 ") && $0.contains(" bpm, contact, RR ") })
-        #expect(scene.server.waitFor("subscribe 2A37 Heart Rate Measurement by "))
-        let notNotifying = try BlueProcess.run(["subscribe", scene.name, "2A38", "--count", "1"] + scene.hci)
+        #expect(await scene.server.waitFor("subscribe 2A37 Heart Rate Measurement by "))
+        let notNotifying = try await BlueProcess.run(["subscribe", scene.name, "2A38", "--count", "1"] + scene.hci)
         #expect(notNotifying.status == 1)
         #expect(notNotifying.standardError == "error: characteristic 2A38 (Body Sensor Location) does not notify or indicate\n")
-        _ = scene.stop()
+        _ = await scene.stop()
     }
 }
 

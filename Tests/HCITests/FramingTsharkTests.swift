@@ -18,24 +18,17 @@ import Testing
         return nil
     }()
 
-    /// Runs tshark on `bytes` and returns one line per packet: the fields joined by tabs.
-    static func tsharkFields(_ bytes: [UInt8], fields: [String]) throws -> (status: Int32, lines: [String], errors: String) {
+    /// Runs tshark on `bytes` and returns one line per packet: the fields joined by tabs. Suspends while tshark
+    /// runs (TestSupport's `runToCompletion`), never blocking a thread of the cooperative pool.
+    static func tsharkFields(_ bytes: [UInt8], fields: [String]) async throws -> (status: Int32, lines: [String], errors: String) {
         let tshark = try #require(tsharkPath)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("framing-\(UUID().uuidString).btsnoop")
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tshark)
-        process.arguments = ["-r", file.path, "-T", "fields"] + fields.flatMap { ["-e", $0] }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text.split(separator: "\n").map(String.init), errorText)
+        let run = try await runToCompletion(
+            URL(fileURLWithPath: tshark), ["-r", file.path, "-T", "fields"] + fields.flatMap { ["-e", $0] },
+            limit: .seconds(120))
+        return (run.status, run.output.split(separator: "\n").map(String.init), run.errors)
     }
 
     static let base: Int64 = 1_700_000_000_123_456
@@ -48,12 +41,12 @@ import Testing
     ]
 
     @Test(.enabled(if: tsharkPath != nil || interopRequired, "tshark is not installed"))
-    func tsharkReadsOurH4Capture() throws {
+    func tsharkReadsOurH4Capture() async throws {
         var writer = BTSnoopWriter()
         for (index, (frame, direction)) in Self.capture.enumerated() {
             writer.write(frame, direction: direction, unixMicroseconds: Self.base + Int64(index) * 1000)
         }
-        let (status, lines, errors) = try Self.tsharkFields(
+        let (status, lines, errors) = try await Self.tsharkFields(
             writer.takeBytes(), fields: ["frame.time_epoch", "frame.protocols", "hci_h4.direction", "hci_h4.type"])
         #expect(status == 0, "tshark: \(errors)")
         #expect(lines == [
@@ -65,12 +58,12 @@ import Testing
     }
 
     @Test(.enabled(if: tsharkPath != nil || interopRequired, "tshark is not installed"))
-    func tsharkReadsOurUnencapsulatedCapture() throws {
+    func tsharkReadsOurUnencapsulatedCapture() async throws {
         var writer = BTSnoopWriter(datalink: .hciUnencapsulated)
         for (frame, direction) in Self.capture {
             writer.write(frame, direction: direction, unixMicroseconds: Self.base)
         }
-        let (status, lines, errors) = try Self.tsharkFields(writer.takeBytes(), fields: ["frame.protocols"])
+        let (status, lines, errors) = try await Self.tsharkFields(writer.takeBytes(), fields: ["frame.protocols"])
         #expect(status == 0, "tshark: \(errors)")
         #expect(lines == [
             "bluetooth:hci_h1:bthci_cmd", "bluetooth:hci_h1:bthci_evt",

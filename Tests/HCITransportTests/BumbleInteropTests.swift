@@ -35,16 +35,16 @@ import Glibc
     /// Sends `command` and waits for the event answering it.
     static func exchange(
         _ command: HCICommand, on transport: SocketH4Transport, events: Collector, already: Int
-    ) throws -> HCIEvent {
+    ) async throws -> HCIEvent {
         try transport.send(H4Frame(type: .command, packet: command.encode()))
-        let frames = events.waitForFrames(already + 1, seconds: 10)
+        let frames = await events.waitForFrames(already + 1, seconds: 10)
         let frame = try #require(frames.count > already ? frames[already] : nil, "no answer to \(command)")
         #expect(frame.type == .event)
         return try HCIEvent(decoding: frame.packet)
     }
 
     @Test(.enabled(if: python != nil || interopRequired, "no Python with Bumble (set OCB_PYTHON)"))
-    func resetAndReadBDADDROnBumblesController() throws {
+    func resetAndReadBDADDROnBumblesController() async throws {
         let python = try #require(Self.python, "OCB_REQUIRE_INTEROP=1 but no Python with Bumble was found")
         let ports = (try Self.freePort(), try Self.freePort())
         let process = Process()
@@ -58,8 +58,8 @@ import Glibc
         defer {
             // SIGKILL, not terminate(): Foundation's Process hands the child the spawning thread's signal mask,
             // in which SIGTERM is blocked on Swift Testing's worker threads, so SIGTERM would never arrive.
+            // No wait for the exit: Foundation reaps the child, and a wait would block a cooperative-pool thread.
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
         }
 
         // Bounded wait for the controller to listen: up to 15 s, retrying every 100 ms.
@@ -70,7 +70,7 @@ import Glibc
                 transport = try SocketH4Transport.connect(host: "127.0.0.1", port: ports.0)
             } catch {
                 lastError = error
-                usleep(100_000)
+                try await Task.sleep(for: .milliseconds(100))
             }
         }
         let controller = try #require(transport, "Bumble did not listen on \(ports.0): \(String(describing: lastError))")
@@ -78,7 +78,7 @@ import Glibc
         try events.start(controller)
         defer { controller.close() }
 
-        let reset = try Self.exchange(.reset, on: controller, events: events, already: 0)
+        let reset = try await Self.exchange(.reset, on: controller, events: events, already: 0)
         guard case .commandComplete(let credits, let opcode, let returned) = reset else {
             Issue.record("expected Command Complete for Reset, got \(reset)")
             return
@@ -87,7 +87,7 @@ import Glibc
         #expect(credits >= 1)
         #expect(returned == .status(.success))
 
-        let readAddress = try Self.exchange(.readBDADDR, on: controller, events: events, already: 1)
+        let readAddress = try await Self.exchange(.readBDADDR, on: controller, events: events, already: 1)
         guard case .commandComplete(_, let addressOpcode, let addressReturn) = readAddress else {
             Issue.record("expected Command Complete for Read BD_ADDR, got \(readAddress)")
             return

@@ -66,7 +66,7 @@ import Testing
         }
     }
 
-    @Test func openRefusesTheVirtualControllerAndOpensTheRest() throws {
+    @Test func openRefusesTheVirtualControllerAndOpensTheRest() async throws {
         #expect(throws: HCITransportError(
             .invalidSpecification,
             "\"virtual\" is the virtual controller, which the host layer wires (HCITransportSpec.open opens tcp:, unix:, serial: and hciN only)")) {
@@ -83,7 +83,7 @@ import Testing
         let port = try #require(listener.port)
         let transport = try HCITransportSpec(parsing: "tcp:127.0.0.1:\(port)").open()
         #expect(transport.name == "tcp:127.0.0.1:\(port)")
-        let server = try #require(accepted.take())
+        let server = try #require(await accepted.take())
         server.close()
         transport.close()
 
@@ -92,7 +92,7 @@ import Testing
         defer { unixListener.close() }
         let unixTransport = try HCITransportSpec(parsing: "unix:\(path)").open()
         #expect(unixTransport is SocketH4Transport)
-        try #require(accepted.take()).close()
+        try #require(await accepted.take()).close()
         unixTransport.close()
 
         let error = #expect(throws: HCITransportError.self) { try HCITransportSpec(parsing: "hci0").open() }

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 @Suite struct InProcessTransportTests {
-    @Test func framesArriveInOrderOnTheOtherSideFromItsQueue() throws {
+    @Test func framesArriveInOrderOnTheOtherSideFromItsQueue() async throws {
         let (host, controller) = InProcessHCITransport.makePair()
         let hostSeen = Collector()
         let controllerSeen = Collector()
@@ -17,8 +17,8 @@ import Glibc
         let events = sampleFrames(count: 50, seed: 2)
         for frame in commands { try host.send(frame) }
         for frame in events { try controller.send(frame) }
-        #expect(controllerSeen.waitForFrames(200) == commands)
-        #expect(hostSeen.waitForFrames(50) == events)
+        #expect(await controllerSeen.waitForFrames(200) == commands)
+        #expect(await hostSeen.waitForFrames(50) == events)
         // Delivered from the receiver's serial queue: one thread at a time, never the test's (sender's) thread.
         let testThread = UInt(pthread_self())
         #expect(!controllerSeen.seen.withLock { $0.frameThreads.contains(testThread) })
@@ -26,11 +26,11 @@ import Glibc
         #expect(host.name == "in-process (host side)")
         #expect(controller.name == "in-process (controller side)")
         host.close()
-        #expect(hostSeen.waitForClose() == .some(nil))
-        #expect(controllerSeen.waitForClose()??.code == .closedByPeer)
+        #expect(await hostSeen.waitForClose() == .some(nil))
+        #expect(await controllerSeen.waitForClose()??.code == .closedByPeer)
     }
 
-    @Test func framesSentBeforeStartAreDeliveredAfterStart() throws {
+    @Test func framesSentBeforeStartAreDeliveredAfterStart() async throws {
         let (host, controller) = InProcessHCITransport.makePair()
         let early = sampleFrames(count: 5, seed: 3)
         for frame in early { try host.send(frame) }
@@ -38,12 +38,12 @@ import Glibc
         try controllerSeen.start(controller)
         let late = sampleFrames(count: 5, seed: 4)
         for frame in late { try host.send(frame) }
-        #expect(controllerSeen.waitForFrames(10) == early + late)
+        #expect(await controllerSeen.waitForFrames(10) == early + late)
         controller.close()
-        #expect(controllerSeen.waitForClose() == .some(nil))
+        #expect(await controllerSeen.waitForClose() == .some(nil))
     }
 
-    @Test func closeOnEitherSideClosesBothAndSendsThrow() throws {
+    @Test func closeOnEitherSideClosesBothAndSendsThrow() async throws {
         let (host, controller) = InProcessHCITransport.makePair()
         let hostSeen = Collector()
         let controllerSeen = Collector()
@@ -53,10 +53,10 @@ import Glibc
         let frames = sampleFrames(count: 3, seed: 5)
         for frame in frames { try controller.send(frame) }
         controller.close()
-        #expect(hostSeen.waitForFrames(3) == frames)
-        let hostClose = hostSeen.waitForClose()
+        #expect(await hostSeen.waitForFrames(3) == frames)
+        let hostClose = await hostSeen.waitForClose()
         #expect(hostClose??.code == .closedByPeer)
-        #expect(controllerSeen.waitForClose() == .some(nil))
+        #expect(await controllerSeen.waitForClose() == .some(nil))
         #expect(throws: HCITransportError(.closed, "in-process (controller side): the transport is closed")) {
             try controller.send(frames[0])
         }
@@ -71,7 +71,7 @@ import Glibc
         #expect(controllerSeen.frames.isEmpty)
     }
 
-    @Test func startTwiceIsRefused() throws {
+    @Test func startTwiceIsRefused() async throws {
         let (host, controller) = InProcessHCITransport.makePair()
         let seen = Collector()
         try seen.start(host)
@@ -80,6 +80,6 @@ import Glibc
         }
         host.close()
         controller.close()
-        #expect(seen.waitForClose() == .some(nil))
+        #expect(await seen.waitForClose() == .some(nil))
     }
 }

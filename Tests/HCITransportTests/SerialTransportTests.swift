@@ -38,7 +38,7 @@ import Glibc
         return (master, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
-    @Test func framesCrossAPseudoTerminalBothWaysInRawMode() throws {
+    @Test func framesCrossAPseudoTerminalBothWaysInRawMode() async throws {
         let (master, slavePath) = try Self.openPseudoTerminal()
         let transport = try SerialH4Transport(path: slavePath, baudRate: 1_000_000, flowControl: true)
         #expect(transport.name == "serial:\(slavePath),1000000,rtscts")
@@ -60,18 +60,18 @@ import Glibc
         let tricky = H4Frame(type: .event, packet: hex("FF 08 0D 0A 03 11 13 7F 04 00"))
         let frames = [tricky] + sampleFrames(count: 20, seed: 20)
         for byte in H4Framer.encode(frames) { try controller.write([byte]) }
-        #expect(seen.waitForFrames(frames.count) == frames)
+        #expect(await seen.waitForFrames(frames.count) == frames)
         let commands = [tricky] + sampleFrames(count: 20, seed: 21)
         for frame in commands { try transport.send(frame) }
-        #expect(try controller.readFrames(commands.count) == commands)
+        #expect(try await controller.readFrames(commands.count) == commands)
 
         // The "UART" goes away: the reader reports it.
         controller.close()
-        #expect(seen.waitForClose()??.code == .closedByPeer)
+        #expect(await seen.waitForClose()??.code == .closedByPeer)
         #expect(throws: HCITransportError.self) { try transport.send(tricky) }
     }
 
-    @Test func localCloseEndsTheReader() throws {
+    @Test func localCloseEndsTheReader() async throws {
         let (master, slavePath) = try Self.openPseudoTerminal()
         defer { _ = Glibc.close(master) }
         let transport = try SerialH4Transport(path: slavePath)
@@ -79,7 +79,7 @@ import Glibc
         let seen = Collector()
         try seen.start(transport)
         transport.close()
-        #expect(seen.waitForClose() == .some(nil))
+        #expect(await seen.waitForClose() == .some(nil))
         #expect(throws: HCITransportError(.closed, "\(transport.name): the transport is closed")) {
             try transport.send(H4Frame(type: .command, packet: hex("03 0C 00")))
         }

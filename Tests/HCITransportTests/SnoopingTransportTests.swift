@@ -18,7 +18,7 @@ import Testing
         }
     }
 
-    @Test func tapRecordsBothDirectionsAsBTSnoop() throws {
+    @Test func tapRecordsBothDirectionsAsBTSnoop() async throws {
         let path = temporaryPath(".btsnoop")
         defer { unlink(path) }
         let sink = try BTSnoopFileSink(path: path)
@@ -38,7 +38,7 @@ import Testing
             },
             onClose: { _ in })
         try tapped.send(reset)
-        #expect(hostSeen.waitForFrames(1) == [resetComplete])
+        #expect(await hostSeen.waitForFrames(1) == [resetComplete])
         try tapped.send(acl)
         // The file is written as it goes: readable before anything is closed.
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -57,7 +57,7 @@ import Testing
         #expect(Array(bytes[16..<44]) == hex("00 00 00 04 00 00 00 04 00 00 00 02 00 00 00 00") + timestampBytes + hex("01 03 0C 00"))
 
         tapped.close()
-        #expect(hostSeen.waitForClose() == .some(nil))
+        #expect(await hostSeen.waitForClose() == .some(nil))
         // After the close, sends throw and are not recorded.
         #expect(throws: HCITransportError.self) { try tapped.send(reset) }
         sink.close()

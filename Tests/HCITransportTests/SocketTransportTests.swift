@@ -31,49 +31,49 @@ import Glibc
     }
 
     @Test(arguments: Kind.allCases)
-    func peerWritingByteByByteGivesIdenticalFrames(kind: Kind) throws {
+    func peerWritingByteByByteGivesIdenticalFrames(kind: Kind) async throws {
         let (listener, accepted) = try Self.makeListener(kind)
         defer { listener.close() }
         let peer = try Self.rawPeer(for: listener)
         defer { peer.close() }
-        let server = try #require(accepted.take())
+        let server = try #require(await accepted.take())
         let seen = Collector()
         try seen.start(server)
         let frames = sampleFrames(count: 30, seed: 10)
         for byte in H4Framer.encode(frames) { try peer.write([byte]) }
-        #expect(seen.waitForFrames(frames.count) == frames)
+        #expect(await seen.waitForFrames(frames.count) == frames)
         // And back: the transport's frames, read by the raw peer, are byte-identical.
         let answers = sampleFrames(count: 40, seed: 11)
         for frame in answers { try server.send(frame) }
-        #expect(try peer.readFrames(answers.count) == answers)
+        #expect(try await peer.readFrames(answers.count) == answers)
         server.close()
-        #expect(seen.waitForClose() == .some(nil))
+        #expect(await seen.waitForClose() == .some(nil))
         #expect(throws: HCITransportError(.closed, "\(server.name): the transport is closed")) {
             try server.send(answers[0])
         }
     }
 
     @Test(arguments: Kind.allCases)
-    func peerWriting200PacketsInOneWriteGivesIdenticalFrames(kind: Kind) throws {
+    func peerWriting200PacketsInOneWriteGivesIdenticalFrames(kind: Kind) async throws {
         let (listener, accepted) = try Self.makeListener(kind)
         defer { listener.close() }
         let peer = try Self.rawPeer(for: listener)
         defer { peer.close() }
-        let server = try #require(accepted.take())
+        let server = try #require(await accepted.take())
         let seen = Collector()
         try seen.start(server)
         let frames = sampleFrames(count: 200, seed: 12)
         try peer.write(H4Framer.encode(frames))
-        #expect(seen.waitForFrames(frames.count) == frames)
+        #expect(await seen.waitForFrames(frames.count) == frames)
         // The peer hangs up: closedByPeer.
         peer.close()
-        let closed = seen.waitForClose()
+        let closed = await seen.waitForClose()
         #expect(closed??.code == .closedByPeer)
         #expect(throws: HCITransportError.self) { try server.send(frames[0]) }
     }
 
     @Test(arguments: Kind.allCases)
-    func ourClientAndOurServerExchangeFramesBothWays(kind: Kind) throws {
+    func ourClientAndOurServerExchangeFramesBothWays(kind: Kind) async throws {
         let (listener, accepted) = try Self.makeListener(kind)
         defer { listener.close() }
         let client: SocketH4Transport
@@ -88,7 +88,7 @@ import Glibc
             client = try SocketH4Transport.connect(path: path)
             #expect(client.name == "unix:\(path)")
         }
-        let server = try #require(accepted.take())
+        let server = try #require(await accepted.take())
         let clientSeen = Collector()
         let serverSeen = Collector()
         try clientSeen.start(client)
@@ -97,25 +97,25 @@ import Glibc
         let events = sampleFrames(count: 200, seed: 14)
         for frame in commands { try client.send(frame) }
         for frame in events { try server.send(frame) }
-        #expect(serverSeen.waitForFrames(200) == commands)
-        #expect(clientSeen.waitForFrames(200) == events)
+        #expect(await serverSeen.waitForFrames(200) == commands)
+        #expect(await clientSeen.waitForFrames(200) == events)
         client.close()
-        #expect(clientSeen.waitForClose() == .some(nil))
-        #expect(serverSeen.waitForClose()??.code == .closedByPeer)
+        #expect(await clientSeen.waitForClose() == .some(nil))
+        #expect(await serverSeen.waitForClose()??.code == .closedByPeer)
     }
 
     @Test(arguments: Kind.allCases)
-    func poisonedStreamClosesWithFramingErrorNamingTheOffset(kind: Kind) throws {
+    func poisonedStreamClosesWithFramingErrorNamingTheOffset(kind: Kind) async throws {
         let (listener, accepted) = try Self.makeListener(kind)
         defer { listener.close() }
         let peer = try Self.rawPeer(for: listener)
         defer { peer.close() }
-        let server = try #require(accepted.take())
+        let server = try #require(await accepted.take())
         let seen = Collector()
         try seen.start(server)
         // HCI Reset (4 bytes on the wire), then indicator 0x07, which no packet type has.
         try peer.write(hex("01 03 0C 00 07 01 02 03"))
-        let closed = seen.waitForClose()
+        let closed = await seen.waitForClose()
         #expect(seen.frames == [H4Frame(type: .command, packet: hex("03 0C 00"))])
         #expect(closed == .some(HCITransportError(
             .framingError, "\(server.name): poisoned H4 stream: unknown HCI packet indicator 0x07 at stream offset 4")))
@@ -124,7 +124,7 @@ import Glibc
         }
     }
 
-    @Test func lengthAboveTheCapPoisonsTheStream() throws {
+    @Test func lengthAboveTheCapPoisonsTheStream() async throws {
         // A transport capped at 27 octets receives an ACL packet announcing 100.
         let fds = try Self.socketPair()
         let capped = try SocketH4Transport(acceptedFileDescriptor: fds.0, name: "pair", maximumPayloadLength: 27)
@@ -133,7 +133,7 @@ import Glibc
         let seen = Collector()
         try seen.start(capped)
         try peer.write(hex("02 40 00 64 00") + [UInt8](repeating: 0, count: 100))
-        let closed = seen.waitForClose()
+        let closed = await seen.waitForClose()
         #expect(closed == .some(HCITransportError(
             .framingError, "pair: poisoned H4 stream: HCI ACL Data packet at stream offset 0 announces 100 bytes, above the cap of 27")))
         #expect(seen.frames.isEmpty)
@@ -145,7 +145,7 @@ import Glibc
         return (fds[0], fds[1])
     }
 
-    @Test func peerClosingMidFrameIsReported() throws {
+    @Test func peerClosingMidFrameIsReported() async throws {
         let fds = try Self.socketPair()
         let transport = try SocketH4Transport(acceptedFileDescriptor: fds.0, name: "pair")
         let peer = RawPeer(fd: fds.1)
@@ -153,7 +153,7 @@ import Glibc
         try seen.start(transport)
         try peer.write(hex("04 0E 04 01"))
         peer.close()
-        #expect(seen.waitForClose() == .some(HCITransportError(
+        #expect(await seen.waitForClose() == .some(HCITransportError(
             .closedByPeer, "pair: the peer closed the connection in the middle of a frame (4 bytes of it received)")))
     }
 
@@ -217,11 +217,11 @@ import Glibc
         #expect(access(file, F_OK) == 0)
     }
 
-    @Test func listenerCloseStopsAccepting() throws {
+    @Test func listenerCloseStopsAccepting() async throws {
         let (listener, accepted) = try Self.makeListener(.tcp)
         let port = try #require(listener.port)
         let peer = try RawPeer.tcp(port: port)
-        let server = try #require(accepted.take())
+        let server = try #require(await accepted.take())
         server.close()
         peer.close()
         listener.close()

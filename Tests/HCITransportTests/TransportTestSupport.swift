@@ -8,7 +8,7 @@ import TestSupport
 import Glibc
 #endif
 
-/// Collects what a transport delivers, and lets a test wait (bounded) for frames or the close.
+/// Collects what a transport delivers, and lets a test wait (bounded, suspending) for frames or the close.
 final class Collector: Sendable {
     struct Seen {
         var frames: [H4Frame] = []
@@ -19,20 +19,17 @@ final class Collector: Sendable {
     }
 
     let seen = LockedValue(Seen())
-    private let signal = DispatchSemaphore(value: 0)
 
     var onFrame: @Sendable (H4Frame) -> Void {
-        { [self] frame in
+        { [seen] frame in
             let thread = UInt(pthread_self())
             seen.withLock { $0.frames.append(frame); $0.frameThreads.insert(thread) }
-            signal.signal()
         }
     }
 
     var onClose: @Sendable (HCITransportError?) -> Void {
-        { [self] error in
+        { [seen] error in
             seen.withLock { $0.close = .some(error); $0.closeCount += 1 }
-            signal.signal()
         }
     }
 
@@ -44,22 +41,17 @@ final class Collector: Sendable {
 
     /// Waits until `count` frames arrived (or the transport closed), at most `seconds`.
     @discardableResult
-    func waitForFrames(_ count: Int, seconds: Double = 10) -> [H4Frame] {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            let (frames, closed) = seen.withLock { ($0.frames, $0.close != nil) }
-            if frames.count >= count || closed { return frames }
-            if signal.wait(timeout: deadline) == .timedOut { return seen.withLock { $0.frames } }
+    func waitForFrames(_ count: Int, seconds: Double = 10) async -> [H4Frame] {
+        _ = await poll(within: .seconds(seconds), every: .milliseconds(2)) {
+            seen.withLock { $0.frames.count >= count || $0.close != nil }
         }
+        return frames
     }
 
     /// Waits for `onClose`, at most `seconds`; nil if it did not come.
-    func waitForClose(seconds: Double = 10) -> HCITransportError?? {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if let close = seen.withLock({ $0.close }) { return .some(close) }
-            if signal.wait(timeout: deadline) == .timedOut { return seen.withLock { $0.close } }
-        }
+    func waitForClose(seconds: Double = 10) async -> HCITransportError?? {
+        _ = await poll(within: .seconds(seconds), every: .milliseconds(2)) { seen.withLock { $0.close != nil } }
+        return seen.withLock { $0.close }
     }
 }
 
@@ -84,7 +76,7 @@ func sampleFrames(count: Int, seed: UInt64) -> [H4Frame] {
 }
 
 /// A raw peer socket (code that does not use our transport), for writing and reading H4 bytes by hand.
-final class RawPeer {
+final class RawPeer: Sendable {
     let fd: Int32
     /// Sockets are written with send(MSG_NOSIGNAL), anything else (a pty master) with write.
     let isSocket: Bool
@@ -146,8 +138,13 @@ final class RawPeer {
         }
     }
 
-    /// Reads and deframes until `count` frames arrived (10 s read timeout).
-    func readFrames(_ count: Int) throws -> [H4Frame] {
+    /// Reads and deframes until `count` frames arrived (10 s read timeout). The blocking reads run on a thread of
+    /// their own (TestSupport's `blockingWork`), not on the cooperative pool.
+    func readFrames(_ count: Int) async throws -> [H4Frame] {
+        try await blockingWork { [self] () throws(PeerError) in try readFramesBlocking(count) }
+    }
+
+    private func readFramesBlocking(_ count: Int) throws(PeerError) -> [H4Frame] {
         var framer = H4Framer()
         var frames: [H4Frame] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -175,22 +172,20 @@ func temporaryPath(_ suffix: String) -> String {
     "/tmp/ocb-tt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))\(suffix)"
 }
 
-/// Waits for a value a callback stores, at most `seconds`.
+/// Waits for a value a callback stores, at most `seconds` (suspending).
 final class Mailbox<Value: Sendable>: Sendable {
     private let values = LockedValue<[Value]>([])
-    private let signal = DispatchSemaphore(value: 0)
 
     func put(_ value: Value) {
         values.withLock { $0.append(value) }
-        signal.signal()
     }
 
-    func take(seconds: Double = 10) -> Value? {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            let value: Value? = values.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-            if let value { return value }
-            if signal.wait(timeout: deadline) == .timedOut { return nil }
+    func take(seconds: Double = 10) async -> Value? {
+        var taken: Value?
+        _ = await poll(within: .seconds(seconds), every: .milliseconds(2)) {
+            taken = values.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            return taken != nil
         }
+        return taken
     }
 }

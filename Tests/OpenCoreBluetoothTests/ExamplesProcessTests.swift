@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the example programs (and `blue`) built beside the test bundle, as a user runs them: separate
@@ -43,41 +44,36 @@ final class ExampleProcess: @unchecked Sendable {
     var output: String { String(decoding: outputData, as: UTF8.self) }
     var errors: String { String(decoding: (try? Data(contentsOf: errorURL)) ?? Data(), as: UTF8.self) }
 
-    /// Waits (at most `limit`) until the output contains `text`.
-    func waitFor(_ text: String, limit: Duration = .seconds(10)) -> Bool {
-        let end = ContinuousClock.now + limit
-        while ContinuousClock.now < end {
-            if output.contains(text) { return true }
-            if !process.isRunning { return output.contains(text) }
-            usleep(20_000)
-        }
-        return output.contains(text)
+    /// Waits (at most `limit`, suspending) until the output contains `text`.
+    func waitFor(_ text: String, limit: Duration = .seconds(10)) async -> Bool {
+        await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || !process.isRunning }
+            && output.contains(text)
     }
 
-    /// Waits (at most `limit`) for the process to exit by itself; nil when it did not (it is then killed).
-    func waitForExit(limit: Duration) -> Int32? {
-        let end = ContinuousClock.now + limit
-        while process.isRunning && ContinuousClock.now < end { usleep(20_000) }
-        guard !process.isRunning else {
-            stop()
+    /// Waits (at most `limit`, suspending) for the process to exit by itself; nil when it did not (it is then
+    /// stopped).
+    func waitForExit(limit: Duration) async -> Int32? {
+        guard await process.waitForExit(within: limit) else {
+            await stop()
             return nil
         }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return await process.exitStatus()
     }
 
-    /// SIGTERM, then SIGKILL after a grace period.
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let end = ContinuousClock.now + .seconds(2)
-        while process.isRunning && ContinuousClock.now < end { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+    /// SIGTERM, then SIGKILL after a grace period; suspends until the process is gone.
+    func stop() async {
+        await process.stop(grace: .seconds(2))
+    }
+
+    /// SIGTERM now, SIGKILL after the grace period if still running, without waiting (for `defer`).
+    func stopInBackground() {
+        process.stopInBackground(grace: .seconds(2))
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // SIGTERM, SIGKILL after the grace period, without waiting (a `defer { stopInBackground() }` has usually
+        // sent the SIGTERM already).
+        process.stopInBackground(grace: .seconds(2))
         try? FileManager.default.removeItem(at: folder)
     }
 
@@ -89,11 +85,11 @@ final class ExampleHub: @unchecked Sendable {
     let socket: String
     let hub: ExampleProcess
 
-    init() throws {
+    init() async throws {
         socket = "/tmp/ocb-ex-\(UUID().uuidString.prefix(6).lowercased()).sock"
         hub = try ExampleProcess("blue", ["air", "--socket", socket, "--stats-interval", "0"])
-        guard hub.waitFor("listening") else {
-            hub.stop()
+        guard await hub.waitFor("listening") else {
+            await hub.stop()
             throw ExampleProcess.Failure.notReady("hub: \(hub.output) \(hub.errors)")
         }
     }
@@ -101,7 +97,8 @@ final class ExampleHub: @unchecked Sendable {
     var environment: [String: String] { ["OCB_HCI": "air:\(socket)"] }
 
     deinit {
-        hub.stop()
+        // Without waiting: the hub removes its socket file when SIGTERM ends it; unlink in case it was killed.
+        hub.stopInBackground()
         unlink(socket)
     }
 }

@@ -6,14 +6,14 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ExamplesSeed001Tests {
     @Test("seed 001: the central reads {\"Hello\": \"Darkness\"}, the peripheral receives {\"Yo\": \"Lo\"}, both exit 0")
-    func seed001ExchangesBothPlists() throws {
-        let hub = try ExampleHub()
+    func seed001ExchangesBothPlists() async throws {
+        let hub = try await ExampleHub()
         let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "25"], environment: hub.environment)
-        defer { peripheral.stop() }
+        defer { peripheral.stopInBackground() }
         let central = try ExampleProcess("Seed001Central", ["--timeout", "25"], environment: hub.environment)
-        defer { central.stop() }
-        let centralStatus = central.waitForExit(limit: .seconds(28))
-        let peripheralStatus = peripheral.waitForExit(limit: .seconds(5))
+        defer { central.stopInBackground() }
+        let centralStatus = await central.waitForExit(limit: .seconds(28))
+        let peripheralStatus = await peripheral.waitForExit(limit: .seconds(5))
         #expect(centralStatus == 0, "central: \(central.output) \(central.errors)")
         #expect(peripheralStatus == 0, "peripheral: \(peripheral.output) \(peripheral.errors)")
 
@@ -45,30 +45,30 @@ struct ExamplesSeed001Tests {
     }
 
     @Test("seed 001: the central alone times out with exit 1 and says what it was waiting for")
-    func seed001CentralTimesOut() throws {
-        let hub = try ExampleHub()
+    func seed001CentralTimesOut() async throws {
+        let hub = try await ExampleHub()
         let central = try ExampleProcess("Seed001Central", ["--timeout", "1"], environment: hub.environment)
-        defer { central.stop() }
-        #expect(central.waitForExit(limit: .seconds(10)) == 1)
+        defer { central.stopInBackground() }
+        #expect(await central.waitForExit(limit: .seconds(10)) == 1)
         #expect(central.errors.contains("Seed001Central: timed out after 1.0 s: no peripheral advertising the seed's service"))
     }
 
     @Test("seed 001: the peripheral alone times out with exit 1 and says what it was waiting for")
-    func seed001PeripheralTimesOut() throws {
-        let hub = try ExampleHub()
+    func seed001PeripheralTimesOut() async throws {
+        let hub = try await ExampleHub()
         let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "1"], environment: hub.environment)
-        defer { peripheral.stop() }
-        #expect(peripheral.waitForExit(limit: .seconds(10)) == 1)
+        defer { peripheral.stopInBackground() }
+        #expect(await peripheral.waitForExit(limit: .seconds(10)) == 1)
         #expect(peripheral.errors.contains("Seed001Peripheral: timed out after 1.0 s: advertising, but no central subscribed"))
         #expect(peripheral.output.contains("peripheralManagerDidStartAdvertising"))
     }
 
     @Test("seed 001: a bad --timeout is one line and exit 1")
-    func seed001RejectsABadTimeout() throws {
+    func seed001RejectsABadTimeout() async throws {
         for program in ["Seed001Central", "Seed001Peripheral"] {
             let process = try ExampleProcess(program, ["--timeout", "zero"])
-            defer { process.stop() }
-            #expect(process.waitForExit(limit: .seconds(10)) == 1)
+            defer { process.stopInBackground() }
+            #expect(await process.waitForExit(limit: .seconds(10)) == 1)
             #expect(process.errors == "\(program): --timeout needs a positive number of seconds\n")
         }
     }

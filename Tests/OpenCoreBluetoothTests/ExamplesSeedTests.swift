@@ -5,15 +5,15 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ExamplesSeedTests {
     @Test("seed 002: the peripheral's long text reaches the central intact, in chunks, ended by EOM")
-    func seed002MovesALongText() throws {
-        let hub = try ExampleHub()
+    func seed002MovesALongText() async throws {
+        let hub = try await ExampleHub()
         let text = exampleText(bytes: 12_000)
         let peripheral = try ExampleProcess("Seed002Peripheral", ["--timeout", "25", text], environment: hub.environment)
-        defer { peripheral.stop() }
+        defer { peripheral.stopInBackground() }
         let central = try ExampleProcess("Seed002Central", ["--timeout", "25"], environment: hub.environment)
-        defer { central.stop() }
-        let centralStatus = central.waitForExit(limit: .seconds(28))
-        let peripheralStatus = peripheral.waitForExit(limit: .seconds(5))
+        defer { central.stopInBackground() }
+        let centralStatus = await central.waitForExit(limit: .seconds(28))
+        let peripheralStatus = await peripheral.waitForExit(limit: .seconds(5))
         #expect(centralStatus == 0, "central: \(central.errors)")
         #expect(peripheralStatus == 0, "peripheral: \(peripheral.errors)")
         #expect(central.outputData.count == text.utf8.count)
@@ -25,22 +25,22 @@ struct ExamplesSeedTests {
     }
 
     @Test("seed 002: the central alone times out with exit 1 and says what it was waiting for")
-    func seed002CentralTimesOut() throws {
+    func seed002CentralTimesOut() async throws {
         let central = try ExampleProcess("Seed002Central", ["--timeout", "1"])
-        defer { central.stop() }
-        #expect(central.waitForExit(limit: .seconds(10)) == 1)
+        defer { central.stopInBackground() }
+        #expect(await central.waitForExit(limit: .seconds(10)) == 1)
         #expect(central.errors.contains("Seed002Central: timed out after 1.0 s: no peripheral advertising the transfer service"))
     }
 
     @Test("seed 003: scan all with an RSSI list, connect, discover all, read, subscribe, write text, get the notification")
-    func seed003CentralFlow() throws {
-        let hub = try ExampleHub()
+    func seed003CentralFlow() async throws {
+        let hub = try await ExampleHub()
         let peripheral = try ExampleProcess("ChatPeripheral", ["--name", "Chat3", "--once", "--timeout", "25"], environment: hub.environment)
-        defer { peripheral.stop() }
-        #expect(peripheral.waitFor("ready"))
+        defer { peripheral.stopInBackground() }
+        #expect(await peripheral.waitFor("ready"))
         let central = try ExampleProcess("Seed003Central", ["--name", "Chat3", "--timeout", "25"], environment: hub.environment)
-        defer { central.stop() }
-        let status = central.waitForExit(limit: .seconds(28))
+        defer { central.stopInBackground() }
+        let status = await central.waitForExit(limit: .seconds(28))
         #expect(status == 0, "central: \(central.output) \(central.errors)")
         let out = central.output
         #expect(out.contains("RSSI list:"))
@@ -52,19 +52,19 @@ struct ExamplesSeedTests {
         #expect(out.contains("Value of C0DE0001-7E57-4C0D-9000-00000000CAFE: Hello from Chat3"))
         #expect(out.contains("Wrote \"Xin chào, Bluetooth!\" to 08590F7E-DB05-467E-8757-72F6FAEB13D4"))
         #expect(out.contains("Notification received: echo: Xin chào, Bluetooth!"))
-        #expect(peripheral.waitForExit(limit: .seconds(5)) == 0)
+        #expect(await peripheral.waitForExit(limit: .seconds(5)) == 0)
         #expect(peripheral.errors.contains("Received: Xin chào, Bluetooth!"))
     }
 
     @Test("seed 004: list named devices with RSSI, connect, classify property bits, write UTF-8, receive the reply")
-    func seed004CentralFlow() throws {
-        let hub = try ExampleHub()
+    func seed004CentralFlow() async throws {
+        let hub = try await ExampleHub()
         let peripheral = try ExampleProcess("ChatPeripheral", ["--name", "Chat4", "--once", "--timeout", "25"], environment: hub.environment)
-        defer { peripheral.stop() }
-        #expect(peripheral.waitFor("ready"))
+        defer { peripheral.stopInBackground() }
+        #expect(await peripheral.waitFor("ready"))
         let central = try ExampleProcess("Seed004Central", ["--name", "Chat4", "--timeout", "25"], environment: hub.environment)
-        defer { central.stop() }
-        let status = central.waitForExit(limit: .seconds(28))
+        defer { central.stopInBackground() }
+        let status = await central.waitForExit(limit: .seconds(28))
         #expect(status == 0, "central: \(central.output) \(central.errors)")
         let out = central.output
         #expect(out.contains("CBCentralManager state: poweredOn"))
@@ -79,6 +79,6 @@ struct ExamplesSeedTests {
         #expect(out.contains("characteristic ===> read"))
         #expect(out.contains("寫入測試數據 ==> ~測試數據 hello"))
         #expect(out.contains("Received: echo: ~測試數據 hello"))
-        #expect(peripheral.waitForExit(limit: .seconds(5)) == 0)
+        #expect(await peripheral.waitForExit(limit: .seconds(5)) == 0)
     }
 }

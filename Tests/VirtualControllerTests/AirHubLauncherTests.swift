@@ -1,12 +1,13 @@
 import BluetoothRuntime
 import Foundation
+import TestSupport
 import Testing
 import VirtualController
 
 @Suite("AirHubLauncher")
 struct AirHubLauncherTests {
     @Test("a running hub is used as it is; nothing is spawned")
-    func usesRunningHub() throws {
+    func usesRunningHub() async throws {
         let directory = "/tmp/airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
@@ -15,19 +16,25 @@ struct AirHubLauncherTests {
         try hub.start()
         defer { hub.stop() }
         // /bin/false would fail if it were started.
-        #expect(try AirHubLauncher.ensureRunning(executable: "/bin/false", socketPath: socket) == nil)
+        #expect(try await blockingWork { () throws(AirHubError) in
+            try AirHubLauncher.ensureRunning(executable: "/bin/false", socketPath: socket)
+        } == nil)
         #expect(hub.devices.isEmpty)
     }
 
     @Test("a hub executable that exits without listening is an error naming the log, not a hang")
-    func failingExecutable() throws {
+    func failingExecutable() async throws {
         let directory = "/tmp/airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
         let started = ContinuousClock.now
-        #expect(throws: AirHubError.self) {
-            try AirHubLauncher.ensureRunning(executable: "/bin/false", socketPath: socket, timeout: .seconds(5))
+        // ensureRunning polls with usleep: on a thread of its own, not the cooperative pool.
+        let outcome = await blockingWork { () -> Result<Int32?, AirHubError> in
+            Result { () throws(AirHubError) in
+                try AirHubLauncher.ensureRunning(executable: "/bin/false", socketPath: socket, timeout: .seconds(5))
+            }
         }
+        #expect(throws: AirHubError.self) { try outcome.get() }
         #expect(ContinuousClock.now - started < .seconds(4))
         #expect(AirHubLauncher.logPath(forSocket: socket) == directory + "/air.log")
         #expect(FileManager.default.fileExists(atPath: directory + "/air.log"))
@@ -35,20 +42,24 @@ struct AirHubLauncherTests {
 
     @Test("starts the real blue air in the background (BLUE = path of the blue binary)",
           .enabled(if: ProcessInfo.processInfo.environment["BLUE"] != nil))
-    func startsBlueAir() throws {
+    func startsBlueAir() async throws {
         let blue = try #require(ProcessInfo.processInfo.environment["BLUE"])
         let directory = "/tmp/airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
-        let pid = try #require(try AirHubLauncher.ensureRunning(executable: blue, socketPath: socket))
+        let pid = try #require(try await blockingWork { () throws(AirHubError) in
+            try AirHubLauncher.ensureRunning(executable: blue, socketPath: socket)
+        })
         defer { kill(pid, SIGKILL) }
         #expect(AirHub.isRunning(at: socket))
-        #expect(try AirHubLauncher.ensureRunning(executable: blue, socketPath: socket) == nil, "started once only")
+        #expect(try await blockingWork { () throws(AirHubError) in
+            try AirHubLauncher.ensureRunning(executable: blue, socketPath: socket)
+        } == nil, "started once only")
         #expect(kill(pid, SIGINT) == 0)
         var status: Int32 = 0
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
-        while waitpid(pid, &status, WNOHANG) == 0, clock.now < deadline { usleep(20_000) }
+        while waitpid(pid, &status, WNOHANG) == 0, clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(status == 0, "exit code 0 after SIGINT")
         #expect(!FileManager.default.fileExists(atPath: socket))
         let log = try String(contentsOfFile: directory + "/air.log", encoding: .utf8)

@@ -4,51 +4,37 @@ import Dispatch
 import Foundation
 import HCI
 import HCITransport
+import TestSupport
 import Testing
 @testable import VirtualController
 
-/// Records what a hub reports, and lets a test wait (bounded) for an event.
+/// Records what a hub reports, and lets a test wait (bounded, suspending) for an event.
 private final class HubEvents: Sendable {
     private let seen = LockedValue<[AirHubEvent]>([])
-    private let signal = DispatchSemaphore(value: 0)
 
     var handler: @Sendable (AirHubEvent) -> Void {
-        { [self] event in
-            seen.withLock { $0.append(event) }
-            signal.signal()
-        }
+        { [seen] event in seen.withLock { $0.append(event) } }
     }
 
     var all: [AirHubEvent] { seen.withLock { $0 } }
 
     @discardableResult
-    func wait(seconds: Double = 10, until condition: ([AirHubEvent]) -> Bool) -> Bool {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if condition(all) { return true }
-            if signal.wait(timeout: deadline) == .timedOut { return condition(all) }
-        }
+    func wait(seconds: Double = 10, until condition: ([AirHubEvent]) -> Bool) async -> Bool {
+        await poll(within: .seconds(seconds), every: .milliseconds(5)) { condition(all) }
     }
 }
 
-/// A host on a socket: collects frames, waits (bounded) for one that matches.
+/// A host on a socket: collects frames, waits (bounded, suspending) for one that matches.
 private final class SocketHost: Sendable {
     let transport: SocketH4Transport
     private let frames = LockedValue<[H4Frame]>([])
     private let closed = LockedValue(false)
-    private let signal = DispatchSemaphore(value: 0)
 
     init(path: String) throws {
         transport = try SocketH4Transport.connect(path: path)
         try transport.start(
-            onFrame: { [frames, signal] frame in
-                frames.withLock { $0.append(frame) }
-                signal.signal()
-            },
-            onClose: { [closed, signal] _ in
-                closed.withLock { $0 = true }
-                signal.signal()
-            })
+            onFrame: { [frames] frame in frames.withLock { $0.append(frame) } },
+            onClose: { [closed] _ in closed.withLock { $0 = true } })
     }
 
     func send(_ command: HCICommand) throws {
@@ -60,21 +46,17 @@ private final class SocketHost: Sendable {
     }
 
     @discardableResult
-    func wait(seconds: Double = 10, until condition: ([HCIEvent]) -> Bool) -> Bool {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if condition(events) { return true }
-            if signal.wait(timeout: deadline) == .timedOut { return condition(events) }
-        }
+    func wait(seconds: Double = 10, until condition: ([HCIEvent]) -> Bool) async -> Bool {
+        await poll(within: .seconds(seconds), every: .milliseconds(5)) { condition(events) }
     }
 
     /// Sends `command` and waits for its Command Complete / Status; returns the status.
     @discardableResult
-    func run(_ command: HCICommand) throws -> HCIStatus? {
+    func run(_ command: HCICommand) async throws -> HCIStatus? {
         let before = events.count
         try send(command)
         var status: HCIStatus?
-        wait { events in
+        await wait { events in
             for event in events.dropFirst(before) {
                 if let response = event.commandResponse, response.opcode == command.opcode {
                     status = response.status
@@ -101,7 +83,7 @@ private func removeTree(_ path: String) {
 @Suite("AirHub")
 struct AirHubTests {
     @Test("two hosts join through the UNIX socket, one advertises, the other sees the report; leave and stop")
-    func joinAdvertiseScanLeave() throws {
+    func joinAdvertiseScanLeave() async throws {
         let directory = temporaryDirectory()
         defer { removeTree(directory) }
         let socket = directory + "/air.sock"
@@ -119,13 +101,13 @@ struct AirHubTests {
 
         let advertiser = try SocketHost(path: socket)
         defer { advertiser.transport.close() }
-        #expect(try advertiser.run(.reset) == .success)
-        #expect(try advertiser.run(.setEventMask(0x3FFF_FFFF_FFFF_FFFF)) == .success)
+        #expect(try await advertiser.run(.reset) == .success)
+        #expect(try await advertiser.run(.setEventMask(0x3FFF_FFFF_FFFF_FFFF)) == .success)
         let scanner = try SocketHost(path: socket)
         defer { scanner.transport.close() }
-        #expect(try scanner.run(.reset) == .success)
-        #expect(try scanner.run(.setEventMask(0x3FFF_FFFF_FFFF_FFFF)) == .success)  // LE Meta (bit 61) on
-        #expect(events.wait { $0.filter { if case .joined = $0 { true } else { false } }.count == 2 })
+        #expect(try await scanner.run(.reset) == .success)
+        #expect(try await scanner.run(.setEventMask(0x3FFF_FFFF_FFFF_FFFF)) == .success)  // LE Meta (bit 61) on
+        #expect(await events.wait { $0.filter { if case .joined = $0 { true } else { false } }.count == 2 })
         let devices = hub.devices
         #expect(devices.map(\.number) == [1, 2])
         #expect(devices.map(\.address) == [AirHub.address(forDevice: 1), AirHub.address(forDevice: 2)])
@@ -135,13 +117,13 @@ struct AirHubTests {
 
         // dev1 advertises a name; dev2 scans passively.
         let data: [UInt8] = [0x02, 0x01, 0x06, 0x04, 0x09, 0x48, 0x75, 0x62]  // flags, "Hub"
-        #expect(try advertiser.run(.leSetAdvertisingParameters(LEAdvertisingParameters(intervalMin: 0x20, intervalMax: 0x20))) == .success)
-        #expect(try advertiser.run(.leSetAdvertisingData(data)) == .success)
-        #expect(try advertiser.run(.leSetAdvertisingEnable(true)) == .success)
-        #expect(try scanner.run(.leSetScanParameters(LEScanParameters(scanType: 0x00))) == .success)
-        #expect(try scanner.run(.leSetScanEnable(enable: true, filterDuplicates: true)) == .success)
+        #expect(try await advertiser.run(.leSetAdvertisingParameters(LEAdvertisingParameters(intervalMin: 0x20, intervalMax: 0x20))) == .success)
+        #expect(try await advertiser.run(.leSetAdvertisingData(data)) == .success)
+        #expect(try await advertiser.run(.leSetAdvertisingEnable(true)) == .success)
+        #expect(try await scanner.run(.leSetScanParameters(LEScanParameters(scanType: 0x00))) == .success)
+        #expect(try await scanner.run(.leSetScanEnable(enable: true, filterDuplicates: true)) == .success)
         var report: LEAdvertisingReport?
-        scanner.wait { events in
+        await scanner.wait { events in
             for case .leMeta(.advertisingReport(let reports)) in events {
                 if let match = reports.first(where: { $0.address == AirHub.address(forDevice: 1) }) {
                     report = match
@@ -158,7 +140,7 @@ struct AirHubTests {
 
         // dev1's host goes away: the hub reports it and powers its controller off.
         advertiser.transport.close()
-        #expect(events.wait { events in
+        #expect(await events.wait { events in
             events.contains { if case .left(let device, _) = $0 { device.number == 1 } else { false } }
         })
         #expect(hub.devices.map(\.number) == [2])

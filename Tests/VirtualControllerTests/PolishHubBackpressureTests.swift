@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import HCI
 import HCITransport
+import TestSupport
 import Testing
 @testable import VirtualController
 
@@ -48,20 +49,15 @@ private final class DeafClient {
     }
 }
 
-/// Waits (bounded, real time) until `condition` holds; the hub's readers and writers run on their own threads.
-private func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = DispatchTime.now() + seconds
-    let pause = DispatchSemaphore(value: 0)
-    while !condition() {
-        if DispatchTime.now() >= deadline { return false }
-        _ = pause.wait(timeout: .now() + .milliseconds(5))
-    }
-    return true
+/// Waits (bounded, real time, suspending) until `condition` holds; the hub's readers and writers run on their own
+/// threads.
+private func eventually(seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+    await poll(within: .seconds(seconds), every: .milliseconds(5)) { condition() }
 }
 
 /// A host that stops reading is disconnected when its queue overflows; the air and the other hosts go on.
 @Suite struct PolishHubBackpressureTests {
-    @Test func aHostThatNeverReadsIsDisconnectedWhileAPairKeepsExchangingData() throws {
+    @Test func aHostThatNeverReadsIsDisconnectedWhileAPairKeepsExchangingData() async throws {
         let directory = "/tmp/polish-hub-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         mkdir(directory, 0o700)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -118,19 +114,18 @@ private func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
         let count = 20_000
         let readLocalSupportedCommands: [UInt8] = [0x01, 0x02, 0x10, 0x00]
         #expect(deaf.write(Array([[UInt8]](repeating: readLocalSupportedCommands, count: count).joined())))
-        #expect(eventually { hub.statistics.traffic.commands >= commandsBefore + count })
+        #expect(await eventually { hub.statistics.traffic.commands >= commandsBefore + count })
 
         // The loop answers them all without blocking on the deaf host's socket (1.4 MB, far above its buffers).
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        let done = LockedValue(false)
+        let finished = await blockingWork(within: .seconds(20)) { () -> Void in
             _ = loop.run()
-            done.signal()
-        }
-        let finished = done.wait(timeout: .now() + 20) == .success
+            done.withLock { $0 = true }
+        } != nil
         #expect(finished, "the air's loop blocked on a host that does not read")
         if !finished {
             deaf.shut()  // unblocks the hub's write so the test can end
-            _ = done.wait(timeout: .now() + 20)
+            _ = await poll(within: .seconds(20)) { done.withLock { $0 } }
         }
         let seen = events.withLock { $0 }
         #expect(seen.contains { if case .warning(let text) = $0 { text.hasPrefix("dev3: the host does not read") } else { false } })
@@ -139,7 +134,7 @@ private func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
 
         // The pair goes on exchanging data.
         for round in 1...5 { try exchange(round) }
-        #expect(eventually { peripheral.acl.filter { $0.handle == peripheralHandle }.flatMap(\.data).count == sentData.count })
+        #expect(await eventually { peripheral.acl.filter { $0.handle == peripheralHandle }.flatMap(\.data).count == sentData.count })
         #expect(peripheral.acl.filter { $0.handle == peripheralHandle }.flatMap(\.data) == sentData)
         #expect(hub.statistics.connections == 1)
 

@@ -90,16 +90,20 @@ final class InteropProcess: @unchecked Sendable {
         }
     }
 
-    /// SIGKILL and reap; idempotent.
+    /// SIGKILL; idempotent. Does not wait: Foundation reaps the child (a wait here would block a thread of the
+    /// cooperative pool, as `kill()` runs in `defer` and `deinit`).
     func kill() {
         if process.isRunning {
             Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: stderrPath)
     }
 
     /// Runs a short command to completion (SIGKILL after `seconds`) and returns its stdout.
+    ///
+    /// Synchronous (it blocks its thread) because it serves a `static let` initialiser: ``InteropEnvironment/rootCanal``,
+    /// asked once per test process, by the `.enabled(if:)` traits while Swift Testing plans the run, before the tests
+    /// start. Do not call it from a test body.
     static func runToCompletion(_ executable: String, _ arguments: [String], seconds: Double) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
