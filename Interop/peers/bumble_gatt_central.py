@@ -15,14 +15,12 @@ import argparse
 import asyncio
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import interop_gatt as g  # noqa: E402
 
 from bumble import att  # noqa: E402
-from bumble.core import UUID  # noqa: E402
 from bumble.device import ConnectionParametersPreferences, Device, Peer  # noqa: E402
 from bumble.hci import Address, Phy  # noqa: E402
 from bumble.transport import open_transport  # noqa: E402
@@ -184,8 +182,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
-        g.emit(event="error", message=f"{type(error).__name__}: {error!r}", trace=traceback.format_exc())
-        os._exit(1)
+    g.run(main)

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -143,8 +142,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
-        g.emit(event="error", message=f"{type(error).__name__}: {error}", trace=traceback.format_exc())
-        os._exit(1)
+    g.run(main)

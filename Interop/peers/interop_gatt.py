@@ -8,8 +8,11 @@ change both together.
 - BIG_SERVICE_COUNT services of BIG_PER_SERVICE characteristics each (500 in all): characteristic i has the UUID
   big_uuid(i) and the value big_value(i), of length (i * 512) // 499, so the lengths run from 0 to 512.
 """
+import asyncio
 import json
+import os
 import sys
+import traceback
 
 BASE = "-7B6E-4E5C-9A3B-0C0FFEE0A11B"
 
@@ -71,3 +74,30 @@ def emit(**fields):
     """One JSON line on stdout, flushed: the Swift test reads these."""
     sys.stdout.write(json.dumps(fields) + "\n")
     sys.stdout.flush()
+
+
+def run(main, default_timeout=None):
+    """Runs a peer script's `main()` coroutine to its end (main exits the process itself when it is done). With
+    default_timeout, the script's --timeout seconds (default_timeout without it) bound it: {"event": "timeout"} and
+    exit 2 past them. Any exception: {"event": "error", "message": ..., "trace": ...} and exit 1, for the test to
+    fail on."""
+    try:
+        if default_timeout is None:
+            asyncio.run(main())
+            return
+        timeout = float(default_timeout)
+        if "--timeout" in sys.argv:
+            timeout = float(sys.argv[sys.argv.index("--timeout") + 1])
+
+        async def bounded():
+            try:
+                await asyncio.wait_for(main(), timeout)
+            except asyncio.TimeoutError:
+                emit(event="timeout")
+                os._exit(2)
+
+        asyncio.run(bounded())
+    except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
+        emit(event="error", message=f"{type(error).__name__}: {str(error) or repr(error)}",
+             trace=traceback.format_exc())
+        os._exit(1)

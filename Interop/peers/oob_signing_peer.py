@@ -38,6 +38,7 @@ JSON lines (interop_gatt.emit):
   {"event": "paired", "sc": B, "authenticated": B, "keys": [...]}
   {"event": "pairing_failed", "reason": N}              SMP Pairing Failed reason
   {"event": "encrypted", "encryption": N, "key_size": N}
+  {"event": "encryption_failed", "error": N}
   {"event": "csrk", "ours": HEX, "peer": HEX}           sign: the CSRK Bumble sent, the one its keystore holds
   {"event": "sent", "counter": N, "value": HEX, "valid": B}           sign central: one Signed Write Command
   {"event": "read_back", "value": HEX}                                sign central
@@ -52,21 +53,18 @@ import argparse
 import asyncio
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import interop_gatt as g  # noqa: E402
+import security_peer as sp  # noqa: E402
 
 from bumble import smp  # noqa: E402
-from bumble.core import UUID, AdvertisingData  # noqa: E402
+from bumble.core import UUID  # noqa: E402
 from bumble.crypto import aes_cmac  # noqa: E402
-from bumble.device import Device  # noqa: E402
 from bumble.gatt import Characteristic, CharacteristicValue, Service  # noqa: E402
-from bumble.hci import Address  # noqa: E402
 from bumble.keys import JsonKeyStore  # noqa: E402
 from bumble.pairing import OobContext, OobLegacyContext, OobSharedData, PairingConfig, PairingDelegate  # noqa: E402
-from bumble.transport import open_transport  # noqa: E402
 
 SIGNED_SERVICE = g.uuid_string(0x5E1F_3001)
 SIGNED_CHAR = g.uuid_string(0x5E1F_3002)
@@ -107,35 +105,6 @@ def sign(message, counter, csrk):
     return counter_bytes + mac[:8][::-1]
 
 
-def key_names(keys):
-    return [name for name in ("ltk", "ltk_central", "ltk_peripheral", "irk", "csrk", "link_key")
-            if getattr(keys, name, None) is not None]
-
-
-def key_authenticated(keys):
-    for name in ("ltk", "ltk_central", "ltk_peripheral"):
-        key = getattr(keys, name, None)
-        if key is not None:
-            return bool(key.authenticated)
-    return None
-
-
-def watch(connection, index, done):
-    connection.on("pairing_start", lambda: g.emit(event="pairing_start"))
-    connection.on("pairing", lambda keys: g.emit(
-        event="paired", sc=bool(connection.sc), authenticated=key_authenticated(keys), keys=key_names(keys)))
-    connection.on("pairing_failure", lambda reason: g.emit(event="pairing_failed", reason=int(reason)))
-    connection.on("connection_encryption_change", lambda: g.emit(
-        event="encrypted", encryption=int(connection.encryption), key_size=int(connection.encryption_key_size)))
-
-    def on_disconnection(reason):
-        g.emit(event="disconnected", reason=int(reason), index=index)
-        if not done.done():
-            done.set_result(reason)
-
-    connection.on("disconnection", on_disconnection)
-
-
 async def keystore_csrk(device):
     """The CSRK the peer (our host) distributed, as Bumble's keystore holds it."""
     for _, keys in await device.keystore.get_all():
@@ -160,8 +129,7 @@ async def main():
     args = parser.parse_args()
     record_sent_commands()
 
-    transport = await asyncio.wait_for(open_transport(f"tcp-client:127.0.0.1:{args.port}"), 10)
-    device = Device.with_hci("OCB-OOB-Sign", Address(args.address), transport.source, transport.sink)
+    device = await sp.open_device(args.port, "OCB-OOB-Sign", args.address)
     if args.keystore:
         device.keystore = JsonKeyStore(namespace=None, filename=args.keystore)
     identity = PairingConfig.AddressType.RANDOM
@@ -236,61 +204,29 @@ def install_signed_server(device, state):
 
 
 async def peripheral(device, args, state):
-    advertising = bytes(AdvertisingData([
-        (AdvertisingData.FLAGS, bytes([0x06])),
-        (AdvertisingData.COMPLETE_LOCAL_NAME, b"OCB-OOB-Sign"),
-    ]))
-    connections = 2 if args.mode == "sign" else 1
-    for index in range(connections):
-        done = asyncio.get_running_loop().create_future()
-        connected = asyncio.get_running_loop().create_future()
-
-        def on_connection(connection):
-            if not connected.done():
-                connected.set_result(connection)
-
-        device.on("connection", on_connection)
-        await asyncio.wait_for(device.start_advertising(advertising_data=advertising), 10)
-        if index == 0:
-            g.emit(event="ready", address=str(device.random_address))
-        else:
-            g.emit(event="advertising", index=index)
-        connection = await connected
-        device.remove_listener("connection", on_connection)
-        g.emit(event="connected", peer=str(connection.peer_address), index=index)
-        watch(connection, index, done)
+    async def on_connected(connection, index):
         if args.mode == "sign" and index == 1:
             state["csrk"] = await keystore_csrk(device)
             g.emit(event="csrk", ours=sent_csrk[-1].hex() if sent_csrk else None,
                    peer=state["csrk"].hex() if state["csrk"] else None)
-        await done
+
+    await sp.serve_connections(device, "OCB-OOB-Sign", 2 if args.mode == "sign" else 1, on_connected)
 
 
 async def central(device, args):
+    """Pairs on the first connection; in sign mode sends the Signed Write Commands on the second."""
     g.emit(event="ready", address=str(device.random_address))
     if args.go_file:
         while not os.path.exists(args.go_file):
             await asyncio.sleep(0.02)
-    connections = 2 if args.mode == "sign" else 1
-    for index in range(connections):
-        done = asyncio.get_running_loop().create_future()
-        connection = await asyncio.wait_for(device.connect(Address(args.peer), timeout=15), 20)
-        g.emit(event="connected", peer=str(connection.peer_address), index=index)
-        watch(connection, index, done)
-        try:
-            if index == 0:
-                await asyncio.wait_for(connection.pair(), 40)
-            else:
-                await send_signed_writes(device, connection)
-        except asyncio.TimeoutError:
-            g.emit(event="step_timeout", index=index)
-        except Exception as error:  # noqa: BLE001 - the failure events say why; the test decides
-            g.emit(event="step_failed", index=index, message=f"{type(error).__name__}: {error}")
-        await asyncio.sleep(0.5)
-        if not done.done():
-            await asyncio.wait_for(connection.disconnect(), 10)
-        await asyncio.wait_for(done, 10)
-        await asyncio.sleep(0.3)
+
+    async def step(connection, index):
+        if index == 0:
+            await asyncio.wait_for(connection.pair(), 40)
+        else:
+            await send_signed_writes(device, connection)
+
+    await sp.connect_connections(device, args.peer, 2 if args.mode == "sign" else 1, step)
 
 
 async def send_signed_writes(device, connection):
@@ -323,20 +259,4 @@ async def send_signed_writes(device, connection):
 
 
 if __name__ == "__main__":
-    try:
-        arguments = sys.argv
-        timeout = 60.0
-        if "--timeout" in arguments:
-            timeout = float(arguments[arguments.index("--timeout") + 1])
-
-        async def bounded():
-            try:
-                await asyncio.wait_for(main(), timeout)
-            except asyncio.TimeoutError:
-                g.emit(event="timeout")
-                os._exit(2)
-
-        asyncio.run(bounded())
-    except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
-        g.emit(event="error", message=f"{type(error).__name__}: {error}", trace=traceback.format_exc())
-        os._exit(1)
+    g.run(main, default_timeout=60)

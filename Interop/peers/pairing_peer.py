@@ -41,19 +41,16 @@ import argparse
 import asyncio
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import interop_gatt as g  # noqa: E402
+import security_peer as sp  # noqa: E402
 
-from bumble.core import UUID, AdvertisingData  # noqa: E402
-from bumble.device import Device  # noqa: E402
+from bumble.core import UUID  # noqa: E402
 from bumble.gatt import Characteristic, CharacteristicValue, Service  # noqa: E402
-from bumble.hci import Address  # noqa: E402
 from bumble.keys import JsonKeyStore  # noqa: E402
 from bumble.pairing import PairingConfig, PairingDelegate  # noqa: E402
-from bumble.transport import open_transport  # noqa: E402
 
 SECURE_SERVICE = g.uuid_string(0x5E1F_2001)
 SECRET = g.uuid_string(0x5E1F_2002)
@@ -102,41 +99,6 @@ class Delegate(PairingDelegate):
         g.emit(event="displayed", number=number)
 
 
-def key_names(keys):
-    names = []
-    for name in ("ltk", "ltk_central", "ltk_peripheral", "irk", "csrk", "link_key"):
-        if getattr(keys, name, None) is not None:
-            names.append(name)
-    return names
-
-
-def key_authenticated(keys):
-    """Whether the LTK is authenticated (MITM). Bumble's connection.authenticated is not usable: it becomes True on
-    any LE encryption change with encryption 1."""
-    for name in ("ltk", "ltk_central", "ltk_peripheral"):
-        key = getattr(keys, name, None)
-        if key is not None:
-            return bool(key.authenticated)
-    return None
-
-
-def watch(connection, index, done):
-    connection.on("pairing_start", lambda: g.emit(event="pairing_start"))
-    connection.on("pairing", lambda keys: g.emit(
-        event="paired", sc=bool(connection.sc), authenticated=key_authenticated(keys), keys=key_names(keys)))
-    connection.on("pairing_failure", lambda reason: g.emit(event="pairing_failed", reason=int(reason)))
-    connection.on("connection_encryption_change", lambda: g.emit(
-        event="encrypted", encryption=int(connection.encryption), key_size=int(connection.encryption_key_size)))
-    connection.on("connection_encryption_failure", lambda error: g.emit(event="encryption_failed", error=int(error)))
-
-    def on_disconnection(reason):
-        g.emit(event="disconnected", reason=int(reason), index=index)
-        if not done.done():
-            done.set_result(reason)
-
-    connection.on("disconnection", on_disconnection)
-
-
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -151,8 +113,7 @@ async def main():
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
 
-    transport = await asyncio.wait_for(open_transport(f"tcp-client:127.0.0.1:{args.port}"), 10)
-    device = Device.with_hci("OCB-Pairing", Address(args.address), transport.source, transport.sink)
+    device = await sp.open_device(args.port, "OCB-Pairing", args.address)
     sc, mitm, io = METHODS[args.method]
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey, args.reject_numeric),
@@ -184,69 +145,21 @@ async def main():
 
 
 async def peripheral(device, args):
-    advertising = bytes(AdvertisingData([
-        (AdvertisingData.FLAGS, bytes([0x06])),
-        (AdvertisingData.COMPLETE_LOCAL_NAME, b"OCB-Pairing"),
-    ]))
-    for index in range(args.connections):
-        done = asyncio.get_running_loop().create_future()
-        connected = asyncio.get_running_loop().create_future()
-
-        def on_connection(connection):
-            if not connected.done():
-                connected.set_result(connection)
-
-        device.on("connection", on_connection)
-        await asyncio.wait_for(device.start_advertising(advertising_data=advertising), 10)
-        if index == 0:
-            g.emit(event="ready", address=str(device.random_address))
-        else:
-            g.emit(event="advertising", index=index)
-        connection = await connected
-        device.remove_listener("connection", on_connection)
-        g.emit(event="connected", peer=str(connection.peer_address), index=index)
-        watch(connection, index, done)
-        await done
+    await sp.serve_connections(device, "OCB-Pairing", args.connections)
 
 
 async def central(device, args):
+    """Pairs on the first connection, encrypts with the keystore's keys on the later ones."""
     g.emit(event="ready", address=str(device.random_address))
-    for index in range(args.connections):
-        done = asyncio.get_running_loop().create_future()
-        connection = await asyncio.wait_for(device.connect(Address(args.peer), timeout=15), 20)
-        g.emit(event="connected", peer=str(connection.peer_address), index=index)
-        watch(connection, index, done)
-        try:
-            if index == 0:
-                await asyncio.wait_for(connection.pair(), 40)
-            else:
-                await asyncio.wait_for(connection.encrypt(), 20)
-        except asyncio.TimeoutError:
-            g.emit(event="step_timeout", index=index)
-        except Exception as error:  # noqa: BLE001 - the failure events say why; the test decides
-            g.emit(event="step_failed", index=index, message=f"{type(error).__name__}: {error}")
-        await asyncio.sleep(0.5)
-        if not done.done():
-            await asyncio.wait_for(connection.disconnect(), 10)
-        await asyncio.wait_for(done, 10)
-        await asyncio.sleep(0.3)
+
+    async def step(connection, index):
+        if index == 0:
+            await asyncio.wait_for(connection.pair(), 40)
+        else:
+            await asyncio.wait_for(connection.encrypt(), 20)
+
+    await sp.connect_connections(device, args.peer, args.connections, step)
 
 
 if __name__ == "__main__":
-    try:
-        arguments = sys.argv
-        timeout = 60.0
-        if "--timeout" in arguments:
-            timeout = float(arguments[arguments.index("--timeout") + 1])
-
-        async def bounded():
-            try:
-                await asyncio.wait_for(main(), timeout)
-            except asyncio.TimeoutError:
-                g.emit(event="timeout")
-                os._exit(2)
-
-        asyncio.run(bounded())
-    except Exception as error:  # noqa: BLE001 - reported to the test, which fails on it
-        g.emit(event="error", message=f"{type(error).__name__}: {error}", trace=traceback.format_exc())
-        os._exit(1)
+    g.run(main, default_timeout=60)
