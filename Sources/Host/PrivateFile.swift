@@ -1,17 +1,29 @@
-import Foundation
+public import Foundation
+import BluetoothRuntime
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Writing the files that hold keys (bonds, the local identity): readable by the owner only, never half-written.
-enum PrivateFile {
+/// Writing files that hold keys or private state: bonds and the local identity (the keys of Core 5.4 Vol 3 Part H
+/// §3.6), and OpenCoreBluetooth's known peers and state restoration snapshots. Readable by the owner only (mode
+/// 0600, in a directory created 0700) and never half-written: the data goes to a temporary file beside the target
+/// (created exclusively, written fully, fsynced), which is then renamed (or linked) over it, so a reader sees the
+/// old file or the new one, never a mixture.
+///
+/// Failures are ``BondStoreError`` with code `ioFailed`, a reason (the system call and its error) and the path.
+public enum PrivateFile {
     /// Writes `data` to a new file beside `target` (mode 0600, created exclusively, written fully, fsynced) and
-    /// returns its path; the caller renames or links it into place. Nothing is left behind on failure.
-    static func writeTemporary(_ data: Data, beside target: String) throws(BondStoreError) -> String {
-        let temporary = "\(target).tmp.\(getpid())"
+    /// returns its path; the caller renames or links it into place. Nothing is left behind on failure. Each call
+    /// gets its own name (process id and a serial), so writers of one process never collide.
+    public static func writeTemporary(_ data: Data, beside target: String) throws(BondStoreError) -> String {
+        let serial = temporarySerial.withLock { value -> UInt64 in
+            value &+= 1
+            return value
+        }
+        let temporary = "\(target).tmp.\(getpid()).\(serial)"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw BondStoreError(.ioFailed, "open: \(FileBondStore.errnoText())", path: temporary) }
+        guard fd >= 0 else { throw BondStoreError(.ioFailed, "open: \(errnoText())", path: temporary) }
         var ok = fchmod(fd, 0o600) == 0
         data.withUnsafeBytes { raw in
             var offset = 0
@@ -21,7 +33,7 @@ enum PrivateFile {
             }
         }
         ok = ok && fsync(fd) == 0
-        let writeError = FileBondStore.errnoText()
+        let writeError = errnoText()
         close(fd)
         guard ok else {
             unlink(temporary)
@@ -29,4 +41,39 @@ enum PrivateFile {
         }
         return temporary
     }
+
+    /// Replaces `target` with `data` whole: the directory that holds it is created (mode 0700) when missing, then
+    /// ``writeTemporary(_:beside:)`` and rename(2) over the target.
+    public static func replace(_ target: String, with data: Data) throws(BondStoreError) {
+        let directory = (target as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw BondStoreError(.ioFailed, "creating the directory: \(error)", path: target)
+            }
+        }
+        let temporary = try writeTemporary(data, beside: target)
+        guard rename(temporary, target) == 0 else {
+            let reason = "rename: \(errnoText())"
+            unlink(temporary)
+            throw BondStoreError(.ioFailed, reason, path: target)
+        }
+    }
+
+    /// `value` as pretty-printed JSON with sorted keys, the form of every private file (stable, diffable).
+    public static func json(_ value: some Encodable, path: String) throws(BondStoreError) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            return try encoder.encode(value)
+        } catch {
+            throw BondStoreError(.ioFailed, "encoding: \(error)", path: path)
+        }
+    }
+
+    private static let temporarySerial = LockedValue<UInt64>(0)
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
 }

@@ -54,6 +54,19 @@ private struct StreamBox: @unchecked Sendable {
     let stream: Stream
 }
 
+/// Tells `stream`'s delegate of `event` on `queue` (the manager's), where the channel's streams are used: Streams
+/// are not Sendable on Linux, hence the box.
+private func deliver(_ event: Stream.Event, of stream: Stream, on queue: DispatchQueue) {
+    let box = StreamBox(stream: stream)
+    queue.async {
+        #if canImport(Darwin)
+        box.stream.delegate?.stream?(box.stream, handle: event)
+        #else
+        box.stream.delegate?.stream(box.stream, handle: event)
+        #endif
+    }
+}
+
 /// The receiving side of a channel: a byte buffer fed by received SDUs; used on the manager's queue.
 final class L2CAPInputStream: InputStream {
     private let queue: DispatchQueue
@@ -129,17 +142,7 @@ final class L2CAPInputStream: InputStream {
         if report { send(.endEncountered) }
     }
 
-    private func send(_ event: Stream.Event) {
-        // Streams are not Sendable on Linux; this one is only used on the manager's queue.
-        let box = StreamBox(stream: self)
-        queue.async {
-            #if canImport(Darwin)
-            box.stream.delegate?.stream?(box.stream, handle: event)
-            #else
-            box.stream.delegate?.stream(box.stream, handle: event)
-            #endif
-        }
-    }
+    private func send(_ event: Stream.Event) { deliver(event, of: self, on: queue) }
 }
 
 /// The sending side of a channel: writes go to the channel as credits allow.
@@ -219,15 +222,5 @@ final class L2CAPOutputStream: OutputStream {
         if report { send(.endEncountered) }
     }
 
-    private func send(_ event: Stream.Event) {
-        // Streams are not Sendable on Linux; this one is only used on the manager's queue.
-        let box = StreamBox(stream: self)
-        queue.async {
-            #if canImport(Darwin)
-            box.stream.delegate?.stream?(box.stream, handle: event)
-            #else
-            box.stream.delegate?.stream(box.stream, handle: event)
-            #endif
-        }
-    }
+    private func send(_ event: Stream.Event) { deliver(event, of: self, on: queue) }
 }

@@ -49,6 +49,32 @@ public class CBManager: NSObject, @unchecked Sendable {
     /// The misuse lines logged by this manager and its peripherals (tests).
     var misuseLog: [String] { misuseBox.withLock { $0 } }
 
+    /// The end of both managers' initializers. `restore` of the restored state's `snapshot` (delivering
+    /// `willRestoreState`) is queued first, so it precedes the first state update; then the backend starts and
+    /// each of its events is re-queued, in order, on the manager's queue for `handle` (the manager kept alive
+    /// until it ran). Without a backend the misuse is logged, the state becomes `.unsupported` and
+    /// `didUpdateState` tells the delegate.
+    func startBackend<Snapshot: Sendable, Event: Sendable>(
+        restoring snapshot: Snapshot?, with restore: @escaping @Sendable (Snapshot) -> Void,
+        start: ((@escaping @Sendable (Event) -> Void) -> Void)?,
+        handle: @escaping @Sendable (Event) -> Void,
+        didUpdateState: @escaping @Sendable () -> Void
+    ) {
+        if let snapshot { queue.async { restore(snapshot) } }
+        guard let start else {
+            queue.async {
+                self.misuse("\(self.objectLabel) has no Bluetooth backend (CBBackendRegistry): state is unsupported")
+                self.state = .unsupported
+                didUpdateState()
+            }
+            return
+        }
+        start { [weak self] event in
+            guard let self else { return }
+            self.queue.async { withExtendedLifetime(self) { handle(event) } }
+        }
+    }
+
     /// Logs the powered-on misuse and answers whether the command may go on.
     func requirePoweredOn() -> Bool {
         guard state == .poweredOn else {

@@ -74,22 +74,9 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         backend = CBBackendRegistry.current?.makePeripheral()
         restoration = StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral)
         super.init(queue: queue)
-        // Queued before the backend starts: `willRestoreState` comes before the first state update.
-        if let snapshot = restoration?.load(PeripheralRestorationSnapshot.self) {
-            self.queue.async { self.restore(snapshot) }
-        }
-        if let backend {
-            backend.start { [weak self] event in
-                guard let self else { return }
-                self.queue.async { self.handle(event) }
-            }
-        } else {
-            self.queue.async {
-                self.misuse("\(self.objectLabel) has no Bluetooth backend (CBBackendRegistry): state is unsupported")
-                self.state = .unsupported
-                self.delegate?.peripheralManagerDidUpdateState(self)
-            }
-        }
+        startBackend(restoring: restoration?.load(PeripheralRestorationSnapshot.self), with: { self.restore($0) },
+                     start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
+                     didUpdateState: { self.delegate?.peripheralManagerDidUpdateState(self) })
     }
 
     deinit {

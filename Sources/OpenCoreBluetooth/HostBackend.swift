@@ -120,15 +120,33 @@ public enum HostBackend {
 /// ghost and wait forever for ATT answers). A device whose program ended goes silent; its peers see the link
 /// time out (Core 5.4 Vol 6 Part B §4.5.2), as when a process on the hub exits.
 final class HostBackendStack: Sendable {
+    let transport: HostBackend.Transport
+    /// The label of the stack's loop ("OpenCoreBluetooth.central" or ".peripheral").
+    let label: String
+    /// The ATT_MTU the stack offers (nil: the host's default).
+    let preferredATTMTU: Int?
+    /// The L2CAP channels open on the stack.
+    let channels = HostL2CAPChannels()
     private let state = LockedValue<(stack: LaunchedStack?, closed: Bool, air: InProcessAir?)>((nil, false, nil))
+
+    init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?) {
+        self.transport = transport
+        self.label = label
+        self.preferredATTMTU = preferredATTMTU
+    }
 
     var stack: LaunchedStack? { state.load().stack }
 
+    /// Runs `body` on the stack's loop with the stack (dropped when there is no stack).
+    func onStack(_ body: @escaping @Sendable (LaunchedStack) -> Void) {
+        guard let stack else { return }
+        stack.eventLoop.execute { body(stack) }
+    }
+
     /// Opens the stack in a task; `ready` gets it (nil on failure, after printing why to standard error), on the
     /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
-    func open(_ transport: HostBackend.Transport, label: String, preferredATTMTU: Int?,
-              ready: @escaping @Sendable (LaunchedStack?) -> Void) {
-        Task {
+    func open(ready: @escaping @Sendable (LaunchedStack?) -> Void) {
+        Task { [self] in
             var options = StackLaunchOptions(label: label)
             if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
             // Reading or writing an attribute that needs encryption pairs (Just Works) or encrypts with the bond,

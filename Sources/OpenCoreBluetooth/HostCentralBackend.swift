@@ -54,15 +54,11 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         var closed = false
     }
 
-    private let transport: HostBackend.Transport
-    private let preferredATTMTU: Int?
-    private let opener = HostBackendStack()
-    private let channels = HostL2CAPChannels()
+    private let opener: HostBackendStack
     private let state = LockedValue(State())
 
     init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
-        self.transport = transport
-        self.preferredATTMTU = preferredATTMTU
+        opener = HostBackendStack(transport: transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU)
     }
 
     /// The stack this backend runs on, once open (tests, diagnostics).
@@ -72,7 +68,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        opener.open(transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU) { [weak self] stack in
+        opener.open { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
             stack.addEventHandler { [weak self] event in self?.handle(event) }
@@ -94,11 +90,6 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         state.load().sink?(event)
     }
 
-    /// Runs `body` on the stack's loop with the host (dropped when there is no stack).
-    private func onStack(_ body: @escaping @Sendable (LaunchedStack) -> Void) {
-        guard let stack = opener.stack else { return }
-        stack.eventLoop.execute { body(stack) }
-    }
 
     private func peer(handle: UInt16) -> BluetoothAddress? {
         state.withLock { state in state.links.first { $0.value.handle == handle }?.key }
@@ -107,7 +98,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     // MARK: Scanning
 
     public func startScan(_ parameters: CBBackendScanParameters) {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             let previous = state.withLock { state -> CBBackendScanParameters? in
                 defer {
                     state.scanning = parameters
@@ -125,7 +116,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     }
 
     public func stopScan() {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             guard state.withLock({ state -> Bool in defer { state.scanning = nil }; return state.scanning != nil }) else { return }
             stack.host.stopScanning()
         }
@@ -145,7 +136,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     // MARK: Connections
 
     public func connect(_ peer: CBBackendPeer) {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             let queued = state.withLock { state -> Bool in
                 guard state.links[peer.address] == nil else { return false }
                 state.links[peer.address] = Link()
@@ -246,7 +237,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     }
 
     public func cancelConnection(_ peer: CBBackendPeer) {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             enum Action { case none, disconnect(UInt16), cancelPending }
             let action = state.withLock { state -> Action in
                 guard var link = state.links[peer.address] else { return .none }
@@ -284,7 +275,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     // MARK: Host events
 
     private func handle(_ event: HostEvent) {
-        if channels.handle(event) { return }
+        if opener.channels.handle(event) { return }
         switch event {
         case .advertisingReport(let report):
             // Like CoreBluetooth's active scan, a scannable device is reported with its scan response (where
@@ -503,7 +494,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             state.links[peer.address] = link
             return room
         }
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             guard let connection = state.load().links[peer.address]?.handle else { return }
             stack.host.gatt(connectionHandle: connection, .writeWithoutResponse(handle: handle, value: value)) { [self] _ in
                 let ready = stack.host.isReadyToSend(connectionHandle: connection)
@@ -573,7 +564,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
                 switch result {
                 case .success(let info):
                     let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: peer)
-                    channels.add(channel)
+                    opener.channels.add(channel)
                     completion(.success(channel))
                 case .failure(let error):
                     completion(.failure(.core(.unknown, "cannot open an L2CAP channel on PSM \(psm): \(error.reason)")))

@@ -54,15 +54,11 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         var closed = false
     }
 
-    private let transport: HostBackend.Transport
-    private let preferredATTMTU: Int?
-    private let opener = HostBackendStack()
-    private let channels = HostL2CAPChannels()
+    private let opener: HostBackendStack
     private let state = LockedValue(State())
 
     init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
-        self.transport = transport
-        self.preferredATTMTU = preferredATTMTU
+        opener = HostBackendStack(transport: transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU)
     }
 
     /// The stack this backend runs on, once open (tests, diagnostics).
@@ -75,7 +71,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        opener.open(transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU) { [weak self] stack in
+        opener.open { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
             stack.addEventHandler { [weak self] event in self?.handle(event, stack) }
@@ -95,16 +91,12 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         state.load().sink?(event)
     }
 
-    private func onStack(_ body: @escaping @Sendable (LaunchedStack) -> Void) {
-        guard let stack = opener.stack else { return }
-        stack.eventLoop.execute { body(stack) }
-    }
 
     // MARK: Services
 
     public func addService(_ service: CBBackendLocalService, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         guard opener.stack != nil else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             state.withLock { $0.services.append(service) }
             rebuild(stack, changed: false) { [self] result in
                 if case .failure = result { state.withLock { $0.services.removeAll { $0.id == service.id } } }
@@ -114,14 +106,14 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     }
 
     public func removeService(id: Int) {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             state.withLock { $0.services.removeAll { $0.id == id } }
             rebuild(stack, changed: true) { _ in }
         }
     }
 
     public func removeAllServices() {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             let had = state.withLock { state -> Bool in
                 defer { state.services = [] }
                 return !state.services.isEmpty
@@ -262,7 +254,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                                  completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         guard opener.stack != nil else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
         let advertisement = PeripheralAdvertisement(localName: localName, serviceUUIDs: serviceUUIDs)
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             let wasAdvertising = state.withLock { state -> Bool in
                 defer { state.advertisement = advertisement }
                 return state.advertisement != nil
@@ -281,7 +273,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     }
 
     public func stopAdvertising() {
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             let was = state.withLock { state -> Bool in
                 defer { state.advertisement = nil }
                 return state.advertisement != nil
@@ -347,7 +339,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         case .medium: L2CAPConnectionParameterUpdateRequest(intervalMin: 24, intervalMax: 40, peripheralLatency: 2, timeoutMultiplier: 400)
         case .high: L2CAPConnectionParameterUpdateRequest(intervalMin: 80, intervalMax: 160, peripheralLatency: 4, timeoutMultiplier: 600)
         }
-        onStack { [self] stack in
+        opener.onStack { [self] stack in
             let connection = state.load().centrals.first { $0.value == central.address }?.key
             guard let connection else { return }
             stack.host.requestConnectionParameterUpdate(connectionHandle: connection, request)
@@ -391,13 +383,13 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     // MARK: Host events
 
     private func handle(_ event: HostEvent, _ stack: LaunchedStack) {
-        if channels.handle(event) { return }
+        if opener.channels.handle(event) { return }
         switch event {
         case .l2capChannelOpened(let handle, let info) where !info.isInitiator:
             let central = state.withLock { state in state.publishedPSMs.contains(info.psm) ? state.centrals[handle] : nil }
             guard let central else { return }
             let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: CBBackendPeer(address: central))
-            channels.add(channel)
+            opener.channels.add(channel)
             emit(.l2capChannelOpened(channel))
         case .connected(let connection) where connection.role == .peripheral:
             let advertisement = state.withLock { state -> PeripheralAdvertisement? in

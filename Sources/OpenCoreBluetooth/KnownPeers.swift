@@ -1,10 +1,7 @@
 public import BluetoothCore
 public import Foundation
 import BluetoothRuntime
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Host
 
 /// The peers a central has met, kept across runs so that `CBCentralManager.retrievePeripherals(withIdentifiers:)`
 /// finds them in a later process, as on Apple platforms (corebluetooth-api.md §2). Each entry maps a peer's
@@ -265,64 +262,20 @@ public final class KnownPeersStore: Sendable {
         return .success(entries)
     }
 
-    /// Writes the file whole: a temporary file beside it (mode 0600, created exclusively, fsynced) renamed over it;
-    /// the directory is created (mode 0700) when missing.
+    /// Writes the file whole with Host's ``PrivateFile`` (mode 0600, temporary file renamed over it; the directory
+    /// created 0700 when missing).
     static func write(_ entries: [Entry], to path: String) throws(KnownPeersError) {
         let record = FileRecord(version: 1, peers: entries.map {
             PeerRecord(identifier: $0.identifier.uuidString, address: $0.address.string,
                        addressType: $0.address.type == .public ? "public" : "random", name: $0.name,
                        connected: $0.connected)
         })
-        let data: Data
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            data = try encoder.encode(record)
+        do throws(BondStoreError) {
+            try PrivateFile.replace(path, with: PrivateFile.json(record, path: path))
         } catch {
-            throw KnownPeersError(.ioFailed, "encoding: \(error)", path: path)
-        }
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw KnownPeersError(.ioFailed, "creating the directory: \(error)", path: path)
-            }
-        }
-        // Unique per write: two stores of one process may flush the same file at once.
-        let serial = temporarySerial.withLock { value -> UInt64 in
-            value &+= 1
-            return value
-        }
-        let temporary = "\(path).tmp.\(getpid()).\(serial)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KnownPeersError(.ioFailed, "open: \(errnoText())", path: temporary) }
-        var ok = fchmod(fd, 0o600) == 0
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while ok, offset < raw.count, let base = raw.baseAddress {
-                let written = Glibc.write(fd, base + offset, raw.count - offset)
-                if written <= 0 { ok = false } else { offset += written }
-            }
-        }
-        ok = ok && fsync(fd) == 0
-        let writeError = errnoText()
-        close(fd)
-        guard ok else {
-            unlink(temporary)
-            throw KnownPeersError(.ioFailed, "write: \(writeError)", path: path)
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = "rename: \(errnoText())"
-            unlink(temporary)
-            throw KnownPeersError(.ioFailed, reason, path: path)
+            throw KnownPeersError(.ioFailed, error.reason, path: error.path ?? path)
         }
     }
-
-    private static let temporarySerial = LockedValue<UInt64>(0)
-
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
 }
 
 /// Why the known peers file could not be used.

@@ -1,6 +1,7 @@
 import Foundation
 import BluetoothCore
 import BluetoothRuntime
+import Host
 
 #if canImport(Glibc)
 import Glibc
@@ -129,13 +130,11 @@ final class StateRestorationStore: Sendable {
                     }
                     return
                 }
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
                 let data: Data
-                do {
-                    data = try encoder.encode(snapshot)
+                do throws(BondStoreError) {
+                    data = try PrivateFile.json(snapshot, path: path)
                 } catch {
-                    throw StateRestorationError(.ioFailed, "encoding: \(error)", path: path)
+                    throw StateRestorationError(.ioFailed, error.reason, path: path)
                 }
                 guard data != written else { return }
                 try Self.write(data, to: path)
@@ -151,50 +150,15 @@ final class StateRestorationStore: Sendable {
         FileHandle.standardError.write(Data("OpenCoreBluetooth: \(error); \(consequence)\n".utf8))
     }
 
-    /// A temporary file beside `path` (mode 0600, created exclusively, written fully, fsynced) renamed over it;
-    /// the directory is created (mode 0700) when missing.
+    /// Writes `data` whole with Host's ``PrivateFile`` (mode 0600, temporary file renamed over it; the directory
+    /// created 0700 when missing).
     static func write(_ data: Data, to path: String) throws(StateRestorationError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw StateRestorationError(.ioFailed, "creating the directory: \(error)", path: path)
-            }
-        }
-        let serial = temporarySerial.withLock { value -> UInt64 in
-            value &+= 1
-            return value
-        }
-        let temporary = "\(path).tmp.\(getpid()).\(serial)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StateRestorationError(.ioFailed, "open: \(errnoText())", path: temporary) }
-        var ok = fchmod(fd, 0o600) == 0
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while ok, offset < raw.count, let base = raw.baseAddress {
-                let count = Glibc.write(fd, base + offset, raw.count - offset)
-                if count <= 0 { ok = false } else { offset += count }
-            }
-        }
-        ok = ok && fsync(fd) == 0
-        let failure = errnoText()
-        close(fd)
-        guard ok else {
-            unlink(temporary)
-            throw StateRestorationError(.ioFailed, "write: \(failure)", path: path)
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = "rename: \(errnoText())"
-            unlink(temporary)
-            throw StateRestorationError(.ioFailed, reason, path: path)
+        do throws(BondStoreError) {
+            try PrivateFile.replace(path, with: data)
+        } catch {
+            throw StateRestorationError(.ioFailed, error.reason, path: error.path ?? path)
         }
     }
-
-    private static let temporarySerial = LockedValue<UInt64>(0)
-
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
 }
 
 private extension String {
