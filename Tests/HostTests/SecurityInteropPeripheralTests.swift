@@ -1,6 +1,8 @@
 import AdvertisingData
+import ATT
 import BluetoothCore
 import Foundation
+import GATT
 import HCI
 import Host
 import SMP
@@ -95,5 +97,47 @@ struct SecurityInteropPeripheralTests {
     func pairingFailureLeavesNoBond(_ kind: InteropControllerKind, _ failure: SecurityInteropFailure) async throws {
         try await SecurityInteropFailureScenario.run(kind, .ourPeripheral, failure, ourAddress: Self.ourAddress,
                                                      peerAddress: Self.peerAddress)
+    }
+
+    /// A Bumble central reads our characteristic that needs encryption: before pairing our server answers
+    /// Insufficient Encryption (0x0F, Core 5.4 Vol 3 Part F §3.4.1.1; Vol 3 Part C §10.3.2), after Bumble paired the
+    /// value comes back on the encrypted link. Bumble's GATT client does not pair by itself on that error: the
+    /// script pairs between the two reads (`--read-secret`).
+    @Test(.enabled(if: InteropEnvironment.bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"),
+          arguments: SecurityInteropKinds.all)
+    func bumbleReadsOurEncryptedCharacteristicOnlyAfterPairing(_ kind: InteropControllerKind) async throws {
+        let run = try await SecurityInteropRun.start(kind, method: .justWorks, peerRole: "central", ourAddress: Self.ourAddress,
+                                                     peerAddress: Self.peerAddress, connections: 1,
+                                                     peerOptions: ["--read-secret"], beforePeer: { ours in
+            ours.host.setGATTDatabase(try Self.secureDatabase())
+            try await SecurityInteropRun.advertise(ours)
+        })
+        defer { run.stop() }
+        do {
+            let refused = try await run.peer.waitForEvent("read_error", seconds: 30)
+            #expect(refused.int("code") == Int(ATTErrorCode.insufficientEncryption.rawValue) && refused.bool("encrypted") == false,
+                    "\(kind): Bumble's first read \(refused.object)")
+            let read = try await run.peer.waitForEvent("read_value", seconds: 30)
+            #expect(read.bytes("value") == SecurityInteropRun.secretValue && read.bool("encrypted") == true,
+                    "\(kind): Bumble's second read \(read.object)")
+            #expect(run.ourCompletions.count == 1 && run.ourFailures.isEmpty, "\(kind): \(run.ourFailures)")
+            _ = try await run.peer.waitForEvent("done", seconds: 20)
+        } catch {
+            Issue.record("\(kind): \(error)\n\(run.transcript)")
+        }
+    }
+
+    /// The secure service of pairing_peer.py on our side: SECRET readable only on an encrypted link, PLAIN open.
+    static func secureDatabase() throws -> GATTDatabase {
+        var database = GATTDatabase()
+        try database.addGAPService(deviceName: "OCB-Secure")
+        try database.addGATTService()
+        try database.add(GATTServiceDefinition(uuid: SecurityInteropRun.secureService, characteristics: [
+            GATTCharacteristicDefinition(uuid: SecurityInteropRun.secret, properties: [.read],
+                                         permissions: GATTPermissions(readable: true, writable: false, read: .encrypted),
+                                         value: .stored(SecurityInteropRun.secretValue)),
+            GATTCharacteristicDefinition(uuid: SecurityInteropRun.plain, properties: [.read], value: .stored(Array("plain value".utf8))),
+        ]))
+        return database
     }
 }

@@ -87,6 +87,7 @@ final class SecurityInteropRun: @unchecked Sendable {
                       ourAddress: BluetoothAddress, peerAddress: BluetoothAddress, connections: Int,
                       peerPasskey: UInt32 = SecurityInteropMethod.passkeyValue,
                       peerRejectsNumeric: Bool = false, weRejectNumeric: Bool = false,
+                      peerOptions: [String] = [],
                       beforePeer: (InteropHost) async throws -> Void = { _ in }) async throws -> SecurityInteropRun {
         guard let python = InteropEnvironment.python else {
             throw InteropFailure("OCB_REQUIRE_INTEROP=1 but no Python with Bumble was found (set OCB_PYTHON)")
@@ -130,6 +131,7 @@ final class SecurityInteropRun: @unchecked Sendable {
             ]
             if peerRole == "central" { arguments += ["--peer", ourAddress.string] }
             if peerRejectsNumeric { arguments.append("--reject-numeric") }
+            arguments += peerOptions
             let peer = try InteropProcess("bumble-pairing-\(peerRole)", executable: python, arguments: arguments)
             return SecurityInteropRun(kind: kind, controllers: controllers, ours: ours, peer: peer, keystore: keystore,
                                       shown: shown)
