@@ -158,9 +158,7 @@ final class DescriptorTransportCore: @unchecked Sendable {
             descriptorOpen.withLock { open in
                 guard open else { return }
                 open = false
-                POSIX.closeDescriptor(fd)
-                POSIX.closeDescriptor(wake.read)
-                POSIX.closeDescriptor(wake.write)
+                WakeablePoll.close(fd, wake: wake)
             }
         }
         state.withLock { $0.finished = true }
@@ -296,6 +294,13 @@ enum WakeablePoll {
             if descriptors[1].revents != 0 { return .woken }
             return .ready(descriptors[0].revents)
         }
+    }
+
+    /// Closes the descriptor and both ends of its wake pipe (the caller makes sure it happens once).
+    static func close(_ fd: Int32, wake: (read: Int32, write: Int32)) {
+        POSIX.closeDescriptor(fd)
+        POSIX.closeDescriptor(wake.read)
+        POSIX.closeDescriptor(wake.write)
     }
 }
 

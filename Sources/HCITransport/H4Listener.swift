@@ -56,16 +56,7 @@ public final class H4Listener: Sendable {
         }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if let code = SocketAddress.bind(fd, address) {
-            POSIX.closeDescriptor(fd)
-            let hint = code == EADDRINUSE ? " (another program is listening on this port)" : ""
-            throw HCITransportError(.openFailed, "listen on \(requested): bind failed: \(POSIX.errorText(code))\(hint)")
-        }
-        guard systemListen(fd, backlog) == 0 else {
-            let reason = POSIX.lastErrorText
-            POSIX.closeDescriptor(fd)
-            throw HCITransportError(.openFailed, "listen on \(requested): listen failed: \(reason)")
-        }
+        try bindAndListen(fd, address, backlog: backlog, name: requested, inUse: "another program is listening on this port")
         var bound = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &bound) { pointer in
@@ -93,22 +84,32 @@ public final class H4Listener: Sendable {
         guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
             throw HCITransportError(.openFailed, "listen on \(name): cannot create a socket: \(POSIX.lastErrorText)")
         }
-        if let code = SocketAddress.bind(fd, address) {
-            POSIX.closeDescriptor(fd)
-            let hint = code == EADDRINUSE ? " (another listener bound this path just now)" : ""
-            throw HCITransportError(.openFailed, "listen on \(name): bind failed: \(POSIX.errorText(code))\(hint)")
-        }
-        guard systemListen(fd, backlog) == 0 else {
-            let reason = POSIX.lastErrorText
-            POSIX.closeDescriptor(fd)
+        try bindAndListen(fd, address, backlog: backlog, name: name, inUse: "another listener bound this path just now") {
             unlink(unixPath)
-            throw HCITransportError(.openFailed, "listen on \(name): listen failed: \(reason)")
         }
         do {
             return try start(fd: fd, name: name, port: nil, path: unixPath, onAccept: onAccept)
         } catch {
             unlink(unixPath)
             throw error
+        }
+    }
+
+    /// Binds `fd` to `address` and listens. On failure closes `fd` (and runs `cleanUp` if the bind succeeded) and
+    /// throws ``HCITransportError/Code/openFailed`` naming `name`; `inUse` says what EADDRINUSE means here.
+    private static func bindAndListen<Address>(
+        _ fd: Int32, _ address: Address, backlog: Int32, name: String, inUse: String, cleanUp: () -> Void = {}
+    ) throws(HCITransportError) {
+        if let code = SocketAddress.bind(fd, address) {
+            POSIX.closeDescriptor(fd)
+            let hint = code == EADDRINUSE ? " (\(inUse))" : ""
+            throw HCITransportError(.openFailed, "listen on \(name): bind failed: \(POSIX.errorText(code))\(hint)")
+        }
+        guard systemListen(fd, backlog) == 0 else {
+            let reason = POSIX.lastErrorText
+            POSIX.closeDescriptor(fd)
+            cleanUp()
+            throw HCITransportError(.openFailed, "listen on \(name): listen failed: \(reason)")
         }
     }
 
@@ -173,9 +174,7 @@ public final class H4Listener: Sendable {
         open.withLock { open in
             guard open else { return }
             open = false
-            POSIX.closeDescriptor(fd)
-            POSIX.closeDescriptor(wake.read)
-            POSIX.closeDescriptor(wake.write)
+            WakeablePoll.close(fd, wake: wake)
         }
     }
 
