@@ -38,29 +38,33 @@ struct BenchOutputOptions: ParsableArguments {
     @Flag(help: "No progress lines on stderr.")
     var quiet = false
 
-    /// Runs one measurement: progress lines on stderr unless --quiet (`measure` gets the line printer, or nil),
-    /// the figures on stdout (JSON with --json); a failure is one line on stderr and exit 64 (bad options) or 1.
-    func report(
-        _ benchmark: String, _ measure: (_ progress: ((String) -> Void)?) throws(BenchError) -> BenchResult
+    /// Runs one measurement of `benchmark`: its progress lines on stderr unless --quiet, the figures on stdout
+    /// (JSON with --json); a failure is one line on stderr and exit 64 (bad options) or 1.
+    func report<Benchmark: ReportsProgress>(
+        _ name: String, _ benchmark: Benchmark, _ measure: (Benchmark) throws(BenchError) -> BenchResult
     ) throws {
-        var progress: ((String) -> Void)?
-        if !quiet { progress = benchLog }
+        if !quiet { benchmark.onProgress = benchLog }
         do throws(BenchError) {
-            let result = try measure(progress)
+            let result = try measure(benchmark)
             print(json ? result.json : result.text)
         } catch {
-            benchLog("blue bench \(benchmark): \(error)")
+            benchLog("blue bench \(name): \(error)")
             throw ExitCode(error.code == .badOptions ? 64 : 1)
         }
     }
 }
 
+/// A benchmark that prints progress lines through `onProgress` while it runs.
+protocol ReportsProgress: AnyObject {
+    var onProgress: ((String) -> Void)? { get set }
+}
+
+extension GATTBenchmark: ReportsProgress {}
+extension RadioBenchmark: ReportsProgress {}
+
 func runGATTBench(_ mode: GATTBenchmark.Mode, _ options: BenchGATTOptions) throws {
     let benchmark = GATTBenchmark(GATTBenchmark.Parameters(mode: mode, size: options.size, count: options.count, mtu: options.mtu))
-    try options.output.report(mode.rawValue) { progress throws(BenchError) in
-        benchmark.onProgress = progress
-        return try benchmark.run()
-    }
+    try options.output.report(mode.rawValue, benchmark) { benchmark throws(BenchError) in try benchmark.run() }
 }
 
 /// `blue bench notify`.
@@ -100,10 +104,8 @@ struct BenchAir: ParsableCommand {
     @OptionGroup var output: BenchOutputOptions
 
     func run() throws {
-        let benchmark = RadioBenchmark()
-        try output.report("air") { progress throws(BenchError) in
-            benchmark.onProgress = progress
-            return try benchmark.runAdvertising(count: reports)
+        try output.report("air", RadioBenchmark()) { benchmark throws(BenchError) in
+            try benchmark.runAdvertising(count: reports)
         }
     }
 }
@@ -123,10 +125,8 @@ struct BenchACL: ParsableCommand {
     @OptionGroup var output: BenchOutputOptions
 
     func run() throws {
-        let benchmark = RadioBenchmark()
-        try output.report("acl") { progress throws(BenchError) in
-            benchmark.onProgress = progress
-            return try benchmark.runACL(count: count, size: size)
+        try output.report("acl", RadioBenchmark()) { benchmark throws(BenchError) in
+            try benchmark.runACL(count: count, size: size)
         }
     }
 }
