@@ -29,7 +29,9 @@
 // links time out, as when a program on the hub ends), so no ghost keeps advertising its services.
 // The air: OCB_HCI unset/`virtual` → the process's own in-process air (StackLauncher.InProcessAir, public
 // addresses 0A:1C:00:00:00:nn in creation order, hence identifiers stable across runs); `virtual-hub` → the
-// `blue air` hub; any other text → a `--hci` specification (tcp:, unix:, air:PATH, serial:, hciN). Each backend's
+// `blue air` hub at its default socket, `air:PATH` → the hub at PATH, either started in the background when none
+// runs (`blue air --socket PATH` with the `blue` of OCB_BLUE, beside the program or on PATH, as the `blue` commands
+// start it; it outlives the program); any other text → a `--hci` specification (tcp:, unix:, serial:, hciN). Each backend's
 // state sits in a LockedValue changed on its stack's loop; the stack opens asynchronously and the first state
 // (`.poweredOn`, or `.unsupported` when it cannot open) follows. The peripheral side serves cached values from the
 // GATT database and defers every other read/write to the app through the GATT server's deferred requests

@@ -17,9 +17,12 @@ import VirtualController
 /// - unset or `virtual`: a virtual air private to this process (``sharedAir``), created on first use; every
 ///   manager of the process is a device on it (public addresses `0A:1C:00:00:00:nn`, stable across runs);
 /// - `virtual-hub`: the `blue air` hub at its default socket (`$OCB_AIR_SOCKET`, else the hub's default path),
-///   so managers of different processes meet;
-/// - anything else: a `--hci` transport specification for ``StackLauncher`` (`air:PATH`, `tcp:HOST:PORT`,
-///   `unix:PATH`, `serial:…`, `hci0`…).
+///   so managers of different processes meet; `air:PATH`: the hub at PATH. When no hub runs there, one is
+///   started in the background (`blue air --socket PATH`, found by ``hubExecutable(environment:programPath:)``)
+///   and joined, as the `blue` commands do (``AirHubLauncher``): it outlives the program, for the next ones (for
+///   `air:PATH`, only when PATH's directory exists);
+/// - anything else: a `--hci` transport specification for ``StackLauncher`` (`tcp:HOST:PORT`, `unix:PATH`,
+///   `serial:…`, `hci0`…).
 ///
 /// When the stack cannot be opened, the manager reports `.unsupported` and the reason goes to standard error.
 /// Programs and tests can choose explicitly with ``provider(_:)`` (for example a private ``InProcessAir`` per
@@ -29,6 +32,9 @@ public enum HostBackend {
     public enum Transport: Sendable {
         /// A new device on this in-process air.
         case inProcess(InProcessAir)
+        /// A new device on the air hub listening at `socketPath` (``AirHub``), started in the background first
+        /// when none runs there.
+        case hub(socketPath: String)
         /// A stack opened by ``StackLauncher`` from a `--hci` specification.
         case specification(String)
     }
@@ -53,14 +59,76 @@ public enum HostBackend {
         transport(named: ProcessInfo.processInfo.environment[environmentVariable] ?? "")
     }
 
-    /// The transport a text names, as in `OCB_HCI`: empty or `virtual` (the process's own air), `virtual-hub`,
-    /// or a `--hci` specification.
+    /// The transport a text names, as in `OCB_HCI`: empty or `virtual` (the process's own air), `virtual-hub` (the
+    /// hub at its default socket), `air:PATH` (the hub at PATH), or another `--hci` specification.
     public static func transport(named text: String) -> Transport {
         let value = text.trimmingCharacters(in: .whitespaces)
         switch value {
         case "", "virtual": return .inProcess(sharedAir)
-        case "virtual-hub": return .specification("air:" + StackLaunchOptions.defaultHubSocketPath)
+        case "virtual-hub": return .hub(socketPath: StackLaunchOptions.defaultHubSocketPath)
+        case let air where air.hasPrefix("air:") && air.count > 4: return .hub(socketPath: String(air.dropFirst(4)))
         default: return .specification(value)
+        }
+    }
+
+    /// The environment variable naming the `blue` executable that starts an air hub when none runs.
+    public static let hubExecutableEnvironmentVariable = "OCB_BLUE"
+
+    /// The `blue` that starts an air hub (`blue air --socket PATH`): `$OCB_BLUE` when set, else `blue` beside
+    /// `programPath` (SwiftPM builds every product of the package into one directory, so the example programs and
+    /// the tests find it there), else the first executable `blue` on `$PATH`; nil when there is none.
+    public static func hubExecutable(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                     programPath: String = StackLauncher.currentExecutablePath,
+                                     isExecutable: (String) -> Bool = { FileManager.default.isExecutableFile(atPath: $0) })
+        -> String? {
+        if let named = environment[hubExecutableEnvironmentVariable], !named.isEmpty { return named }
+        var candidates: [String] = []
+        if let slash = programPath.lastIndex(of: "/") { candidates.append(programPath[...slash] + "blue") }
+        for directory in (environment["PATH"] ?? "").split(separator: ":") where !directory.isEmpty {
+            candidates.append(directory + "/blue")
+        }
+        return candidates.first(where: isExecutable)
+    }
+
+    private static let startedHubs = LockedValue<[Int32]>([])
+    private static let hubStart = NSLock()
+
+    /// The process ids of the hubs this process started (in order). They outlive the process, as the hubs `blue`
+    /// starts do; a program (or a test) that wants them gone stops them with SIGTERM.
+    public static var hubsStarted: [Int32] { startedHubs.load() }
+
+    /// Makes sure a hub listens at `path`, starting one with ``hubExecutable(environment:programPath:)`` when none
+    /// does (on a thread of its own: starting waits for the hub to listen, which must not hold up the caller's
+    /// executor). Only the default socket's directory is created; a hub is not started at a path whose directory
+    /// does not exist (a mistyped `air:PATH` fails instead of creating directories).
+    static func ensureHub(at path: String) async throws(StackLaunchError) {
+        if AirHub.isRunning(at: path) { return }
+        let directory = (path as NSString).deletingLastPathComponent
+        if path != StackLaunchOptions.defaultHubSocketPath, !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            throw StackLaunchError(.unreachable, "no air hub at \(path), and its directory does not exist "
+                                   + "(start one with `blue air --socket \(path)`)")
+        }
+        guard let executable = hubExecutable() else {
+            throw StackLaunchError(.hubFailed, "no air hub at \(path), and no `blue` to start one (set "
+                                   + "\(hubExecutableEnvironmentVariable), put blue on PATH, or run `blue air --socket \(path)`)")
+        }
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Int32?, AirHubError>, Never>) in
+            Thread.detachNewThread {
+                // One start at a time in this process: the managers made together join the first one's hub.
+                hubStart.lock()
+                defer { hubStart.unlock() }
+                do throws(AirHubError) {
+                    continuation.resume(returning: .success(try AirHubLauncher.ensureRunning(executable: executable, socketPath: path)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        switch outcome {
+        case .success(let pid):
+            if let pid { startedHubs.withLock { $0.append(pid) } }
+        case .failure(let error):
+            throw StackLaunchError(.hubFailed, "no air hub at \(path), and none could be started: \(error.reason)")
         }
     }
 
@@ -161,6 +229,13 @@ final class HostBackendStack: Sendable {
                 options.host.address = .publicAddress
                 state.withLock { $0.air = air }
                 do throws(StackLaunchError) { result = .success(try await air.makeStack(options: options)) } catch { result = .failure(error) }
+            case .hub(let path):
+                do throws(StackLaunchError) {
+                    try await HostBackend.ensureHub(at: path)
+                    result = .success(try await StackLauncher.open(spec: .air(path: path), options: options))
+                } catch {
+                    result = .failure(error)
+                }
             case .specification(let text):
                 do throws(StackLaunchError) { result = .success(try await StackLauncher.open(text, options: options)) } catch { result = .failure(error) }
             }
