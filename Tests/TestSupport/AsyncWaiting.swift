@@ -52,27 +52,6 @@ public func blockingWork<T: Sendable>(within limit: Duration, _ body: @escaping 
     }
 }
 
-/// Runs `body` in a new task of high priority and returns its result: for an async test whose real-time deadlines
-/// must not expire while CPU-bound tests occupy the cooperative pool.
-///
-/// The pool serves each priority from its own first-in-first-out queue. Swift Testing starts every test at once at
-/// medium priority, so at the start of a full run the medium queue holds seconds to tens of seconds of CPU-bound
-/// synchronous tests; a medium-priority test that suspends (`Task.sleep`, a continuation) waits behind all of them
-/// each time it resumes. In a high-priority task its resumptions go to the high-priority queue and run as soon as a
-/// thread is free; only the final return to the caller waits in the caller's queue.
-///
-/// ```swift
-/// @Test func connects() async throws {
-///     try await withHighPriority {
-///         let stacks = try await TwoRealStacks.start()
-///         #expect(await poll(within: .seconds(20)) { stacks.connected })
-///     }
-/// }
-/// ```
-public func withHighPriority<T: Sendable>(_ body: sending @escaping () async throws -> T) async throws -> T {
-    try await Task(priority: .high, operation: body).value
-}
-
 /// Checks `condition` every `interval` until it holds or `limit` of real time has passed, suspending (never
 /// blocking a thread) in between. Returns whether it held; the condition is checked once more at the deadline.
 ///
