@@ -296,7 +296,7 @@ extension HostStack {
     }
 
     func connectionUpdateComplete(status: HCIStatus, handle: UInt16, parameters: ConnectionParameters) {
-        guard var record = connections[handle] else {
+        guard let record = connections[handle] else {
             stats.unknownHandleEvents += 1
             return
         }
@@ -336,7 +336,7 @@ extension HostStack {
             }
             connections[handle]?.pendingDisconnects.append { completion?($0) }
             command(.disconnect(handle: handle, reason: reason)) { [self] result in
-                guard case .failure(let error) = result, var record = connections[handle] else { return }
+                guard case .failure(let error) = result, let record = connections[handle] else { return }
                 let waiting = record.pendingDisconnects
                 record.pendingDisconnects = []
                 connections[handle] = record
