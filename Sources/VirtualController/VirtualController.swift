@@ -42,9 +42,17 @@ public final class VirtualController: @unchecked Sendable {
     /// Host ACL packets not yet reported in Number Of Completed Packets.
     var bufferedHostPackets: Int { connections.values.reduce(0) { $0 + $1.link.outstandingHostPackets } }
 
-    struct ConnectionRecord {
+    /// One connection of this controller. A class, not a struct: the air reads and changes
+    /// `connections[handle]?.link` for every packet of every connection event, and through a struct each read
+    /// copied the whole link-layer state (its queues included).
+    final class ConnectionRecord {
         var link: LinkLayerConnection
         let airLink: AirLink
+
+        init(link: LinkLayerConnection, airLink: AirLink) {
+            self.link = link
+            self.airLink = airLink
+        }
     }
 
     /// Joins `air` at `position`, powered on.
@@ -117,14 +125,13 @@ public final class VirtualController: @unchecked Sendable {
     }
 
     private func handleHostACL(_ packet: HCIACLDataPacket) {
-        guard var record = connections[packet.handle] else { return }
+        guard let record = connections[packet.handle] else { return }
         guard packet.data.count <= Int(ControllerSettings.aclDataPacketLength),
               bufferedHostPackets < Int(ControllerSettings.aclDataPacketCount) else {
             send(.dataBufferOverflow(linkType: 0x01))
             return
         }
         record.link.queueHostPacket(packet)
-        connections[packet.handle] = record
     }
 
     // MARK: Output
