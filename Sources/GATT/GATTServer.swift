@@ -118,25 +118,44 @@ public struct GATTServer: Sendable {
     /// Sets the stored value of `handle` (the application's own write, no permission check) and returns the
     /// notifications and indications for the connections subscribed to it (values cut to ATT_MTU − 3).
     public mutating func updateValue(_ value: [UInt8], handle: UInt16) -> [GATTServerOutbound] {
-        if case .bytes? = database.attribute(handle)?.storage {
-            database.setStorage(.bytes(Array(value.prefix(ATTMTU.maximumAttributeValueLength))), at: handle)
-        }
+        storeValue(value, handle: handle)
         return notify(handle: handle, value: value)
     }
 
+    /// Sets the stored value of `handle` (the application's own write, no permission check; values the
+    /// application serves itself are left alone), cut to 512 octets (§3.2.9), and notifies no one.
+    /// ``updateValue(_:handle:)`` is this followed by ``notify(handle:value:)``; an owner that looks at the
+    /// notifications before it commits to the update (send-queue readiness) calls the two itself, so the PDUs
+    /// are built once.
+    public mutating func storeValue(_ value: [UInt8], handle: UInt16) {
+        guard case .bytes? = database.attribute(handle)?.storage else { return }
+        let limit = ATTMTU.maximumAttributeValueLength
+        database.setStorage(.bytes(value.count <= limit ? value : Array(value.prefix(limit))), at: handle)
+    }
+
     /// Notifications or indications of `value` for every connection subscribed to the characteristic whose value
-    /// handle is `handle` (indication preferred when a client enabled both), cut to ATT_MTU − 3 (§4.10, §4.11).
+    /// handle is `handle` (indication preferred when a client enabled both), cut to ATT_MTU − 3 (§4.10, §4.11),
+    /// in connection order.
     public func notify(handle: UInt16, value: [UInt8]) -> [GATTServerOutbound] {
         guard let descriptor = cccdHandle(forValue: handle) else { return [] }
         var outbound: [GATTServerOutbound] = []
-        for (id, connection) in connections.sorted(by: { $0.key < $1.key }) {
+        func add(_ id: GATTConnectionID, _ connection: Connection) {
             let configuration = GATTClientConfiguration(rawValue: connection.clientConfigurations[descriptor] ?? 0)
-            let cut = Array(value.prefix(ATTMTU.maximumNotificationValueLength(mtu: connection.mtu)))
+            guard configuration.contains(.indication) || configuration.contains(.notification) else { return }
+            let limit = ATTMTU.maximumNotificationValueLength(mtu: connection.mtu)
+            // The caller's array is shared, not copied, when it fits (the usual case).
+            let cut = value.count <= limit ? value : Array(value.prefix(limit))
             if configuration.contains(.indication) {
                 outbound.append(GATTServerOutbound(connection: id, pdu: .handleValueIndication(handle: handle, value: cut)))
-            } else if configuration.contains(.notification) {
+            } else {
                 outbound.append(GATTServerOutbound(connection: id, pdu: .handleValueNotification(handle: handle, value: cut)))
             }
+        }
+        if connections.count <= 1 {
+            // One connection (the usual case per notification): no sorted copy of the table.
+            for (id, connection) in connections { add(id, connection) }
+        } else {
+            for (id, connection) in connections.sorted(by: { $0.key < $1.key }) { add(id, connection) }
         }
         return outbound
     }

@@ -90,25 +90,35 @@ extension HostStack {
     /// ``HostEvent/readyToSend(handle:)`` follows when the queue has room.
     public func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>? = nil, requireReady: Bool = false,
                             completion: (@Sendable (Result<[UInt16], HostError>) -> Void)? = nil) {
-        onLoop { [self] in
-            guard lifecycle == .ready else {
-                completion?(.failure(HostError(.notReady, "the host stack is not running")))
-                return
+        // Called on the loop (the usual case, from an event handler): no job and no closure context per value.
+        if eventLoop.inEventLoop {
+            updateValueOnLoop(value, handle: handle, targets: targets, requireReady: requireReady, completion: completion)
+        } else {
+            eventLoop.execute { [self] in
+                updateValueOnLoop(value, handle: handle, targets: targets, requireReady: requireReady, completion: completion)
             }
-            if requireReady {
-                let planned = gattServer.notify(handle: handle, value: value).filter { targets?.contains($0.connection.rawValue) ?? true }
-                let full = planned.map(\.connection.rawValue).filter { !sendRoom($0) }
-                if !full.isEmpty {
-                    for connection in full { connections[connection]?.session?.waitingForSendRoom = true }
-                    completion?(.failure(HostError(.busy, "the send queue of \(full.map { Dissection.hex16($0) }) is full")))
-                    return
-                }
-            }
-            var outbound = gattServer.updateValue(value, handle: handle)
-            if let targets { outbound = outbound.filter { targets.contains($0.connection.rawValue) } }
-            performServerOutbound(outbound)
-            completion?(.success(outbound.map(\.connection.rawValue)))
         }
+    }
+
+    /// ``updateValue(_:handle:to:requireReady:completion:)`` on the loop. The notifications are built once: planned
+    /// first, checked against the send queues, then the value is stored and the same PDUs go out.
+    func updateValueOnLoop(_ value: [UInt8], handle: UInt16, targets: Set<UInt16>?, requireReady: Bool,
+                           completion: (@Sendable (Result<[UInt16], HostError>) -> Void)?) {
+        guard lifecycle == .ready else {
+            completion?(.failure(HostError(.notReady, "the host stack is not running")))
+            return
+        }
+        var outbound = gattServer.notify(handle: handle, value: value)
+        if let targets { outbound = outbound.filter { targets.contains($0.connection.rawValue) } }
+        if requireReady, outbound.contains(where: { !sendRoom($0.connection.rawValue) }) {
+            let full = outbound.map(\.connection.rawValue).filter { !sendRoom($0) }
+            for connection in full { connections[connection]?.session?.waitingForSendRoom = true }
+            completion?(.failure(HostError(.busy, "the send queue of \(full.map { Dissection.hex16($0) }) is full")))
+            return
+        }
+        gattServer.storeValue(value, handle: handle)
+        performServerOutbound(outbound)
+        completion?(.success(outbound.map(\.connection.rawValue)))
     }
 
     /// Makes the reads and writes of the values in `deferral.handles` requests the application answers later
