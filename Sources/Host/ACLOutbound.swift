@@ -16,9 +16,44 @@ struct ACLOutbound {
         let completion: Completion?
     }
 
+    /// One connection's PDUs, oldest first: those before `head` are sent (dropped in batches, not one by one), and
+    /// `packets` counts the fragments still waiting, so the readiness check after every send costs nothing.
+    private struct Queue {
+        var pdus: [PendingPDU] = []
+        var head = 0
+        var packets = 0
+
+        var isEmpty: Bool { head >= pdus.count }
+        var pending: ArraySlice<PendingPDU> { pdus[min(head, pdus.count)...] }
+
+        mutating func append(_ pdu: PendingPDU) {
+            packets += pdu.fragments.count - pdu.next
+            pdus.append(pdu)
+        }
+
+        /// The next fragment, and the PDU's completion when it was the PDU's last fragment.
+        mutating func takeNext() -> (packet: HCIACLDataPacket, finished: Bool, completion: Completion?)? {
+            guard head < pdus.count, pdus[head].next < pdus[head].fragments.count else { return nil }
+            let packet = pdus[head].fragments[pdus[head].next]
+            pdus[head].next += 1
+            packets -= 1
+            guard pdus[head].next >= pdus[head].fragments.count else { return (packet, false, nil) }
+            let completion = pdus[head].completion
+            head += 1
+            if head >= pdus.count {
+                pdus.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 32, head * 2 >= pdus.count {
+                pdus.removeFirst(head)
+                head = 0
+            }
+            return (packet, true, completion)
+        }
+    }
+
     let totalBuffers: Int
     private(set) var freeBuffers: Int
-    private var queues: [UInt16: [PendingPDU]] = [:]
+    private var queues: [UInt16: Queue] = [:]
     /// Handles with queued packets, in serving order.
     private var rotation: [UInt16] = []
     /// Packets sent and not yet reported completed, per handle.
@@ -33,14 +68,14 @@ struct ACLOutbound {
 
     /// Packets waiting for a controller buffer.
     var queuedPacketCount: Int {
-        queues.values.reduce(0) { total, pdus in total + pdus.reduce(0) { $0 + $1.fragments.count - $1.next } }
+        queues.values.reduce(0) { $0 + $1.packets }
     }
 
     var inFlightPacketCount: Int { inFlight.values.reduce(0, +) }
 
     /// Packets of one connection waiting for a controller buffer.
     func queuedPacketCount(for handle: UInt16) -> Int {
-        (queues[handle] ?? []).reduce(0) { $0 + $1.fragments.count - $1.next }
+        queues[handle]?.packets ?? 0
     }
 
     mutating func enqueue(_ fragments: [HCIACLDataPacket], handle: UInt16, completion: Completion?) {
@@ -48,8 +83,8 @@ struct ACLOutbound {
             completion?(.success(()))
             return
         }
-        if queues[handle, default: []].isEmpty, !rotation.contains(handle) { rotation.append(handle) }
-        queues[handle, default: []].append(PendingPDU(fragments: fragments, completion: completion))
+        if queues[handle]?.isEmpty ?? true, !rotation.contains(handle) { rotation.append(handle) }
+        queues[handle, default: Queue()].append(PendingPDU(fragments: fragments, completion: completion))
     }
 
     /// The packets to send now (one per free buffer, round-robin over connections), and the completions of the
@@ -59,20 +94,18 @@ struct ACLOutbound {
         var completed: [Completion] = []
         while freeBuffers > 0, !rotation.isEmpty {
             let handle = rotation.removeFirst()
-            // Taken out of the dictionary while it is modified, so the array is not copied for each packet.
-            guard var queue = queues.removeValue(forKey: handle), !queue.isEmpty else {
+            // Changed in place in the dictionary (no copy of the queue per packet).
+            guard let next = queues[handle]?.takeNext() else {
+                queues[handle] = nil
                 continue
             }
-            packets.append(queue[0].fragments[queue[0].next])
-            queue[0].next += 1
+            packets.append(next.packet)
             freeBuffers -= 1
             inFlight[handle, default: 0] += 1
-            if queue[0].next >= queue[0].fragments.count {
-                if let completion = queue[0].completion { completed.append(completion) }
-                queue.removeFirst()
-            }
-            if !queue.isEmpty {
-                queues[handle] = queue
+            if next.finished, let completion = next.completion { completed.append(completion) }
+            if queues[handle]?.isEmpty ?? true {
+                queues[handle] = nil
+            } else {
                 rotation.append(handle)
             }
         }
@@ -91,14 +124,14 @@ struct ACLOutbound {
     /// The connection is gone: its buffers come back and its queued PDUs fail (their completions are returned).
     mutating func removeConnection(_ handle: UInt16) -> [Completion] {
         completed(handle: handle, count: inFlight[handle] ?? 0)
-        let failed = (queues.removeValue(forKey: handle) ?? []).compactMap(\.completion)
+        let failed = queues.removeValue(forKey: handle)?.pending.compactMap(\.completion) ?? []
         rotation.removeAll { $0 == handle }
         return failed
     }
 
     /// Everything goes (shutdown): the queued PDUs' completions are returned.
     mutating func removeAll() -> [Completion] {
-        let failed = queues.values.flatMap { $0.compactMap(\.completion) }
+        let failed = queues.values.flatMap { $0.pending.compactMap(\.completion) }
         queues = [:]
         rotation = []
         inFlight = [:]
