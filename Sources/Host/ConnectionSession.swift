@@ -8,9 +8,12 @@ import L2CAP
 /// ATT fixed channel, its ``GATTClient``, and the completions of the operations the owner started on them.
 /// The connection's share of the stack-wide ``GATTServer`` lives in that server, keyed by the connection handle.
 ///
-/// A plain value kept in the host's connection table and mutated only on the host's event loop; the machines
-/// are sans-I/O and the host carries out their actions (`HostStack+Wiring.swift`).
-struct ConnectionSession {
+/// Kept in the host's connection table and mutated only on the host's event loop; the machines (values) are
+/// sans-I/O and the host carries out their actions (`HostStack+Wiring.swift`). A class: every ACL packet and every
+/// action checks `connections[handle]?.session` and changes one machine in place, and as a value each check
+/// copied all of it (a quarter of the notification benchmark's time). Only the connection record holds it;
+/// once the record leaves the table (disconnection) the session is closed and dropped.
+final class ConnectionSession {
     typealias GATTCompletion = (Result<GATTProcedureResult, GATTClientError>) -> Void
     typealias ChannelOpenCompletion = (Result<L2CAPChannelInfo, HostError>) -> Void
     typealias ChannelCloseCompletion = (Result<Void, HostError>) -> Void

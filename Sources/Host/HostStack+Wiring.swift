@@ -18,7 +18,7 @@ extension HostStack {
     /// Complete.
     func openSession(for connection: Connection) {
         guard l2capHandler == nil else { return }
-        var session = ConnectionSession(role: connection.role, preferredMTU: configuration.preferredATTMTU)
+        let session = ConnectionSession(role: connection.role, preferredMTU: configuration.preferredATTMTU)
         if configuration.disconnectsOnSignalingTimeout {
             session.link = L2CAPLink(configuration: L2CAPLinkConfiguration(
                 role: connection.role == .central ? .central : .peripheral, disconnectLinkOnSignalingTimeout: true))
@@ -45,7 +45,7 @@ extension HostStack {
     /// the connection. The record is already out of the table, so nothing is sent.
     func closeSession(_ session: ConnectionSession?, handle: UInt16, reason: HCIStatus, error: HostError) {
         gattServer.disconnect(GATTConnectionID(handle))
-        guard var session else { return }
+        guard let session else { return }
         let linkActions = session.link.linkDisconnected()
         let bearerActions = session.bearer.close(reason: "\(error)")
         let clientActions = session.client.bearerFailed(.disconnected(reason: reason.rawValue))
@@ -132,9 +132,8 @@ extension HostStack {
             case .connectionParameterUpdateRequested(let identifier, let request):
                 answerL2CAPParameterUpdate(handle: handle, identifier: identifier, request)
             case .connectionParameterUpdateResponse(let accepted):
-                guard var session = connections[handle]?.session, !session.parameterUpdates.isEmpty else { continue }
+                guard let session = connections[handle]?.session, !session.parameterUpdates.isEmpty else { continue }
                 let completion = session.parameterUpdates.removeFirst()
-                connections[handle]?.session = session
                 completion(.success(accepted))
             case .disconnectLink(let reason):
                 dropLink(handle, because: "L2CAP \(reason)")
@@ -279,12 +278,17 @@ extension HostStack {
 
     /// The earliest deadline of every connection's link and bearer.
     var sessionsNextDeadline: StackInstant? {
+        // Runs after every packet: no array per connection.
         var earliest: StackInstant?
+        func consider(_ deadline: StackInstant?) {
+            guard let deadline else { return }
+            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
         for record in connections.values {
             guard let session = record.session else { continue }
-            for deadline in [session.link.nextDeadline, session.bearer.nextDeadline, session.securityLink?.smp.nextDeadline].compactMap({ $0 }) {
-                if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
-            }
+            consider(session.link.nextDeadline)
+            consider(session.bearer.nextDeadline)
+            consider(session.securityLink?.smp.nextDeadline)
         }
         return earliest
     }

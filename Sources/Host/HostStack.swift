@@ -233,7 +233,13 @@ public final class HostStack: @unchecked Sendable {
     func armTimer() {
         guard lifecycle != .closed else { return }
         loadSecurityIfNeeded()
-        let deadline = [pipe.nextDeadline, pendingConnect?.deadline, sessionsNextDeadline, securityNextDeadline].compactMap { $0 }.min()
+        // Runs after every packet: the earliest of four without building an array.
+        func earlier(_ first: StackInstant?, _ second: StackInstant?) -> StackInstant? {
+            guard let first else { return second }
+            guard let second else { return first }
+            return min(first, second)
+        }
+        let deadline = earlier(earlier(pipe.nextDeadline, pendingConnect?.deadline), earlier(sessionsNextDeadline, securityNextDeadline))
         if let timer, !timer.isCancelled, deadline == timerDeadline { return }
         timer?.cancel()
         timer = nil
