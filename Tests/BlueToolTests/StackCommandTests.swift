@@ -29,14 +29,14 @@ final class BackgroundBlue: @unchecked Sendable {
     /// Waits (at most `limit`, suspending) until the output contains `text`.
     @discardableResult
     func waitFor(_ text: String, limit: Duration = .seconds(10)) async -> Bool {
-        await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || !process.isRunning }
+        await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || process.ended != nil }
             && output.contains(text)
     }
 
     /// SIGTERM, then SIGKILL after `grace`. Returns the exit status (or the signal) and whether it ended by itself.
     @discardableResult
     func stop(grace: Duration = .seconds(3)) async -> (status: Int32, clean: Bool) {
-        guard process.isRunning else { return (process.terminationStatus, true) }
+        if let ended = process.ended { return (ended.status, true) }
         return await process.stop(grace: grace)
     }
 

@@ -31,7 +31,8 @@ struct ExamplesChatTests {
 
     @Test("blue chat: no hub is one clear line and exit 69; no text is a usage error")
     func chatErrors() async throws {
-        let missing = "/tmp/ocb-no-hub-\(UUID().uuidString.prefix(6)).sock"
+        // In a folder that does not exist: there no hub is started on demand (HostBackend.Transport.hub).
+        let missing = "/nonexistent-ocb/no-hub-\(UUID().uuidString.prefix(6)).sock"
         let receiver = try ExampleProcess("blue", ["chat", "receive", "--hci", "air:\(missing)", "--timeout", "10"])
         defer { receiver.stopInBackground() }
         #expect(await receiver.waitForExit(limit: .seconds(12)) == 69)

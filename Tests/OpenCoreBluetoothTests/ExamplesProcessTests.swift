@@ -46,7 +46,7 @@ final class ExampleProcess: @unchecked Sendable {
 
     /// Waits (at most `limit`, suspending) until the output contains `text`.
     func waitFor(_ text: String, limit: Duration = .seconds(10)) async -> Bool {
-        await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || !process.isRunning }
+        await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || process.ended != nil }
             && output.contains(text)
     }
 

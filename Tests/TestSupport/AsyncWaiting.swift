@@ -71,37 +71,60 @@ public func poll(
 }
 
 extension Process {
-    /// Waits (suspending, at most `limit` of real time) until the process has exited. Returns whether it did.
-    public func waitForExit(within limit: Duration) async -> Bool {
-        await poll(within: limit, every: .milliseconds(20)) { !isRunning }
+    /// How the process ended — its exit status (or the signal) and whether it exited by itself — or nil while it
+    /// runs.
+    ///
+    /// Foundation notices a child's end only when every copy of a socket the child inherited is closed, so a child
+    /// that left a grandchild running (e.g. a hub it spawned) stays `isRunning` forever, a zombie. This asks the
+    /// kernel instead (`waitid` with `WNOWAIT`: the child is not reaped, Foundation still collects it later).
+    public var ended: (status: Int32, exited: Bool)? {
+        if !isRunning { return (terminationStatus, terminationReason == .exit) }
+        var info = siginfo_t()
+        guard waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOHANG | WNOWAIT) == 0,
+              info._sifields._sigchld.si_pid == processIdentifier else { return nil }
+        return (info._sifields._sigchld.si_status, info.si_code == Int32(CLD_EXITED))
     }
 
-    /// Waits (suspending) until the process has exited, however long that takes. Returns its termination status.
+    /// Waits (suspending, at most `limit` of real time) until the process has ended. Returns whether it did.
+    public func waitForExit(within limit: Duration) async -> Bool {
+        await poll(within: limit, every: .milliseconds(20)) { ended != nil }
+    }
+
+    /// Waits (suspending) until the process has ended, however long that takes; returns how it ended.
+    @discardableResult
+    public func waitForEnd() async -> (status: Int32, exited: Bool) {
+        while true {
+            if let ended { return ended }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Waits (suspending) until the process has ended, however long that takes. Returns its exit status (or the
+    /// signal).
     @discardableResult
     public func exitStatus() async -> Int32 {
-        while isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-        return terminationStatus
+        await waitForEnd().status
     }
 
     /// Ends the process: SIGTERM, then SIGKILL if it still runs after `grace`; waits (suspending) until it is gone.
     /// Returns its exit status (or the signal) and whether it ended by itself within the grace period.
     @discardableResult
     public func stop(grace: Duration) async -> (status: Int32, clean: Bool) {
-        guard isRunning else { return (terminationStatus, terminationReason == .exit) }
+        if let ended { return (ended.status, ended.exited) }
         kill(processIdentifier, SIGTERM)
-        if await waitForExit(within: grace) { return (terminationStatus, terminationReason == .exit) }
+        if await waitForExit(within: grace), let ended { return (ended.status, ended.exited) }
         kill(processIdentifier, SIGKILL)
-        return (await exitStatus(), false)
+        return (await waitForEnd().status, false)
     }
 
     /// Ends the process without waiting: SIGTERM now, SIGKILL after `grace` from a background queue if it still
     /// runs then. For `defer` and `deinit`, which cannot suspend. Foundation reaps the child either way.
     public func stopInBackground(grace: Duration = .seconds(2)) {
-        guard isRunning else { return }
+        guard ended == nil else { return }
         let pid = processIdentifier
         kill(pid, SIGTERM)
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds(grace)) { [self] in
-            if isRunning, processIdentifier == pid { kill(pid, SIGKILL) }
+            if ended == nil, processIdentifier == pid { kill(pid, SIGKILL) }
         }
     }
 }
@@ -167,9 +190,9 @@ public func runToCompletion(
         timedOut = true
         kill(process.processIdentifier, SIGKILL)
     }
-    let status = await process.exitStatus()
+    let (status, exited) = await process.waitForEnd()
     return CompletedProcess(
-        status: status, exited: process.terminationReason == .exit, timedOut: timedOut,
+        status: status, exited: exited, timedOut: timedOut,
         standardOutput: (try? Data(contentsOf: outURL)) ?? Data(),
         standardError: (try? Data(contentsOf: errURL)) ?? Data())
 }
