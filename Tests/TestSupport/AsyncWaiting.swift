@@ -53,7 +53,8 @@ public func blockingWork<T: Sendable>(within limit: Duration, _ body: @escaping 
 }
 
 /// Checks `condition` every `interval` until it holds or `limit` of real time has passed, suspending (never
-/// blocking a thread) in between. Returns whether it held; the condition is checked once more at the deadline.
+/// blocking a thread) in between. Returns whether it held; the condition is checked once more at the deadline (or
+/// when the task is cancelled, e.g. by a time limit).
 ///
 /// ```swift
 /// #expect(await poll(within: .seconds(10)) { hub.devices.count == 2 })
@@ -63,7 +64,8 @@ public func poll(
 ) async rethrows -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + limit
-    while clock.now < deadline {
+    // A cancelled task (a time limit) cannot sleep: stop polling rather than spin until the deadline.
+    while clock.now < deadline, !Task.isCancelled {
         if try await condition() { return true }
         try? await Task.sleep(for: interval)
     }
@@ -90,11 +92,22 @@ extension Process {
         await poll(within: limit, every: .milliseconds(20)) { ended != nil }
     }
 
-    /// Waits (suspending) until the process has ended, however long that takes; returns how it ended.
+    /// Waits (suspending) until the process has ended, however long that takes; returns how it ended. When the
+    /// waiting task is cancelled (a test's time limit), the process is killed (SIGKILL) and its end awaited.
     @discardableResult
     public func waitForEnd() async -> (status: Int32, exited: Bool) {
         while true {
             if let ended { return ended }
+            if Task.isCancelled {
+                // A cancelled task cannot sleep (Task.sleep returns at once): end the child, which the kernel reports
+                // within milliseconds, and wait for that on this thread, bounded to a second.
+                kill(processIdentifier, SIGKILL)
+                for _ in 0..<1000 {
+                    if let ended { return ended }
+                    usleep(1000)
+                }
+                return (ended?.status ?? SIGKILL, false)
+            }
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
