@@ -10,7 +10,10 @@ import Glibc
 // core: two on a 2-core machine. A test that blocks its thread (`usleep`, `Thread.sleep`, `Process.waitUntilExit`,
 // `DispatchSemaphore.wait`, `readDataToEndOfFile`, a blocking `read`) for seconds takes a whole core's worth of the
 // pool away; two such tests at once stall every async test in the process, whose wall-clock deadlines then expire.
-// The helpers below wait by suspending (`Task.sleep`) or run the blocking call on a thread of their own.
+// The helpers below wait by suspending (`Task.sleep`) or run the blocking call on a thread of their own. Two more
+// traps they avoid: Foundation's `Process.isRunning` stays true while a grandchild holds the child's inherited socket
+// (`Process.ended` asks the kernel), and a cancelled task (a time limit) cannot sleep, so a `try? await Task.sleep`
+// loop spins forever (`poll` and `waitForEnd` stop).
 
 /// Runs `body` on a new thread of its own, never on the cooperative pool, and suspends the caller until it returns.
 ///
@@ -150,11 +153,16 @@ public struct CompletedProcess: Sendable, CustomStringConvertible {
     public var exited: Bool
     /// Whether it was killed for running past its time limit.
     public var timedOut: Bool
+    /// Everything it wrote to stdout.
     public var standardOutput: Data
+    /// Everything it wrote to stderr.
     public var standardError: Data
 
+    /// stdout as UTF-8 text.
     public var output: String { String(decoding: standardOutput, as: UTF8.self) }
+    /// stderr as UTF-8 text.
     public var errors: String { String(decoding: standardError, as: UTF8.self) }
+    /// Status and both outputs, for failure messages.
     public var description: String {
         "status \(status)\(exited ? "" : " (signal)")\(timedOut ? " (timed out)" : "")\nstdout:\n\(output)\nstderr:\n\(errors)"
     }
