@@ -52,20 +52,9 @@ public final class SocketH4Transport: DescriptorBackedTransport {
         } catch {
             throw HCITransportError(.openFailed, "\(name): \(error.reason)")
         }
-        guard let fd = SocketAddress.makeSocket(family: AF_INET, type: SocketAddress.streamType) else {
-            throw HCITransportError(.openFailed, "\(name): cannot create a socket: \(POSIX.lastErrorText)")
+        return try openStream(address, family: AF_INET, name: name, maximumPayloadLength: maximumPayloadLength) { code in
+            code == ECONNREFUSED ? "is the controller listening?" : nil
         }
-        if let code = SocketAddress.connect(fd, address) {
-            POSIX.closeDescriptor(fd)
-            let hint = code == ECONNREFUSED ? " (is the controller listening?)" : ""
-            throw HCITransportError(.openFailed, "\(name): connect failed: \(POSIX.errorText(code))\(hint)")
-        }
-        POSIX.disableSIGPIPE(fd)
-        POSIX.setNoDelay(fd)
-        let core = try DescriptorTransportCore(
-            fd: fd, name: name, isSocket: true, writeStyle: .socket,
-            readMode: .stream(maximumPayloadLength: maximumPayloadLength))
-        return SocketH4Transport(core: core)
     }
 
     /// Connects to an H4 server on a UNIX stream socket.
@@ -77,17 +66,26 @@ public final class SocketH4Transport: DescriptorBackedTransport {
         } catch {
             throw HCITransportError(.openFailed, "\(name): \(error.reason)")
         }
-        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
+        return try openStream(address, family: AF_UNIX, name: name, maximumPayloadLength: maximumPayloadLength) { code in
+            code == ENOENT ? "no socket at this path" : code == ECONNREFUSED ? "nobody is listening on this socket" : nil
+        }
+    }
+
+    /// Connects a new stream socket of `family` to `address` (TCP sockets get TCP_NODELAY) and runs the transport on
+    /// it; `hint` says what a connect errno means for this kind of address.
+    private static func openStream<Address>(
+        _ address: Address, family: Int32, name: String, maximumPayloadLength: Int, hint: (Int32) -> String?
+    ) throws(HCITransportError) -> SocketH4Transport {
+        guard let fd = SocketAddress.makeSocket(family: family, type: SocketAddress.streamType) else {
             throw HCITransportError(.openFailed, "\(name): cannot create a socket: \(POSIX.lastErrorText)")
         }
         if let code = SocketAddress.connect(fd, address) {
             POSIX.closeDescriptor(fd)
-            let hint =
-                code == ENOENT ? " (no socket at this path)"
-                : code == ECONNREFUSED ? " (nobody is listening on this socket)" : ""
-            throw HCITransportError(.openFailed, "\(name): connect failed: \(POSIX.errorText(code))\(hint)")
+            let explanation = hint(code).map { " (\($0))" } ?? ""
+            throw HCITransportError(.openFailed, "\(name): connect failed: \(POSIX.errorText(code))\(explanation)")
         }
         POSIX.disableSIGPIPE(fd)
+        if family == AF_INET { POSIX.setNoDelay(fd) }
         let core = try DescriptorTransportCore(
             fd: fd, name: name, isSocket: true, writeStyle: .socket,
             readMode: .stream(maximumPayloadLength: maximumPayloadLength))
