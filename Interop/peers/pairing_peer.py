@@ -3,7 +3,7 @@
 
     python pairing_peer.py --port P --address F0:0C:B1:00:00:03 --role peripheral|central [--peer ADDRESS]
                            --method jw|numeric|passkey|legacy-jw|legacy-passkey [--passkey N]
-                           [--reject-numeric] [--keystore FILE] [--connections N] [--timeout 60]
+                           [--reject-numeric] [--keystore FILE] [--connections N] [--timeout 60] [--read-secret]
 
 Connects as a host to the controller at tcp-client:127.0.0.1:P (Bumble's controller or our air hub).
 
@@ -20,6 +20,8 @@ Peripheral role: advertises connectably (advertising restarted after each discon
 characteristic SECRET (read needs encryption, value SECRET_VALUE) and one PLAIN. The central pairs or encrypts.
 Central role: connects to --peer (random address); on the first connection pairs (connection.pair()), on later
 ones encrypts with the keystore's keys (connection.encrypt()); then disconnects. Exits after --connections.
+With --read-secret (central): on the first connection reads the peer's SECRET characteristic before pairing (the
+peer must answer with an ATT error, printed as "read_error"), then pairs, then reads it again ("read_value").
 
 JSON lines (interop_gatt.emit):
   {"event": "ready", "address": ...}
@@ -32,6 +34,8 @@ JSON lines (interop_gatt.emit):
   {"event": "encrypted", "encryption": N, "key_size": N}
   {"event": "encryption_failed", "error": N}
   {"event": "read", "characteristic": NAME, "encrypted": B}
+  {"event": "read_error", "code": N, "encrypted": B}   --read-secret: the peer refused the read (ATT error code)
+  {"event": "read_value", "value": HEX, "encrypted": B} --read-secret: the value read
   {"event": "disconnected", "reason": N, "index": N}
   {"event": "done"}                                     then exit 0
   {"event": "error", "message": ...}                    then exit 1
@@ -48,6 +52,8 @@ import interop_gatt as g  # noqa: E402
 import security_peer as sp  # noqa: E402
 
 from bumble.core import UUID  # noqa: E402
+from bumble.att import ATT_Error  # noqa: E402
+from bumble.device import Peer  # noqa: E402
 from bumble.gatt import Characteristic, CharacteristicValue, Service  # noqa: E402
 from bumble.keys import JsonKeyStore  # noqa: E402
 from bumble.pairing import PairingConfig, PairingDelegate  # noqa: E402
@@ -111,6 +117,7 @@ async def main():
     parser.add_argument("--keystore")
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--read-secret", action="store_true")
     args = parser.parse_args()
 
     device = await sp.open_device(args.port, "OCB-Pairing", args.address)
@@ -149,16 +156,35 @@ async def peripheral(device, args):
 
 
 async def central(device, args):
-    """Pairs on the first connection, encrypts with the keystore's keys on the later ones."""
+    """Pairs on the first connection (around reads of SECRET with --read-secret), encrypts with the keystore's keys
+    on the later ones."""
     g.emit(event="ready", address=str(device.random_address))
 
     async def step(connection, index):
-        if index == 0:
+        if index == 0 and args.read_secret:
+            await read_secret_around_pairing(connection)
+        elif index == 0:
             await asyncio.wait_for(connection.pair(), 40)
         else:
             await asyncio.wait_for(connection.encrypt(), 20)
 
     await sp.connect_connections(device, args.peer, args.connections, step)
+
+
+async def read_secret_around_pairing(connection):
+    """Reads SECRET before pairing (expects an ATT error), pairs, reads it again."""
+    peer = Peer(connection)
+    await asyncio.wait_for(peer.discover_services([UUID(SECURE_SERVICE)]), 10)
+    await asyncio.wait_for(peer.discover_characteristics(), 10)
+    secret = peer.get_characteristics_by_uuid(UUID(SECRET))[0]
+    try:
+        value = await asyncio.wait_for(peer.read_value(secret), 10)
+        g.emit(event="read_value", value=bytes(value).hex(), encrypted=bool(connection.encryption))
+    except ATT_Error as error:
+        g.emit(event="read_error", code=int(error.error_code), encrypted=bool(connection.encryption))
+    await asyncio.wait_for(connection.pair(), 40)
+    value = await asyncio.wait_for(peer.read_value(secret), 10)
+    g.emit(event="read_value", value=bytes(value).hex(), encrypted=bool(connection.encryption))
 
 
 if __name__ == "__main__":
