@@ -17,6 +17,10 @@ if [ "${SKIP_INTEROP:-0}" != "1" ]; then
   export OCB_REQUIRE_INTEROP=1
 fi
 
+# Swift Testing starts every test at once; on a 2-core machine the async tests (real stacks polling with wall-clock
+# limits) then wait behind dozens of CPU-bound sync tests. A bounded width keeps them responsive, total time unchanged.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
+
 echo "== swift test"
 mkdir -p .build
 set +e

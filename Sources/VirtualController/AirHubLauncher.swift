@@ -51,6 +51,15 @@ public enum AirHubLauncher {
         throw AirHubError(.listenFailed, "\(executable) air did not listen on \(socketPath) within \(timeout)")
     }
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+; declared only under `_GNU_SOURCE`, so looked up
+    /// at run time): closes every descriptor from 3 up in the child. Without it (older C libraries) nothing is added.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+        let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+        _ = closeFrom(&actions, 3)
+    }
+
     private static func spawn(executable: String, arguments: [String], log: String) throws(AirHubError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -58,6 +67,8 @@ public enum AirHubLauncher {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // The hub outlives us: it must not hold our other descriptors (sockets, pipes a parent waits on for EOF).
+        Self.closeInheritedDescriptors(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
