@@ -8,7 +8,9 @@ import BluetoothRuntime
 /// frames go to the host's `onFrame` on the air's loop. With the host on the same loop as the air (a
 /// `ManualEventLoop` in tests), a whole scenario of two stacks runs deterministically on one thread.
 ///
-/// `close()` detaches the controller (its `toHost` is cleared) and reports `onClose(nil)` once; sends then throw.
+/// `close()` detaches the controller (its `toHost` is cleared), powers it off — a controller whose host is gone
+/// stops advertising, scanning and answering on the air, and its links time out at the peers, as when a dongle is
+/// unplugged — and reports `onClose(nil)` once; sends then throw.
 public final class VirtualControllerTransport: HCITransport, @unchecked Sendable {
     private struct State {
         var started = false
@@ -56,6 +58,7 @@ public final class VirtualControllerTransport: HCITransport, @unchecked Sendable
         }
         guard let onClose else { return }
         controller.toHost = nil
+        controller.powerOff()
         onClose(nil)
     }
 }

@@ -207,9 +207,8 @@ struct Pair: ParsableCommand, Sendable {
 
         let connection = try await launched.connect(to: report.address, name: name, timeout: limit)
         let first = await securing(launched, connection.handle, force: true)
-        // Our key distribution PDUs (the central's come last) may still sit in the controller's buffers when pairing
-        // completes; HCI Disconnect drops them and the peer then stores no bond. Let them go out first.
-        try? await Task.sleep(for: .seconds(1))
+        // No wait needed before disconnecting: the host reports pairing complete only once the controller has
+        // acknowledged our last key distribution PDUs (Number Of Completed Packets), so the peer has its keys.
         await launched.disconnect(connection.handle)
         if method.isOutOfBand, case .failure(let error)? = first.result, failureReason.load() == .authenticationRequirements {
             throw CLIFailure(.failed, "pairing with \(name) failed: \(error.reason): it would have been Just Works, not "
