@@ -5,13 +5,19 @@ import Testing
 
 private let l2capServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000C0C0")
 
-/// Publishes a channel, advertises, and collects what arrives on the channel's input stream.
+/// Publishes a channel, advertises, and collects what arrives on the channel's input stream, which it schedules in
+/// the run loop of a stream thread of its own (as an app on Apple systems): the stream events run there.
 private final class ChannelPeripheral: NSObject, CBPeripheralManagerDelegate, StreamDelegate, @unchecked Sendable {
     var manager: CBPeripheralManager!
     var psm: CBL2CAPPSM?
     var channel: CBL2CAPChannel?
-    var received = Data()
-    var ended = false
+    let streamThread = RunLoopThread()
+    private let collected = LockedBox((received: Data(), ended: false, events: 0, offThread: 0))
+
+    var received: Data { collected.value.received }
+    var ended: Bool { collected.value.ended }
+    /// Stream events seen, and how many of them ran elsewhere than on the stream thread.
+    var streamEvents: (all: Int, offThread: Int) { (collected.value.events, collected.value.offThread) }
 
     override init() {
         super.init()
@@ -31,33 +37,43 @@ private final class ChannelPeripheral: NSObject, CBPeripheralManagerDelegate, St
 
     func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
         self.channel = channel
-        channel?.inputStream.delegate = self
-        channel?.inputStream.open()
+        guard let input = channel?.inputStream, let loop = streamThread.loop else { return }
+        input.delegate = self
+        input.schedule(in: loop, forMode: .default)
+        input.open()
     }
 
     func stream(_ aStream: Stream, handle eventCode: Stream.Event) {
+        let onThread = Thread.current === streamThread.thread
+        collected.value.events += 1
+        if !onThread { collected.value.offThread += 1 }
         guard let input = aStream as? InputStream else { return }
         if eventCode.contains(.hasBytesAvailable) {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while input.hasBytesAvailable {
                 let count = input.read(&buffer, maxLength: buffer.count)
                 guard count > 0 else { break }
-                received.append(contentsOf: buffer[0..<count])
+                collected.value.received.append(contentsOf: buffer[0..<count])
             }
         }
-        if eventCode.contains(.endEncountered) { ended = true }
+        if eventCode.contains(.endEncountered) { collected.value.ended = true }
     }
 }
 
-/// Connects, opens the channel on the PSM and writes `payload` through the output stream as space allows.
+/// Connects, opens the channel on the PSM, schedules the output stream in its stream thread's run loop and writes
+/// `payload` there, 1,000 bytes per `hasSpaceAvailable` (one write per event: the stream signals again while there
+/// is room, as CFStream does).
 private final class ChannelCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, StreamDelegate, @unchecked Sendable {
     var manager: CBCentralManager!
     let psm: CBL2CAPPSM
     let payload: Data
     var peripheral: CBPeripheral?
     var channel: CBL2CAPChannel?
-    var written = 0
-    var spaceEvents = 0
+    let streamThread = RunLoopThread()
+    private let progress = LockedBox((written: 0, spaceEvents: 0, offThread: 0))
+
+    var written: Int { progress.value.written }
+    var streamEvents: (space: Int, offThread: Int) { (progress.value.spaceEvents, progress.value.offThread) }
 
     init(psm: CBL2CAPPSM, payload: Data) {
         self.psm = psm
@@ -84,34 +100,21 @@ private final class ChannelCentral: NSObject, CBCentralManagerDelegate, CBPeriph
 
     func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
         self.channel = channel
-        channel?.outputStream.delegate = self
-        channel?.outputStream.open()
-        writeMore()
+        guard let output = channel?.outputStream, let loop = streamThread.loop else { return }
+        output.delegate = self
+        output.schedule(in: loop, forMode: .default)
+        output.open()
     }
 
     func stream(_ aStream: Stream, handle eventCode: Stream.Event) {
-        if eventCode.contains(.hasSpaceAvailable) {
-            spaceEvents += 1
-            writeMore()
-        }
-    }
-
-    private func writeMore() {
-        guard let output = channel?.outputStream else { return }
-        while written < payload.count, output.hasSpaceAvailable {
-            let chunk = [UInt8](payload[written..<min(payload.count, written + 1000)])
-            let count = output.write(chunk, maxLength: chunk.count)
-            guard count > 0 else { return }
-            written += count
-        }
-    }
-}
-
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
+        if Thread.current !== streamThread.thread { progress.value.offThread += 1 }
+        guard eventCode.contains(.hasSpaceAvailable), let output = aStream as? OutputStream else { return }
+        progress.value.spaceEvents += 1
+        let written = progress.value.written
+        guard written < payload.count else { return }
+        let chunk = [UInt8](payload[written..<min(payload.count, written + 1000)])
+        let count = output.write(chunk, maxLength: chunk.count)
+        if count > 0 { progress.value.written += count }
     }
 }
 
@@ -122,26 +125,33 @@ private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T
     @Test func channelCarriesALongStreamInOrder() async throws {
         let provider = HostBackend.privateAirProvider(seed: 77)
         let payload = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
-        let peripheral = await onMain { Box(value: CBBackendRegistry.$taskProvider.withValue(provider) { ChannelPeripheral() }) }
-        var psm: CBL2CAPPSM?
-        let deadline = Date().addingTimeInterval(20)
-        while psm == nil, Date() < deadline {
-            psm = await onMain { peripheral.value.psm }
-            if psm == nil { try? await Task.sleep(for: .milliseconds(20)) }
-        }
-        let published = try #require(psm)
+        let peripheral = await makeOnMain(with: provider) { ChannelPeripheral() }
+        try await waitFor("the channel's publication", until: { peripheral.value.psm != nil },
+                          seen: { "state \(peripheral.value.manager.state.rawValue), no PSM" })
+        let published = try #require(await onMain { peripheral.value.psm })
         #expect(published == 0x0080)
-        let central = await onMain {
-            Box(value: CBBackendRegistry.$taskProvider.withValue(provider) { ChannelCentral(psm: published, payload: payload) })
-        }
-        while Date() < deadline, await onMain({ peripheral.value.received.count < payload.count }) {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        let central = await makeOnMain(with: provider) { ChannelCentral(psm: published, payload: payload) }
+        try await waitFor("the whole payload through the channel", until: { peripheral.value.received.count >= payload.count },
+                          seen: {
+                              "received \(peripheral.value.received.count) of \(payload.count) bytes, written \(central.value.written), "
+                                  + "channel \(central.value.channel == nil ? "not open" : "open"), ended \(peripheral.value.ended)"
+                          })
         let received = await onMain { peripheral.value.received }
         #expect(received.count == payload.count)
         #expect(received == payload)
         let (written, channelPSM) = await onMain { (central.value.written, central.value.channel?.psm) }
         #expect(written == payload.count)
         #expect(channelPSM == published)
+        let (peripheralEvents, centralEvents) = await onMain { (peripheral.value.streamEvents, central.value.streamEvents) }
+        #expect(peripheralEvents.all > 1)
+        #expect(peripheralEvents.offThread == 0, "the input stream's events run on the thread it was scheduled in")
+        #expect(centralEvents.space >= 60, "one write of 1,000 bytes per hasSpaceAvailable")
+        #expect(centralEvents.offThread == 0, "the output stream's events run on the thread it was scheduled in")
+        await onMain {
+            peripheral.value.channel?.inputStream.close()
+            central.value.channel?.outputStream.close()
+        }
+        #expect(peripheral.value.streamThread.stop())
+        #expect(central.value.streamThread.stop())
     }
 }
