@@ -95,24 +95,13 @@ private final class ProbingCentral: NSObject, CBCentralManagerDelegate, CBPeriph
     }
 }
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
-    }
-}
-
 @Suite struct HostBackendErrorTests {
     /// The app's ATT errors reach the central as `CBATTError`s; a request the app never answers holds the
     /// central's read until the link ends, and then nothing of it is left in the peripheral backend.
     @Test func appErrorsReachTheCentralAndUnansweredRequestsEndWithTheLink() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 5)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (RefusingPeripheral(), ProbingCentral())) }
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await onMain({ apps.value.0.reads < 2 }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 5)) { (RefusingPeripheral(), ProbingCentral()) }
+        try await waitFor("the second read reaching the peripheral app", until: { apps.value.0.reads >= 2 },
+                          seen: { "peripheral \(apps.value.0.events), central \(apps.value.1.log)" })
         let backend = await onMain { apps.value.0.manager.backend as? HostPeripheralBackend }
         let peripheralBackend = try #require(backend)
         #expect(peripheralBackend.pendingRequestCount == 1)
@@ -122,14 +111,16 @@ private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T
             let central = apps.value.1
             if let peripheral = central.peripheral { central.manager.cancelPeripheralConnection(peripheral) }
         }
-        while Date() < deadline, await onMain({ !apps.value.1.log.contains("disconnected") }) { try? await Task.sleep(for: .milliseconds(20)) }
+        try await waitFor("the central's disconnection", until: { apps.value.1.log.contains("disconnected") },
+                          seen: { "central \(apps.value.1.log)" })
         let log = await onMain { apps.value.1.log }
         #expect(log.first == "read ATT unlikelyError")
         #expect(log.last == "disconnected")
         #expect(log.count == 4 && log[2].hasPrefix("read CB"), "the held read fails with the link: \(log)")
         #expect(await onMain { apps.value.0.events } == ["read 1", "write 1", "read 2"])
         // The peripheral's side of the link ends on its own stack, a moment later.
-        while Date() < deadline, peripheralBackend.pendingRequestCount > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+        try await waitFor("the held request ending on the peripheral's stack", until: { peripheralBackend.pendingRequestCount == 0 },
+                          seen: { "\(peripheralBackend.pendingRequestCount) requests pending" })
         #expect(peripheralBackend.pendingRequestCount == 0)
     }
 }

@@ -136,26 +136,15 @@ private final class RequestCentral: NSObject, CBCentralManagerDelegate, CBPeriph
     }
 }
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
-    }
-}
-
 @Suite struct HostBackendRequestTests {
     /// At ATT_MTU 23 through two host stacks: the cached value is read (Read + Read Blob) without a callback; the
     /// dynamic one arrives as read requests with offsets 0, 22, 44... each answered from its offset; the long
     /// write (Prepare Write ×6 + Execute Write) reaches the app as one batch, answered once; the subscription and
     /// its end at disconnection reach the peripheral app; the advertisement carries the name and the service.
     @Test func requestsRepliesAndCachedValuesAtMinimumMTU() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 23, preferredATTMTU: 23)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (RequestPeripheral(), RequestCentral())) }
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await !onMain({ apps.value.1.done }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 23, preferredATTMTU: 23)) { (RequestPeripheral(), RequestCentral()) }
+        try await waitFor("the central's whole sequence, to its disconnection", until: { apps.value.1.done },
+                          seen: { "central \(apps.value.1.log), peripheral \(apps.value.0.subscriptions)" })
         let central = await onMain {
             Box(value: (apps.value.1.log, apps.value.1.values, apps.value.1.advertisedName, apps.value.1.advertisedServices,
                         apps.value.1.maximumWriteLength))

@@ -195,25 +195,14 @@ private final class RefusingPeripheral: NSObject, CBPeripheralManagerDelegate, @
     }
 }
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
-    }
-}
-
 @Suite struct HostBackendSecurityTests {
     /// A value with `readEncryptionRequired`: the first Read is refused with Insufficient Authentication by the
     /// peripheral's GATT server (before the app hears of it), the central's host pairs (Just Works) and sends
     /// the Read again, and the app's answer arrives — as CoreBluetooth pairs on demand.
     @Test func readNeedingEncryptionPairsOnDemand() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 99)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (SecurePeripheral(), SecureCentral())) }
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await onMain({ apps.value.1.log.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 99)) { (SecurePeripheral(), SecureCentral()) }
+        try await waitFor("the central's read, after pairing on demand", until: { !apps.value.1.log.isEmpty },
+                          seen: { "central \(apps.value.1.log), peripheral reads \(apps.value.0.reads)" })
         #expect(await onMain { apps.value.1.log } == ["read secret"])
         #expect(await onMain { apps.value.0.reads } == 1)
     }
@@ -222,12 +211,9 @@ private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T
     /// with the server's `CBATTError` (Insufficient Encryption, for `readEncryptionRequired`) on `didUpdateValueFor`,
     /// not a CBError.
     @Test func readWhosePairingIsRefusedFailsWithTheATTError() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 97)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (RefusingPeripheral(), SecureCentral())) }
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await onMain({ apps.value.1.log.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 97)) { (RefusingPeripheral(), SecureCentral()) }
+        try await waitFor("the central's read failing after the refused pairing", until: { !apps.value.1.log.isEmpty },
+                          seen: { "central \(apps.value.1.log), security errors \(apps.value.1.securityErrors.load())" })
         let log = await onMain { apps.value.1.log }
         #expect(log.count == 1 && log.first?.hasPrefix("error CBATTError(0xF)") == true, "\(log)")
         let error = await onMain { apps.value.1.lastError }
@@ -241,12 +227,9 @@ private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T
     /// A value with `writeEncryptionRequired`: the Write Request is refused with Insufficient Authentication, the
     /// central pairs (Just Works) and writes again; the app hears one write and one success, no error.
     @Test func writeNeedingEncryptionPairsOnDemand() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 98)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (SecureWritePeripheral(), SecureWriteCentral())) }
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await onMain({ apps.value.1.log.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 98)) { (SecureWritePeripheral(), SecureWriteCentral()) }
+        try await waitFor("the central's write, after pairing on demand", until: { !apps.value.1.log.isEmpty },
+                          seen: { "central \(apps.value.1.log), peripheral written \(apps.value.0.written)" })
         #expect(await onMain { apps.value.1.log } == ["written"])
         #expect(await onMain { apps.value.0.written } == ["hello"])
     }

@@ -63,32 +63,22 @@ private final class WatchingCentral: NSObject, CBCentralManagerDelegate, CBPerip
     }
 }
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
-    }
-}
-
 @Suite struct HostBackendServiceChangeTests {
     /// The central subscribes to the peer's Service Changed indications by itself (as CoreBluetooth does); a
     /// service published while it is connected invalidates its services (`didModifyServices`), and discovering
     /// again finds both.
     @Test func servicePublishedWhileConnectedReachesTheCentralAsModifiedServices() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 42)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (ChangingPeripheral(), WatchingCentral())) }
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await onMain({ apps.value.1.log.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 42)) { (ChangingPeripheral(), WatchingCentral()) }
+        try await waitFor("the first service discovery", until: { !apps.value.1.log.isEmpty }, seen: { "central \(apps.value.1.log)" })
         #expect(await onMain { apps.value.1.log } == ["services first"])
         // The backend enabled the peer's Service Changed indications by itself.
         let backend = try #require(await onMain { apps.value.1.manager.backend as? HostCentralBackend })
-        while Date() < deadline, backend.peersWatchingServiceChanged == 0 { try? await Task.sleep(for: .milliseconds(20)) }
+        try await waitFor("the Service Changed subscription", until: { backend.peersWatchingServiceChanged > 0 },
+                          seen: { "\(backend.peersWatchingServiceChanged) peers watching, central \(apps.value.1.log)" })
         #expect(backend.peersWatchingServiceChanged == 1)
         await onMain { apps.value.0.addSecondService() }
-        while Date() < deadline, await onMain({ apps.value.1.log.count < 3 }) { try? await Task.sleep(for: .milliseconds(20)) }
+        try await waitFor("the modified services and their rediscovery", until: { apps.value.1.log.count >= 3 },
+                          seen: { "central \(apps.value.1.log)" })
         #expect(await onMain { apps.value.1.log } == ["services first", "modified first", "services first,second"])
     }
 }

@@ -3,24 +3,6 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-/// Runs `body` on the main queue (where the apps with `queue: nil` live) and returns its result.
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
-    }
-}
-
-/// Waits until `condition` (checked on the main queue) holds, at most `seconds` of real time: these tests run
-/// real stacks on DispatchEventLoops over an in-process air.
-private func eventually(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if await onMain(condition) { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await onMain(condition)
-}
-
 private final class SeedEar: PeripheralBlueEar, CentralBlueEar, @unchecked Sendable {
     private let lock = NSLock()
     private var _events: [String] = []
@@ -37,8 +19,6 @@ private final class SeedEar: PeripheralBlueEar, CentralBlueEar, @unchecked Senda
     func didFailConnection() { add("fail") }
 }
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
 @Suite struct HostBackendTests {
     /// Seed 001's iOS peripheral and macOS central, unchanged, against each other through the host backend: two
     /// host stacks over two virtual controllers on a private in-process air. The central finds the peripheral by
@@ -46,20 +26,16 @@ private struct Box<T>: @unchecked Sendable { let value: T }
     /// from the notification, writes {"Yo": "Lo"} with response (a deferred request the peripheral app
     /// answers), then disconnects.
     @Test func seed001ManagersExchangeBothPlistsThroughHostStacks() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 11)
         let peripheralEar = SeedEar(), centralEar = SeedEar()
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) {
-                let peripheral = PeripheralBluetoothManager(delegate: peripheralEar)
-                let central = CentralBluetoothManager(delegate: centralEar)
-                central.scan()
-                return Box(value: (peripheral, central))
-            }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 11)) {
+            let peripheral = PeripheralBluetoothManager(delegate: peripheralEar)
+            let central = CentralBluetoothManager(delegate: centralEar)
+            central.scan()
+            return (peripheral, central)
         }
-        let finished = await eventually {
+        try await waitFor("the exchange, to the central's disconnection", until: {
             centralEar.events.contains("disconnect Peripheral - iOS") && peripheralEar.events.contains("receive")
-        }
-        #expect(finished)
+        }, seen: { "central \(centralEar.events), peripheral \(peripheralEar.events)" })
         #expect(centralEar.events == ["configuration", "scanning", "connect Peripheral - iOS", "receive", "send",
                                       "disconnect Peripheral - iOS"])
         #expect(peripheralEar.events == ["configuration", "advertising", "send", "receive"])
@@ -86,16 +62,15 @@ private struct Box<T>: @unchecked Sendable { let value: T }
         }
         let expected = text
         let provider = HostBackend.privateAirProvider(seed: UInt64(mtu), preferredATTMTU: mtu)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) {
-                Box(value: (TransferPeripheral(text: expected), TransferCentral(messages: messages)))
-            }
-        }
-        let finished = await eventually(60) {
+        let apps = await makeOnMain(with: provider) { (TransferPeripheral(text: expected), TransferCentral(messages: messages)) }
+        try await waitFor("the text and every message, to the central's disconnection", within: .seconds(60), until: {
             let (peripheral, central) = apps.value
             return central.disconnected && peripheral.messagesReceived.count == messages
-        }
-        #expect(finished)
+        }, seen: {
+            let (peripheral, central) = apps.value
+            return "text \(central.receivedText?.utf8.count ?? 0) of \(expected.utf8.count) bytes, chunks sent \(peripheral.chunksSent), "
+                + "messages \(peripheral.messagesReceived.count) of \(messages), disconnected \(central.disconnected)"
+        })
         let report = await onMain { () -> (String?, Int, Int, Int, [String]) in
             let (peripheral, central) = apps.value
             return (central.receivedText, peripheral.chunksSent, peripheral.refusedUpdates, peripheral.readyCallbacks,

@@ -11,16 +11,6 @@ import Glibc
 private let hubServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-000000000A1B")
 private let hubCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-000000000A1B")
 
-/// Waits until `condition` holds, at most `seconds` of real time (stacks in this process, air in the hub's).
-private func eventually(_ seconds: Double = 30, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
-}
-
 /// A peripheral manager's delegate that publishes one static value and advertises it.
 private final class HubPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
     let log: CallLog
@@ -118,9 +108,11 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
             CBCentralManager(delegate: reader, queue: centralLog.queue)
         }
         let expected = "value \(hubCharacteristicUUID.uuidString) \([UInt8]("over the hub".utf8))"
-        let met = await eventually { centralLog.entries.contains(expected) }
+        // Not a throwing wait: the hubs started must be stopped whatever happened.
+        await expectStep("the read through the hub", within: .seconds(30), on: centralLog.queue,
+                         until: { centralLog.entries.contains(expected) },
+                         seen: { "central \(centralLog.entries), peripheral \(peripheralLog.entries)" })
         let started = Array(HostBackend.hubsStarted.dropFirst(before.count))
-        #expect(met, "\(centralLog.entries) \(peripheralLog.entries)")
         #expect(started.count == 1, "hubs started: \(started)")
         #expect(AirHub.isRunning(at: socket))
         #expect(FileManager.default.fileExists(atPath: AirHubLauncher.logPath(forSocket: socket)))
@@ -141,7 +133,8 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
         let manager = CBBackendRegistry.$taskProvider.withValue(HostBackend.provider(.hub(socketPath: socket))) {
             CBPeripheralManager(delegate: app, queue: log.queue)
         }
-        #expect(await eventually { log.entries.contains("state \(CBManagerState.unsupported.rawValue)") }, "\(log.entries)")
+        try await waitFor("the unsupported state", within: .seconds(30), on: log.queue,
+                          until: { log.entries.contains("state \(CBManagerState.unsupported.rawValue)") }, seen: { "\(log.entries)" })
         #expect(HostBackend.hubsStarted.count == before)
         #expect(!FileManager.default.fileExists(atPath: (socket as NSString).deletingLastPathComponent))
         withExtendedLifetime(manager) {}

@@ -12,19 +12,6 @@ private let knownServiceUUID = CBUUID(string: "6B6E0000-0000-4000-8000-00000000B
 private let knownCharacteristicUUID = CBUUID(string: "6B6E0001-0000-4000-8000-00000000B001")
 private let knownValue = Data("known across runs".utf8)
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-/// Waits until `condition` (checked on `queue`) holds, at most `seconds` of real time (real stacks on
-/// DispatchEventLoops over an in-process air).
-private func eventually(_ queue: DispatchQueue, _ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if queue.sync(execute: condition) { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return queue.sync(execute: condition)
-}
-
 /// A fresh temporary directory for one test.
 private func temporaryDirectory() throws -> String {
     let path = NSTemporaryDirectory() + "ocb-known-peers-\(UUID().uuidString)"
@@ -77,7 +64,8 @@ private func temporaryDirectory() throws -> String {
                             CBCentralManager(delegate: central1, queue: log1.queue)))
             }
         }
-        #expect(await eventually(log1.queue) { log1.entries.contains { $0.hasPrefix("connect") } })
+        try await waitFor("run 1: the connection", on: log1.queue, until: { log1.entries.contains { $0.hasPrefix("connect") } },
+                          seen: { "central \(log1.entries), peripheral \(peripheralLog.entries)" })
         let identifier = try #require(found.value?.identifier)
 
         // The file holds the peer: identity address, type, name; owner-only.
@@ -95,7 +83,8 @@ private func temporaryDirectory() throws -> String {
 
         // End run 1: disconnect and release the manager.
         log1.queue.sync { if let peripheral = found.value { managers.value.1.cancelPeripheralConnection(peripheral) } }
-        #expect(await eventually(log1.queue) { log1.entries.contains { $0.hasPrefix("disconnect") } })
+        try await waitFor("run 1: the disconnection", on: log1.queue, until: { log1.entries.contains { $0.hasPrefix("disconnect") } },
+                          seen: { "central \(log1.entries)" })
         found.value = nil
 
         // Another peer known from the file only (never on this air), to check the order of the answer.
@@ -133,7 +122,8 @@ private func temporaryDirectory() throws -> String {
                 Box(value: CBCentralManager(delegate: central2, queue: log2.queue))
             }
         }
-        #expect(await eventually(log2.queue) { value.value != nil })
+        try await waitFor("run 2: the read without scanning", on: log2.queue, until: { value.value != nil },
+                          seen: { "central \(log2.entries)" })
         #expect(value.value == knownValue)
         let list = log2.queue.sync { retrieved.value }
         #expect(list.map(\.identifier) == [identifier, otherIdentifier])
@@ -161,7 +151,8 @@ private func temporaryDirectory() throws -> String {
                 Box(value: CBCentralManager(delegate: recorder, queue: log.queue))
             }
         }
-        #expect(await eventually(log.queue) { manager.value.state == .poweredOn })
+        try await waitFor("power-on", on: log.queue, until: { manager.value.state == .poweredOn },
+                          seen: { "state \(manager.value.state.rawValue), \(log.entries)" })
         let answer = log.queue.sync { () -> [(UUID, CBPeripheralState, String?)] in
             manager.value.retrievePeripherals(withIdentifiers: [
                 CBPeerIdentifier.identifier(for: b), UUID(), CBPeerIdentifier.identifier(for: a),
@@ -224,20 +215,10 @@ private func temporaryDirectory() throws -> String {
         store.discovered(staticAddress, name: "Static")
         #expect(store.entries.map(\.address) == [staticAddress])
         #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(await eventually(DispatchQueue(label: "known.wait"), 5) { FileManager.default.fileExists(atPath: path) })
+        try await waitFor("the debounced write", within: .seconds(5), on: DispatchQueue(label: "known.wait"),
+                          until: { FileManager.default.fileExists(atPath: path) }, seen: { "no file at \(path)" })
         #expect(KnownPeersStore(location: .file(path)).entries.map(\.name) == ["Static"])
         store.renamed(staticAddress, name: "Renamed")
         #expect(KnownPeersStore(location: .file(path)).entries.map(\.name) == ["Renamed"])
-    }
-}
-
-/// A value shared between the test and delegate queues.
-private final class LockedBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _value: T
-    init(_ value: T) { _value = value }
-    var value: T {
-        get { lock.withLock { _value } }
-        set { lock.withLock { _value = newValue } }
     }
 }

@@ -9,16 +9,6 @@ private let dynamicCharacteristicUUID = CBUUID(string: "5E570002-0000-4000-8000-
 private let includedServiceUUID = CBUUID(string: "180F")
 private let staticValue = Data("served at once".utf8)
 
-/// Waits until `condition` holds, at most `seconds` of real time (real stacks over an in-process air).
-private func eventually(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
-}
-
 /// A peripheral-manager delegate that publishes at power-on and logs its callbacks.
 private final class EagerPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
     let log: CallLog
@@ -104,8 +94,9 @@ private func makeServices() -> [CBMutableService] {
         }
         let staticRead = "value \(staticCharacteristicUUID.uuidString) \([UInt8](staticValue))"
         let dynamicRead = "value \(dynamicCharacteristicUUID.uuidString) [42]"
-        #expect(await eventually { centralLog.entries.contains(staticRead) && centralLog.entries.contains(dynamicRead) },
-                "\(centralLog.entries) \(peripheralLog.entries)")
+        try await waitFor("both reads", on: centralLog.queue,
+                          until: { centralLog.entries.contains(staticRead) && centralLog.entries.contains(dynamicRead) },
+                          seen: { "central \(centralLog.entries), peripheral \(peripheralLog.entries)" })
         #expect(centralLog.entries.contains("services \(mainServiceUUID.uuidString)"))
         #expect(centralLog.entries.contains("characteristics \(staticCharacteristicUUID.uuidString),\(dynamicCharacteristicUUID.uuidString)"))
         #expect(peripheralLog.entries.filter { $0.hasPrefix("added") } == ["added \(includedServiceUUID.uuidString)", "added \(mainServiceUUID.uuidString)"])
@@ -113,16 +104,5 @@ private func makeServices() -> [CBMutableService] {
         #expect(peripheralLog.entries.filter { $0 == "read request" }.count == 1)
         #expect(manager.misuseLog == [] && central.misuseLog == [])
         withExtendedLifetime((manager, central)) {}
-    }
-}
-
-/// A value shared between the test and the delegate queues.
-private final class LockedBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _value: T
-    init(_ value: T) { _value = value }
-    var value: T {
-        get { lock.withLock { _value } }
-        set { lock.withLock { _value = newValue } }
     }
 }

@@ -5,16 +5,6 @@ import Testing
 
 private let sharedServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-00000000DEAD")
 
-/// Waits until `condition` holds, at most `seconds` of real time (real stacks over an in-process air).
-private func eventually(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
-}
-
 /// A peripheral-manager delegate that advertises `name` and the shared service at power-on.
 private final class NamedAdvertiser: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
     let log: CallLog
@@ -38,18 +28,6 @@ private final class NamedAdvertiser: NSObject, CBPeripheralManagerDelegate, @unc
     }
 }
 
-/// A value shared between the test and the delegate queues (a manager the test releases, as the app dropping its
-/// last reference; the peripheral the central connected).
-private final class Box<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _value: T
-    init(_ value: T) { _value = value }
-    var value: T {
-        get { lock.withLock { _value } }
-        set { lock.withLock { _value = newValue } }
-    }
-}
-
 @Suite(.serialized) struct ReleasedManagerTests {
     /// A released `CBPeripheralManager` leaves the air, as a device whose program ended: its connected central sees
     /// the link time out (`CBError.connectionTimeout`, supervision timeout) and a new scan hears only the device
@@ -60,14 +38,15 @@ private final class Box<T>: @unchecked Sendable {
         let provider = HostBackend.privateAirProvider(seed: 76)
         let leavingLog = CallLog(label: "released.leaving")
         let leavingApp = NamedAdvertiser(log: leavingLog, name: "Leaving")
-        let leaving = Box<CBPeripheralManager?>(CBBackendRegistry.$taskProvider.withValue(provider) {
+        let leaving = LockedBox<CBPeripheralManager?>(CBBackendRegistry.$taskProvider.withValue(provider) {
             CBPeripheralManager(delegate: leavingApp, queue: leavingLog.queue)
         })
-        #expect(await eventually { leavingLog.entries.contains("advertising") })
+        try await waitFor("the leaving device advertising", on: leavingLog.queue, until: { leavingLog.entries.contains("advertising") },
+                          seen: { "\(leavingLog.entries)" })
 
         let centralLog = CallLog(label: "released.central")
         let recorder = CentralRecorder(log: centralLog)
-        let connected = Box<CBPeripheral?>(nil)
+        let connected = LockedBox<CBPeripheral?>(nil)
         recorder.onState = { central in
             if central.state == .poweredOn { central.scanForPeripherals(withServices: [sharedServiceUUID]) }
         }
@@ -80,11 +59,13 @@ private final class Box<T>: @unchecked Sendable {
         let central = CBBackendRegistry.$taskProvider.withValue(provider) {
             CBCentralManager(delegate: recorder, queue: centralLog.queue)
         }
-        #expect(await eventually { centralLog.entries.contains("connect Leaving") }, "\(centralLog.entries)")
+        try await waitFor("the connection to the leaving device", on: centralLog.queue,
+                          until: { centralLog.entries.contains("connect Leaving") }, seen: { "\(centralLog.entries)" })
 
         // The app holding the peripheral manager ends: its device goes silent and the link times out.
         leavingLog.queue.sync { leaving.value = nil }
-        #expect(await eventually { centralLog.entries.contains("disconnect error") }, "\(centralLog.entries)")
+        try await waitFor("the link's timeout after the release", on: centralLog.queue,
+                          until: { centralLog.entries.contains("disconnect error") }, seen: { "\(centralLog.entries)" })
         let error = centralLog.queue.sync { recorder.lastError as? CBError }
         #expect(error?.code == .connectionTimeout, "\(String(describing: recorder.lastError))")
 
@@ -95,13 +76,15 @@ private final class Box<T>: @unchecked Sendable {
         let staying = CBBackendRegistry.$taskProvider.withValue(provider) {
             CBPeripheralManager(delegate: stayingApp, queue: stayingLog.queue)
         }
-        #expect(await eventually { stayingLog.entries.contains("advertising") })
+        try await waitFor("the staying device advertising", on: stayingLog.queue, until: { stayingLog.entries.contains("advertising") },
+                          seen: { "\(stayingLog.entries)" })
         let before = centralLog.entries.count
         centralLog.queue.sync {
             central.scanForPeripherals(withServices: [sharedServiceUUID], options: [CBCentralManagerScanOptionAllowDuplicatesKey: true])
         }
-        #expect(await eventually { centralLog.entries.dropFirst(before).filter { $0 == "discover Staying" }.count >= 5 },
-                "\(centralLog.entries.dropFirst(before))")
+        try await waitFor("five discoveries of the staying device", on: centralLog.queue,
+                          until: { centralLog.entries.dropFirst(before).filter { $0 == "discover Staying" }.count >= 5 },
+                          seen: { "\(centralLog.entries.dropFirst(before))" })
         centralLog.queue.sync { central.stopScan() }
         #expect(!centralLog.entries.dropFirst(before).contains("discover Leaving"), "\(centralLog.entries.dropFirst(before))")
         #expect(central.misuseLog == [] && staying.misuseLog == [])

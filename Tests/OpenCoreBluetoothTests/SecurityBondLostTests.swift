@@ -91,30 +91,15 @@ private final class ReturningCentral: NSObject, CBCentralManagerDelegate, CBPeri
     }
 }
 
-private struct Box<T>: @unchecked Sendable { let value: T }
-
-private func onMain<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.main.async { continuation.resume(returning: body()) }
-    }
-}
-
-private func waitUntil(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline, !(await onMain(condition)) { try? await Task.sleep(for: .milliseconds(20)) }
-}
-
 @Suite struct SecurityBondLostTests {
     /// The central pairs on demand and keeps the bond; the peripheral then forgets it (as a phone "forgets" a
     /// device). On the next connection the central encrypts with its bond, the peripheral has no key (LTK
     /// negative reply → PIN or Key Missing, Core 5.4 Vol 3 Part H §2.4.4), and the app hears
     /// `CBError.peerRemovedPairingInformation` (14), as on iOS — re-pairing is not silently allowed.
     @Test func aPeerThatForgotTheBondIsReportedAsPeerRemovedPairingInformation() async throws {
-        let provider = HostBackend.privateAirProvider(seed: 97)
-        let apps = await onMain {
-            CBBackendRegistry.$taskProvider.withValue(provider) { Box(value: (ForgetfulPeripheral(), ReturningCentral())) }
-        }
-        await waitUntil { apps.value.1.log.count >= 2 }
+        let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 97)) { (ForgetfulPeripheral(), ReturningCentral()) }
+        try await waitFor("the first connection: read after pairing, then disconnection", until: { apps.value.1.log.count >= 2 },
+                          seen: { "central \(apps.value.1.log)" })
         #expect(await onMain { apps.value.1.log } == ["read secret", "disconnected nil"])
 
         let host = try #require(await onMain { apps.value.0.host })
@@ -127,7 +112,8 @@ private func waitUntil(_ seconds: Double = 20, _ condition: @escaping @Sendable 
         }
 
         await onMain { apps.value.1.again() }
-        await waitUntil { apps.value.1.log.count >= 3 }
+        try await waitFor("the second connection's outcome without the peer's bond", until: { apps.value.1.log.count >= 3 },
+                          seen: { "central \(apps.value.1.log)" })
         let log = await onMain { apps.value.1.log }
         #expect(log.dropFirst(2).first == "error CBError 14" || log.dropFirst(2).first == "disconnected 14", "\(log)")
         #expect(log.filter { $0 == "read secret" }.count == 1, "no second read without a bond: \(log)")
