@@ -20,8 +20,11 @@
 // thread (state, isScanning, isAdvertising, canSendWriteWithoutResponse, peripheral state, request batches) sit
 // behind locks (LockedValue). Commands never block: they call the backend, which hops onto its loop.
 //
-// Linux specifics: no authorization prompt (`.allowedAlways`); `queue: nil` is the main queue, which runs only under dispatchMain(), RunLoop.main.run()
-// or an async main; L2CAP stream events are delivered on the manager's queue.
+// Linux specifics: no authorization prompt (`.allowedAlways`); `queue: nil` is the main queue, which runs only under
+// dispatchMain(), RunLoop.main.run() or an async main. L2CAP streams deliver their delegate events on the run loops
+// and modes they are scheduled in, as CFStream does (CBL2CAPChannel.swift, StreamRunLoopEvents: a one-shot Timer per
+// wake-up, because RunLoop.perform does not wake a sleeping run loop on Linux, and a keep-alive timer per scheduled
+// mode); unscheduled streams keep their events pending.
 //
 // The production backend (HostBackend*.swift): one HostStack per manager, each over its own controller, so a
 // central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`);
