@@ -7,73 +7,47 @@ private let errorServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E
 private let errorCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E000")
 
 /// Refuses the first read and every write with ATT errors, and leaves the second read unanswered.
-private final class RefusingPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
+private final class RefusingPeripheral: MainQueuePeripheral, @unchecked Sendable {
     var reads = 0
     var events: [String] = []
 
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+    override func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
-        let service = CBMutableService(type: errorServiceUUID, primary: true)
-        service.characteristics = [CBMutableCharacteristic(type: errorCharacteristicUUID, properties: [.read, .write], value: nil,
-                                                           permissions: [.readable, .writeable])]
-        peripheral.add(service)
-        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [errorServiceUUID]])
+        publishAndAdvertise(errorServiceUUID, [CBMutableCharacteristic(type: errorCharacteristicUUID, properties: [.read, .write],
+                                                                       value: nil, permissions: [.readable, .writeable])])
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
         reads += 1
         events.append("read \(reads)")
         if reads == 1 { peripheral.respond(to: request, withResult: .unlikelyError) }
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
         events.append("write \(requests.count)")
         if let first = requests.first { peripheral.respond(to: first, withResult: .invalidAttributeValueLength) }
     }
 }
 
-private final class ProbingCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
-    var log: [String] = []
+/// Discovers every service, reads, writes, reads again; logs each outcome and the disconnection.
+private final class ProbingCentral: ConnectingCentral, @unchecked Sendable {
+    init() { super.init(service: errorServiceUUID) }
 
-    override init() {
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
-    }
-
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [errorServiceUUID]) }
-    }
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         peripheral.delegate = self
         peripheral.discoverServices(nil)
     }
 
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+    override func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         log.append("disconnected")
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
         guard let service = peripheral.services?.first(where: { $0.uuid == errorServiceUUID }) else { return }
         peripheral.discoverCharacteristics([errorCharacteristicUUID], for: service)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let characteristic = service.characteristics?.first else { return }
         peripheral.readValue(for: characteristic)
     }
@@ -84,12 +58,12 @@ private final class ProbingCentral: NSObject, CBCentralManagerDelegate, CBPeriph
         return error.map { "\($0)" } ?? "ok"
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.append("read \(describe(error))")
         if log.count == 1 { peripheral.writeValue(Data([1, 2, 3]), for: characteristic, type: .withResponse) }
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.append("write \(describe(error))")
         peripheral.readValue(for: characteristic)
     }

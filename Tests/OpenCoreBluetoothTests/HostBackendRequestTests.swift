@@ -12,18 +12,12 @@ private let writtenValue = Data((0..<100).map { UInt8(truncatingIfNeeded: 0x40 &
 
 /// A peripheral app whose dynamic value is served from `didReceiveRead` (from each request's offset) and whose
 /// writes are collected from `didReceiveWrite`, answered once per batch.
-private final class RequestPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
+private final class RequestPeripheral: MainQueuePeripheral, @unchecked Sendable {
     var readOffsets: [(CBUUID, Int)] = []
     var writeBatches: [[(offset: Int, value: Data)]] = []
     var subscriptions: [String] = []
 
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+    override func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
         let service = CBMutableService(type: serviceUUID, primary: true)
         service.characteristics = [
@@ -34,83 +28,66 @@ private final class RequestPeripheral: NSObject, CBPeripheralManagerDelegate, @u
         peripheral.startAdvertising([CBAdvertisementDataLocalNameKey: "Requests", CBAdvertisementDataServiceUUIDsKey: [serviceUUID]])
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
         readOffsets.append((request.characteristic.uuid, request.offset))
         guard request.offset <= dynamicValue.count else { return peripheral.respond(to: request, withResult: .invalidOffset) }
         request.value = dynamicValue.subdata(in: request.offset..<dynamicValue.count)
         peripheral.respond(to: request, withResult: .success)
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
         writeBatches.append(requests.map { (offset: $0.offset, value: $0.value ?? Data()) })
         if let first = requests.first { peripheral.respond(to: first, withResult: .success) }
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
         subscriptions.append("subscribe \(characteristic.uuid.uuidString.prefix(8))")
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didUnsubscribeFrom characteristic: CBCharacteristic) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didUnsubscribeFrom characteristic: CBCharacteristic) {
         subscriptions.append("unsubscribe \(characteristic.uuid.uuidString.prefix(8))")
     }
 }
 
 /// A central app that reads the cached and the dynamic value, writes a long value with response, subscribes,
 /// reads the RSSI and disconnects, one step after the other.
-private final class RequestCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
+private final class RequestCentral: ConnectingCentral, @unchecked Sendable {
     var advertisedName: String?
     var advertisedServices: [CBUUID] = []
     var values: [CBUUID: Data] = [:]
-    var log: [String] = []
     var maximumWriteLength = 0
     var done = false
 
-    override init() {
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
-    }
+    init() { super.init(service: serviceUUID) }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [serviceUUID]) }
-    }
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
+    override func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any],
+                                 rssi RSSI: NSNumber) {
         guard self.peripheral == nil else { return }
         advertisedName = advertisementData[CBAdvertisementDataLocalNameKey] as? String
         advertisedServices = advertisementData[CBAdvertisementDataServiceUUIDsKey] as? [CBUUID] ?? []
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
+        super.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: RSSI)
     }
 
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         maximumWriteLength = peripheral.maximumWriteValueLength(for: .withResponse)
-        peripheral.delegate = self
-        peripheral.discoverServices([serviceUUID])
+        super.centralManager(central, didConnect: peripheral)
     }
 
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+    override func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         log.append("disconnected \(error == nil ? "cleanly" : "with an error")")
         done = true
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
-        guard let service = peripheral.services?.first else { return }
-        peripheral.discoverCharacteristics(nil, for: service)
     }
 
     private func characteristic(_ uuid: CBUUID) -> CBCharacteristic? {
         peripheral?.services?.first?.characteristics?.first { $0.uuid == uuid }
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let cached = characteristic(cachedUUID) else { return }
         peripheral.readValue(for: cached)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         values[characteristic.uuid] = characteristic.value
         log.append("read \(characteristic.uuid == cachedUUID ? "cached" : "dynamic") \(characteristic.value?.count ?? -1)")
         if characteristic.uuid == cachedUUID, let dynamic = self.characteristic(dynamicUUID) {
@@ -120,17 +97,17 @@ private final class RequestCentral: NSObject, CBCentralManagerDelegate, CBPeriph
         }
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.append("write \(error.map { "\($0)" } ?? "ok")")
         peripheral.setNotifyValue(true, for: characteristic)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.append("notifying \(characteristic.isNotifying)")
         peripheral.readRSSI()
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
         log.append(error == nil && RSSI.intValue < 0 && RSSI.intValue > -127 ? "rssi" : "rssi failed \(String(describing: error))")
         manager.cancelPeripheralConnection(peripheral)
     }

@@ -10,78 +10,35 @@ private let secureServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000
 private let secureCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E5C0")
 
 /// Serves a value that needs an encrypted link to be read.
-private final class SecurePeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
-    var reads = 0
-
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
-        guard peripheral.state == .poweredOn else { return }
-        let service = CBMutableService(type: secureServiceUUID, primary: true)
-        service.characteristics = [CBMutableCharacteristic(type: secureCharacteristicUUID, properties: [.read], value: nil,
-                                                           permissions: [.readEncryptionRequired])]
-        peripheral.add(service)
-        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [secureServiceUUID]])
-    }
-
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
-        reads += 1
-        request.value = Data("secret".utf8)
-        peripheral.respond(to: request, withResult: .success)
-    }
+private final class SecurePeripheral: SecretPeripheral, @unchecked Sendable {
+    init() { super.init(service: secureServiceUUID, characteristic: secureCharacteristicUUID) }
 }
 
-private final class SecureCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
-    var log: [String] = []
+/// Reads the first characteristic of the secure service; logs the value or the error.
+private final class SecureCentral: ConnectingCentral, @unchecked Sendable {
     var lastError: (any Error)?
     /// The security errors the central's host reported (`pairingFailed` events).
     let securityErrors = LockedValue<[HostError]>([])
     var subscription: LaunchedStack.EventSubscription?
 
-    override init() {
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
-    }
+    init() { super.init(service: secureServiceUUID) }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+    override func centralManagerDidUpdateState(_ central: CBCentralManager) {
         if central.state == .poweredOn, subscription == nil, let stack = (manager.backend as? HostCentralBackend)?.launchedStack {
             let errors = securityErrors
             subscription = stack.addEventHandler { event in
                 if case .pairingFailed(_, _, let error) = event { errors.withLock { $0.append(error) } }
             }
         }
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [secureServiceUUID]) }
+        super.centralManagerDidUpdateState(central)
     }
 
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
-        peripheral.delegate = self
-        peripheral.discoverServices([secureServiceUUID])
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
-        guard let service = peripheral.services?.first else { return }
-        peripheral.discoverCharacteristics(nil, for: service)
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let characteristic = service.characteristics?.first else { return }
         peripheral.readValue(for: characteristic)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         lastError = error
         if let error {
             log.append("error \(error)")
@@ -94,84 +51,43 @@ private final class SecureCentral: NSObject, CBCentralManagerDelegate, CBPeriphe
 private let secureWriteUUID = CBUUID(string: "5E1F0002-0000-4000-8000-00000000E5C0")
 
 /// Takes writes only on an encrypted link.
-private final class SecureWritePeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
+private final class SecureWritePeripheral: MainQueuePeripheral, @unchecked Sendable {
     var written: [String] = []
 
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+    override func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
-        let service = CBMutableService(type: secureServiceUUID, primary: true)
-        service.characteristics = [CBMutableCharacteristic(type: secureWriteUUID, properties: [.write], value: nil,
-                                                           permissions: [.writeEncryptionRequired])]
-        peripheral.add(service)
-        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [secureServiceUUID]])
+        publishAndAdvertise(secureServiceUUID, [CBMutableCharacteristic(type: secureWriteUUID, properties: [.write], value: nil,
+                                                                        permissions: [.writeEncryptionRequired])])
     }
 
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+    override func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
         for request in requests { written.append(request.value.map { String(decoding: $0, as: UTF8.self) } ?? "nil") }
         if let first = requests.first { peripheral.respond(to: first, withResult: .success) }
     }
 }
 
 /// Writes "hello" with response to the first characteristic found.
-private final class SecureWriteCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
-    var log: [String] = []
+private final class SecureWriteCentral: ConnectingCentral, @unchecked Sendable {
+    init() { super.init(service: secureServiceUUID) }
 
-    override init() {
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
-    }
-
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [secureServiceUUID]) }
-    }
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
-        peripheral.delegate = self
-        peripheral.discoverServices([secureServiceUUID])
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
-        guard let service = peripheral.services?.first else { return }
-        peripheral.discoverCharacteristics(nil, for: service)
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let characteristic = service.characteristics?.first else { return }
         peripheral.writeValue(Data("hello".utf8), for: characteristic, type: .withResponse)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.append(error.map { "error \($0)" } ?? "written")
     }
 }
 
 /// Serves a value that needs encryption, and refuses every pairing: its host answers each Pairing Request with
 /// Pairing Failed (Pairing Not Supported), as a device whose user declined would.
-private final class RefusingPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
+private final class RefusingPeripheral: SecretPeripheral, @unchecked Sendable {
     var subscription: LaunchedStack.EventSubscription?
 
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
+    init() { super.init(service: secureServiceUUID, characteristic: secureCharacteristicUUID) }
 
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+    override func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
         if let stack = (manager.backend as? HostPeripheralBackend)?.launchedStack {
             let host = stack.host
@@ -182,16 +98,7 @@ private final class RefusingPeripheral: NSObject, CBPeripheralManagerDelegate, @
                 host.sendL2CAP(connectionHandle: handle, pdu: [0x02, 0x00, 0x06, 0x00, 0x05, 0x05])
             }
         }
-        let service = CBMutableService(type: secureServiceUUID, primary: true)
-        service.characteristics = [CBMutableCharacteristic(type: secureCharacteristicUUID, properties: [.read], value: nil,
-                                                           permissions: [.readEncryptionRequired])]
-        peripheral.add(service)
-        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [secureServiceUUID]])
-    }
-
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
-        request.value = Data("secret".utf8)
-        peripheral.respond(to: request, withResult: .success)
+        super.peripheralManagerDidUpdateState(peripheral)
     }
 }
 

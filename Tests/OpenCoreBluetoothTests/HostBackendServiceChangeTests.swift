@@ -6,20 +6,12 @@ import Testing
 private let firstServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-0000000005C1")
 private let secondServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-0000000005C2")
 
-private final class ChangingPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
-
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+/// Publishes the first service; `addSecondService()` publishes another while connected.
+private final class ChangingPeripheral: MainQueuePeripheral, @unchecked Sendable {
+    override func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
-        let service = CBMutableService(type: firstServiceUUID, primary: true)
-        service.characteristics = [CBMutableCharacteristic(type: CBUUID(string: "2A19"), properties: [.read], value: Data([99]), permissions: [.readable])]
-        peripheral.add(service)
-        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [firstServiceUUID]])
+        publishAndAdvertise(firstServiceUUID, [CBMutableCharacteristic(type: CBUUID(string: "2A19"), properties: [.read],
+                                                                       value: Data([99]), permissions: [.readable])])
     }
 
     func addSecondService() {
@@ -27,37 +19,21 @@ private final class ChangingPeripheral: NSObject, CBPeripheralManagerDelegate, @
     }
 }
 
-private final class WatchingCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
-    var log: [String] = []
+/// Discovers both services (only the first exists at first), logs what it finds and each invalidation, and
+/// discovers again after one.
+private final class WatchingCentral: ConnectingCentral, @unchecked Sendable {
+    init() { super.init(service: firstServiceUUID) }
 
-    override init() {
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
-    }
-
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [firstServiceUUID]) }
-    }
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         peripheral.delegate = self
         peripheral.discoverServices([firstServiceUUID, secondServiceUUID])
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
         log.append("services " + (peripheral.services ?? []).map { $0.uuid == firstServiceUUID ? "first" : "second" }.joined(separator: ","))
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {
+    override func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {
         log.append("modified " + invalidatedServices.map { $0.uuid == firstServiceUUID ? "first" : "second" }.joined(separator: ","))
         peripheral.discoverServices([firstServiceUUID, secondServiceUUID])
     }

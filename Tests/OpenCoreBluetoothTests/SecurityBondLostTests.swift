@@ -8,78 +8,31 @@ private let serviceUUID = CBUUID(string: "5E1F0100-0000-4000-8000-00000000E5C0")
 private let valueUUID = CBUUID(string: "5E1F0101-0000-4000-8000-00000000E5C0")
 
 /// Serves a value that needs encryption; can forget every bond it holds (a phone "forgetting" the device).
-private final class ForgetfulPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    var manager: CBPeripheralManager!
-
-    override init() {
-        super.init()
-        manager = CBPeripheralManager(delegate: self, queue: nil)
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
-        guard peripheral.state == .poweredOn else { return }
-        let service = CBMutableService(type: serviceUUID, primary: true)
-        service.characteristics = [CBMutableCharacteristic(type: valueUUID, properties: [.read], value: nil,
-                                                           permissions: [.readEncryptionRequired])]
-        peripheral.add(service)
-        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [serviceUUID]])
-    }
-
-    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
-        request.value = Data("secret".utf8)
-        peripheral.respond(to: request, withResult: .success)
-    }
+private final class ForgetfulPeripheral: SecretPeripheral, @unchecked Sendable {
+    init() { super.init(service: serviceUUID, characteristic: valueUUID) }
 
     var host: HostStack? { (manager.backend as? HostPeripheralBackend)?.launchedStack?.host }
 }
 
 /// Connects, reads the value, disconnects; `again()` connects and reads once more. Logs what the app hears.
-private final class ReturningCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
-    var log: [String] = []
-
-    override init() {
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
-    }
+private final class ReturningCentral: ConnectingCentral, @unchecked Sendable {
+    init() { super.init(service: serviceUUID) }
 
     func again() {
         guard let peripheral else { return }
         manager.connect(peripheral)
     }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [serviceUUID]) }
-    }
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
-        peripheral.delegate = self
-        peripheral.discoverServices([serviceUUID])
-    }
-
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+    override func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         log.append("disconnected " + ((error as? CBError).map { "\($0.code.rawValue)" } ?? "nil"))
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
-        guard let service = peripheral.services?.first else { return }
-        peripheral.discoverCharacteristics(nil, for: service)
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let characteristic = service.characteristics?.first else { return }
         peripheral.readValue(for: characteristic)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         if let error = error as? CBError {
             log.append("error CBError \(error.code.rawValue)")
         } else if let error {
