@@ -63,11 +63,9 @@ private final class ChannelPeripheral: NSObject, CBPeripheralManagerDelegate, St
 /// Connects, opens the channel on the PSM, schedules the output stream in its stream thread's run loop and writes
 /// `payload` there, 1,000 bytes per `hasSpaceAvailable` (one write per event: the stream signals again while there
 /// is room, as CFStream does).
-private final class ChannelCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, StreamDelegate, @unchecked Sendable {
-    var manager: CBCentralManager!
+private final class ChannelCentral: ConnectingCentral, StreamDelegate, @unchecked Sendable {
     let psm: CBL2CAPPSM
     let payload: Data
-    var peripheral: CBPeripheral?
     var channel: CBL2CAPChannel?
     let streamThread = RunLoopThread()
     private let progress = LockedBox((written: 0, spaceEvents: 0, offThread: 0))
@@ -78,27 +76,15 @@ private final class ChannelCentral: NSObject, CBCentralManagerDelegate, CBPeriph
     init(psm: CBL2CAPPSM, payload: Data) {
         self.psm = psm
         self.payload = payload
-        super.init()
-        manager = CBCentralManager(delegate: self, queue: nil)
+        super.init(service: l2capServiceUUID)
     }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [l2capServiceUUID]) }
-    }
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         peripheral.delegate = self
         peripheral.openL2CAPChannel(psm)
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
         self.channel = channel
         guard let output = channel?.outputStream, let loop = streamThread.loop else { return }
         output.delegate = self
