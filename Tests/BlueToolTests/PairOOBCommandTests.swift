@@ -63,7 +63,7 @@ struct PairOOBCommandTests {
         #expect(paired?["secureConnections"] as? Bool == secureConnections, sourceLocation: sourceLocation)
     }
 
-    @Test("LE SC OOB, peripheral → central only: serve --oob-out, pair --oob-in")
+    @Test("LE SC OOB, peripheral → central only (then --reconnect with the bond): serve --oob-out, pair --oob-in")
     func peripheralToCentral() async throws {
         try await Self.scene(serve: { ["--oob-out", $0 + "/peripheral.json"] }) { socket, folder, server in
             let file = try #require(Self.jsonFile(folder + "/peripheral.json"), "serve wrote no --oob-out file")
@@ -73,9 +73,14 @@ struct PairOOBCommandTests {
             #expect(file["addressType"] as? String == "random" || file["addressType"] as? String == "public")
             let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/peripheral.json")
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-            let (result, summary) = try await Self.pair(socket, folder, ["--method", "oob", "--oob-in", folder + "/peripheral.json"])
+            let (result, summary) = try await Self.pair(socket, folder, ["--method", "oob", "--oob-in", folder + "/peripheral.json",
+                                                                          "--reconnect"])
             #expect(result.status == 0, "\(result.standardOutput) \(result.standardError)")
             await Self.expectOOB(summary, server)
+            // --reconnect: the OOB bond encrypts the second link without pairing again.
+            let reconnect = summary?["reconnect"] as? [String: Any]
+            #expect(reconnect?["usedExistingBond"] as? Bool == true && reconnect?["encrypted"] as? Bool == true,
+                    "\(String(describing: summary))")
         }
     }
 
