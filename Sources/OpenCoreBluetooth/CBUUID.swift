@@ -4,9 +4,10 @@ public import Foundation
 /// A Bluetooth UUID as CoreBluetooth presents it (Core 5.4 Vol 3 Part B §2.5.1 for the value rules).
 ///
 /// - `init(string:)` takes 4, 8 or 36 hex digits (any case); `init(data:)` 2, 4 or 16 bytes in big-endian (text)
-///   order; `init(nsuuid:)` a `UUID`. As on Apple platforms, an invalid string or length is a programming error
-///   and stops the program with Apple's message ("Invalid UUID string"); code handling user input should parse it
-///   first with ``init(bluetoothUUID:)`` from `BluetoothUUID(string:)`, which throws.
+///   order; `init(nsuuid:)` a `UUID`. Apple stops the program on an invalid string or length; here, since the
+///   bytes may come from a peer or a user, the misuse is logged with Apple's message ("Invalid UUID string") and
+///   the value is ``invalid`` (the all-zero 128-bit UUID, which names no service or attribute), never a crash.
+///   Code handling user input should use ``init(validating:)``, which throws.
 /// - Values on the Bluetooth Base UUID are canonicalised: `CBUUID(string: "0000180D-0000-1000-8000-00805F9B34FB")`
 ///   equals `CBUUID(string: "180D")` and prints `uuidString` "180D"; 128-bit values print upper case, hyphenated.
 /// - `data` is big-endian (2, 4 or 16 bytes), the opposite of the ATT wire order.
@@ -21,15 +22,27 @@ public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
         super.init()
     }
 
-    /// 4 hex digits (16-bit), 8 (32-bit) or the 36-character hyphenated 128-bit form.
+    /// What a malformed string or data becomes (logged): 00000000-0000-0000-0000-000000000000.
+    public static let invalidValue = BluetoothUUID(bigEndianBytes: [UInt8](repeating: 0, count: 16)) ?? BluetoothUUID(0)
+
+    /// 4 hex digits (16-bit), 8 (32-bit) or the 36-character hyphenated 128-bit form; anything else is logged
+    /// and gives ``invalidValue``.
     public convenience init(string theString: String) {
-        let characters = theString.count
-        guard characters == 4 || characters == 8 || characters == 36,
-              let value = try? BluetoothUUID(string: theString), !theString.hasPrefix("0x"), !theString.hasPrefix("0X")
-        else {
-            Self.invalid("String \(theString) does not represent a valid UUID")
+        do {
+            try self.init(validating: theString)
+        } catch {
+            Self.logInvalid("String \(theString) does not represent a valid UUID")
+            self.init(bluetoothUUID: Self.invalidValue)
         }
-        self.init(bluetoothUUID: value)
+    }
+
+    /// The same forms as ``init(string:)``, throwing `DecodeError` for anything else (user input).
+    public convenience init(validating theString: String) throws(DecodeError) {
+        let characters = theString.count
+        guard characters == 4 || characters == 8 || characters == 36, !theString.hasPrefix("0x"), !theString.hasPrefix("0X") else {
+            throw DecodeError(.invalidValue, at: 0, "a UUID is 4, 8 or 36 characters (\(characters) given)")
+        }
+        self.init(bluetoothUUID: try BluetoothUUID(string: theString))
     }
 
     /// 2, 4 or 16 bytes, most significant first.
@@ -38,11 +51,13 @@ public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
         switch bytes.count {
         case 2: self.init(bluetoothUUID: BluetoothUUID(UInt16(bytes[0]) << 8 | UInt16(bytes[1])))
         case 4: self.init(bluetoothUUID: BluetoothUUID(uuid32: bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
-        case 16:
-            guard let value = BluetoothUUID(bigEndianBytes: bytes) else { Self.invalid("Data \(theData) does not represent a valid UUID") }
-            self.init(bluetoothUUID: value)
         default:
-            Self.invalid("Data \(theData) does not represent a valid UUID")
+            guard let value = BluetoothUUID(bigEndianBytes: bytes) else {
+                Self.logInvalid("Data \(theData) does not represent a valid UUID")
+                self.init(bluetoothUUID: Self.invalidValue)
+                return
+            }
+            self.init(bluetoothUUID: value)
         }
     }
 
@@ -82,9 +97,8 @@ public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
 
     public func copy(with zone: NSZone? = nil) -> Any { self }
 
-    private static func invalid(_ reason: String) -> Never {
-        // Apple raises NSInvalidArgumentException here: a malformed literal is a bug in the app, not input.
-        FileHandle.standardError.write(Data("*** Terminating app due to uncaught exception 'NSInternalInconsistencyException', reason: 'Invalid UUID string: \(reason)'\n".utf8))
-        fatalError("Invalid UUID string: \(reason)")
+    /// Apple raises NSInternalInconsistencyException here; we log the same reason and go on (no crash from input).
+    private static func logInvalid(_ reason: String) {
+        FileHandle.standardError.write(Data("[CoreBluetooth] API MISUSE: Invalid UUID string: \(reason)\n".utf8))
     }
 }

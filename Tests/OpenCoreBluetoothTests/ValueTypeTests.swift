@@ -40,6 +40,30 @@ import TestSupport
     }
 }
 
+@Suite struct CBUUIDHostileInputTests {
+    /// Apple stops the program on a malformed UUID string or data; ours logs and gives the all-zero UUID, because
+    /// the text or bytes may come from a user or a peer. `init(validating:)` throws for user input.
+    @Test(arguments: ["", "18", "180", "0x180D", "GGGG", "180D-", "12345678-1234-1234-1234-12345678901Z", "😀😀😀😀"])
+    func malformedStringsDoNotCrash(_ text: String) {
+        #expect(CBUUID(string: text).bluetoothUUID == CBUUID.invalidValue)
+        #expect(CBUUID(string: text).uuidString == "00000000-0000-0000-0000-000000000000")
+        #expect(throws: DecodeError.self) { try CBUUID(validating: text) }
+        #expect(CBUUID(string: text) != CBUUID(string: "180D"))
+    }
+
+    @Test func validatingAcceptsWhatStringAccepts() throws {
+        for text in ["180D", "0000180d", "0000180D-0000-1000-8000-00805F9B34FB", "E20A39F4-73F5-4BC4-A12F-17D1AD07A961"] {
+            #expect(try CBUUID(validating: text) == CBUUID(string: text))
+            #expect(CBUUID(string: text).bluetoothUUID != CBUUID.invalidValue)
+        }
+    }
+
+    @Test(arguments: [0, 1, 3, 5, 15, 17, 64])
+    func malformedDataDoesNotCrash(_ count: Int) {
+        #expect(CBUUID(data: Data(repeating: 0xAB, count: count)).bluetoothUUID == CBUUID.invalidValue)
+    }
+}
+
 @Suite struct ConstantsTests {
     @Test func keysHaveApplesRuntimeValues() {
         #expect(CBAdvertisementDataLocalNameKey == "kCBAdvDataLocalName")
