@@ -65,7 +65,7 @@ struct SecurityInteropSigningTests {
         defer { run.stop() }
         do {
             try await run.waitForOurPairing()
-            guard let outcome = run.ourCompletions.first else { throw InteropFailure("pairing failed: \(run.ourFailures)") }
+            guard let outcome = run.ourCompletions.first?.outcome else { throw InteropFailure("pairing failed: \(run.ourFailures)") }
             #expect(outcome.bonded && outcome.secureConnections, "\(kind): \(outcome)")
             #expect(outcome.localKeys.signatureKey == Self.ourCSRK, "\(kind): we distributed \(String(describing: outcome.localKeys.signatureKey))")
             let bumbleCSRK = try #require(outcome.peerKeys.signatureKey, "\(kind): Bumble distributed no CSRK")

@@ -56,7 +56,7 @@ enum SecurityInteropMethod: String, CaseIterable, Sendable, CustomStringConverti
 
 /// One run of our host against a Bumble pairing peer on one controller setup: starts the controllers, our host
 /// (answering every pairing interaction automatically), and the peer script; ``stop()`` ends everything (SIGKILL).
-final class SecurityInteropRun: @unchecked Sendable {
+final class SecurityInteropRun: BumbleSecurityRun, @unchecked Sendable {
     static let secureService = InteropDatabase.uuid(0x5E1F_2001)
     static let secret = InteropDatabase.uuid(0x5E1F_2002)
     static let plain = InteropDatabase.uuid(0x5E1F_2003)
@@ -146,15 +146,7 @@ final class SecurityInteropRun: @unchecked Sendable {
     var numbersWeConfirmed: [UInt32] { shown.load() }
 
     /// Our peripheral advertises connectably (before the Bumble central starts, and again for its reconnect).
-    static func advertise(_ ours: InteropHost) async throws {
-        let data = AdvertisingData([.flags(.generalDiscoverableLEOnly), .localName(LocalName("OCB-Secure"), complete: true)])
-        let result: Result<Void, HostError> = try await InteropHost.wait(10, "start advertising") { done in
-            ours.host.startAdvertising(advertisingData: data, options: AdvertisingOptions(intervalMin: 0x0020, intervalMax: 0x0030)) {
-                done($0)
-            }
-        }
-        try result.get()
-    }
+    static func advertise(_ ours: InteropHost) async throws { try await ours.advertise(name: "OCB-Secure") }
 
     /// The bonds our host holds now.
     func ourBonds() async throws -> [Bond] {
@@ -170,65 +162,6 @@ final class SecurityInteropRun: @unchecked Sendable {
         }
         return database.values.compactMap { $0 as? [String: Any] }.flatMap(\.keys)
             .map { String($0.prefix(17)).uppercased() }.sorted()
-    }
-
-    /// Our host's Encryption Change events that turned encryption on.
-    var ourEncryptions: [UInt16] {
-        ours.events.compactMap { event in
-            if case .encryptionChanged(let handle, .success, true) = event { handle } else { nil }
-        }
-    }
-
-    func stop() {
-        peer.kill()
-        ours.shutdown()
-        controllers.stop()
-        try? FileManager.default.removeItem(atPath: keystore)
-    }
-
-    /// Everything both sides said, for failure messages.
-    var transcript: String {
-        let events = ours.events.map { "  \($0)" }.suffix(60).joined(separator: "\n")
-        return "our host's events:\n\(events)\n\(peer.transcript)\n\(controllers.transcript)"
-    }
-
-    /// The peer's JSON events named `name`.
-    func peerEvents(_ name: String) -> [InteropJSON] { peer.jsonLines.filter { $0.string("event") == name } }
-
-    // MARK: Our host as central
-
-    func connect(to peer: BluetoothAddress) async throws -> UInt16 {
-        let options = ConnectOptions(timeout: .seconds(15))
-        let connected: Result<Connection, HostError> = try await InteropHost.wait(20, "connect") { [ours] done in
-            ours.host.connect(to: peer, options: options) { done($0) }
-        }
-        return try connected.get().handle
-    }
-
-    func pair(_ handle: UInt16, seconds: Double = 40) async throws -> Result<PairingOutcome, HostError> {
-        try await InteropHost.wait(seconds, "pair") { [ours] done in
-            ours.host.pair(connectionHandle: handle) { done($0) }
-        }
-    }
-
-    func disconnect(_ handle: UInt16) async throws {
-        let result: Result<HCIStatus, HostError> = try await InteropHost.wait(10, "disconnect") { [ours] done in
-            ours.host.disconnect(connectionHandle: handle) { done($0) }
-        }
-        _ = try result.get()
-    }
-
-    /// The reasons of our host's Pairing Failed events.
-    var ourFailures: [(reason: SMPPairingFailedReason?, error: HostError)] {
-        ours.events.compactMap { event in
-            if case .pairingFailed(_, let reason, let error) = event { (reason, error) } else { nil }
-        }
-    }
-
-    var ourCompletions: [(handle: UInt16, outcome: PairingOutcome)] {
-        ours.events.compactMap { event in
-            if case .pairingCompleted(let handle, let outcome) = event { (handle, outcome) } else { nil }
-        }
     }
 }
 
