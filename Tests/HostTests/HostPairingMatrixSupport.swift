@@ -425,21 +425,7 @@ final class MatrixStacks: @unchecked Sendable {
     }
 
     /// Disconnects, the peripheral advertises again and the central reconnects.
-    func reconnect() -> Bool {
-        let done = Recorder<Bool>()
-        stacks.central.disconnect(connectionHandle: stacks.centralHandle) { done.append((try? $0.get()) != nil) }
-        guard stacks.run(until: { done.count == 1 && self.stacks.peripheral.openConnections.isEmpty }) else { return false }
-        let advertising = Recorder<Bool>()
-        stacks.peripheral.startAdvertising(AdvertisingContent(localName: "matrix")) { advertising.append((try? $0.get()) != nil) }
-        guard stacks.run(until: { advertising.count == 1 }) else { return false }
-        let connected = Recorder<Connection>()
-        stacks.central.connect(to: stacks.peripheral.controllerInfo.ownAddress) { if let c = try? $0.get() { connected.append(c) } }
-        guard stacks.run(until: { connected.count == 1 && !self.stacks.peripheral.openConnections.isEmpty }) else { return false }
-        stacks.centralHandle = connected.values[0].handle
-        stacks.peripheralHandle = stacks.peripheral.openConnections[0].handle
-        stacks.loop.advance(by: .milliseconds(200))
-        return true
-    }
+    func reconnect() -> Bool { stacks.reconnect(advertisingAs: "matrix") }
 }
 
 /// Whether a key (wire order, least significant octet first) is masked to `keySize` octets (Vol 3 Part H §2.3.4:

@@ -94,6 +94,23 @@ final class TwoStacks: @unchecked Sendable {
         return true
     }
 
+    /// Disconnects, the peripheral advertises again as `name` and the central reconnects (handles updated).
+    func reconnect(advertisingAs name: String) -> Bool {
+        let done = Recorder<Bool>()
+        central.disconnect(connectionHandle: centralHandle) { done.append((try? $0.get()) != nil) }
+        guard run(until: { done.count == 1 && self.peripheral.openConnections.isEmpty }) else { return false }
+        let advertising = Recorder<Bool>()
+        peripheral.startAdvertising(AdvertisingContent(localName: name)) { advertising.append((try? $0.get()) != nil) }
+        guard run(until: { advertising.count == 1 }) else { return false }
+        let connected = Recorder<Connection>()
+        central.connect(to: peripheral.controllerInfo.ownAddress) { if let c = try? $0.get() { connected.append(c) } }
+        guard run(until: { connected.count == 1 && !self.peripheral.openConnections.isEmpty }) else { return false }
+        centralHandle = connected.values[0].handle
+        peripheralHandle = peripheral.openConnections[0].handle
+        loop.advance(by: .milliseconds(200))
+        return true
+    }
+
     /// Runs a GATT procedure from the central and waits for its completion.
     func gatt(_ procedure: GATTProcedure, limit: Duration = .seconds(120)) -> Result<GATTProcedureResult, GATTClientError>? {
         let result = Recorder<Result<GATTProcedureResult, GATTClientError>>()
