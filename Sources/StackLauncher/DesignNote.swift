@@ -6,7 +6,9 @@
 // (`SnoopingTransport`), creates the stack's `DispatchEventLoop`, runs the controller initialisation (Vol 4 Part E
 // §4.4, §7.3, §7.8) and waits for it with a time limit. `virtual` joins the shared air hub when one runs, else an
 // in-process air (or, for commands that must meet another process, starts the hub with `AirHubLauncher`).
-// `InProcessAir` puts N stacks on one private air (demo, benchmarks, tests).
+// `InProcessAir` puts N stacks on one private air (demo, benchmarks, tests). The launched stack's transport is
+// wrapped (`LossWatchingTransport`) so that the end of the controller while the stack runs is one value,
+// `StackLoss`, reported to the stack's and the process's observers (the `blue` tool ends every command with it).
 //
 // Who owns the state: each `LaunchedStack` owns its `HostStack`, its loop and its snoop sink; the host's state is
 // confined to that loop (see Host's design note). The event-handler table is a `LockedValue` read on the loop.

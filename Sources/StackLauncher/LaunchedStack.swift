@@ -30,10 +30,12 @@ public final class LaunchedStack: Sendable {
     let ownedAir: InProcessAir?
     private let handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>
     private let stopped = LockedValue(false)
+    private let watch: LossWatchingTransport
 
     init(host: HostStack, eventLoop: DispatchEventLoop, spec: HCITransportSpec, transportDescription: String,
          controllerInfo: ControllerInfo, snoopSink: BTSnoopFileSink?, ownedAir: InProcessAir?,
-         handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>) {
+         handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>,
+         watch: LossWatchingTransport) {
         self.host = host
         self.eventLoop = eventLoop
         self.spec = spec
@@ -42,6 +44,39 @@ public final class LaunchedStack: Sendable {
         self.snoopSink = snoopSink
         self.ownedAir = ownedAir
         self.handlers = handlers
+        self.watch = watch
+        let stopped = stopped
+        watch.onLoss { loss in
+            guard !stopped.load() else { return }
+            for observer in Self.lossObservers.load() { observer(loss) }
+        }
+    }
+
+    // MARK: Losing the controller
+
+    private static let lossObservers = LockedValue<[@Sendable (StackLoss) -> Void]>([])
+
+    /// Calls `observer` for every stack of this process (opened from now on) whose controller goes away while it runs
+    /// (``StackLoss``: a hub stopped, a peer closed, a device unplugged), never for a stack ``shutdown()`` closed.
+    /// For programs that end when any of their stacks loses its controller (the `blue` tool: one line and exit 69),
+    /// including stacks opened for them by other layers (CoreBluetooth managers). Called on the transport's reader
+    /// thread: do not block it; hop to another queue before calling ``shutdown()``.
+    public static func observeLosses(_ observer: @escaping @Sendable (StackLoss) -> Void) {
+        lossObservers.withLock { $0.append(observer) }
+    }
+
+    /// The loss of the controller, once the transport ended without this side closing it; nil while it runs (and
+    /// after a ``shutdown()``).
+    public var loss: StackLoss? { watch.loss }
+
+    /// Calls `handler` once if the controller goes away while the stack runs (at once when it already has), on the
+    /// transport's reader thread. Not after ``shutdown()``.
+    public func onLoss(_ handler: @escaping @Sendable (StackLoss) -> Void) {
+        let stopped = stopped
+        watch.onLoss { loss in
+            guard !stopped.load() else { return }
+            handler(loss)
+        }
     }
 
     /// A handler table installed as the host's event handler (before start, so no event is missed).

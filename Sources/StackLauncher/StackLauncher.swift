@@ -108,14 +108,17 @@ public enum StackLauncher {
                 throw StackLaunchError(.snoopFailed, error.reason)
             }
         }
+        // Outermost, so that the loss is known (and the capture written) before the host hears of it.
+        let watch = LossWatchingTransport(wrapping: wired, spec: spec.description)
         let loop = DispatchEventLoop(label: options.label)
-        let host = HostStack(transport: wired, eventLoop: loop, configuration: hostConfiguration)
+        let host = HostStack(transport: watch, eventLoop: loop, configuration: hostConfiguration)
         let handlers = LaunchedStack.makeHandlerTable(for: host)
         let result = await startHost(host, loop: loop, timeout: options.startTimeout)
         switch result {
         case .success(let info):
             return LaunchedStack(host: host, eventLoop: loop, spec: spec, transportDescription: description,
-                                 controllerInfo: info, snoopSink: sink, ownedAir: ownedAir, handlers: handlers)
+                                 controllerInfo: info, snoopSink: sink, ownedAir: ownedAir, handlers: handlers,
+                                 watch: watch)
         case .failure(let error):
             host.shutdown()
             loop.sync {}

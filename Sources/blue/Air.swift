@@ -2,6 +2,7 @@ import ArgumentParser
 import BluetoothRuntime
 import Dispatch
 import Foundation
+import StackLauncher
 import VirtualController
 
 /// `blue air`: the shared virtual air (issue 3 item 4). Every process that connects to the hub's UNIX socket, and
@@ -11,18 +12,19 @@ struct Air: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the shared virtual air: a hub where every joining host gets its own virtual controller.",
         discussion: """
-            Hosts join through a UNIX socket, by default $XDG_RUNTIME_DIR/opencorebluetooth/air.sock when \
-            XDG_RUNTIME_DIR is set, else /tmp/opencorebluetooth-<uid>/air.sock (--socket overrides it; \
-            --hci air:PATH on other commands joins it). Each connection is a new controller speaking HCI over H4. \
+            Hosts join through a UNIX socket: --socket, else $OCB_AIR_SOCKET (as every other command), else \
+            $XDG_RUNTIME_DIR/opencorebluetooth/air.sock when XDG_RUNTIME_DIR is set, else \
+            /tmp/opencorebluetooth-<uid>/air.sock (--hci air:PATH on other commands joins it). Each connection is a new controller speaking HCI over H4. \
             --h4-tcp 127.0.0.1:PORT (repeatable) also accepts hosts over TCP, one controller per connection (Bumble: \
             tcp-client:127.0.0.1:PORT). Device n gets the public address 0A:1B:00:00:00:nn and a place on a grid \
             2 m apart. The hub prints joins, leaves, connections and a traffic summary (every --stats-interval \
-            seconds and at exit); SIGINT or SIGTERM stop it and remove the socket. A second hub on the same socket \
-            fails at once with exit code 1.
+            seconds and at exit); SIGINT or SIGTERM stop it and remove the socket (exit 0), and so does a closed \
+            standard output (`blue air --json | head -1`). A second hub on the same socket fails at once with exit \
+            code 1.
             """
     )
 
-    @Option(name: .customLong("socket"), help: "The UNIX socket path hosts join through (default: see below).")
+    @Option(name: .customLong("socket"), help: "The UNIX socket path hosts join through (default: $OCB_AIR_SOCKET, see below).")
     var socketPath: String?
 
     @Option(name: .customLong("h4-tcp"), help: "Also accept hosts over TCP on HOST:PORT (repeatable).")
@@ -63,14 +65,20 @@ struct Air: ParsableCommand {
         air.packetLoss = loss
         let interval: Duration? = statisticsInterval > 0 ? .milliseconds(Int(statisticsInterval * 1000)) : nil
         let configuration = AirHubConfiguration(
-            socketPath: socketPath ?? AirHub.defaultSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,
+            socketPath: socketPath ?? StackLaunchOptions.defaultHubSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,
             seed: seed, air: air, statisticsInterval: interval)
         let hub = AirHub(configuration: configuration, eventLoop: DispatchEventLoop(label: "blue.air"))
         let json = json
         hub.onEvent = { event in
             // Unbuffered: a pipe reader sees each line at once.
-            FileHandle.standardOutput.write(Data(((json ? event.json : event.text) + "\n").utf8))
+            Console.line(json ? event.json : event.text)
         }
+        // The reader went away (`| head -1`): stop as on SIGTERM, quietly, the socket removed.
+        Console.whenOutputCloses {
+            _ = hub.stop()
+            CommandRun.exitNow(0)
+        }
+        Console.watchForReaderGone()
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
@@ -84,7 +92,8 @@ struct Air: ParsableCommand {
         let sources = signals.map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler {
-                hub.stop()
+                _ = hub.stop()
+                Console.flush()
                 Foundation.exit(0)
             }
             source.resume()

@@ -146,5 +146,5 @@ func benchSeconds(_ duration: Duration) -> Double {
 
 /// Writes a line to stderr (progress, warnings).
 func benchLog(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    Console.error(line)
 }

@@ -93,6 +93,7 @@ struct ChatSend: ParsableCommand {
         }
         guard String(data: data, encoding: .utf8) != nil else { ChatProcess.fail("blue chat send: the text is not UTF-8", code: 64) }
         let transport = options.installTransport()
+        CommandRun.exitOnLoss(name: "blue chat send")
         let seconds = options.timeout
         let progress = ChatProgress(total: data.count, enabled: !quiet && data.count >= 1024)
         DispatchQueue.main.async {
@@ -115,6 +116,7 @@ struct ChatReceive: ParsableCommand {
 
     func run() throws {
         let transport = options.installTransport()
+        CommandRun.exitOnLoss(name: "blue chat receive")
         let seconds = options.timeout
         DispatchQueue.main.async {
             ChatProcess.receiver = ChatReceiver()
@@ -134,8 +136,8 @@ struct ChatReceive: ParsableCommand {
     static var receiver: ChatReceiver?
 
     nonisolated static func fail(_ message: String, code: Int32 = 1) -> Never {
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
-        Foundation.exit(code)
+        Console.error(message)
+        CommandRun.exitNow(code)
     }
 
     /// Exits 69 as soon as a manager reports `.unsupported` (no stack on the transport; the reason is already on
@@ -175,7 +177,7 @@ final class ChatProgress: @unchecked Sendable {
         let percent = String(Int(fraction * 100))
         let padded = String(repeating: " ", count: max(0, 3 - percent.count)) + percent
         let line = "\r[\(bar)] \(padded)%  \(Self.bytes(Double(done)))  \(Self.bytes(rate))/s"
-        FileHandle.standardError.write(Data((line + (final ? "\n" : "")).utf8))
+        Console.errorText(line + (final ? "\n" : ""))
     }
 
     static func bytes(_ value: Double) -> String {
@@ -214,7 +216,7 @@ final class ChatSender: NSObject, CBPeripheralManagerDelegate, @unchecked Sendab
         transferCharacteristic = characteristic
         peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [ChatTransferService.serviceUUID],
                                      CBAdvertisementDataLocalNameKey: "blue chat"])
-        FileHandle.standardError.write(Data("blue chat send: waiting for a receiver (\(dataToSend.count) bytes)\n".utf8))
+        Console.error("blue chat send: waiting for a receiver (\(dataToSend.count) bytes)")
     }
 
     func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
@@ -230,7 +232,7 @@ final class ChatSender: NSObject, CBPeripheralManagerDelegate, @unchecked Sendab
         guard finished else {
             ChatProcess.fail("blue chat send: the receiver left after \(sendDataIndex) of \(dataToSend.count) bytes")
         }
-        FileHandle.standardError.write(Data("blue chat send: sent \(dataToSend.count) bytes\n".utf8))
+        Console.error("blue chat send: sent \(dataToSend.count) bytes")
         // Leave the receiver's unsubscription its response before this device leaves the air.
         DispatchQueue.main.asyncAfter(deadline: .now() + 0.5) { Foundation.exit(0) }
     }
@@ -284,7 +286,7 @@ final class ChatReceiver: NSObject, CBCentralManagerDelegate, CBPeripheralDelega
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
         guard central.state == .poweredOn else { return }
         central.scanForPeripherals(withServices: [ChatTransferService.serviceUUID], options: nil)
-        FileHandle.standardError.write(Data("blue chat receive: looking for a sender\n".utf8))
+        Console.error("blue chat receive: looking for a sender")
     }
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
@@ -348,9 +350,8 @@ final class ChatReceiver: NSObject, CBCentralManagerDelegate, CBPeripheralDelega
 
     private func finish(_ text: String) {
         let elapsed = max(Date().timeIntervalSince(start), 0.001)
-        FileHandle.standardOutput.write(Data(text.utf8))
-        FileHandle.standardError.write(Data(
-            "blue chat receive: \(data.count) bytes (\(ChatProgress.bytes(Double(data.count) / elapsed))/s)\n".utf8))
+        Console.write(text)
+        Console.error("blue chat receive: \(data.count) bytes (\(ChatProgress.bytes(Double(data.count) / elapsed))/s)")
         Foundation.exit(0)
     }
 }

@@ -21,27 +21,37 @@ struct StackOptions: ParsableArguments, Sendable {
     /// Opens the stack. `virtual` joins the shared air hub, starting it in the background when none runs (these
     /// commands exist to meet another process): `$OCB_AIR_SOCKET` or the default socket path.
     func open(label: String, meetsOtherProcesses: Bool = true) async throws(CLIFailure) -> LaunchedStack {
-        var options = StackLaunchOptions(snoopPath: snoop, label: "blue.\(label)")
+        try await open(StackLaunchOptions(label: "blue.\(label)"), meetsOtherProcesses: meetsOtherProcesses)
+    }
+
+    /// Opens the stack with `options` (their snoop path is ours): the one place every command opens its stack, so
+    /// that every command ends the same way when the controller goes away (``CommandRun``).
+    func open(_ options: StackLaunchOptions, meetsOtherProcesses: Bool = true) async throws(CLIFailure) -> LaunchedStack {
+        var options = options
+        options.snoopPath = snoop
         if meetsOtherProcesses {
             options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
         }
+        let launched: LaunchedStack
         do {
-            return try await StackLauncher.open(hci, options: options)
+            launched = try await StackLauncher.open(hci, options: options)
         } catch {
             switch error.code {
-            case .invalidSpecification: throw CLIFailure(.usage, error.reason)
-            case .snoopFailed: throw CLIFailure(.usage, error.reason)
+            case .invalidSpecification, .snoopFailed: throw CLIFailure(.usage, error.reason)
             default: throw CLIFailure(.unavailable, error.reason)
             }
         }
+        CommandRun.adopt(launched)
+        return launched
     }
 }
 
 /// A failure a command reports as one line on standard error, with its exit code.
 ///
-/// Exit codes: 1 the operation failed (not writable, ATT error, connection lost, timed out), 2 the target or the
-/// characteristic was not found, 64 bad input (UUID, value, `--hci` text, definition file), 69 the transport or
-/// the hub is unreachable.
+/// Exit codes: 1 the operation failed (not writable, ATT error, connection lost, timed out, a stop by SIGINT or
+/// SIGTERM that could not finish within ``CommandRun/shutdownLimit``), 2 the target or the characteristic was not
+/// found, 64 bad input (UUID, value, `--hci` text, definition file), 69 the transport or the hub is unreachable, or
+/// the controller went away while the command ran (``StackLoss``: hub stopped, peer closed, device unplugged).
 struct CLIFailure: Error, Sendable {
     enum Kind: Int32, Sendable {
         case failed = 1
@@ -60,31 +70,207 @@ struct CLIFailure: Error, Sendable {
 }
 
 /// Runs an async command body from a synchronous `run()`: prints a ``CLIFailure`` as one line and exits with its
-/// code. The body runs on the global executor; the main thread waits.
+/// code. The body runs on the global executor; the main thread waits for the first of: the body's end, the loss
+/// of a controller (any stack of the process), a stop by signal that cannot finish, standard output closed
+/// (``CommandRun``).
 func runCommand(_ body: @escaping @Sendable () async throws(CLIFailure) -> Void) throws {
-    signal(SIGPIPE, SIG_IGN)
-    let outcome = LockedValue<CLIFailure?>(nil)
-    let done = DispatchSemaphore(value: 0)
+    CommandRun.begin()
     Task {
         do throws(CLIFailure) {
             try await body()
+            CommandRun.end(.completed)
         } catch {
-            outcome.store(error)
+            CommandRun.end(.failed(error))
         }
-        done.signal()
     }
-    done.wait()
-    if let failure = outcome.load() {
-        Console.flush()
-        printError(failure.message)
-        throw ExitCode(failure.kind.rawValue)
-    }
-    Console.flush()
+    try CommandRun.finish(CommandRun.wait())
 }
 
-/// Unbuffered output, safe from any thread (stack loops, timers, signal handlers).
+/// The command this process runs, and the ways it can end besides its body finishing: every stack the commands
+/// open (``StackOptions/open(_:meetsOtherProcesses:)``, or any ``LaunchedStack``: the CoreBluetooth managers'
+/// too) is watched for the loss of its controller, SIGINT and SIGTERM are handled once for the process, and a
+/// closed standard output ends the command quietly.
+///
+/// - Controller lost: one line "blue serve: lost the controller: air:/tmp/x.sock closed by the peer", exit 69.
+/// - SIGINT/SIGTERM: the command's ``SignalWatcher``s (a server, a scan, a subscription waiting for them) stop it
+///   gracefully, exit 0; when none waits (connecting, discovering), the command ends at once with 128+signal.
+///   A graceful stop that has not finished after ``shutdownLimit`` (a controller that does not answer) ends with
+///   "blue serve: gave up stopping after 5 s: the controller did not answer", exit 1. A second signal exits at once
+///   (128+signal).
+/// - Standard output closed (EPIPE, `blue scan --json | head -1`): the stacks are shut down and the command exits 0,
+///   saying nothing.
+enum CommandRun {
+    /// How long a stop by signal may take before the command gives up.
+    static let shutdownLimit: Duration = .seconds(shutdownLimitSeconds)
+    private static let shutdownLimitSeconds = 5
+
+    enum End: Sendable {
+        case completed
+        case failed(CLIFailure)
+        case lost(StackLoss)
+        case gaveUp
+        case outputClosed
+        case interrupted(Int32)
+    }
+
+    private struct State {
+        var end: End?
+        var stacks: [LaunchedStack] = []
+        var listeners: [UInt64: @Sendable (Int32) -> Void] = [:]
+        var nextListener: UInt64 = 0
+        var signals = 0
+        var begun = false
+    }
+
+    private static let state = LockedValue(State())
+    private static let ended = DispatchSemaphore(value: 0)
+    private static let sources = LockedValue<[any DispatchSourceSignal]>([])
+
+    /// "blue serve": the program and the subcommand, for the lines that do not come from the command itself.
+    static var name: String {
+        let arguments = CommandLine.arguments.dropFirst().prefix { !$0.hasPrefix("-") }.prefix(1)
+        return (["blue"] + arguments).joined(separator: " ")
+    }
+
+    /// Installs the process's handling of signals, lost controllers and a closed standard output (once).
+    static func begin() {
+        let first = state.withLock { state in
+            defer { state.begun = true }
+            return !state.begun
+        }
+        guard first else { return }
+        signal(SIGPIPE, SIG_IGN)
+        Console.whenOutputCloses { end(.outputClosed) }
+        LaunchedStack.observeLosses { loss in end(.lost(loss)) }
+        let queue = DispatchQueue(label: "blue.signals")
+        sources.store([SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { received(number) }
+            source.resume()
+            return source
+        })
+    }
+
+    /// Keeps `stack` to shut it down when the command ends otherwise than by its body (its capture file closed).
+    static func adopt(_ stack: LaunchedStack) {
+        state.withLock { $0.stacks.append(stack) }
+    }
+
+    /// Ends the command (the first end wins).
+    static func end(_ how: End) {
+        let first = state.withLock { state -> Bool in
+            guard state.end == nil else { return false }
+            state.end = how
+            return true
+        }
+        if first { ended.signal() }
+    }
+
+    /// Waits (on the main thread) for the end.
+    static func wait() -> End {
+        ended.wait()
+        return state.load().end ?? .completed
+    }
+
+    /// Prints what the end says and exits with its code (throws ArgumentParser's `ExitCode`).
+    static func finish(_ how: End) throws {
+        switch how {
+        case .completed:
+            Console.flush()
+        case .failed(let failure):
+            Console.flush()
+            printError(failure.message)
+            throw ExitCode(failure.kind.rawValue)
+        case .lost(let loss):
+            Console.flush()
+            Console.error("\(name): \(loss)")
+            shutDownStacks(status: CLIFailure.Kind.unavailable.rawValue)
+            throw ExitCode(CLIFailure.Kind.unavailable.rawValue)
+        case .gaveUp:
+            Console.flush()
+            Console.error("\(name): gave up stopping after \(shutdownLimit.secondsText): the controller did not answer")
+            throw ExitCode(CLIFailure.Kind.failed.rawValue)
+        case .outputClosed:
+            shutDownStacks(status: 0)
+        case .interrupted(let number):
+            Console.flush()
+            shutDownStacks(status: 128 + number)
+            throw ExitCode(128 + number)
+        }
+    }
+
+    /// Shuts the adopted stacks down (their captures complete), exiting with `status` if that takes longer than
+    /// ``shutdownLimit``.
+    private static func shutDownStacks(status: Int32) {
+        let stacks = state.withLock { state in
+            defer { state.stacks = [] }
+            return state.stacks
+        }
+        guard !stacks.isEmpty else { return }
+        let done = LockedValue(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(shutdownLimitSeconds)) {
+            if !done.load() { exitNow(status) }
+        }
+        for stack in stacks { stack.shutdown() }
+        done.store(true)
+    }
+
+    /// For commands that do not run through ``runCommand(_:)`` (the CoreBluetooth ones: `chat`, `demo`): the loss of
+    /// any controller of the process ends it with "NAME: lost the controller: ..." and exit 69.
+    static func exitOnLoss(name: String) {
+        LaunchedStack.observeLosses { loss in
+            Console.error("\(name): \(loss)")
+            exitNow(CLIFailure.Kind.unavailable.rawValue)
+        }
+    }
+
+    /// Exits without running anything more (stdio flushed).
+    static func exitNow(_ status: Int32) -> Never {
+        fflush(nil)
+        _exit(status)
+    }
+
+    private static func received(_ number: Int32) {
+        let (count, listeners) = state.withLock { state -> (Int, [@Sendable (Int32) -> Void]) in
+            state.signals += 1
+            guard state.signals == 1 else { return (state.signals, []) }
+            defer { state.listeners = [:] }
+            return (1, state.listeners.sorted { $0.key < $1.key }.map(\.value))
+        }
+        if count > 1 { exitNow(128 + number) }
+        if listeners.isEmpty {
+            end(.interrupted(number))
+            return
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(shutdownLimitSeconds)) { end(.gaveUp) }
+        for listener in listeners { listener(number) }
+    }
+
+    /// Adds a listener of the first SIGINT or SIGTERM; returns its key for ``removeSignalListener(_:)``.
+    fileprivate static func addSignalListener(_ listener: @escaping @Sendable (Int32) -> Void) -> UInt64 {
+        begin()
+        return state.withLock { state in
+            state.nextListener += 1
+            state.listeners[state.nextListener] = listener
+            return state.nextListener
+        }
+    }
+
+    fileprivate static func removeSignalListener(_ key: UInt64) {
+        state.withLock { _ = $0.listeners.removeValue(forKey: key) }
+    }
+}
+
+/// Unbuffered output, safe from any thread (stack loops, timers, signal handlers). Standard output closed under
+/// us (EPIPE: the reader went away, `| head -1`) is not an error: what follows is dropped and the handler given to
+/// ``whenOutputCloses(_:)`` runs once (by default the process exits 0). Never traps, unlike `FileHandle.write`.
 enum Console {
-    private static let lock = LockedValue(())
+    private static let closed = LockedValue(false)
+    private static let closeHandler = LockedValue<(@Sendable () -> Void)?>(nil)
+    private static let ignoresBrokenPipes: Void = {
+        signal(SIGPIPE, SIG_IGN)
+    }()
 
     /// Writes `text` and a newline to standard output at once (a pipe reader sees each line as it happens).
     static func line(_ text: String) {
@@ -92,18 +278,82 @@ enum Console {
     }
 
     static func write(_ text: String) {
-        lock.withLock { _ in
-            var bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeMutableBytes { buffer in
-                    Foundation.write(1, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-                }
-                if written <= 0 { break }
-                offset += written
+        _ = ignoresBrokenPipes
+        let broken = closed.withLock { closed -> Bool in
+            guard !closed else { return false }
+            if writeAll(1, text) == EPIPE {
+                closed = true
+                return true
             }
-            bytes.removeAll()
+            return false
         }
+        guard broken else { return }
+        let handler = closeHandler.load()
+        // Not on the writer's thread: it may be a stack's loop, which the handler shuts down.
+        DispatchQueue.global().async {
+            if let handler { handler() } else { CommandRun.exitNow(0) }
+        }
+    }
+
+    /// One line on standard error (failures ignored: there is nowhere left to report them).
+    static func error(_ line: String) {
+        errorText(line + "\n")
+    }
+
+    /// Text on standard error as it is (a progress bar redrawn with "\r").
+    static func errorText(_ text: String) {
+        _ = ignoresBrokenPipes
+        _ = writeAll(2, text)
+    }
+
+    /// What to do once standard output is found closed (called once, on a global queue).
+    static func whenOutputCloses(_ handler: @escaping @Sendable () -> Void) {
+        closeHandler.store(handler)
+    }
+
+    /// Notices the reader of standard output going away even while nothing is written (a quiet hub under
+    /// `| head -1`): when standard output is a pipe or a socket, a thread waits for its error condition and then
+    /// runs the ``whenOutputCloses(_:)`` handler as a failed write would.
+    static func watchForReaderGone() {
+        var status = stat()
+        guard fstat(1, &status) == 0 else { return }
+        let kind = status.st_mode & S_IFMT
+        guard kind == S_IFIFO || kind == S_IFSOCK else { return }
+        let thread = Thread {
+            var entry = pollfd(fd: 1, events: 0, revents: 0)
+            while true {
+                let ready = poll(&entry, 1, -1)
+                if ready < 0, errno == EINTR { continue }
+                guard ready > 0, entry.revents & Int16(POLLERR | POLLHUP) != 0 else { return }
+                break
+            }
+            let first = closed.withLock { closed in
+                defer { closed = true }
+                return !closed
+            }
+            guard first else { return }
+            if let handler = closeHandler.load() { handler() } else { CommandRun.exitNow(0) }
+        }
+        thread.name = "blue.stdout-watch"
+        thread.start()
+    }
+
+    /// Writes every byte unless the descriptor fails; returns the failing errno, or 0.
+    private static func writeAll(_ fd: Int32, _ text: String) -> Int32 {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { buffer in
+                Foundation.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if written == 0 { return EIO }
+            offset += written
+        }
+        return 0
     }
 
     static func flush() {
@@ -122,30 +372,18 @@ enum Console {
     }
 }
 
-/// Waits for SIGINT or SIGTERM (asynchronously), then calls `handler` once, on a private queue.
+/// Calls `handler` once, on a private queue, at the first SIGINT or SIGTERM of the process while it is not
+/// cancelled: a command waiting for a signal to stop gracefully (``CommandRun`` bounds that stop and exits at once
+/// on a second signal).
 final class SignalWatcher: Sendable {
-    private let sources: LockedValue<[any DispatchSourceSignal]>
+    private let key: UInt64
 
     init(_ handler: @escaping @Sendable (Int32) -> Void) {
-        let queue = DispatchQueue(label: "blue.signals")
-        let fired = LockedValue(false)
-        sources = LockedValue([SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                let first = fired.withLock { value in
-                    defer { value = true }
-                    return !value
-                }
-                if first { handler(number) }
-            }
-            source.resume()
-            return source
-        })
+        key = CommandRun.addSignalListener(handler)
     }
 
     func cancel() {
-        for source in sources.load() { source.cancel() }
+        CommandRun.removeSignalListener(key)
     }
 }
 

@@ -77,5 +77,5 @@ extension PacketKind: ExpressibleByArgument {}
 
 /// Writes a line to standard error.
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+    Console.error("error: \(message)")
 }

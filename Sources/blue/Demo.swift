@@ -38,6 +38,7 @@ struct Demo: ParsableCommand {
         let log = DemoLog.shared
         let transport = (hci ?? ProcessInfo.processInfo.environment[HostBackend.environmentVariable]).flatMap { $0.isEmpty ? nil : $0 }
         if let hci { CBBackendRegistry.setDefault(HostBackend.provider(HostBackend.transport(named: hci))) }
+        CommandRun.exitOnLoss(name: "blue demo")
         log.write(role: "demo", "seed 001: the iOS peripheral and the macOS central in one process, on \(transport ?? "the built-in air")")
         let peripheralEar = DemoPeripheralEar()
         let centralEar = DemoCentralEar()
@@ -64,8 +65,7 @@ struct Demo: ParsableCommand {
                 peripheralEar.received ? nil : "the peripheral did not receive {\"Yo\": \"Lo\"}",
                 centralEar.disconnected ? nil : "the central did not disconnect",
             ].compactMap { $0 }
-            FileHandle.standardError.write(Data(
-                "blue demo: not finished after \(seconds) s: \(missing.joined(separator: "; "))\n".utf8))
+            Console.error("blue demo: not finished after \(seconds) s: \(missing.joined(separator: "; "))")
             Foundation.exit(1)
         }
         dispatchMain()
@@ -79,7 +79,7 @@ extension Demo {
         DispatchQueue.main.asyncAfter(deadline: .now() + 0.1) {
             let states = [DemoApps.peripheral?.peripheralManager?.state, DemoApps.central?.centralManager?.state]
             guard states.contains(.unsupported) else { return failWhenUnsupported(transport: transport) }
-            FileHandle.standardError.write(Data("blue demo: no Bluetooth stack on \(transport)\n".utf8))
+            Console.error("blue demo: no Bluetooth stack on \(transport)")
             Foundation.exit(1)
         }
     }

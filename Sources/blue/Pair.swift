@@ -157,19 +157,10 @@ struct Pair: ParsableCommand, Sendable {
         let outOfBand = try outOfBandInput()
         var host = HostConfiguration()
         host.security = securityConfiguration()
-        var options = StackLaunchOptions(snoopPath: stack.snoop, host: host, label: "blue.pair")
-        options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
+        var options = StackLaunchOptions(host: host, label: "blue.pair")
         // The same local identity (address, IRK, CSRK) on every run, so the bond the peer keeps for us stays valid.
         options.identity = .persistent(directory: bonds)
-        let launched: LaunchedStack
-        do {
-            launched = try await StackLauncher.open(stack.hci, options: options)
-        } catch {
-            switch error.code {
-            case .invalidSpecification, .snoopFailed: throw CLIFailure(.usage, error.reason)
-            default: throw CLIFailure(.unavailable, error.reason)
-            }
-        }
+        let launched = try await stack.open(options)
         defer { launched.shutdown() }
         let json = json, typed = passkey, host2 = launched.host
         try await outOfBand.writeLocal(launched, json: json)

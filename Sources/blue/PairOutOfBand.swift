@@ -68,8 +68,8 @@ struct PairOutOfBand: Sendable {
     func applyPeer(_ launched: LaunchedStack, target: BluetoothAddress) {
         if let peer {
             if peer.address != target {
-                FileHandle.standardError.write(Data(
-                    "warning: the --oob-in data is for \(peer.address.string) (\(peer.address.type)), the target is \(target.string) (\(target.type)): used anyway\n".utf8))
+                Console.error(
+                    "warning: the --oob-in data is for \(peer.address.string) (\(peer.address.type)), the target is \(target.string) (\(target.type)): used anyway")
             }
             launched.host.setPeerOutOfBandData(for: target, random: peer.random, confirm: peer.confirm)
         }

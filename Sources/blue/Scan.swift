@@ -61,7 +61,7 @@ struct Scan: ParsableCommand, Sendable {
             table.add(report)
         }
         if Console.isTerminal && !json {
-            FileHandle.standardError.write(Data("Scanning on \(launched.transportDescription)... (Ctrl-C to stop)\n".utf8))
+            Console.error("Scanning on \(launched.transportDescription)... (Ctrl-C to stop)")
         }
         try await launched.startScan(ScanOptions(active: !passive, filterDuplicates: !duplicates))
         await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: launched.eventLoop)

@@ -81,16 +81,7 @@ struct Serve: ParsableCommand, Sendable {
     func openStack() async throws(CLIFailure) -> LaunchedStack {
         var host = HostConfiguration()
         host.security = securityConfiguration()
-        var options = StackLaunchOptions(snoopPath: stack.snoop, host: host, label: "blue.serve")
-        options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
-        do {
-            return try await StackLauncher.open(stack.hci, options: options)
-        } catch {
-            switch error.code {
-            case .invalidSpecification, .snoopFailed: throw CLIFailure(.usage, error.reason)
-            default: throw CLIFailure(.unavailable, error.reason)
-            }
-        }
+        return try await stack.open(StackLaunchOptions(host: host, label: "blue.serve"))
     }
 
     func run() throws {
@@ -348,7 +339,7 @@ final class GATTServeState: Sendable {
             case .success:
                 state.withLock { $0.content = content }
                 if list != services {
-                    FileHandle.standardError.write(Data("warning: advertising \(list.count) of \(services.count) service UUIDs (31 octets)\n".utf8))
+                    Console.error("warning: advertising \(list.count) of \(services.count) service UUIDs (31 octets)")
                 }
                 return content
             case .failure(let error):
