@@ -16,6 +16,10 @@ struct Decode: ParsableCommand {
               blue decode 1106010004000118              (ATT Read By Group Type Response)
               blue decode --as ad 0201060303aafe        (advertising data)
               echo 0a0300 | blue decode - --json
+
+            Exit codes: 0 every packet decoded, 1 a packet did not decode (the reason and offset on standard error), \
+            64 the input is not hex (or has no bytes); with '-', 64 when any line was not hex, else 1 when any packet \
+            did not decode.
             """
     )
 
@@ -30,33 +34,43 @@ struct Decode: ParsableCommand {
 
     mutating func run() throws {
         if hex == ["-"] {
-            var failures = 0
+            var worst = Outcome.decoded
             var lineNumber = 0
             while let line = readLine(strippingNewline: true) {
                 lineNumber += 1
                 let text = line.trimmingCharacters(in: .whitespaces)
                 if text.isEmpty || text.hasPrefix("#") { continue }
-                if !decodeOne(text, label: "line \(lineNumber)") { failures += 1 }
+                worst = max(worst, decodeOne(text, label: "line \(lineNumber)"))
             }
-            if failures > 0 { throw ExitCode(1) }
+            if worst != .decoded { throw ExitCode(worst.rawValue) }
         } else {
-            guard decodeOne(hex.joined(separator: " "), label: nil) else { throw ExitCode(1) }
+            let outcome = decodeOne(hex.joined(separator: " "), label: nil)
+            if outcome != .decoded { throw ExitCode(outcome.rawValue) }
         }
     }
 
-    /// Decodes and prints one packet; on failure prints the reason to standard error and returns false.
-    private func decodeOne(_ text: String, label: String?) -> Bool {
+    /// How one packet went, as its exit code (README: 64 bad input, 1 the operation failed).
+    enum Outcome: Int32, Comparable {
+        case decoded = 0
+        case undecodable = 1
+        case notHex = 64
+
+        static func < (lhs: Outcome, rhs: Outcome) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// Decodes and prints one packet; on failure prints the reason to standard error.
+    private func decodeOne(_ text: String, label: String?) -> Outcome {
         let prefix = label.map { "\($0): " } ?? ""
         let bytes: [UInt8]
         do {
             bytes = try Hex.decode(text)
         } catch {
             printError("\(prefix)not hex: \(error.reason) (character \(error.offset))")
-            return false
+            return .notHex
         }
         guard !bytes.isEmpty else {
             printError("\(prefix)no bytes to decode")
-            return false
+            return .notHex
         }
         do {
             let packet = try PacketDissector.dissect(bytes, as: kind)
@@ -65,10 +79,10 @@ struct Decode: ParsableCommand {
             } else {
                 print(packet.dissection.renderText())
             }
-            return true
+            return .decoded
         } catch {
             printError("\(prefix)\(error.description)")
-            return false
+            return .undecodable
         }
     }
 }

@@ -37,11 +37,16 @@ import Testing
         }
     }
 
-    @Test func badHexNamesTheOffsetAndExitsOne() async throws {
+    /// Text that is not hex is bad input: exit 64, as the README promises (issue 10 item 6: it was 1).
+    @Test func badHexNamesTheOffsetAndExits64() async throws {
         let result = try await BlueProcess.run(["decode", "0a03zz"])
-        #expect(result.status == 1)
+        #expect(result.status == 64)
         #expect(result.standardError.contains("character 4"))
         #expect(result.standardOutput.isEmpty)
+        let zz = try await BlueProcess.run(["decode", "zz"])
+        #expect(zz.status == 64, "\(zz.standardError)")
+        #expect(zz.standardError.hasPrefix("error: not hex"), "\(zz.standardError)")
+        #expect(zz.standardError.split(separator: "\n").count == 1)
     }
 
     @Test func truncatedPacketNamesTheOffsetAndExitsOne() async throws {
@@ -59,10 +64,12 @@ import Testing
 
     @Test func stdinReportsTheFailingLineAndKeepsGoing() async throws {
         let result = try await BlueProcess.run(["decode", "-", "--as", "att"], input: "0a0300\nzz\n1e\n")
-        #expect(result.status == 1)
+        #expect(result.status == 64)
         #expect(result.standardError.contains("line 2"))
         #expect(result.standardOutput.contains("Read Request"))
         #expect(result.standardOutput.contains("Handle Value Confirmation"))
+        let undecodable = try await BlueProcess.run(["decode", "-", "--as", "att"], input: "0a0300\n0c0300\n")
+        #expect(undecodable.status == 1, "hex that does not decode is a failed decode, not bad input: \(undecodable.standardError)")
     }
 
     @Test func hostileInputNeverCrashes() async throws {
