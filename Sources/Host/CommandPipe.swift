@@ -6,48 +6,97 @@ import HCI
 /// credits (the pipe starts with one); answers are matched to the oldest command in flight with the same opcode,
 /// by Command Complete (§7.7.14) or Command Status (§7.7.15) as ``HCICommand/Info/answeredByCommandStatus`` says.
 ///
-/// A command with no answer after the timeout fails as an unresponsive controller and the pipe goes on with one
-/// credit (Bumble's controller ignores LE Set PHY, LE Encrypt and the P-256 commands).
+/// Every command has a bound, sent or not:
+/// - a command in flight with no answer after the timeout fails as an unresponsive controller and the pipe goes
+///   on with one credit (Bumble's controller ignores LE Set PHY, LE Encrypt and the P-256 commands);
+/// - credit starvation (no credit, nothing in flight, something waiting: a controller that answered with
+///   Num_HCI_Command_Packets = 0 and never grants another, §4.4 does not say how long a host must wait) that lasts
+///   the timeout fails every waiting command as an unresponsive controller ("granted no command credit"), reported
+///   once, and the pipe goes on with one credit. Without it a command queued then (LE Set Scan Enable when `blue
+///   scan` stops) could never be sent nor fail, and its caller waited forever.
 ///
-/// Sans-I/O: the owner (``HostStack``) feeds it events and the time, sends what ``takeSendable(now:)`` returns and
-/// arms one timer for ``nextDeadline``. Confined to the host's event loop.
+/// Sans-I/O: the owner (``HostStack``) feeds it events and the time, sends what ``takeSendable(now:)`` returns
+/// until nil, arms one timer for ``nextDeadline`` and calls ``expire(now:)`` when it fires. O(1) per event but for
+/// the opcode match among the commands in flight (one, or the few the credits allow). Confined to the host's
+/// event loop.
 struct CommandPipe {
     typealias Completion = (Result<HCIReturnParameters, HostError>) -> Void
 
     struct Entry {
         let command: HCICommand
         let completion: Completion
-        var deadline: StackInstant?
+    }
+
+    struct Sent {
+        let command: HCICommand
+        let completion: Completion
+        let deadline: StackInstant
+    }
+
+    /// What ``expire(now:)`` ended: the completions to fail, and the errors to report (one per timed-out command,
+    /// one per starvation however many commands it failed).
+    struct Expiry {
+        var failed: [(Completion, HostError)] = []
+        var reports: [HostError] = []
     }
 
     let timeout: Duration
-    private(set) var waiting: [Entry] = []
-    private(set) var inFlight: [Entry] = []
+    /// Commands not yet sent, oldest first (`waiting[waitingHead...]`; the head moves instead of shifting).
+    private var waiting: [Entry] = []
+    private var waitingHead = 0
+    /// Commands sent and not answered, oldest first: they were sent in this order with the same timeout, so their
+    /// deadlines are in order too and the first one's is the earliest.
+    private(set) var inFlight: [Sent] = []
     private(set) var credits = 1
+    /// When the current credit starvation fails the waiting commands (nil: no starvation).
+    private(set) var starvationDeadline: StackInstant?
     /// Answers for opcodes with no command in flight (late answers after a timeout, spontaneous credits).
     private(set) var unmatchedResponses = 0
+    /// Credit starvations that ran out (each reported once).
+    private(set) var starvations = 0
 
     init(timeout: Duration) {
         self.timeout = timeout
     }
 
-    var pendingCount: Int { waiting.count + inFlight.count }
+    var waitingCount: Int { waiting.count - waitingHead }
+    var pendingCount: Int { waitingCount + inFlight.count }
 
     mutating func enqueue(_ command: HCICommand, completion: @escaping Completion) {
-        waiting.append(Entry(command: command, completion: completion, deadline: nil))
+        waiting.append(Entry(command: command, completion: completion))
     }
 
-    /// The commands that may be sent now (one per credit); they are in flight from now on.
-    mutating func takeSendable(now: StackInstant) -> [HCICommand] {
-        var sendable: [HCICommand] = []
-        while credits > 0, !waiting.isEmpty {
-            var entry = waiting.removeFirst()
-            entry.deadline = now + timeout
-            inFlight.append(entry)
-            credits -= 1
-            sendable.append(entry.command)
+    /// The next command that may be sent now (one per credit), in flight from now on; nil when none may. Call it
+    /// until nil after anything that may have changed the credits or the queue: the nil call also starts or ends
+    /// a credit starvation.
+    mutating func takeSendable(now: StackInstant) -> HCICommand? {
+        guard credits > 0, waitingHead < waiting.count else {
+            noteStarvation(now: now)
+            return nil
         }
-        return sendable
+        let entry = waiting[waitingHead]
+        waitingHead += 1
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead >= 32, waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+        inFlight.append(Sent(command: entry.command, completion: entry.completion, deadline: now + timeout))
+        credits -= 1
+        return entry.command
+    }
+
+    /// Starvation is no credit, nothing in flight (no answer to come that could grant one) and a command waiting.
+    /// Its deadline is set when it begins and kept while it lasts (an answer granting 0 credits again does not
+    /// move it); anything else ends it.
+    private mutating func noteStarvation(now: StackInstant) {
+        if credits == 0, inFlight.isEmpty, waitingHead < waiting.count {
+            if starvationDeadline == nil { starvationDeadline = now + timeout }
+        } else {
+            starvationDeadline = nil
+        }
     }
 
     /// Takes the credits of a Command Complete / Command Status and completes the matching command. Returns the
@@ -87,33 +136,63 @@ struct CommandPipe {
     /// A Command Complete whose return parameters did not decode: the command fails with a protocol error.
     mutating func receiveMalformed(opcode: HCIOpcode, credits: UInt8, reason: String) -> (Completion, HostError)? {
         self.credits = Int(credits)
-        guard let index = inFlight.firstIndex(where: { $0.command.opcode == opcode }) else { return nil }
+        guard let index = inFlight.firstIndex(where: { $0.command.opcode == opcode }) else {
+            if opcode != .noOperation { unmatchedResponses += 1 }
+            return nil
+        }
         let entry = inFlight.remove(at: index)
         return (entry.completion, HostError(.protocolError, "\(entry.command.name): \(reason)", opcode: opcode))
     }
 
-    /// The earliest deadline of a command in flight.
-    var nextDeadline: StackInstant? { inFlight.compactMap(\.deadline).min() }
+    /// The earliest deadline: the oldest command in flight, or the end of the credit starvation (never both).
+    var nextDeadline: StackInstant? {
+        if let first = inFlight.first { return first.deadline }
+        return starvationDeadline
+    }
 
-    /// Fails every command in flight whose deadline has passed; the pipe continues with at least one credit.
-    mutating func expire(now: StackInstant) -> [(Completion, HostError)] {
-        var expired: [(Completion, HostError)] = []
-        inFlight.removeAll { entry in
-            guard let deadline = entry.deadline, deadline <= now else { return false }
-            expired.append((entry.completion, HostError(
-                .unresponsiveController,
-                "the controller did not answer \(entry.command.name) within \(timeout)", opcode: entry.command.opcode)))
-            return true
+    /// Fails every command in flight whose deadline has passed, and every waiting command when a credit
+    /// starvation has lasted the timeout; either way the pipe continues with at least one credit.
+    mutating func expire(now: StackInstant) -> Expiry {
+        var expiry = Expiry()
+        while let first = inFlight.first, first.deadline <= now {
+            inFlight.removeFirst()
+            let error = HostError(.unresponsiveController,
+                                  "the controller did not answer \(first.command.name) within \(timeout)",
+                                  opcode: first.command.opcode)
+            expiry.failed.append((first.completion, error))
+            expiry.reports.append(error)
         }
-        if !expired.isEmpty { credits = max(credits, 1) }
-        return expired
+        if let deadline = starvationDeadline, deadline <= now {
+            starvationDeadline = nil
+            starvations += 1
+            let starved = waiting[waitingHead...]
+            waiting = []
+            waitingHead = 0
+            for entry in starved {
+                expiry.failed.append((entry.completion, HostError(
+                    .unresponsiveController,
+                    "\(entry.command.name): the controller granted no command credit within \(timeout)",
+                    opcode: entry.command.opcode)))
+            }
+            if let first = starved.first {
+                let others = starved.count > 1 ? " (\(starved.count) commands failed)" : ""
+                expiry.reports.append(HostError(
+                    .unresponsiveController,
+                    "the controller granted no command credit within \(timeout): \(first.command.name) could not be sent\(others)",
+                    opcode: first.command.opcode))
+            }
+        }
+        if !expiry.failed.isEmpty { credits = max(credits, 1) }
+        return expiry
     }
 
     /// Removes every command (shutdown, transport lost) and returns their completions.
     mutating func removeAll() -> [Completion] {
-        let all = (inFlight + waiting).map(\.completion)
+        let all = inFlight.map(\.completion) + waiting[waitingHead...].map(\.completion)
         inFlight = []
         waiting = []
+        waitingHead = 0
+        starvationDeadline = nil
         return all
     }
 }

@@ -8,7 +8,12 @@
 // - `CommandPipe` (struct, sans-I/O): queue + credits from the latest Command Complete / Command Status
 //   (Num_HCI_Command_Packets, §4.4, starting at 1), answers matched by opcode to the oldest command in flight
 //   (Command Complete vs Command Status per `HCICommand.table[...].answeredByCommandStatus`), a per-command timeout
-//   reported as an unresponsive controller after which the pipe continues with one credit.
+//   reported as an unresponsive controller after which the pipe continues with one credit. A command that is
+//   never sent has the same bound: credit starvation (no credit, nothing in flight, something waiting, as after a
+//   Command Complete with Num_HCI_Command_Packets = 0 for a command never sent) that lasts the command timeout
+//   fails every waiting command as an unresponsive controller ("granted no command credit"), reported once, and
+//   the pipe continues with one credit. So every command ends, and `shutdown` paths that queue one (stop
+//   scanning or advertising, disconnect) end within about one timeout on any controller.
 // - `ACLOutbound` (struct, sans-I/O): LE ACL buffer flow control (§4.1.1) with Number Of Completed Packets,
 //   fragments from `ACLFragmenter` to LE_ACL_Data_Packet_Length, per-connection queues served round-robin.
 //   Inbound ACL goes through `ACLReassembler`; complete L2CAP PDUs go to the L2CAP handler (`setL2CAPHandler`),

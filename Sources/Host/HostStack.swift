@@ -212,8 +212,11 @@ public final class HostStack: @unchecked Sendable {
         pumpCommands()
     }
 
+    /// Sends what the credits allow (this also starts or ends a credit starvation) and re-arms the timer. Runs
+    /// after every command, answer and timer firing.
     func pumpCommands() {
-        for command in pipe.takeSendable(now: eventLoop.now) {
+        let now = eventLoop.now
+        while let command = pipe.takeSendable(now: now) {
             sendFrame(H4Frame(type: .command, packet: command.encode()))
         }
         armTimer()
@@ -253,10 +256,11 @@ public final class HostStack: @unchecked Sendable {
         timerDeadline = nil
         guard lifecycle != .closed else { return }
         let now = eventLoop.now
-        for (completion, error) in pipe.expire(now: now) {
-            emit(.controllerError(error))
-            completion(.failure(error))
-        }
+        // Commands in flight with no answer, or waiting through a credit starvation: each timed-out command and
+        // each starvation is reported once, then every failed command completes.
+        let expiry = pipe.expire(now: now)
+        for error in expiry.reports { emit(.controllerError(error)) }
+        for (completion, error) in expiry.failed { completion(.failure(error)) }
         if let pending = pendingConnect, let deadline = pending.deadline, deadline <= now {
             connectTimedOut()
         }
@@ -296,6 +300,7 @@ public final class HostStack: @unchecked Sendable {
             if let (completion, commandError) = pipe.receiveMalformed(opcode: opcode, credits: packet[2], reason: "\(error)") {
                 completion(.failure(commandError))
             }
+            stats.unmatchedCommandResponses = pipe.unmatchedResponses
             pumpCommands()
         }
     }
