@@ -62,6 +62,11 @@ enum IOCapabilityChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
 /// ``FileBondStore`` default directory, see `blue bonds`). `--reconnect` then disconnects, connects again and
 /// encrypts with the bond (§2.4.4) instead of pairing again.
 ///
+/// With a bond already stored for the device, `blue pair` encrypts with it (§2.4.4.1, as CoreBluetooth does) and
+/// says that no pairing happened; when the device lost its side of the bond (PIN or Key Missing) it fails saying
+/// so and suggests `--repair`, which pairs again whatever is stored (the device must allow re-pairing: `blue serve
+/// --allow-repairing`).
+///
 /// Numeric Comparison values are printed and confirmed automatically; a passkey to type comes from `--passkey`,
 /// else from standard input; a passkey to display is `--passkey` when given, else a random one (printed).
 ///
@@ -77,7 +82,9 @@ struct Pair: ParsableCommand, Sendable {
             Methods: jw (LE SC Just Works), numeric (LE SC Numeric Comparison, confirmed automatically), passkey \
             (LE SC Passkey Entry), oob (LE SC out of band: --oob-out writes our data, --oob-in reads the peer's), \
             legacy-jw, legacy-passkey, legacy-oob (the shared key of --oob-key). Bonds go to the bond directory \
-            (see `blue bonds`). The OOB file format is described in Docs/pairing.md.
+            (see `blue bonds`). With a bond already stored for the device, the link is encrypted with it and no \
+            pairing happens; --repair pairs again (the device must allow it). The OOB file format is described in \
+            Docs/pairing.md.
             Exit codes: 2 target not found, 1 pairing or encryption failed, 64 bad arguments, 69 transport unreachable.
             """)
 
@@ -113,6 +120,9 @@ struct Pair: ParsableCommand, Sendable {
     @Flag(help: "After pairing, disconnect, connect again and encrypt with the bond.")
     var reconnect = false
 
+    @Flag(help: "Pair again even when a bond with the device is stored (the new bond replaces it; the device must allow re-pairing).")
+    var repair = false
+
     @Option(help: "The bond directory (default: $XDG_DATA_HOME/opencorebluetooth/bonds).")
     var bonds: String?
 
@@ -141,6 +151,8 @@ struct Pair: ParsableCommand, Sendable {
         security.bonding = !noBond
         security.fixedPasskey = passkey
         security.bondStore = FileBondStore(directory: bonds ?? FileBondStore.defaultDirectory())
+        // --repair: a device that lost its bond (PIN or Key Missing on a later encryption) is paired with again too.
+        if repair { security.allowRepairing = { _ in true } }
         return security
     }
 
@@ -197,7 +209,8 @@ struct Pair: ParsableCommand, Sendable {
         outOfBand.applyPeer(launched, target: report.address)
 
         let connection = try await launched.connect(to: report.address, name: name, timeout: limit)
-        let first = await securing(launched, connection.handle, force: true)
+        // A stored bond is used (encryption, no pairing) unless --repair asks for a new pairing.
+        let first = await securing(launched, connection.handle, force: repair)
         // No wait needed before disconnecting: the host reports pairing complete only once the controller has
         // acknowledged our last key distribution PDUs (Number Of Completed Packets), so the peer has its keys.
         await launched.disconnect(connection.handle)
@@ -207,7 +220,8 @@ struct Pair: ParsableCommand, Sendable {
         }
         let outcome = try first.get(name: name)
         summary.merge(Self.describe(outcome)) { $1 }
-        if !json { Console.line(Self.text(outcome, name: name)) }
+        summary["paired"] = !outcome.usedExistingBond
+        if !json { Console.line(Self.text(outcome, name: name) + (outcome.usedExistingBond ? " (--repair pairs again)" : "")) }
 
         if reconnect {
             let again = try await launched.connect(to: report.address, name: name, timeout: limit)
@@ -241,8 +255,21 @@ struct Pair: ParsableCommand, Sendable {
             switch result {
             case .success(let outcome)?: return outcome
             case .failure(let error)?:
-                throw CLIFailure(.failed, error.security == nil ? "pairing with \(name) failed: \(error.reason)"
-                                                                : "\(name): \(error.securityLine)")
+                switch error.security {
+                case .bondLost?:
+                    throw CLIFailure(.failed, "\(name) no longer has the bond we hold (PIN or Key Missing): the link is "
+                                     + "not encrypted and no pairing happened; `blue pair --repair` pairs again")
+                case .encryptionFailed?:
+                    throw CLIFailure(.failed, "\(name): \(error.securityLine) (with the stored bond: if the device lost "
+                                     + "it, `blue pair --repair` pairs again)")
+                case .pairingFailed(.pairingNotSupported, remote: true)?:
+                    throw CLIFailure(.failed, "\(name): \(error.securityLine) (the device may hold a bond with us and "
+                                     + "refuse to pair again: remove it there, or let it re-pair, e.g. `blue serve --allow-repairing`)")
+                case nil:
+                    throw CLIFailure(.failed, "pairing with \(name) failed: \(error.reason)")
+                default:
+                    throw CLIFailure(.failed, "\(name): \(error.securityLine)")
+                }
             case nil: throw CLIFailure(.failed, "pairing with \(name) did not finish within 40 s")
             }
         }
@@ -288,9 +315,13 @@ struct Pair: ParsableCommand, Sendable {
     }
 
     static func text(_ outcome: PairingOutcome, name: String) -> String {
+        if outcome.usedExistingBond {
+            return "Encrypted with the existing bond of \(name), key size \(outcome.keySize), "
+                + "\(outcome.authenticated ? "authenticated" : "unauthenticated"): no pairing"
+        }
         let kind = outcome.secureConnections ? "LE Secure Connections" : "LE legacy pairing"
         let local = keyNames(outcome.localKeys), peer = keyNames(outcome.peerKeys)
-        var lines = [
+        let lines = [
             "Paired with \(name): \(methodName(outcome)), \(kind), \(outcome.authenticated ? "authenticated" : "unauthenticated"), key size \(outcome.keySize)",
             "  keys sent: \(local.isEmpty ? "none" : local.joined(separator: ", "))"
                 + (outcome.secureConnections ? " (LTK derived on both sides)" : ""),
@@ -298,7 +329,6 @@ struct Pair: ParsableCommand, Sendable {
             "  encrypted: yes",
             "  bonded: \(outcome.bonded ? "yes" : "no")" + (outcome.identityAddress.map { " (identity \($0.string))" } ?? ""),
         ]
-        if outcome.usedExistingBond { lines[0] = "Encrypted with the existing bond of \(name), key size \(outcome.keySize)" }
         return lines.joined(separator: "\n")
     }
 }

@@ -23,7 +23,10 @@ struct Serve: ParsableCommand, Sendable {
             one printed to type on the other side; a passkey to type is --passkey, else read from standard input; \
             numeric values are printed and confirmed. Out-of-band pairing (Docs/pairing.md): --oob-out writes our \
             LE Secure Connections OOB data before advertising, --oob-in reads a central's (at start when present, \
-            then on every connection and whenever the file changes), --oob-key gives every central the legacy OOB key.
+            then on every connection and whenever the file changes), --oob-key gives every central the legacy OOB key. \
+            A central that pairs again while we hold its bond (it lost its keys, or `blue pair --repair`) is refused \
+            with Pairing Not Supported (0x05) unless --allow-repairing. Exit codes: 0 stopped by SIGINT or SIGTERM, \
+            64 bad definition or options, 69 the transport is unreachable or the controller went away while serving.
             """
     )
 
@@ -63,6 +66,9 @@ struct Serve: ParsableCommand, Sendable {
         "The legacy OOB temporary key given to every central, 32 hex digits.", valueName: "hex"))
     var oobKey: String?
 
+    @Flag(name: .customLong("allow-repairing"), help: "Let a central we hold a bond with pair again (the new bond replaces the old).")
+    var allowRepairing = false
+
     func validate() throws {
         if let passkey, passkey > 999_999 { throw ValidationError("--passkey must be 0...999999") }
     }
@@ -74,6 +80,7 @@ struct Serve: ParsableCommand, Sendable {
         security.ioCapability = io.capability
         security.mitm = io != .noInputNoOutput
         security.fixedPasskey = passkey
+        if allowRepairing { security.allowRepairing = { _ in true } }
         return security
     }
 
@@ -115,7 +122,7 @@ struct Serve: ParsableCommand, Sendable {
         let outOfBand = try ServeOutOfBand(inPath: oobIn, outPath: oobOut, key: oobKey)
         let launched = try await openStack()
         server.attach(launched)
-        server.attachPairing(launched, passkey: passkey)
+        server.attachPairing(launched, passkey: passkey, repairing: allowRepairing)
         do throws(CLIFailure) {
             try await outOfBand.start(launched, server: server)
         } catch {
@@ -282,7 +289,7 @@ final class GATTServeState: Sendable {
 
     /// Answers pairing as peripheral and prints it (Core 5.4 Vol 3 Part H §2.3.5.1): the passkey to display, the
     /// numeric value (confirmed), a passkey to type (`passkey`, else a line of standard input), the outcome.
-    func attachPairing(_ stack: LaunchedStack, passkey: UInt32?) {
+    func attachPairing(_ stack: LaunchedStack, passkey: UInt32?, repairing: Bool) {
         let host = stack.host
         stack.addEventHandler { [self] event in
             switch event {
@@ -315,6 +322,10 @@ final class GATTServeState: Sendable {
                 object["event"] = "paired"
                 object["handle"] = Int(handle)
                 note(object, text: "paired: " + Pair.text(outcome, name: peer(GATTConnectionID(handle))))
+            case .bondLost(let handle, let identity):
+                note(["event": "bondLost", "handle": Int(handle), "identity": identity.string],
+                     text: "\(identity) paired again although we hold its bond (it lost its keys): "
+                        + (repairing ? "re-pairing allowed" : "refused (--allow-repairing allows it)"))
             case .pairingFailed(let handle, let reason, let error):
                 note(["event": "pairingFailed", "handle": Int(handle), "reason": reason.map { "\($0)" } ?? "", "error": error.reason],
                      text: "pairing failed: \(error.reason)")
