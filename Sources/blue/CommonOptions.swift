@@ -146,7 +146,8 @@ enum CommandRun {
         sources.store([SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { received(number) }
+            // Signals that arrive together are one event (`data` counts them): two at once are a second signal.
+            source.setEventHandler { received(number, count: Int(source.data)) }
             source.resume()
             return source
         })
@@ -231,9 +232,9 @@ enum CommandRun {
         _exit(status)
     }
 
-    private static func received(_ number: Int32) {
+    private static func received(_ number: Int32, count received: Int) {
         let (count, listeners) = state.withLock { state -> (Int, [@Sendable (Int32) -> Void]) in
-            state.signals += 1
+            state.signals += max(1, received)
             guard state.signals == 1 else { return (state.signals, []) }
             defer { state.listeners = [:] }
             return (1, state.listeners.sorted { $0.key < $1.key }.map(\.value))
