@@ -11,7 +11,7 @@ struct ServePairingTests {
     }
 
     /// A hub and `blue serve --profile heart-rate --io display-only --passkey 123456 --json` on it.
-    static func scene(io: String = "display-only", passkey: [String] = ["--passkey", "123456"],
+    static func scene(io: String = "display-only", passkey: [String] = ["--passkey", "123456"], extra: [String] = [],
                       _ body: (String, String, BackgroundBlue) async throws -> Void) async throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
         let socket = "/tmp/ocb-serve-pair-\(tag).sock"
@@ -20,7 +20,7 @@ struct ServePairingTests {
         let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
         defer { hub.stopInBackground() }
         #expect(await hub.waitFor("listening"), "hub: \(hub.output) \(hub.errors)")
-        let server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--hci", "air:\(socket)", "--io", io, "--json"] + passkey)
+        let server = try BackgroundBlue(["serve", "--profile", "heart-rate", "--hci", "air:\(socket)", "--io", io, "--json"] + passkey + extra)
         defer { server.stopInBackground() }
         #expect(await server.waitFor("serving"), "serve: \(server.output) \(server.errors)")
         try await body(socket, bonds, server)
