@@ -169,7 +169,7 @@ struct Subscribe: ParsableCommand, Sendable {
         discussion: """
             Runs until --count values arrived (exit 0), --timeout passed (exit 0 without --count, 1 with it when \
             fewer arrived), or Ctrl-C (exit 0). Exit codes: 2 target or characteristic not found, 1 cannot \
-            subscribe or disconnected, 64 bad UUID.
+            subscribe or disconnected, 64 bad UUID, 69 the transport is unreachable or the controller went away.
             """)
 
     @OptionGroup var arguments: TargetArguments

@@ -14,7 +14,7 @@ struct Scan: ParsableCommand, Sendable {
         discussion: """
             On a terminal the table is redrawn in place; otherwise one line per device (again when its name or \
             services change), or with --json one object per advertising report. Runs until --timeout or Ctrl-C \
-            (exit 0). With --hci virtual (the default) the command joins the shared air hub, starting it in the \
+            (exit 0), or until the controller goes away (one line, exit 69). With --hci virtual (the default) the command joins the shared air hub, starting it in the \
             background when none runs ($OCB_AIR_SOCKET overrides its socket path).
             """
     )

@@ -42,12 +42,17 @@ struct ControllerLossTests {
         let scan = try BackgroundBlue(["scan", "--json"] + scene.hci)
         defer { scan.stopInBackground() }
         #expect(await scan.waitFor(scene.name, limit: Self.limit), "\(scan.errors)")
+        // A command on the CoreBluetooth API (its stacks opened by the managers, not by the command).
+        let chat = try BackgroundBlue(["chat", "receive"] + scene.hci)
+        defer { chat.stopInBackground() }
+        #expect(await poll(within: Self.limit) { chat.errors.contains("looking for a sender") }, "\(chat.errors)")
 
         kill(scene.hub.process.processIdentifier, SIGKILL)
         let transport = "air:\(scene.socket)"
         await Self.expectLost(scene.server, command: "serve", transport: transport)
         await Self.expectLost(subscribe, command: "subscribe", transport: transport)
         await Self.expectLost(scan, command: "scan", transport: transport)
+        await Self.expectLost(chat, command: "chat receive", transport: transport)
     }
 
     @Test func serveEndsWhenTheHubIsStopped() async throws {
