@@ -47,6 +47,9 @@ final class DescriptorTransportCore: @unchecked Sendable {
     }
 
     private let state = LockedValue(State())
+
+    /// The descriptors this object owns (its own and the wake channel's), for tests of their flags.
+    var ownedDescriptors: [Int32] { [fd, wake.read, wake.write] }
     /// Held for each whole frame written and while closing the descriptor.
     private let writeLock = LockedValue(())
     /// Whether `fd` is still open; guards `shutdown` against a descriptor already closed (and maybe reused).

@@ -16,7 +16,23 @@
 // pthread doing poll + blocking read) that deframes and calls `onFrame` in order, then `onClose` exactly once; the
 // in-process pair delivers from one serial DispatchQueue per side. Owners hop to their `EventLoop`
 // (`loop.execute { ... }`) from these callbacks. `send` is callable from any thread. `close()` never blocks: it
-// shuts the socket down and wakes the reader through a pipe; `onClose(nil)` follows on the reader thread.
+// shuts the socket down and wakes the reader through its wake channel; `onClose(nil)` follows on the reader thread.
+//
+// Descriptor ownership (who closes, when; issue 10):
+// - A descriptor transport owns its descriptor from `init` (it takes it over even when `init` throws). It is closed
+//   exactly once: by the reader thread as it ends, under the write lock (so no write reaches a closed or reused
+//   number), or by `close()`/`deinit` when the transport never started. `close()` only shuts the socket down and
+//   pokes the wake channel; it never closes what another thread may be polling.
+// - `H4Listener` owns its listening socket the same way: closed by its accept thread as it ends. Each accepted
+//   descriptor is handed over to a `SocketH4Transport` at once.
+// - Every descriptor is close-on-exec from birth (SOCK_CLOEXEC, O_CLOEXEC, accept4, a socket pair for the wake
+//   channel): a child spawned by any thread of the process never holds our connections open after we close them.
+// - Nothing here is registered with Dispatch. Readers are plain threads blocked in `poll`. The project has no
+//   descriptor-based Dispatch source at all (no `readabilityHandler`, `DispatchSource.makeReadSource`,
+//   `DispatchIO`): corelibs-libdispatch on Linux loses events and corrupts its epoll bookkeeping when such sources
+//   are set up and torn down from many threads (swift-corelibs-libdispatch#949; measured here, see
+//   `DescriptorOwnershipTests`), which crashed a whole test run in `_dispatch_event_loop_drain`. Signal sources
+//   (the `blue` commands' SIGINT/SIGTERM watchers) hold no descriptor of ours and live for the whole process.
 //
 // Failure model: peer EOF / ECONNRESET -> `.closedByPeer`; a poisoned H4 stream -> `.framingError` naming the
 // stream offset (frames completed before it are delivered first); other I/O errors -> `.ioError`; opening errors

@@ -31,6 +31,9 @@ public final class H4Listener: Sendable {
     private let open = LockedValue(true)
     private let closing = LockedValue(false)
 
+    /// The descriptors this object owns (its own and the wake channel's), for tests of their flags.
+    var ownedDescriptors: [Int32] { [fd, wake.read, wake.write] }
+
     private init(fd: Int32, wake: (read: Int32, write: Int32), name: String, port: UInt16?, path: String?) {
         self.fd = fd
         self.wake = wake
@@ -189,7 +192,7 @@ public final class H4Listener: Sendable {
                 if events != 0 { return }  // error or hang-up on the listening socket
                 continue
             }
-            let accepted = accept(fd, nil, nil)
+            let accepted = POSIX.acceptCloseOnExec(fd)
             if accepted < 0 {
                 let code = errno
                 // Transient: interrupted, or the client gave up before we accepted. Anything else (EMFILE...)

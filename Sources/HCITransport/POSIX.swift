@@ -61,15 +61,45 @@ enum POSIX {
         return nil
     }
 
-    /// A close-on-exec pipe used to wake a thread blocked in `poll`: (read end, write end).
+    /// A close-on-exec channel used to wake a thread blocked in `poll`: (read end, write end). A socket pair, not a
+    /// pipe: `socketpair` takes SOCK_CLOEXEC atomically (glibc's `pipe2` is not in the Swift overlay), so no child
+    /// spawned by another thread at that moment can inherit it.
     static func makeWakePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [-1, -1]
-        // pipe2 is not exported by Glibc's Swift overlay; the small window before FD_CLOEXEC is acceptable.
-        guard pipe(&fds) == 0 else { return nil }
+        #if canImport(Darwin)
+        guard socketpair(AF_UNIX, SOCK_STREAM, 0, &fds) == 0 else { return nil }
         setCloseOnExec(fds[0])
         setCloseOnExec(fds[1])
+        #else
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            return nil
+        }
+        #endif
         return (fds[0], fds[1])
     }
+
+    /// `accept` whose new descriptor is close-on-exec from the start (`accept4` with SOCK_CLOEXEC on Linux, looked
+    /// up at run time because glibc declares it only under `_GNU_SOURCE`): an accepted connection inherited by a
+    /// child spawned meanwhile would keep the connection open after we close it, and the peer would never see the
+    /// end. Falls back to `accept` + FD_CLOEXEC.
+    static func acceptCloseOnExec(_ fd: Int32) -> Int32 {
+        #if !canImport(Darwin)
+        if let accept4 = acceptWithFlags {
+            return accept4(fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+        }
+        #endif
+        let accepted = accept(fd, nil, nil)
+        if accepted >= 0 { setCloseOnExec(accepted) }
+        return accepted
+    }
+
+    #if !canImport(Darwin)
+    private typealias Accept4 = @convention(c) (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32) -> Int32
+    private static let acceptWithFlags: Accept4? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "accept4") else { return nil }
+        return unsafeBitCast(symbol, to: Accept4.self)
+    }()
+    #endif
 
     /// Sets FD_CLOEXEC on `fd`.
     static func setCloseOnExec(_ fd: Int32) {

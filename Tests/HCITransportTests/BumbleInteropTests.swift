@@ -2,6 +2,7 @@ import BluetoothCore
 import Foundation
 import HCI
 import HCITransport
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -25,11 +26,10 @@ import Glibc
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
-    /// A TCP port that is free right now (bound to port 0, then released).
+    /// A TCP port Bumble can be told to listen on (``TestPorts``: outside the kernel's ephemeral range, so no
+    /// port-0 listener of the parallel run can take it first).
     static func freePort() throws -> UInt16 {
-        let listener = try H4Listener.listen(tcpHost: "127.0.0.1", port: 0) { $0.close() }
-        defer { listener.close() }
-        return try #require(listener.port)
+        try TestPorts.reserve()
     }
 
     /// Sends `command` and waits for the event answering it.

@@ -172,10 +172,8 @@ import Glibc
     }
 
     @Test func connectingToNobodyFailsClearly() throws {
-        // A port that was free a moment ago.
-        let listener = try H4Listener.listen(tcpHost: "127.0.0.1", port: 0) { $0.close() }
-        let port = try #require(listener.port)
-        listener.close()
+        // A port nobody listens on: outside the ephemeral range, so no other listener of the run is given it.
+        let port = try TestPorts.reserve()
         let error = #expect(throws: HCITransportError.self) { try SocketH4Transport.connect(host: "127.0.0.1", port: port) }
         #expect(error?.code == .openFailed)
         #expect(error?.reason.hasPrefix("tcp:127.0.0.1:\(port): connect failed: Connection refused") == true)
@@ -218,7 +216,10 @@ import Glibc
     }
 
     @Test func listenerCloseStopsAccepting() async throws {
-        let (listener, accepted) = try Self.makeListener(.tcp)
+        // A reserved port, not port 0: once closed, an ephemeral port may be handed at once to another listener of
+        // the parallel run, and the connect below would reach it.
+        let accepted = Mailbox<SocketH4Transport>()
+        let listener = try H4Listener.listen(tcpHost: "127.0.0.1", port: try TestPorts.reserve()) { accepted.put($0) }
         let port = try #require(listener.port)
         let peer = try RawPeer.tcp(port: port)
         let server = try #require(await accepted.take())

@@ -169,7 +169,7 @@ struct PeerError: Error, CustomStringConvertible {
 
 /// A unique short path under /tmp (sun_path holds 107 bytes).
 func temporaryPath(_ suffix: String) -> String {
-    "/tmp/ocb-tt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))\(suffix)"
+    testTemporaryPath("ocb-tt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))\(suffix)")
 }
 
 /// Waits for a value a callback stores, at most `seconds` (suspending).

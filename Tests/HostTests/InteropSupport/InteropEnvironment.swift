@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import HCITransport
 import Testing
 
@@ -44,12 +45,10 @@ enum InteropEnvironment {
 
     static var rootCanalEnabled: Bool { rootCanal != nil || required }
 
-    /// A TCP port that is free right now (bound to port 0, then released).
+    /// A TCP port for a peer that is told its port before it starts (see ``TestPorts``: never an ephemeral port
+    /// that another listener of the run may be given meanwhile).
     static func freePort() throws -> UInt16 {
-        let listener = try H4Listener.listen(tcpHost: "127.0.0.1", port: 0) { $0.close() }
-        defer { listener.close() }
-        guard let port = listener.port else { throw InteropFailure("no port from a port-0 listener") }
-        return port
+        try TestPorts.reserve()
     }
 }
 
