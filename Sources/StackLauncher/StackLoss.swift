@@ -1,5 +1,5 @@
-public import BluetoothRuntime
-public import HCI
+import BluetoothRuntime
+import HCI
 public import HCITransport
 
 /// The controller of a ``LaunchedStack`` went away while the stack ran: the transport ended without this side
@@ -73,7 +73,13 @@ final class LossWatchingTransport: HCITransport {
     }
 
     func send(_ frame: H4Frame) throws(HCITransportError) {
-        try inner.send(frame)
+        do {
+            try inner.send(frame)
+        } catch {
+            // A write that finds the peer gone is known here before the reader reports the end.
+            if let loss = StackLoss.from(error, transportName: inner.name, spec: spec) { lost(loss) }
+            throw error
+        }
     }
 
     func close() {

@@ -80,7 +80,8 @@ func runCommand(_ body: @escaping @Sendable () async throws(CLIFailure) -> Void)
             try await body()
             CommandRun.end(.completed)
         } catch {
-            CommandRun.end(.failed(error))
+            // A failure caused by the controller going away is reported as that loss.
+            CommandRun.end(CommandRun.adoptedLoss.map { .lost($0) } ?? .failed(error))
         }
     }
     try CommandRun.finish(CommandRun.wait())
@@ -156,6 +157,11 @@ enum CommandRun {
     /// Keeps `stack` to shut it down when the command ends otherwise than by its body (its capture file closed).
     static func adopt(_ stack: LaunchedStack) {
         state.withLock { $0.stacks.append(stack) }
+    }
+
+    /// The loss of an adopted stack's controller, if one was lost.
+    static var adoptedLoss: StackLoss? {
+        state.load().stacks.lazy.compactMap(\.loss).first
     }
 
     /// Ends the command (the first end wins).
