@@ -101,9 +101,21 @@ func runCommand(_ body: @escaping @Sendable () async throws(CLIFailure) -> Void)
 /// - Standard output closed (EPIPE, `blue scan --json | head -1`): the stacks are shut down and the command exits 0,
 ///   saying nothing.
 enum CommandRun {
-    /// How long a stop by signal may take before the command gives up.
-    static let shutdownLimit: Duration = .seconds(shutdownLimitSeconds)
-    private static let shutdownLimitSeconds = 5
+    /// How long a stop by signal may take before the command gives up: 5 s, or `$OCB_STOP_LIMIT` seconds
+    /// (0.1...600) when set.
+    static let shutdownLimit: Duration = {
+        if let text = ProcessInfo.processInfo.environment["OCB_STOP_LIMIT"], let seconds = Double(text),
+           seconds >= 0.1, seconds <= 600 {
+            return .milliseconds(Int64(seconds * 1000))
+        }
+        return .seconds(5)
+    }()
+
+    /// ``shutdownLimit`` for Dispatch.
+    private static var shutdownInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = shutdownLimit.components
+        return .milliseconds(Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
 
     enum End: Sendable {
         case completed
@@ -216,7 +228,7 @@ enum CommandRun {
         }
         guard !stacks.isEmpty else { return }
         let done = LockedValue(false)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(shutdownLimitSeconds)) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + shutdownInterval) {
             if !done.load() { exitNow(status) }
         }
         for stack in stacks { stack.shutdown() }
@@ -250,7 +262,7 @@ enum CommandRun {
             end(.interrupted(number))
             return
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(shutdownLimitSeconds)) { end(.gaveUp) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + shutdownInterval) { end(.gaveUp) }
         for listener in listeners { listener(number) }
     }
 

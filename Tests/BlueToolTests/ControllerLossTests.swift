@@ -165,7 +165,8 @@ struct ControllerLossTests {
     /// SIGINT while a command is busy (looking for a target, no graceful stop to wait for) ends it at once with
     /// 128+SIGINT. A subscription stops gracefully on one signal (unsubscribe, disconnect) even when the hub does not
     /// answer any more (SIGSTOP): bounded, exit 0 or, past the bound, 1 with a line saying it gave up; two signals
-    /// end it at once (128+SIGINT).
+    /// end it at once (128+SIGINT). With a bound shorter than the host's 2 s command timeout (`OCB_STOP_LIMIT`), the
+    /// stop on a frozen hub gives up: exit 1 and one line.
     @Test func signalsEndCommandsBoundedAndTwiceAtOnce() async throws {
         let scene = try await HeartRateScene()
         defer { try? FileManager.default.removeItem(atPath: scene.socket) }
@@ -178,8 +179,10 @@ struct ControllerLossTests {
         kill(read.process.processIdentifier, SIGINT)
         #expect(await Self.exitStatus(read) == 128 + SIGINT, "\(read.errors)")
 
-        for signals in [1, 2] {
-            let subscribe = try BackgroundBlue(["subscribe", scene.name, "2A37"] + scene.hci)
+        for signals in [1, 2, 0] {
+            // 0: one signal, with a stop limit of half a second.
+            let subscribe = try BackgroundBlue(["subscribe", scene.name, "2A37"] + scene.hci,
+                                               environment: signals == 0 ? ["OCB_STOP_LIMIT": "0.5"] : [:])
             defer { subscribe.stopInBackground() }
             #expect(await subscribe.waitFor("2A37 Heart Rate Measurement", limit: Self.limit), "\(subscribe.errors)")
             kill(hub, SIGSTOP)
@@ -195,7 +198,11 @@ struct ControllerLossTests {
             }
             let status = await Self.exitStatus(subscribe)
             kill(hub, SIGCONT)
-            if signals == 1 {
+            if signals == 0 {
+                #expect(status == 1, "\(String(describing: status)) \(subscribe.errors)")
+                #expect(subscribe.errors == "blue subscribe: gave up stopping after 0.5 s: the controller did not answer\n",
+                        "\(subscribe.errors)")
+            } else if signals == 1 {
                 #expect(status == 0 || (status == 1 && subscribe.errors.contains("blue subscribe: gave up stopping after 5 s")),
                         "\(String(describing: status)) \(subscribe.errors)")
             } else {

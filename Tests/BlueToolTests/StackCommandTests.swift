@@ -8,7 +8,8 @@ final class BackgroundBlue: @unchecked Sendable {
     let outputURL: URL
     let errorURL: URL
 
-    init(_ arguments: [String]) throws {
+    /// `environment`: variables added to ours.
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blue-bg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         outputURL = folder.appendingPathComponent("stdout")
@@ -17,6 +18,9 @@ final class BackgroundBlue: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
         process.executableURL = BlueProcess.executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = try FileHandle(forWritingTo: outputURL)
         process.standardError = try FileHandle(forWritingTo: errorURL)
         process.standardInput = FileHandle.nullDevice
