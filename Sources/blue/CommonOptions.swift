@@ -98,8 +98,8 @@ func runCommand(_ body: @escaping @Sendable () async throws(CLIFailure) -> Void)
 ///   A graceful stop that has not finished after ``shutdownLimit`` (a controller that does not answer) ends with
 ///   "blue serve: gave up stopping after 5 s: the controller did not answer", exit 1. A second signal exits at once
 ///   (128+signal).
-/// - Standard output closed (EPIPE, `blue scan --json | head -1`): the stacks are shut down and the command exits 0,
-///   saying nothing.
+/// - Standard output closed (EPIPE, `blue scan --json | head -1`; or, for a pipe, its reader gone while the command
+///   is quiet: `blue serve | head -1`): the stacks are shut down and the command exits 0, saying nothing.
 enum CommandRun {
     /// How long a stop by signal may take before the command gives up: 5 s, or `$OCB_STOP_LIMIT` seconds
     /// (0.1...600) when set.
@@ -154,6 +154,7 @@ enum CommandRun {
         guard first else { return }
         signal(SIGPIPE, SIG_IGN)
         Console.whenOutputCloses { end(.outputClosed) }
+        Console.watchForReaderGone()
         LaunchedStack.observeLosses { loss in end(.lost(loss)) }
         let queue = DispatchQueue(label: "blue.signals")
         sources.store([SIGINT, SIGTERM].map { number in

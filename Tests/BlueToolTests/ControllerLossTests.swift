@@ -130,14 +130,40 @@ struct ControllerLossTests {
     @Test func airStopsQuietlyWhenItsReaderGoesAway() async throws {
         let folder = try TemporaryFolder()
         let socket = folder.path + "/air.sock"
+        let (line, ended, errors) = try await Self.readOneLineThenClose(
+            ["air", "--json", "--stats-interval", "0"], environment: ["OCB_AIR_SOCKET": socket], folder: folder,
+            whileReading: { #expect(FileManager.default.fileExists(atPath: socket)) })
+        #expect(line == "{\"event\":\"listening\",\"endpoint\":\"unix:\(socket)\"}", "\(String(describing: line))")
+        #expect(ended?.exited == true && ended?.status == 0, "\(String(describing: ended))")
+        #expect(errors == "")
+        #expect(!FileManager.default.fileExists(atPath: socket), "the socket is left behind")
+    }
+
+    /// `blue serve | head -1`: the same for a command running a stack (quiet after its first line).
+    @Test func serveStopsQuietlyWhenItsReaderGoesAway() async throws {
+        let folder = try TemporaryFolder()
+        let socket = folder.path + "/air.sock"
+        let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
+        defer { hub.stopInBackground() }
+        #expect(await hub.waitFor("listening", limit: Self.limit), "\(hub.output) \(hub.errors)")
+        let (line, ended, errors) = try await Self.readOneLineThenClose(
+            ["serve", "--profile", "battery", "--hci", "air:\(socket)"], environment: [:], folder: folder)
+        #expect(line?.hasPrefix("serving ") == true, "\(String(describing: line))")
+        #expect(ended?.exited == true && ended?.status == 0, "\(String(describing: ended)) \(errors)")
+        #expect(errors == "")
+        #expect(await hub.waitFor("left:", limit: Self.limit), "the server's controller stays on the air: \(hub.output)")
+    }
+
+    /// Runs `blue` with stdout into a pipe, reads its first line, closes the read end and waits for the end.
+    static func readOneLineThenClose(_ arguments: [String], environment: [String: String], folder: TemporaryFolder,
+                                     whileReading: () -> Void = {}) async throws
+        -> (line: String?, ended: (status: Int32, exited: Bool)?, errors: String) {
         let process = Process()
         process.executableURL = BlueProcess.executable
-        process.arguments = ["air", "--json", "--stats-interval", "0"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["OCB_AIR_SOCKET"] = socket
-        process.environment = environment
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe()
-        let errors = folder.path + "/stderr"
+        let errors = folder.path + "/stderr-\(UUID().uuidString.prefix(6))"
         _ = FileManager.default.createFile(atPath: errors, contents: nil)
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
@@ -151,15 +177,11 @@ struct ControllerLossTests {
             while read(reader.fileDescriptor, &byte, 1) == 1, byte != 0x0A { bytes.append(byte) }
             return String(decoding: bytes, as: UTF8.self)
         }
-        #expect(line == "{\"event\":\"listening\",\"endpoint\":\"unix:\(socket)\"}", "\(String(describing: line))")
-        #expect(FileManager.default.fileExists(atPath: socket))
+        whileReading()
         try reader.close()
         try output.fileHandleForWriting.close()
-        #expect(await process.waitForExit(within: Self.limit), "the hub still runs with nobody reading")
-        let ended = process.ended
-        #expect(ended?.exited == true && ended?.status == 0, "\(String(describing: ended))")
-        #expect((try? String(contentsOfFile: errors, encoding: .utf8)) == "")
-        #expect(!FileManager.default.fileExists(atPath: socket), "the socket is left behind")
+        #expect(await process.waitForExit(within: Self.limit), "\(arguments[0]) still runs with nobody reading")
+        return (line, process.ended, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
     }
 
     /// SIGINT while a command is busy (looking for a target, no graceful stop to wait for) ends it at once with
