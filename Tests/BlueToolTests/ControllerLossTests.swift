@@ -269,6 +269,8 @@ enum PseudoTerminal {
         typealias PTSName = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
         let master = try libc("posix_openpt", as: OpenPT.self)(O_RDWR | O_NOCTTY)
         guard master >= 0 else { throw Failure(description: "posix_openpt: \(errno)") }
+        // Not inherited by the processes other tests start meanwhile (they would keep the "device" plugged in).
+        _ = fcntl(master, F_SETFD, FD_CLOEXEC)
         var name = [CChar](repeating: 0, count: 128)
         guard try libc("grantpt", as: OnMaster.self)(master) == 0, try libc("unlockpt", as: OnMaster.self)(master) == 0,
               try libc("ptsname_r", as: PTSName.self)(master, &name, name.count) == 0 else {
@@ -282,7 +284,7 @@ enum PseudoTerminal {
 /// A connected UNIX stream socket.
 enum UnixSocket {
     static func connect(_ path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PseudoTerminal.Failure(description: "socket: \(errno)") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
