@@ -157,8 +157,17 @@ final class RawPeer: Sendable {
         return frames
     }
 
+    private let closed = LockedValue(false)
+
+    /// Closes the descriptor once; later calls do nothing. A second `close(fd)` would close whatever descriptor
+    /// another test of the parallel run was given that number meanwhile (a pty master, a transport's socket): the
+    /// "transport closed under us" failures such a test then sees are not its own.
     func close() {
-        _ = Glibc.close(fd)
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if first { _ = Glibc.close(fd) }
     }
 }
 

@@ -86,7 +86,7 @@ final class ExampleHub: @unchecked Sendable {
     let hub: ExampleProcess
 
     init() async throws {
-        socket = "/tmp/ocb-ex-\(UUID().uuidString.prefix(6).lowercased()).sock"
+        socket = testTemporaryPath("ocb-ex-\(UUID().uuidString.prefix(6).lowercased()).sock")
         hub = try ExampleProcess("blue", ["air", "--socket", socket, "--stats-interval", "0"])
         guard await hub.waitFor("listening") else {
             await hub.stop()

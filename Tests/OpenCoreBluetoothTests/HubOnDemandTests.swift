@@ -6,6 +6,7 @@ import VirtualController
 
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 private let hubServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-000000000A1B")
@@ -65,7 +66,7 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
     /// central finds the peripheral by its service, connects and reads its value, through the hub's air in
     /// another process. Exactly one hub was started for both, and it is stopped at the end.
     @Test func managersStartTheHubOnDemandAndMeetOnIt() async throws {
-        let directory = "/tmp/ocb-hub-\(UUID().uuidString.prefix(8))"
+        let directory = testTemporaryPath("ocb-hub-\(UUID().uuidString.prefix(8))")
         #expect(mkdir(directory, 0o700) == 0)
         let socket = directory + "/air.sock"
         let before = HostBackend.hubsStarted
@@ -126,7 +127,7 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
     /// A socket whose directory does not exist is not a place to start a hub: the manager reports `.unsupported`
     /// and no hub is started.
     @Test func noHubIsStartedWhereTheDirectoryDoesNotExist() async throws {
-        let socket = "/tmp/ocb-hub-missing-\(UUID().uuidString.prefix(8))/air.sock"
+        let socket = testTemporaryPath("ocb-hub-missing-\(UUID().uuidString.prefix(8))/air.sock")
         let before = HostBackend.hubsStarted.count
         let log = CallLog(label: "hub.missing")
         let app = HubPeripheral(log: log)

@@ -8,7 +8,7 @@ import VirtualController
 struct AirHubLauncherTests {
     @Test("a running hub is used as it is; nothing is spawned")
     func usesRunningHub() async throws {
-        let directory = "/tmp/airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = testTemporaryPath("airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
         let hub = AirHub(configuration: AirHubConfiguration(socketPath: socket, statisticsInterval: nil),
@@ -24,7 +24,7 @@ struct AirHubLauncherTests {
 
     @Test("a hub executable that exits without listening is an error naming the log, not a hang")
     func failingExecutable() async throws {
-        let directory = "/tmp/airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = testTemporaryPath("airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
         // ensureRunning polls with usleep: on a thread of its own, not the cooperative pool. Timed on that thread,
@@ -46,7 +46,7 @@ struct AirHubLauncherTests {
           .enabled(if: ProcessInfo.processInfo.environment["BLUE"] != nil))
     func startsBlueAir() async throws {
         let blue = try #require(ProcessInfo.processInfo.environment["BLUE"])
-        let directory = "/tmp/airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = testTemporaryPath("airhub-launch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
         let pid = try #require(try await blockingWork { () throws(AirHubError) in

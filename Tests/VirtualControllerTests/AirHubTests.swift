@@ -71,7 +71,7 @@ private final class SocketHost: Sendable {
 
 /// A unique short directory for sockets and captures (UNIX socket paths are limited to 107 octets).
 private func temporaryDirectory() -> String {
-    let path = "/tmp/airhub-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let path = testTemporaryPath("airhub-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
     mkdir(path, 0o700)
     return path
 }

@@ -58,7 +58,7 @@ private func eventually(seconds: Double = 10, _ condition: () -> Bool) async -> 
 /// A host that stops reading is disconnected when its queue overflows; the air and the other hosts go on.
 @Suite struct PolishHubBackpressureTests {
     @Test func aHostThatNeverReadsIsDisconnectedWhileAPairKeepsExchangingData() async throws {
-        let directory = "/tmp/polish-hub-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = testTemporaryPath("polish-hub-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         mkdir(directory, 0o700)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socketPath = directory + "/air.sock"
