@@ -242,7 +242,7 @@ final class TemporaryFolder: @unchecked Sendable {
 
     init() throws {
         // Short: a UNIX socket path has room for 107 bytes.
-        path = "/tmp/ocb-\(UUID().uuidString.prefix(8).lowercased())"
+        path = testTemporaryPath("ocb-\(UUID().uuidString.prefix(8).lowercased())")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 

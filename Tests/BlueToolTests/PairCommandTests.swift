@@ -2,6 +2,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// `blue pair` and `blue bonds` end to end: a `blue air --h4-tcp` hub, a Bumble peripheral
@@ -36,8 +37,8 @@ struct PairCommandTests {
             return
         }
         let tag = UUID().uuidString.prefix(6).lowercased()
-        let socket = "/tmp/ocb-pair-\(tag).sock"
-        let port = Int.random(in: 20_000...40_000)
+        let socket = testTemporaryPath("ocb-pair-\(tag).sock")
+        let port = try TestPorts.reserve()  // outside the ephemeral range: nobody else is handed it
         let bonds = NSTemporaryDirectory() + "ocb-pair-bonds-\(tag)"
         let keystore = NSTemporaryDirectory() + "ocb-pair-keys-\(tag).json"
         defer {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Out-of-band pairing on the command line (Core 5.4 Vol 3 Part H §2.3.5.6.4 LE Secure Connections OOB, §2.3.5.4
 /// legacy OOB): `blue serve` and `blue pair` as two processes on a private `blue air` hub, exchanging OOB data
@@ -22,7 +23,7 @@ struct PairOOBCommandTests {
     static func scene(serve serveArguments: (String) -> [String],
                       _ body: (_ socket: String, _ folder: String, _ server: BackgroundBlue) async throws -> Void) async throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
-        let socket = "/tmp/ocb-oob-\(tag).sock"
+        let socket = testTemporaryPath("ocb-oob-\(tag).sock")
         let folder = NSTemporaryDirectory() + "ocb-oob-\(tag)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }

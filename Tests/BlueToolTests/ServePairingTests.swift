@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `blue serve --io display-only --passkey N` accepting pairing as peripheral, and `blue pair --method passkey`
 /// typing the passkey, both on a private `blue air` hub: LE SC Passkey Entry with the server displaying
@@ -14,7 +15,7 @@ struct ServePairingTests {
     static func scene(io: String = "display-only", passkey: [String] = ["--passkey", "123456"], extra: [String] = [],
                       _ body: (String, String, BackgroundBlue) async throws -> Void) async throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
-        let socket = "/tmp/ocb-serve-pair-\(tag).sock"
+        let socket = testTemporaryPath("ocb-serve-pair-\(tag).sock")
         let bonds = NSTemporaryDirectory() + "ocb-serve-pair-bonds-\(tag)"
         defer { try? FileManager.default.removeItem(atPath: bonds) }
         let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])

@@ -64,7 +64,7 @@ final class HeartRateScene: @unchecked Sendable {
 
     init() async throws {
         let tag = UUID().uuidString.prefix(6).lowercased()
-        socket = "/tmp/ocb-test-\(tag).sock"
+        socket = testTemporaryPath("ocb-test-\(tag).sock")
         name = "hr-\(tag)"
         hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
         guard await hub.waitFor("listening") else {
@@ -100,7 +100,7 @@ final class HeartRateScene: @unchecked Sendable {
         let bogus = try await BlueProcess.run(["scan", "--hci", "bogus", "--timeout", "1"])
         #expect(bogus.status == 64)
         #expect(bogus.standardError == "error: unknown HCI transport \"bogus\"; expected virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN\n")
-        let missing = "/tmp/ocb-test-missing-\(UUID().uuidString.prefix(6)).sock"
+        let missing = testTemporaryPath("ocb-test-missing-\(UUID().uuidString.prefix(6)).sock")
         let unreachable = try await BlueProcess.run(["read", "--hci", "air:\(missing)", "somebody", "2A38"])
         #expect(unreachable.status == 69)
         #expect(unreachable.standardError.hasPrefix("error: no air hub at \(missing) (start one with `blue air --socket \(missing)`)"))
