@@ -79,9 +79,9 @@ reap "swift test"
 # What the Swift half did, from its log: the closing line, the failing tests, the known issues, and, when the test
 # process died, the tests that had started and never ended (one of them took it down).
 swift_closing=$(grep -E "Test run with [0-9]+ tests?" "$swift_log" | tail -1)
-mapfile -t swift_failed < <(grep -E "^✘ Test .* (failed|timed out)" "$swift_log" | grep -v "Test run with" \
-  | sed -E 's/^✘ Test (.*) (failed|timed out).*/\1/' | sort -u)
-known_issues=$(grep -cE "known issue" "$swift_log" || true)
+mapfile -t swift_failed < <(grep -E "^✘ Test .* (failed|timed out) after " "$swift_log" | grep -v "^✘ Test run with" \
+  | sed -E 's/^✘ Test (.*) (failed|timed out) after .*/\1/' | sort -u)
+mapfile -t known_issues < <(grep -E "recorded a known issue" "$swift_log" | sed -E 's/^[^ ]+ Test (.*) recorded a known issue at ([^:]+:[0-9]+).*/\1 (\2)/' | sort -u)
 if [ "$swift_status" = "0" ] && [ -n "$swift_closing" ]; then
   summary+=("swift test: passed — ${swift_closing#* }")
 else
@@ -89,8 +89,8 @@ else
   for name in "${swift_failed[@]}"; do summary+=("  failed: $name"); done
   if [ -z "$swift_closing" ]; then
     mapfile -t unfinished < <(awk '
-      /^(◇|􀟈) Test .* started\.$/ { name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
-      /^(✔|✘) Test / { name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ (passed|failed|timed out).*$/, "", name); delete open[name] }
+      /^(◇|􀟈) Test .* started\.$/ && !/ Test (run|case) / { name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
+      /^[^ ]+ Test .* (passed|failed|timed out) after / { name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ (passed|failed|timed out) after .*$/, "", name); sub(/ with [0-9]+ test cases?$/, "", name); delete open[name] }
       END { for (name in open) print name }' "$swift_log" | sort)
     summary+=("  the test process ended without its closing line (crash or kill); tests still running then:")
     for name in "${unfinished[@]}"; do summary+=("    $name"); done
@@ -98,7 +98,10 @@ else
     while IFS= read -r line; do summary+=("    $line"); done < <(grep -v "^✔\|^◇\|^􀟈" "$swift_log" | tail -8)
   fi
 fi
-[ "$known_issues" -gt 0 ] && summary+=("  ($known_issues line(s) mention known issues: expected failures recorded with withKnownIssue, not failures)")
+if [ "${#known_issues[@]}" -gt 0 ]; then
+  summary+=("  known issues (failures a test expects, recorded with withKnownIssue; not failures of the run):")
+  for name in "${known_issues[@]}"; do summary+=("    $name"); done
+fi
 
 interop_status=0
 if [ "${SKIP_INTEROP:-0}" = "1" ]; then
