@@ -32,12 +32,13 @@ struct AirHubLauncherTests {
         let (outcome, elapsed) = await blockingWork { () -> (Result<Int32?, AirHubError>, Duration) in
             let started = ContinuousClock.now
             let outcome = Result { () throws(AirHubError) in
-                try AirHubLauncher.ensureRunning(executable: "/bin/false", socketPath: socket, timeout: .seconds(5))
+                try AirHubLauncher.ensureRunning(executable: "/bin/false", socketPath: socket, timeout: .seconds(120))
             }
             return (outcome, ContinuousClock.now - started)
         }
         #expect(throws: AirHubError.self) { try outcome.get() }
-        #expect(elapsed < .seconds(4))
+        // It gives up when the child exits, not at its 120 s timeout (a margin no busy machine eats).
+        #expect(elapsed < .seconds(60))
         #expect(AirHubLauncher.logPath(forSocket: socket) == directory + "/air.log")
         #expect(FileManager.default.fileExists(atPath: directory + "/air.log"))
     }
