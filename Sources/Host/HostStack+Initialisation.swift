@@ -7,7 +7,9 @@ import HCI
 /// address; the address is a random static one by default, Vol 6 Part B §1.3.2.1).
 ///
 /// Only Reset must succeed; any later step that fails or times out is noted in ``ControllerInfo/warnings`` and
-/// the sequence goes on (Bumble's controller, for one, answers some commands oddly or not at all).
+/// the sequence goes on (Bumble's controller, for one, answers some commands oddly or not at all). But a second
+/// step failing as an unresponsive controller (no answer, or no command credit, within the command timeout) ends
+/// the initialisation: that controller is not usable, and going on would cost a timeout per remaining step.
 extension HostStack {
     enum InitStep: CaseIterable {
         case reset, readLocalVersion, readLocalFeatures, readLocalCommands
@@ -18,17 +20,18 @@ extension HostStack {
     func initialise(completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
         info = ControllerInfo()
         leBuffersRead = false
-        run(.reset, completion)
+        run(.reset, unresponsive: 0, completion)
     }
 
-    private func run(_ step: InitStep?, _ completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
+    /// Runs `step` and the ones after it; `unresponsive` counts the steps that failed as an unresponsive controller.
+    private func run(_ step: InitStep?, unresponsive: Int, _ completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
         guard lifecycle == .starting else { return }
         guard let step else {
             finishInitialisation(completion)
             return
         }
         guard let command = initCommand(step) else {
-            run(nextStep(after: step), completion)
+            run(nextStep(after: step), unresponsive: unresponsive, completion)
             return
         }
         self.command(command) { [self] result in
@@ -36,11 +39,13 @@ extension HostStack {
                 if case .failure(let error) = result { completion(.failure(error)) }
                 return
             }
+            var unresponsive = unresponsive
             switch result {
             case .success(let returned):
                 apply(returned, of: step)
             case .failure(let error):
-                if step == .reset {
+                if error.code == .unresponsiveController { unresponsive += 1 }
+                if step == .reset || unresponsive >= 2 {
                     tearDown(HostError(error.code, "controller initialisation failed: \(error.reason)",
                                        status: error.status, opcode: error.opcode))
                     transport.close()
@@ -50,7 +55,7 @@ extension HostStack {
                 info.warnings.append("\(command.name): \(error.reason)")
                 failed(step)
             }
-            run(nextStep(after: step), completion)
+            run(nextStep(after: step), unresponsive: unresponsive, completion)
         }
     }
 

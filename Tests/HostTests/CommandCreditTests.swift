@@ -189,6 +189,41 @@ struct CommandCreditTests {
         #expect(loop.pendingWorkDescription == "nothing")
     }
 
+    @Test("a controller that answers every init command with no credit: start fails at the second starvation")
+    func initialisationGivesUpOnAStarvingController() {
+        let loop = ManualEventLoop()
+        let controller = ScriptedController()
+        let host = HostStack(transport: controller, eventLoop: loop, configuration: Rig.defaultConfiguration)
+        let model = ControllerModel()
+        controller.setResponder { command in
+            model.answer(command).map { $0.map { event -> HCIEvent in
+                if case .commandComplete(_, let opcode, let returned) = event {
+                    return .commandComplete(numHCICommandPackets: 0, opcode: opcode, returnParameters: returned)
+                }
+                return event
+            } }
+        }
+        let result = Recorder<Result<ControllerInfo, HostError>>()
+        host.start { result.append($0) }
+        loop.run()
+        // Reset answered (no credit); Read Local Version Information starves and fails; Read Local Supported
+        // Features goes out with the credit given back, answered with no credit; Read Local Supported Commands
+        // starves: the second unresponsive step ends the initialisation.
+        loop.advance(by: .milliseconds(3999))
+        #expect(result.count == 0)
+        loop.advance(by: .milliseconds(1))
+        guard case .failure(let error) = result.last else {
+            Issue.record("start should fail, got \(result.values)")
+            return
+        }
+        #expect(error.code == .unresponsiveController)
+        #expect(error.reason.contains("granted no command credit"))
+        #expect(controller.sentCommands.map(\.opcode) == [.reset, .readLocalSupportedFeatures])
+        #expect(controller.isClosed)
+        #expect(loop.pendingWorkDescription == "nothing")
+        #expect(host.resources.isQuiescent)
+    }
+
     @Test("a controller that starves every command still lets each one end within about one timeout")
     func everyAnswerWithoutCredit() {
         let rig = Rig(keepResponder: false)
