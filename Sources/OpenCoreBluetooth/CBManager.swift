@@ -43,7 +43,7 @@ public class CBManager: NSObject, @unchecked Sendable {
     func misuse(_ message: String) {
         let line = "[CoreBluetooth] API MISUSE: \(message)"
         misuseBox.withLock { $0.append(line) }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardError.line(line)
     }
 
     /// The misuse lines logged by this manager and its peripherals (tests).

@@ -99,6 +99,6 @@ public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
 
     /// Apple raises NSInternalInconsistencyException here; we log the same reason and go on (no crash from input).
     private static func logInvalid(_ reason: String) {
-        FileHandle.standardError.write(Data("[CoreBluetooth] API MISUSE: Invalid UUID string: \(reason)\n".utf8))
+        StandardError.line("[CoreBluetooth] API MISUSE: Invalid UUID string: \(reason)")
     }
 }

@@ -36,7 +36,10 @@
 // runs (`blue air --socket PATH` with the `blue` of OCB_BLUE, beside the program or on PATH, as the `blue` commands
 // start it; it outlives the program); any other text → a `--hci` specification (tcp:, unix:, serial:, hciN). Each backend's
 // state sits in a LockedValue changed on its stack's loop; the stack opens asynchronously and the first state
-// (`.poweredOn`, or `.unsupported` when it cannot open) follows. The peripheral side serves cached values from the
+// (`.poweredOn`, or `.unsupported` when it cannot open) follows; a stack whose controller goes away (hub stopped
+// or killed, TCP peer closed, adapter unplugged: StackLauncher's StackLoss) takes its manager to `.poweredOff`,
+// with one line on stderr, as iOS does when Bluetooth is turned off. The library's own diagnostics go through
+// StandardError (never FileHandle.write, which traps on a closed stderr). The peripheral side serves cached values from the
 // GATT database and defers every other read/write to the app through the GATT server's deferred requests
 // (GATTDeferral, Core 5.4 Vol 3 Part F §3.4.4–§3.4.6), answered by `respond(to:withResult:)`.
 //

@@ -252,9 +252,23 @@ final class HostBackendStack: Sendable {
                 }
                 stack.eventLoop.execute { ready(stack) }
             case .failure(let error):
-                FileHandle.standardError.write(Data("OpenCoreBluetooth: no Bluetooth stack: \(error.reason)\n".utf8))
+                StandardError.line("OpenCoreBluetooth: no Bluetooth stack: \(error.reason)")
                 ready(nil)
             }
+        }
+    }
+
+    /// When `stack` loses its controller (the hub stopped or killed, a TCP peer closed, an adapter unplugged):
+    /// says so once on standard error and calls `lost` on the stack's loop, after the events already queued there.
+    /// The managers then leave `.poweredOn` for `.poweredOff` — as iOS does when Bluetooth goes away: links end
+    /// without `didDisconnect`, scanning and advertising stop, pending requests fail — instead of staying
+    /// `.poweredOn` on a stack that can no longer do anything. Not after ``close()`` (no loss then).
+    func whenLost(_ stack: LaunchedStack, _ lost: @escaping @Sendable () -> Void) {
+        let label = label
+        stack.onLoss { [weak self] loss in
+            guard let self, !self.state.load().closed else { return }
+            StandardError.line("\(label): \(loss); Bluetooth is off")
+            stack.eventLoop.execute { lost() }
         }
     }
 

@@ -72,6 +72,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
             stack.addEventHandler { [weak self] event in self?.handle(event) }
+            self.opener.whenLost(stack) { [weak self] in self?.emit(.stateChanged(.poweredOff)) }
             self.emit(.stateChanged(.poweredOn))
         }
     }

@@ -75,6 +75,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
             stack.addEventHandler { [weak self] event in self?.handle(event, stack) }
+            self.opener.whenLost(stack) { [weak self] in self?.emit(.stateChanged(.poweredOff)) }
             self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
         }
     }

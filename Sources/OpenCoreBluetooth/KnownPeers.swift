@@ -96,8 +96,7 @@ public final class KnownPeersStore: Sendable {
         case .failure(let error):
             let first = Self.reported.withLock { $0.insert(path).inserted }
             if first {
-                FileHandle.standardError.write(Data(("OpenCoreBluetooth: \(error); starting with no known peers and "
-                    + "leaving the file as it is\n").utf8))
+                StandardError.line("OpenCoreBluetooth: \(error); starting with no known peers and leaving the file as it is")
             }
         }
     }
@@ -182,7 +181,7 @@ public final class KnownPeersStore: Sendable {
                 try Self.write(state.entries, to: path)
             } catch {
                 let first = Self.reported.withLock { $0.insert(path).inserted }
-                if first { FileHandle.standardError.write(Data("OpenCoreBluetooth: \(error)\n".utf8)) }
+                if first { StandardError.line("OpenCoreBluetooth: \(error)") }
             }
         }
     }

@@ -147,7 +147,7 @@ final class StateRestorationStore: Sendable {
 
     private func report(_ error: StateRestorationError, then consequence: String) {
         guard Self.reported.withLock({ $0.insert(path).inserted }) else { return }
-        FileHandle.standardError.write(Data("OpenCoreBluetooth: \(error); \(consequence)\n".utf8))
+        StandardError.line("OpenCoreBluetooth: \(error); \(consequence)")
     }
 
     /// Writes `data` whole with Host's ``PrivateFile`` (mode 0600, temporary file renamed over it; the directory

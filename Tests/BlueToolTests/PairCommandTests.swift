@@ -1,8 +1,8 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
-import TestSupport
 #endif
 
 /// `blue pair` and `blue bonds` end to end: a `blue air --h4-tcp` hub, a Bumble peripheral

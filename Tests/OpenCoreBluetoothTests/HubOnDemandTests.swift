@@ -4,9 +4,9 @@ import Testing
 import VirtualController
 @testable import OpenCoreBluetooth
 
+import TestSupport
 #if canImport(Glibc)
 import Glibc
-import TestSupport
 #endif
 
 private let hubServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-000000000A1B")
