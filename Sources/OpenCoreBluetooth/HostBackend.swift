@@ -42,6 +42,15 @@ public enum HostBackend {
     /// The environment variable that chooses the transport.
     public static let environmentVariable = "OCB_HCI"
 
+    /// Whether a manager whose controller goes away says so on standard error (one line, besides its move to
+    /// `.poweredOff`). On by default; a program that reports the loss itself (the `blue` tool) turns it off, so
+    /// its user reads one line.
+    public static var reportsControllerLoss: Bool {
+        get { lossReporting.load() }
+        set { lossReporting.store(newValue) }
+    }
+    private static let lossReporting = LockedValue(true)
+
     private static let sharedAirStorage = LockedValue<InProcessAir?>(nil)
 
     /// The process's own virtual air (created on first use).
@@ -267,7 +276,7 @@ final class HostBackendStack: Sendable {
         let label = label
         stack.onLoss { [weak self] loss in
             guard let self, !self.state.load().closed else { return }
-            StandardError.line("\(label): \(loss); Bluetooth is off")
+            if HostBackend.reportsControllerLoss { StandardError.line("\(label): \(loss); Bluetooth is off") }
             stack.eventLoop.execute { lost() }
         }
     }

@@ -3,6 +3,7 @@ import BluetoothRuntime
 import Dispatch
 import Foundation
 import HCITransport
+import OpenCoreBluetooth
 import Host
 import StackLauncher
 import VirtualController
@@ -239,6 +240,7 @@ enum CommandRun {
     /// For commands that do not run through ``runCommand(_:)`` (the CoreBluetooth ones: `chat`, `demo`): the loss of
     /// any controller of the process ends it with "NAME: lost the controller: ..." and exit 69.
     static func exitOnLoss(name: String) {
+        HostBackend.reportsControllerLoss = false  // this line is the one the user reads
         LaunchedStack.observeLosses { loss in
             Console.error("\(name): \(loss)")
             exitNow(CLIFailure.Kind.unavailable.rawValue)
