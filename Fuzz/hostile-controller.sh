@@ -15,20 +15,25 @@
 # Other options (--commands, --jobs, --keep, --summary): Fuzz/HostileController/driver.py --help.
 # Exit 0 with no failures, 1 with failures (each kept, with blue's output and the controller's packet trace).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-swift build --product blue >&2
-blue="$(swift build --show-bin-path)/blue"
-
+private=""
 driver=""
 cleanup() {
     if [[ -n "$driver" ]] && kill -0 "$driver" 2>/dev/null; then
         kill -TERM "$driver" 2>/dev/null || true
         wait "$driver" 2>/dev/null || true
     fi
+    if [[ -n "$private" ]]; then rm -rf "$private"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+cd "$(dirname "$0")/.."
+
+swift build --product blue >&2
+# A private copy: another build relinking .build/.../blue during the run must not change or remove it.
+private="$(mktemp -d "${TMPDIR:-/tmp}/hostile-controller-blue.XXXXXX")"
+cp "$(swift build --show-bin-path)/blue" "$private/blue"
+blue="$private/blue"
 
 python3 Fuzz/HostileController/driver.py --blue "$blue" "$@" &
 driver=$!

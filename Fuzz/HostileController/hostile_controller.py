@@ -258,7 +258,9 @@ class Controller:
             return
         if opcode in STATUS_ANSWERED:
             status = 0x00
-            if rng.random() < self.profile["fail_command_p"]:
+            if opcode == 0x0406 and len(params) >= 2 and struct.unpack_from("<H", params, 0)[0] & 0x0FFF not in self.connections:
+                status = 0x02  # Unknown Connection Identifier: no Disconnection Complete will follow
+            elif rng.random() < self.profile["fail_command_p"]:
                 status = rng.choice([0x01, 0x0C, 0x12, 0x1F, rng.randrange(256)])
             self.event(0x0F, bytes([status, self.credits()]) + le16(opcode))
             if status == 0:
