@@ -86,6 +86,9 @@ class Controller:
             # default: the host waits for it without a bound (a known finding, see Fuzz/HostileController/README.md);
             # --set disconnect_never_completes=0.05 shows it.
             "disconnect_never_completes": 0.0,
+            # Whether a dead controller ignores LE Create Connection Cancel too. Off by default: the host then keeps
+            # the connect pending forever (the second known finding); --set dead_ignores_cancel=true shows it.
+            "dead_ignores_cancel": False,
         }
         if rng.random() < 0.25:
             # A calm session: a plausible controller with a little noise, so that runs get deep into GATT.
@@ -252,7 +255,7 @@ class Controller:
 
     def command(self, opcode, params):
         rng = self.rng
-        if self.dead:
+        if self.dead and not (opcode == 0x200E and not self.profile["dead_ignores_cancel"]):
             return
         if rng.random() < self.profile["ignore_command_p"]:
             return
