@@ -251,36 +251,6 @@ final class TemporaryFolder: @unchecked Sendable {
     }
 }
 
-/// A pseudo-terminal pair (the slave stands in for a serial device).
-enum PseudoTerminal {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    private static func libc<Function>(_ name: String, as type: Function.Type) throws -> Function {
-        guard let symbol = dlsym(nil, name) else { throw Failure(description: "dlsym \(name) failed") }
-        return unsafeBitCast(symbol, to: type)
-    }
-
-    /// The master descriptor and the slave's path.
-    static func open() throws -> (master: Int32, slavePath: String) {
-        typealias OpenPT = @convention(c) (Int32) -> Int32
-        typealias OnMaster = @convention(c) (Int32) -> Int32
-        typealias PTSName = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
-        let master = try libc("posix_openpt", as: OpenPT.self)(O_RDWR | O_NOCTTY)
-        guard master >= 0 else { throw Failure(description: "posix_openpt: \(errno)") }
-        // Not inherited by the processes other tests start meanwhile (they would keep the "device" plugged in).
-        _ = fcntl(master, F_SETFD, FD_CLOEXEC)
-        var name = [CChar](repeating: 0, count: 128)
-        guard try libc("grantpt", as: OnMaster.self)(master) == 0, try libc("unlockpt", as: OnMaster.self)(master) == 0,
-              try libc("ptsname_r", as: PTSName.self)(master, &name, name.count) == 0 else {
-            _ = Glibc.close(master)
-            throw Failure(description: "grantpt/unlockpt/ptsname_r: \(errno)")
-        }
-        return (master, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-}
-
 /// A connected UNIX stream socket.
 enum UnixSocket {
     static func connect(_ path: String) throws -> Int32 {

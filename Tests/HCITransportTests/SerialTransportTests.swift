@@ -9,37 +9,8 @@ import Glibc
 /// ``SerialH4Transport`` on a pseudo-terminal pair: the slave stands in for the UART device, the test drives the
 /// master side as the "controller".
 @Suite struct SerialTransportTests {
-    /// Looks up a libc function the Glibc module does not export (the XSI pseudo-terminal calls).
-    static func libc<Function>(_ name: String, as type: Function.Type) throws -> Function {
-        guard let symbol = dlsym(nil, name) else { throw PeerError("dlsym \(name) failed") }
-        return unsafeBitCast(symbol, to: type)
-    }
-
-    /// Opens a pty master (posix_openpt, grantpt, unlockpt, ptsname_r) and returns it with the slave's path.
-    static func openPseudoTerminal() throws -> (master: Int32, slavePath: String) {
-        typealias OpenPT = @convention(c) (Int32) -> Int32
-        typealias OnMaster = @convention(c) (Int32) -> Int32
-        typealias PTSName = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
-        let posixOpenPT = try libc("posix_openpt", as: OpenPT.self)
-        let grantPT = try libc("grantpt", as: OnMaster.self)
-        let unlockPT = try libc("unlockpt", as: OnMaster.self)
-        let ptsName = try libc("ptsname_r", as: PTSName.self)
-        let master = posixOpenPT(O_RDWR | O_NOCTTY)
-        guard master >= 0 else { throw PeerError("posix_openpt: \(errno)") }
-        guard grantPT(master) == 0, unlockPT(master) == 0 else {
-            _ = Glibc.close(master)
-            throw PeerError("grantpt/unlockpt: \(errno)")
-        }
-        var name = [CChar](repeating: 0, count: 128)
-        guard ptsName(master, &name, name.count) == 0 else {
-            _ = Glibc.close(master)
-            throw PeerError("ptsname_r: \(errno)")
-        }
-        return (master, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-
     @Test func framesCrossAPseudoTerminalBothWaysInRawMode() async throws {
-        let (master, slavePath) = try Self.openPseudoTerminal()
+        let (master, slavePath) = try PseudoTerminal.open()
         let transport = try SerialH4Transport(path: slavePath, baudRate: 1_000_000, flowControl: true)
         #expect(transport.name == "serial:\(slavePath),1000000,rtscts")
         // The slave is raw: no echo, no CR/LF translation, 8 bits through.
@@ -72,7 +43,7 @@ import Glibc
     }
 
     @Test func localCloseEndsTheReader() async throws {
-        let (master, slavePath) = try Self.openPseudoTerminal()
+        let (master, slavePath) = try PseudoTerminal.open()
         defer { _ = Glibc.close(master) }
         let transport = try SerialH4Transport(path: slavePath)
         #expect(transport.name == "serial:\(slavePath),115200")
