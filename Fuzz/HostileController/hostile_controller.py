@@ -82,13 +82,12 @@ class Controller:
             # The GATT server of explore lies about handles now and then: the same entries whatever was asked,
             # handles going backwards, an end handle of 0xFFFF, entry lengths that do not divide the data.
             "gatt_lies": rng.choice([0.0, 0.0, 0.1, 0.5, 1.0]),
-            # Probability that a Disconnect gets its Command Status but never a Disconnection Complete. Off by
-            # default: the host waits for it without a bound (a known finding, see Fuzz/HostileController/README.md);
-            # --set disconnect_never_completes=0.05 shows it.
-            "disconnect_never_completes": 0.0,
-            # Whether a dead controller ignores LE Create Connection Cancel too. Off by default: the host then keeps
-            # the connect pending forever (the second known finding); --set dead_ignores_cancel=true shows it.
-            "dead_ignores_cancel": False,
+            # Probability that a Disconnect gets its Command Status but never a Disconnection Complete (the host
+            # gives up after the supervision timeout plus a command timeout: finding of seed 7044, fixed).
+            "disconnect_never_completes": rng.choice([0.0, 0.0, 0.05, 0.5]),
+            # Whether a dead controller ignores LE Create Connection Cancel too (the host abandons the connect when
+            # its cancel fails: finding of seed 200230, fixed).
+            "dead_ignores_cancel": rng.random() < 0.5,
         }
         if rng.random() < 0.25:
             # A calm session: a plausible controller with a little noise, so that runs get deep into GATT.

@@ -28,10 +28,16 @@
 //   Unknown Command for Read RSSI and LE Set Data Length, Reset doing nothing, no event after Create Connection
 //   Cancel): timeouts fail the one command, Unknown Command is remembered per opcode, init steps after Reset are
 //   optional with warnings, data length falls back to 27, a cancelled connect completes on the Cancel's success.
+// - Nothing a controller withholds is waited for without a bound (issue 10; the hostile-controller fuzz in
+//   Fuzz/HostileController): a command never answered, or never sent because no credit comes, fails after the
+//   command timeout; a connect whose Cancel fails (but for Command Disallowed) is abandoned, one whose Cancel was
+//   refused gets a command timeout for its Connection Complete; a Disconnect whose Disconnection Complete does not
+//   come ends the connection locally after the supervision timeout plus a command timeout.
 //
 // State: all of it is confined to the host's `EventLoop` (ManualEventLoop in tests, DispatchEventLoop in
 // production); no locks, no tasks. Completions and handlers run on that loop. Time comes only from the loop;
-// one `ScheduledJob` is armed for the earliest deadline (command timeouts, a connect's own time limit).
+// one `ScheduledJob` is armed for the earliest deadline (command timeouts, a credit starvation, a connect's own time
+// limit, overdue Disconnection Completes, sessions' and security timers).
 //
 // L2CAP / ATT / GATT wiring (`HostStack+Wiring.swift`, Core 5.4 Vol 3 Parts A, F, G): each connection gets a
 // `ConnectionSession` in its record, created synchronously on Connection Complete: an `L2CAPLink` (role from the

@@ -241,7 +241,24 @@ extension HostStack {
     func connectTimedOut() {
         guard let pending = pendingConnect else { return }
         pendingConnect?.deadline = nil
+        if pending.cancelRefused {
+            // The cancel was refused (Command Disallowed: the connection was being made) and no Connection Complete
+            // came within a command timeout: the controller will not tell, so the connect ends here.
+            abandonConnect(pending, reason: HostError(
+                .unresponsiveController, "connecting to \(pending.peer): the controller refused the cancel and never "
+                    + "completed the connection"))
+            return
+        }
         cancelPendingConnect(reason: HostError(.timedOut, "connecting to \(pending.peer) timed out"), completion: nil)
+    }
+
+    /// Ends a connect the controller will not complete (its cancel failed): the caller gets `reason` now, and a late
+    /// Connection Complete with Unknown Connection Identifier is swallowed.
+    private func abandonConnect(_ pending: PendingConnect, reason: HostError) {
+        pendingConnect = nil
+        expectsCancelledConnectionComplete = true
+        armTimer()
+        pending.completion(.failure(reason))
     }
 
     private func cancelPendingConnect(reason: HostError, completion: ((Result<Void, HostError>) -> Void)?) {
@@ -262,8 +279,19 @@ extension HostStack {
                 }
                 completion?(.success(()))
             case .failure(let error):
-                // Command Disallowed: the connection was made first; its Connection Complete decides.
-                pendingConnect?.cancelReason = nil
+                if let current = pendingConnect, current.id == pending.id {
+                    if error.status == .commandDisallowed {
+                        // The connection was made first: its Connection Complete decides, within a command timeout.
+                        pendingConnect?.cancelReason = nil
+                        pendingConnect?.cancelRefused = true
+                        pendingConnect?.deadline = eventLoop.now + pipe.timeout
+                        armTimer()
+                    } else {
+                        // No answer, no credit, another error: the controller did not take the cancel, and nothing
+                        // says it will ever complete the connect (found by the hostile-controller fuzz, seed 200230).
+                        abandonConnect(current, reason: reason)
+                    }
+                }
                 completion?(.failure(error))
             }
         }
@@ -325,6 +353,28 @@ extension HostStack {
 
     // MARK: Disconnecting, link queries
 
+    /// The earliest deadline of a Disconnect whose Disconnection Complete has not come (nil when none: the common
+    /// case costs one emptiness check per timer arming).
+    var disconnectNextDeadline: StackInstant? {
+        disconnectDeadlines.isEmpty ? nil : disconnectDeadlines.values.min()
+    }
+
+    /// Ends the connections whose Disconnection Complete did not come in time, as the controller would have
+    /// reported a termination it gave up on (Connection Terminated by Local Host), and says the controller did not.
+    func disconnectsTimedOut(now: StackInstant) {
+        guard !disconnectDeadlines.isEmpty else { return }
+        let expired = disconnectDeadlines.filter { $0.value <= now }.keys.sorted()
+        for handle in expired {
+            disconnectDeadlines[handle] = nil
+            guard connections[handle] != nil else { continue }
+            emit(.controllerError(HostError(
+                .unresponsiveController,
+                "the controller did not complete the disconnection of \(Dissection.hex16(handle)) "
+                    + "(supervision timeout and \(pipe.timeout) passed)")))
+            closeConnection(handle, reason: .connectionTerminatedByLocalHost)
+        }
+    }
+
     /// Disconnects (HCI Disconnect, §7.1.6) with `reason` (Remote User Terminated Connection by default); completes
     /// with the reason of Disconnection Complete.
     public func disconnect(connectionHandle handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection,
@@ -336,11 +386,21 @@ extension HostStack {
             }
             connections[handle]?.pendingDisconnects.append { completion?($0) }
             command(.disconnect(handle: handle, reason: reason)) { [self] result in
-                guard case .failure(let error) = result, let record = connections[handle] else { return }
-                let waiting = record.pendingDisconnects
-                record.pendingDisconnects = []
-                connections[handle] = record
-                for callback in waiting { callback(.failure(error)) }
+                guard let record = connections[handle] else { return }
+                switch result {
+                case .success:
+                    // The link layer gives up a termination the peer does not acknowledge after the supervision
+                    // timeout (Core 5.4 Vol 6 Part B §5.1.1); a controller that then still reports nothing is not
+                    // waited for past that plus a command timeout (hostile-controller fuzz, seed 7044).
+                    let deadline = eventLoop.now + record.connection.parameters.supervisionTimeoutDuration + pipe.timeout
+                    if disconnectDeadlines[handle] == nil { disconnectDeadlines[handle] = deadline }
+                    armTimer()
+                case .failure(let error):
+                    let waiting = record.pendingDisconnects
+                    record.pendingDisconnects = []
+                    connections[handle] = record
+                    for callback in waiting { callback(.failure(error)) }
+                }
             }
         }
     }

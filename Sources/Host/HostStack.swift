@@ -57,6 +57,9 @@ public final class HostStack: @unchecked Sendable {
         var deadline: StackInstant?
         /// Why a cancel was sent (cancelled by the caller, or its own time limit passed), nil when none.
         var cancelReason: HostError?
+        /// The controller refused the cancel (Command Disallowed): the Connection Complete is due within a command
+        /// timeout (``deadline``), after which the connect is abandoned.
+        var cancelRefused = false
     }
 
     var lifecycle: Lifecycle = .idle
@@ -69,6 +72,8 @@ public final class HostStack: @unchecked Sendable {
     var reassembler: ACLReassembler
     var connections: [UInt16: ConnectionRecord] = [:]
     var pendingConnect: PendingConnect?
+    /// Connections whose Disconnect was accepted, and when their Disconnection Complete is overdue.
+    var disconnectDeadlines: [UInt16: StackInstant] = [:]
     var nextOperationID: UInt64 = 0
     /// A cancelled connect's Connection Complete (Unknown Connection Identifier) is still to come; swallow it.
     var expectsCancelledConnectionComplete = false
@@ -174,6 +179,7 @@ public final class HostStack: @unchecked Sendable {
         reassembler.reset()
         let connect = pendingConnect
         pendingConnect = nil
+        disconnectDeadlines = [:]
         scanMerger.reset()
         isScanning = false
         isAdvertising = false
@@ -242,7 +248,9 @@ public final class HostStack: @unchecked Sendable {
             guard let second else { return first }
             return min(first, second)
         }
-        let deadline = earlier(earlier(pipe.nextDeadline, pendingConnect?.deadline), earlier(sessionsNextDeadline, securityNextDeadline))
+        let deadline = earlier(
+            earlier(earlier(pipe.nextDeadline, pendingConnect?.deadline), earlier(sessionsNextDeadline, securityNextDeadline)),
+            disconnectNextDeadline)
         if let timer, !timer.isCancelled, deadline == timerDeadline { return }
         timer?.cancel()
         timer = nil
@@ -265,6 +273,7 @@ public final class HostStack: @unchecked Sendable {
             connectTimedOut()
         }
         sessionsTimedOut(now: now)
+        disconnectsTimedOut(now: now)
         securityTimerFired(now: now)
         pumpCommands()
     }
@@ -444,6 +453,7 @@ public final class HostStack: @unchecked Sendable {
 
     /// Disconnection Complete: the connection and everything of it goes (queued sends, reassembly, operations).
     func closeConnection(_ handle: UInt16, reason: HCIStatus) {
+        disconnectDeadlines[handle] = nil
         guard let record = connections.removeValue(forKey: handle) else {
             stats.unknownHandleEvents += 1
             return

@@ -5,8 +5,8 @@ import Host
 import TestSupport
 import Testing
 
-/// What the hostile-controller fuzz (Fuzz/hostile-controller.sh) found, on virtual time. A finding not fixed yet is
-/// a known issue: the test fails once it is fixed, to be turned into a plain regression test then.
+/// What the hostile-controller fuzz (Fuzz/hostile-controller.sh) found, on virtual time: regression tests of the
+/// fixes.
 @Suite("Hostile controller findings")
 struct HostileControllerFindingsTests {
     /// Fuzz seed 7044 (`--commands explore --set gatt_lies=1.0`, with the controller never completing a Disconnect):
@@ -27,9 +27,12 @@ struct HostileControllerFindingsTests {
         #expect(rig.controller.sentCommands.last == .disconnect(handle: 0x02D1, reason: .remoteUserTerminatedConnection))
         // The connection's supervision timeout is 5 s (0x01F4); wait far longer.
         rig.loop.advance(by: .seconds(60))
-        withKnownIssue("HostStack.disconnect waits for Disconnection Complete without a bound (HostStack+GAP.swift)") {
-            #expect(disconnected.count == 1)
-            #expect(rig.host.openConnections.isEmpty)
+        #expect(disconnected.count == 1)
+        #expect(rig.host.openConnections.isEmpty)
+        if case .success(let reason)? = disconnected.values.first {
+            #expect(reason == .connectionTerminatedByLocalHost)
+        } else {
+            Issue.record("the disconnect did not complete with a reason: \(disconnected.values)")
         }
     }
 
@@ -50,8 +53,41 @@ struct HostileControllerFindingsTests {
         rig.loop.run()
         rig.loop.advance(by: .seconds(60))
         #expect(rig.controller.sentCommands.map(\.opcode) == [.leCreateConnection, .leCreateConnectionCancel])
-        withKnownIssue("HostStack+GAP.swift cancelPendingConnect: an unresponsive Cancel leaves the connect pending forever") {
-            #expect(connected.count == 1)
+        #expect(connected.count == 1)
+        if case .failure(let error)? = connected.values.first {
+            #expect(error.code == .timedOut, "\(error)")
+        } else {
+            Issue.record("the connect did not fail: \(connected.values)")
+        }
+    }
+}
+
+extension HostileControllerFindingsTests {
+    /// A controller that refuses the cancel (Command Disallowed: "the connection is being made") and then never
+    /// reports the connection: the connect ends a command timeout later, as an unresponsive controller.
+    @Test("a connect whose cancel is refused and never completed ends after a command timeout")
+    func connectCancelRefusedThenNothing() {
+        var model = ControllerModel()
+        model.ignored = [.leCreateConnectionCancel]
+        let rig = Rig(model: model)
+        let connected = Recorder<Result<Connection, HostError>>()
+        var options = ConnectOptions()
+        options.timeout = .seconds(1)
+        rig.host.connect(to: BluetoothAddress(0xC1_0000_0000_02, type: .random), options: options) { connected.append($0) }
+        rig.loop.run()
+        rig.loop.advance(by: .seconds(1))
+        // The cancel is in flight: answer it with Command Disallowed.
+        #expect(rig.controller.sentCommands.map(\.opcode) == [.leCreateConnection, .leCreateConnectionCancel])
+        rig.controller.deliver(.commandComplete(numHCICommandPackets: 1, opcode: .leCreateConnectionCancel,
+                                                returnParameters: .status(.commandDisallowed)))
+        rig.loop.run()
+        #expect(connected.count == 0, "the Connection Complete may still come")
+        rig.loop.advance(by: .seconds(30))
+        #expect(connected.count == 1)
+        if case .failure(let error)? = connected.values.first {
+            #expect(error.code == .unresponsiveController, "\(error)")
+        } else {
+            Issue.record("the connect did not fail: \(connected.values)")
         }
     }
 }
