@@ -25,12 +25,15 @@ struct CommandPipe {
     struct Entry {
         let command: HCICommand
         let completion: Completion
+        /// How long it may wait for its answer once sent.
+        let timeout: Duration
     }
 
     struct Sent {
         let command: HCICommand
         let completion: Completion
         let deadline: StackInstant
+        let timeout: Duration
     }
 
     /// What ``expire(now:)`` ended: the completions to fail, and the errors to report (one per timed-out command,
@@ -44,8 +47,8 @@ struct CommandPipe {
     /// Commands not yet sent, oldest first (`waiting[waitingHead...]`; the head moves instead of shifting).
     private var waiting: [Entry] = []
     private var waitingHead = 0
-    /// Commands sent and not answered, oldest first: they were sent in this order with the same timeout, so their
-    /// deadlines are in order too and the first one's is the earliest.
+    /// Commands sent and not answered, oldest first (initialisation commands have a longer timeout than the others,
+    /// so the first one's deadline is not always the earliest).
     private(set) var inFlight: [Sent] = []
     private(set) var credits = 1
     /// When the current credit starvation fails the waiting commands (nil: no starvation).
@@ -62,8 +65,9 @@ struct CommandPipe {
     var waitingCount: Int { waiting.count - waitingHead }
     var pendingCount: Int { waitingCount + inFlight.count }
 
-    mutating func enqueue(_ command: HCICommand, completion: @escaping Completion) {
-        waiting.append(Entry(command: command, completion: completion))
+    /// Queues `command`; once sent it may wait `timeout` for its answer (the pipe's own timeout when nil).
+    mutating func enqueue(_ command: HCICommand, timeout: Duration? = nil, completion: @escaping Completion) {
+        waiting.append(Entry(command: command, completion: completion, timeout: timeout ?? self.timeout))
     }
 
     /// The next command that may be sent now (one per credit), in flight from now on; nil when none may. Call it
@@ -83,7 +87,8 @@ struct CommandPipe {
             waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
-        inFlight.append(Sent(command: entry.command, completion: entry.completion, deadline: now + timeout))
+        inFlight.append(Sent(command: entry.command, completion: entry.completion, deadline: now + entry.timeout,
+                             timeout: entry.timeout))
         credits -= 1
         return entry.command
     }
@@ -144,23 +149,28 @@ struct CommandPipe {
         return (entry.completion, HostError(.protocolError, "\(entry.command.name): \(reason)", opcode: opcode))
     }
 
-    /// The earliest deadline: the oldest command in flight, or the end of the credit starvation (never both).
+    /// The earliest deadline: of the commands in flight (one, or the few the credits allow), or the end of the
+    /// credit starvation (never both).
     var nextDeadline: StackInstant? {
-        if let first = inFlight.first { return first.deadline }
-        return starvationDeadline
+        guard var earliest = inFlight.first?.deadline else { return starvationDeadline }
+        for sent in inFlight.dropFirst() where sent.deadline < earliest { earliest = sent.deadline }
+        return earliest
     }
 
     /// Fails every command in flight whose deadline has passed, and every waiting command when a credit
     /// starvation has lasted the timeout; either way the pipe continues with at least one credit.
     mutating func expire(now: StackInstant) -> Expiry {
         var expiry = Expiry()
-        while let first = inFlight.first, first.deadline <= now {
-            inFlight.removeFirst()
-            let error = HostError(.unresponsiveController,
-                                  "the controller did not answer \(first.command.name) within \(timeout)",
-                                  opcode: first.command.opcode)
-            expiry.failed.append((first.completion, error))
-            expiry.reports.append(error)
+        if inFlight.contains(where: { $0.deadline <= now }) {
+            inFlight.removeAll { sent in
+                guard sent.deadline <= now else { return false }
+                let error = HostError(.unresponsiveController,
+                                      "the controller did not answer \(sent.command.name) within \(sent.timeout)",
+                                      opcode: sent.command.opcode)
+                expiry.failed.append((sent.completion, error))
+                expiry.reports.append(error)
+                return true
+            }
         }
         if let deadline = starvationDeadline, deadline <= now {
             starvationDeadline = nil

@@ -16,6 +16,10 @@ public struct HostConfiguration: Sendable {
     /// How long a command may wait for its Command Complete / Command Status before it fails as an unresponsive
     /// controller (the pipe then continues with one credit).
     public var commandTimeout: Duration = .seconds(2)
+    /// The same for the commands of the initialisation (Reset first): a controller just reset, or an air hub just
+    /// started on a busy machine, may take longer than a running one (Linux waits HCI_INIT_TIMEOUT, 10 s, there).
+    /// Two unresponsive steps end the initialisation, so a dead controller costs at most twice this.
+    public var initialisationCommandTimeout: Duration = .seconds(5)
     public var address: AddressPolicy = .randomStatic(seed: nil)
     /// Answer LE Remote Connection Parameter Request with the requested values (true) or reject it with
     /// Unacceptable Connection Parameters (false).

@@ -34,7 +34,7 @@ extension HostStack {
             run(nextStep(after: step), unresponsive: unresponsive, completion)
             return
         }
-        self.command(command) { [self] result in
+        self.command(command, timeout: configuration.initialisationCommandTimeout) { [self] result in
             guard lifecycle == .starting else {
                 if case .failure(let error) = result { completion(.failure(error)) }
                 return

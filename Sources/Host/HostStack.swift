@@ -205,7 +205,7 @@ public final class HostStack: @unchecked Sendable {
     }
 
     /// Queues a command (on the loop).
-    func command(_ command: HCICommand, _ completion: @escaping CommandPipe.Completion) {
+    func command(_ command: HCICommand, timeout: Duration? = nil, _ completion: @escaping CommandPipe.Completion) {
         guard lifecycle == .starting || lifecycle == .ready else {
             completion(.failure(HostError(.notReady, "\(command.name): the host stack is not running")))
             return
@@ -214,7 +214,7 @@ public final class HostStack: @unchecked Sendable {
             completion(.failure(.command(command.opcode, failedWith: .unknownCommand)))
             return
         }
-        pipe.enqueue(command, completion: completion)
+        pipe.enqueue(command, timeout: timeout, completion: completion)
         pumpCommands()
     }
 

@@ -45,7 +45,7 @@ public struct StackLaunchOptions: Sendable {
 
     public init(snoopPath: String? = nil, host: HostConfiguration = HostConfiguration(),
                 hubSocketPath: String = StackLaunchOptions.defaultHubSocketPath, virtualFallback: VirtualFallback = .inProcess,
-                startTimeout: Duration = .seconds(10), label: String = "OpenCoreBluetooth.stack") {
+                startTimeout: Duration = .seconds(12), label: String = "OpenCoreBluetooth.stack") {
         self.snoopPath = snoopPath
         self.host = host
         self.hubSocketPath = hubSocketPath

@@ -107,12 +107,13 @@ struct InitialisationTests {
         loop.run()
         #expect(result.count == 0)
         #expect(controller.sentCommands.last == .readLocalSupportedCommands)
-        #expect(loop.pendingWorkDescription == "0 jobs, 1 timer (next at 2.000000s)")
-        loop.advance(by: .milliseconds(1999))
+        // Initialisation commands wait initialisationCommandTimeout (5 s), not the 2 s of a running controller.
+        #expect(loop.pendingWorkDescription == "0 jobs, 1 timer (next at 5.000000s)")
+        loop.advance(by: .milliseconds(4999))
         #expect(result.count == 0)
         loop.advance(by: .milliseconds(1))
         let info = try #require(try result.last?.get())
-        #expect(info.warnings == ["Read Local Supported Commands: the controller did not answer Read Local Supported Commands within 2.0 seconds"])
+        #expect(info.warnings == ["Read Local Supported Commands: the controller did not answer Read Local Supported Commands within 5.0 seconds"])
         guard case .controllerError(let error) = events.values.first else {
             Issue.record("expected a controller error, got \(events.values)")
             return
@@ -131,12 +132,15 @@ struct InitialisationTests {
         let host = HostStack(transport: controller, eventLoop: loop, configuration: Rig.defaultConfiguration)
         let result = Recorder<Result<ControllerInfo, HostError>>()
         host.start { result.append($0) }
-        loop.advance(by: .seconds(2))
+        loop.advance(by: .milliseconds(4999))
+        #expect(result.count == 0, "Reset waits the initialisation timeout (a hub just started on a busy machine)")
+        loop.advance(by: .milliseconds(1))
         guard case .failure(let error) = result.last else {
             Issue.record("expected a failure")
             return
         }
         #expect(error.code == .unresponsiveController)
+        #expect(error.reason.hasSuffix("the controller did not answer Reset within 5.0 seconds"), "\(error.reason)")
         #expect(controller.isClosed)
         #expect(loop.pendingWorkDescription == "nothing")
         #expect(host.resources.isQuiescent)
