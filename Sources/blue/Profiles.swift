@@ -49,12 +49,13 @@ enum ServeProfile: String, CaseIterable, ExpressibleByArgument, Sendable {
             ])
         case .blueear:
             // Seed 001's BlueEar peripheral: one characteristic (read, notify, write, write without response)
-            // holding the binary plist {"Hello": "Darkness"}.
+            // holding the binary plist {"Hello": "Darkness"}, notified to each central as soon as it subscribes
+            // (the seed's `peripheralManager(_:central:didSubscribeTo:)`).
             return ServeDefinition(name: "Peripheral - iOS", appearance: nil, advertise: nil, services: [
                 .init(uuid: "0CDBE648-EED0-11E6-BC64-92361F002671", primary: true, characteristics: [
                     C(uuid: "199AB74C-EED0-11E6-BC64-92361F002672",
                       properties: ["read", "notify", "write-without-response", "write"],
-                      value: V(plist: ["Hello": "Darkness"])),
+                      value: V(plist: ["Hello": "Darkness"]), onSubscribe: V(plist: ["Hello": "Darkness"])),
                 ]),
             ])
         }
@@ -63,9 +64,9 @@ enum ServeProfile: String, CaseIterable, ExpressibleByArgument, Sendable {
 
 extension ServeDefinition.Characteristic {
     init(uuid: String, properties: [String], value: ServeDefinition.Value? = nil, maxLength: Int? = nil,
-         description: String? = nil, notify: ServeDefinition.Generator? = nil) {
+         description: String? = nil, notify: ServeDefinition.Generator? = nil, onSubscribe: ServeDefinition.Value? = nil) {
         self.init(uuid: uuid, properties: properties, permissions: nil, value: value, maxLength: maxLength,
-                  description: description, descriptors: nil, notify: notify)
+                  description: description, descriptors: nil, notify: notify, onSubscribe: onSubscribe)
     }
 }
 

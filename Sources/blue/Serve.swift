@@ -154,6 +154,8 @@ final class GATTServeState: Sendable {
         var uuid: BluetoothUUID
         var notifiesOnWrite: Bool
         var generator: ServeGenerator?
+        /// Notified (or indicated) to each central right after it subscribes, to it alone.
+        var subscribeValue: [UInt8]?
     }
 
     private struct State {
@@ -205,7 +207,8 @@ final class GATTServeState: Sendable {
                         let writes = !characteristic.properties.isDisjoint(with: [.write, .writeWithoutResponse])
                         state.entries[assigned.value] = Entry(uuid: characteristic.uuid,
                                                               notifiesOnWrite: notifies && writes && characteristic.generator == nil,
-                                                              generator: characteristic.generator)
+                                                              generator: characteristic.generator,
+                                                              subscribeValue: characteristic.subscribeValue)
                     }
                 }
             }
@@ -272,12 +275,19 @@ final class GATTServeState: Sendable {
             case .attMTUChanged(let handle, let mtu):
                 note(["event": "mtu", "handle": Int(handle), "mtu": mtu], text: "ATT MTU \(mtu) on handle \(Dissection.hex16(handle))")
             case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
-                let uuid = state.withLock { $0.entries[valueHandle]?.uuid }
+                let (uuid, subscribeValue) = state.withLock { ($0.entries[valueHandle]?.uuid, $0.entries[valueHandle]?.subscribeValue) }
                 let label = uuid.map(ValueDecoding.label) ?? Dissection.hex16(valueHandle)
                 let what = configuration.contains(.indication) ? "indications" : configuration.contains(.notification) ? "notifications" : "off"
                 note(["event": "subscription", "peer": peer(connection), "uuid": uuid?.uuidString ?? "", "configuration": what],
                      text: (configuration.isEmpty ? "unsubscribe " : "subscribe ") + "\(label) by \(peer(connection))"
                         + (configuration.isEmpty ? "" : " (\(what))"))
+                if !configuration.isEmpty, let subscribeValue, let stack = stackBox.load() {
+                    // As seed 001's peripheral in didSubscribeTo: the value to this central alone, after the
+                    // Write Response to its CCCD write (a later job on the loop).
+                    stack.eventLoop.execute {
+                        stack.host.updateValue(subscribeValue, handle: valueHandle, to: [connection.rawValue])
+                    }
+                }
             case .gattServer(.valueWritten(let connection, let handle, let value)):
                 note(["event": "write", "peer": peer(connection), "handle": Int(handle), "hex": Hex.encode(value)],
                      text: "write handle \(Dissection.hex16(handle)) by \(peer(connection)): \(ValueDecoding.hex(value))")

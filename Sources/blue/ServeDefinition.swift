@@ -27,6 +27,9 @@ struct ServeDefinition: Codable, Sendable {
         var description: String?
         var descriptors: [Descriptor]?
         var notify: Generator?
+        /// A value notified (or indicated) to each central right after it subscribes, to that central alone, as
+        /// seed 001's peripheral does in `peripheralManager(_:central:didSubscribeTo:)`. The stored value is unchanged.
+        var onSubscribe: Value?
     }
 
     struct Descriptor: Codable, Sendable {
@@ -131,6 +134,8 @@ struct CompiledService: Sendable {
         var maximumLength: Int
         var descriptors: [(uuid: BluetoothUUID, permissions: GATTPermissions, value: [UInt8])]
         var generator: ServeGenerator?
+        /// Sent to each new subscriber (``ServeDefinition/Characteristic/onSubscribe``).
+        var subscribeValue: [UInt8]?
     }
 
     var uuid: BluetoothUUID
@@ -220,13 +225,21 @@ extension ServeDefinition {
                     }
                     generator = try ServeGenerator(definition, initial: value, context: "\(context).notify")
                 }
+                var subscribeValue: [UInt8]?
+                if let definition = characteristic.onSubscribe {
+                    guard !properties.isDisjoint(with: [.notify, .indicate]) else {
+                        throw CLIFailure(.usage, "\(context): onSubscribe needs the notify or indicate property")
+                    }
+                    subscribeValue = try definition.bytes("\(context).onSubscribe")
+                }
                 let maximumLength = characteristic.maxLength ?? 512
                 guard (0...512).contains(maximumLength) else {
                     throw CLIFailure(.usage, "\(context): maxLength must be 0...512")
                 }
                 compiled.characteristics.append(CompiledService.Characteristic(
                     uuid: try Self.uuid(characteristic.uuid, context), properties: properties, permissions: permissions,
-                    value: value, maximumLength: maximumLength, descriptors: descriptors, generator: generator))
+                    value: value, maximumLength: maximumLength, descriptors: descriptors, generator: generator,
+                    subscribeValue: subscribeValue))
             }
             result.append(compiled)
         }
