@@ -4,7 +4,7 @@ import BluetoothCore
 /// A GATT attribute as CoreBluetooth models it (Core 5.4 Vol 3 Part G §3): services, characteristics and
 /// descriptors of a remote peripheral (made by discovery) or of the local database (`CBMutable…`).
 /// Remote objects are read and changed on the owning manager's queue.
-public class CBAttribute: NSObject, @unchecked Sendable {
+open class CBAttribute: NSObject, @unchecked Sendable {
     let _uuid: CBUUID
     init(uuid: CBUUID) {
         _uuid = uuid
@@ -16,7 +16,7 @@ public class CBAttribute: NSObject, @unchecked Sendable {
 }
 
 /// A service (Core 5.4 Vol 3 Part G §3.1).
-public class CBService: CBAttribute, @unchecked Sendable {
+open class CBService: CBAttribute, @unchecked Sendable {
     /// The owning remote peripheral; nil for local services.
     public internal(set) weak var peripheral: CBPeripheral?
     var _isPrimary: Bool
@@ -40,7 +40,7 @@ public class CBService: CBAttribute, @unchecked Sendable {
 }
 
 /// A service of the local database, to publish with `CBPeripheralManager.add(_:)`.
-public class CBMutableService: CBService, @unchecked Sendable {
+open class CBMutableService: CBService, @unchecked Sendable {
     /// The façade's id while published.
     var localID: Int?
 
@@ -48,19 +48,19 @@ public class CBMutableService: CBService, @unchecked Sendable {
         super.init(uuid: UUID, isPrimary: isPrimary)
     }
 
-    public override var includedServices: [CBService]? {
+    open override var includedServices: [CBService]? {
         get { _includedServices }
         set { _includedServices = newValue }
     }
 
-    public override var characteristics: [CBCharacteristic]? {
+    open override var characteristics: [CBCharacteristic]? {
         get { _characteristics }
         set { _characteristics = newValue }
     }
 }
 
 /// A characteristic (Core 5.4 Vol 3 Part G §3.3).
-public class CBCharacteristic: CBAttribute, @unchecked Sendable {
+open class CBCharacteristic: CBAttribute, @unchecked Sendable {
     public internal(set) weak var service: CBService?
     var _properties: CBCharacteristicProperties
     var _value: Data?
@@ -90,7 +90,7 @@ public class CBCharacteristic: CBAttribute, @unchecked Sendable {
 
 /// A characteristic of the local database. With a non-nil `value` it is cached: the stack serves reads itself,
 /// without `didReceiveRead`, and it must be read-only; with `value: nil` every read and write reaches the delegate.
-public class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
+open class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
     var _permissions: CBAttributePermissions
     var localID: Int?
     var _subscribedCentrals: [CBCentral] = []
@@ -100,7 +100,7 @@ public class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
         super.init(uuid: UUID, properties: properties, value: value)
     }
 
-    public var permissions: CBAttributePermissions {
+    open var permissions: CBAttributePermissions {
         get { _permissions }
         set { _permissions = newValue }
     }
@@ -108,17 +108,17 @@ public class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
     /// The centrals subscribed to notifications or indications.
     public var subscribedCentrals: [CBCentral]? { _subscribedCentrals }
 
-    public override var properties: CBCharacteristicProperties {
+    open override var properties: CBCharacteristicProperties {
         get { _properties }
         set { _properties = newValue }
     }
 
-    public override var value: Data? {
+    open override var value: Data? {
         get { _value }
         set { _value = newValue }
     }
 
-    public override var descriptors: [CBDescriptor]? {
+    open override var descriptors: [CBDescriptor]? {
         get { _descriptors }
         set { _descriptors = newValue }
     }
@@ -126,7 +126,7 @@ public class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
 
 /// A characteristic descriptor (Core 5.4 Vol 3 Part G §3.3.3). `value` is an `NSNumber` for Extended Properties,
 /// CCCD and SCCD, a `String` for User Description, `Data` otherwise.
-public class CBDescriptor: CBAttribute, @unchecked Sendable {
+open class CBDescriptor: CBAttribute, @unchecked Sendable {
     public internal(set) weak var characteristic: CBCharacteristic?
     var _value: Any?
     var remote: CBBackendDescriptor?
@@ -169,7 +169,7 @@ public class CBDescriptor: CBAttribute, @unchecked Sendable {
 
 /// A descriptor of the local database: only User Description (0x2901) and Presentation Format (0x2904), as on
 /// Apple platforms; the stack adds the CCCD and Extended Properties itself.
-public class CBMutableDescriptor: CBDescriptor, @unchecked Sendable {
+open class CBMutableDescriptor: CBDescriptor, @unchecked Sendable {
     public init(type UUID: CBUUID, value: Any?) {
         super.init(uuid: UUID, value: value)
     }

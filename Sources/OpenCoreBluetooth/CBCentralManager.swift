@@ -28,7 +28,7 @@ import BluetoothRuntime
 /// not outlive the process), the scan's services and options, then, once powered on and before
 /// `centralManagerDidUpdateState`, connects to the restored peripherals the app still holds (`didConnect` follows)
 /// and scans again. Leaving `.poweredOn` forgets the state, as iOS does not restore after Bluetooth was toggled.
-public class CBCentralManager: CBManager, @unchecked Sendable {
+open class CBCentralManager: CBManager, @unchecked Sendable {
     /// Features for `supports(_:)`.
     public struct Feature: OptionSet, Sendable, Hashable {
         public let rawValue: UInt
@@ -36,7 +36,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         public static let extendedScanAndConnect = Feature(rawValue: 1 << 0)
     }
 
-    public weak var delegate: (any CBCentralManagerDelegate)?
+    open weak var delegate: (any CBCentralManagerDelegate)?
 
     let backend: (any CBCentralBackend)?
     /// The peers known across runs (read when the manager is created).
@@ -66,7 +66,8 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     private var restoredScan: CBBackendScanParameters?
 
     /// Whether extended scan and connect is supported: legacy advertising only for now.
-    public class func supports(_ features: Feature) -> Bool { features.isEmpty }
+    @discardableResult
+    open class func supports(_ features: Feature) -> Bool { features.isEmpty }
 
     /// No delegate, main queue.
     public convenience init() {
@@ -104,7 +105,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
 
     // MARK: Commands
 
-    public func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
+    open func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
         guard requirePoweredOn(), let backend else { return }
         let allowDuplicates = (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? Bool)
             ?? (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber)?.boolValue ?? false
@@ -123,7 +124,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         backend.startScan(parameters)
     }
 
-    public func stopScan() {
+    open func stopScan() {
         guard requirePoweredOn(), let backend else { return }
         isScanning = false
         restorableScan.store(nil)
@@ -134,7 +135,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     /// Connects (never times out). `CBConnectPeripheralOptionEnableAutoReconnect` reconnects after a link loss
     /// (reported with `isReconnecting: true`); `CBConnectPeripheralOptionStartDelayKey` delays the attempt; the
     /// notification options have no meaning on Linux and are ignored.
-    public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
+    open func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
         guard requirePoweredOn(), let backend else { return }
         guard peripheral.state == .disconnected else { return }
         peripheral.autoReconnect = (options?[CBConnectPeripheralOptionEnableAutoReconnect] as? Bool) ?? false
@@ -154,7 +155,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
 
     /// Cancels a pending connection (reported at once with `didDisconnectPeripheral(error: nil)`) or disconnects
     /// (reported when the link is gone).
-    public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
+    open func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
         guard requirePoweredOn(), let backend else { return }
         switch peripheral.state {
         case .connecting:
@@ -173,7 +174,8 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         saveRestorableState()
     }
 
-    public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
+    @discardableResult
+    open func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
         guard state == .poweredOn, let backend else { return [] }
         let known = backend.knownPeers()
         return identifiers.compactMap { identifier in
@@ -189,7 +191,8 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
+    @discardableResult
+    open func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
         guard state == .poweredOn else { return [] }
         let wanted = Set(serviceUUIDs.map(\.bluetoothUUID))
         let all = registry.withLock { $0.peripherals.values.compactMap(\.value) }
@@ -200,7 +203,7 @@ public class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     /// Connection events are not reported on Linux yet; accepted and ignored.
-    public func registerForConnectionEvents(options: [CBConnectionEventMatchingOption: Any]? = nil) {
+    open func registerForConnectionEvents(options: [CBConnectionEventMatchingOption: Any]? = nil) {
         _ = requirePoweredOn()
     }
 

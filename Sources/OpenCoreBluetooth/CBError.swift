@@ -34,21 +34,27 @@ public struct CBError: CustomNSError, Hashable, Error, Sendable, CustomStringCon
     public let code: Code
     /// Why it happened, in words (the `NSLocalizedDescriptionKey` of the bridged NSError).
     public let reason: String
+    /// The user info given at init, kept as Apple's bridged error structs keep theirs (`init(_:reason:)` gives
+    /// `[NSLocalizedDescriptionKey: reason]`). Not `Sendable`-checked, as `NSError.userInfo` is not.
+    public nonisolated(unsafe) let userInfo: [String: Any]
 
     public init(_ code: Code, userInfo: [String: Any] = [:]) {
         self.code = code
         self.reason = (userInfo[NSLocalizedDescriptionKey] as? String) ?? Self.defaultReason(code)
+        self.userInfo = userInfo
     }
 
     /// An error with a reason in words.
     public init(_ code: Code, reason: String) {
         self.code = code
         self.reason = reason
+        self.userInfo = [NSLocalizedDescriptionKey: reason]
     }
 
     public static var errorDomain: String { CBErrorDomain }
     public var errorCode: Int { code.rawValue }
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: reason] }
+    /// `userInfo`, with the reason as `NSLocalizedDescriptionKey` when it has none.
+    public var errorUserInfo: [String: Any] { userInfo.merging([NSLocalizedDescriptionKey: reason]) { given, _ in given } }
     public var localizedDescription: String { reason }
     public var description: String { "CBError(\(code.rawValue)): \(reason)" }
 
@@ -69,6 +75,10 @@ public struct CBError: CustomNSError, Hashable, Error, Sendable, CustomStringCon
     public static var connectionFailed: Code { .connectionFailed }
     public static var connectionLimitReached: Code { .connectionLimitReached }
     public static var unknownDevice: Code { Code.unknownDevice }
+    /// Apple's misspelt shortcut for code 12, kept (deprecated) as in Apple's SDK.
+    @available(iOS, deprecated: 13.0, renamed: "unknownDevice")
+    @available(macOS, deprecated: 10.15, renamed: "unknownDevice")
+    public static var unkownDevice: Code { Code.unknownDevice }
     public static var operationNotSupported: Code { .operationNotSupported }
     public static var peerRemovedPairingInformation: Code { .peerRemovedPairingInformation }
     public static var encryptionTimedOut: Code { .encryptionTimedOut }
@@ -128,22 +138,37 @@ public struct CBATTError: CustomNSError, Hashable, Error, Sendable, CustomString
     /// The ATT error code as received, also for codes outside `Code` (application errors 0x80-0x9F, common
     /// profile errors 0xE0-0xFF), which map to `.unlikelyError` in `code`.
     public let attErrorCode: UInt8
+    /// The user info given at init (empty for errors from the air), kept as Apple's bridged error structs keep
+    /// theirs. Not `Sendable`-checked, as `NSError.userInfo` is not.
+    public nonisolated(unsafe) let userInfo: [String: Any]
 
     public init(_ code: Code, userInfo: [String: Any] = [:]) {
         self.code = code
         self.attErrorCode = UInt8(truncatingIfNeeded: code.rawValue)
+        self.userInfo = userInfo
     }
 
     /// The error for an ATT error code from the air.
     public init(attErrorCode: UInt8) {
         self.attErrorCode = attErrorCode
         self.code = Code(rawValue: Int(attErrorCode)) ?? .unlikelyError
+        self.userInfo = [:]
     }
 
     public static var errorDomain: String { CBATTErrorDomain }
     public var errorCode: Int { Int(attErrorCode) }
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
+    /// `userInfo`, with the description as `NSLocalizedDescriptionKey` when it has none.
+    public var errorUserInfo: [String: Any] { userInfo.merging([NSLocalizedDescriptionKey: description]) { given, _ in given } }
     public var description: String { "CBATTError(0x\(String(attErrorCode, radix: 16, uppercase: true)))" }
+
+    /// Equal when the codes are (the user info is not compared, as for `CBError`).
+    public static func == (lhs: CBATTError, rhs: CBATTError) -> Bool {
+        lhs.code == rhs.code && lhs.attErrorCode == rhs.attErrorCode
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(attErrorCode)
+    }
 
 
     public static var success: Code { .success }

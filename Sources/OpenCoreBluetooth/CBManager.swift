@@ -8,12 +8,14 @@ import BluetoothRuntime
 /// queue runs only while the main thread is in `dispatchMain()`, `RunLoop.main.run()` or an async `main`
 /// (`@main` with `static func main() async`): a command-line program that uses `queue: nil` must end its setup
 /// with one of these, or pass its own serial queue.
-public class CBManager: NSObject, @unchecked Sendable {
+open class CBManager: NSObject, @unchecked Sendable {
     let queue: DispatchQueue
     private let stateBox = LockedValue(CBManagerState.unknown)
     private let misuseBox = LockedValue<[String]>([])
 
-    init(queue: DispatchQueue?) {
+    // Internal as Apple's (no public init), @usableFromInline so that a subclass of a manager in another module
+    // still inherits the managers' convenience initializers (an invisible designated initializer would stop that).
+    @usableFromInline init(queue: DispatchQueue?) {
         self.queue = queue ?? DispatchQueue.main
         super.init()
     }

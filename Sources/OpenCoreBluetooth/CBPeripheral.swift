@@ -71,6 +71,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
     }
 
     /// Write with response: 512 (the stack does long writes); without response: ATT_MTU - 3.
+    @discardableResult
     public func maximumWriteValueLength(for type: CBCharacteristicWriteType) -> Int {
         switch type {
         case .withResponse: 512

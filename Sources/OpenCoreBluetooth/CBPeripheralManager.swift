@@ -22,8 +22,8 @@ import BluetoothRuntime
 /// `peripheralManagerDidUpdateState`, publishes them again and advertises again without further callbacks (a
 /// failure is reported through `didAdd` / `didStartAdvertising`). Subscriptions do not survive: their links
 /// ended with the process. Leaving `.poweredOn` forgets the advertising (and, below `.poweredOff`, the services).
-public class CBPeripheralManager: CBManager, @unchecked Sendable {
-    public weak var delegate: (any CBPeripheralManagerDelegate)?
+open class CBPeripheralManager: CBManager, @unchecked Sendable {
+    open weak var delegate: (any CBPeripheralManagerDelegate)?
 
     let backend: (any CBPeripheralBackend)?
 
@@ -96,7 +96,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// Publishes a service; `peripheralManager(_:didAdd:error:)` follows. Included services must be published
     /// first. A characteristic with a cached value must be read-only (Apple raises an exception; here the service
     /// is refused with `CBError.invalidParameters` and the misuse logged).
-    public func add(_ service: CBMutableService) {
+    open func add(_ service: CBMutableService) {
         guard requirePoweredOn(), let backend else { return }
         publish(service, on: backend, reportingSuccess: true)
     }
@@ -190,14 +190,14 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    public func remove(_ service: CBMutableService) {
+    open func remove(_ service: CBMutableService) {
         guard requirePoweredOn(), let backend, let id = service.localID else { return }
         forget(service)
         saveRestorableState()
         backend.removeService(id: id)
     }
 
-    public func removeAllServices() {
+    open func removeAllServices() {
         guard requirePoweredOn(), let backend else { return }
         let all = shared.withLock { Array($0.published.values) }
         all.forEach(forget)
@@ -210,7 +210,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// Advertises `CBAdvertisementDataLocalNameKey` and `CBAdvertisementDataServiceUUIDsKey` (`[CBUUID]`, also
     /// `[CBUUID?]`); other keys are ignored, as on Apple platforms. While advertising, a second call reports
     /// `CBError.alreadyAdvertising`.
-    public func startAdvertising(_ advertisementData: [String: Any]?) {
+    open func startAdvertising(_ advertisementData: [String: Any]?) {
         guard requirePoweredOn(), let backend else { return }
         advertise(advertisementData, on: backend, reportingSuccess: true)
     }
@@ -248,7 +248,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    public func stopAdvertising() {
+    open func stopAdvertising() {
         guard requirePoweredOn(), let backend else { return }
         isAdvertising = false
         shared.withLock { $0.advertised = nil }
@@ -256,7 +256,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         backend.stopAdvertising()
     }
 
-    public func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBCentral) {
+    open func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBCentral) {
         guard requirePoweredOn(), let backend else { return }
         backend.setDesiredConnectionLatency(latency, for: central.peer)
     }
@@ -265,7 +265,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
 
     /// Answers a request batch, exactly once: for `didReceiveRead`, the request (its `value` holds the bytes from
     /// `offset`); for `didReceiveWrite`, the first request of the array (any request of the batch is accepted).
-    public func respond(to request: CBATTRequest, withResult result: CBATTError.Code) {
+    open func respond(to request: CBATTRequest, withResult result: CBATTError.Code) {
         guard requirePoweredOn(), let backend else { return }
         let batch: Batch? = shared.withLock { shared in
             guard let batch = shared.batches[request.batchID],
@@ -289,7 +289,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// skipped), truncated to each central's `maximumUpdateValueLength`. Returns false when the stack's queue is
     /// full: nothing was sent, and `peripheralManagerIsReady(toUpdateSubscribers:)` follows once it has room.
     @discardableResult
-    public func updateValue(_ value: Data, for characteristic: CBMutableCharacteristic, onSubscribedCentrals centrals: [CBCentral]?) -> Bool {
+    open func updateValue(_ value: Data, for characteristic: CBMutableCharacteristic, onSubscribedCentrals centrals: [CBCentral]?) -> Bool {
         guard requirePoweredOn(), let backend, let id = characteristic.localID else { return false }
         let subscribed = characteristic._subscribedCentrals
         let targets = centrals.map { wanted in subscribed.filter { s in wanted.contains { $0 === s || $0.peer == s.peer } } }
@@ -303,7 +303,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
     // MARK: L2CAP
 
     /// Publishes an LE credit-based channel on a PSM the stack chooses; `didPublishL2CAPChannel` tells which.
-    public func publishL2CAPChannel(withEncryption encryptionRequired: Bool) {
+    open func publishL2CAPChannel(withEncryption encryptionRequired: Bool) {
         guard requirePoweredOn(), let backend else { return }
         backend.publishL2CAPChannel(encryptionRequired: encryptionRequired) { [weak self] result in
             guard let self else { return }
@@ -316,7 +316,7 @@ public class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    public func unpublishL2CAPChannel(_ PSM: CBL2CAPPSM) {
+    open func unpublishL2CAPChannel(_ PSM: CBL2CAPPSM) {
         guard requirePoweredOn(), let backend else { return }
         backend.unpublishL2CAPChannel(PSM) { [weak self] result in
             guard let self else { return }
