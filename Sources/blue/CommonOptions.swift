@@ -188,10 +188,28 @@ enum CommandRun {
         if first { ended.signal() }
     }
 
-    /// Waits (on the main thread) for the end.
+    /// Waits (on the main thread) for the end. From then on the process has a bound to be gone: if finishing
+    /// (stacks shut down, captures closed, the runtime's exit) has not ended it after ``shutdownLimit`` plus a
+    /// second — a stuck exit path, seen once under heavy load by the hostile-controller fuzz — it exits at once with
+    /// the end's status.
     static func wait() -> End {
         ended.wait()
-        return state.load().end ?? .completed
+        let how = state.load().end ?? .completed
+        DispatchQueue.global().asyncAfter(deadline: .now() + shutdownInterval + .seconds(1)) {
+            exitNow(status(of: how))
+        }
+        return how
+    }
+
+    /// The exit status ``finish(_:)`` gives an end.
+    static func status(of how: End) -> Int32 {
+        switch how {
+        case .completed, .outputClosed: return 0
+        case .failed(let failure): return failure.kind.rawValue
+        case .lost: return CLIFailure.Kind.unavailable.rawValue
+        case .gaveUp: return CLIFailure.Kind.failed.rawValue
+        case .interrupted(let number): return 128 + number
+        }
     }
 
     /// Prints what the end says and exits with its code (throws ArgumentParser's `ExitCode`).
