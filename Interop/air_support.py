@@ -15,18 +15,42 @@ from bumble.hci import Address
 from bumble.transport import open_transport
 
 
-def free_ports(count):
-    """`count` distinct TCP ports free on 127.0.0.1 right now."""
-    sockets, ports = [], []
+_next_port = None
+
+
+def _ephemeral_low():
     try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in sockets:
-            s.close()
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+        return low if low > 12000 else 32768
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_ports(count):
+    """`count` distinct TCP ports free on 127.0.0.1 now, from below the kernel's ephemeral range and never handed out
+    twice by this process: a bind-0 port released and passed on could be given meanwhile to another listener or to
+    an outgoing connection (as TestPorts in the Swift tests)."""
+    global _next_port
+    top = _ephemeral_low() - 1
+    bottom = max(10000, top - 20000)
+    if _next_port is None:
+        _next_port = bottom + (os.getpid() * 131) % (top - bottom)
+    ports = []
+    for _ in range(20000):
+        if len(ports) == count:
+            break
+        candidate = _next_port
+        _next_port = bottom if _next_port >= top else _next_port + 1
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+        ports.append(candidate)
+    if len(ports) < count:
+        raise RuntimeError("no free TCP port below the ephemeral range")
     return ports
 
 

@@ -79,28 +79,20 @@ struct Air: ParsableCommand {
             CommandRun.exitNow(0)
         }
         Console.watchForReaderGone()
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
+        // Before start, whose "listening" line tells a supervisor it may signal us now. Stopping removes the socket
+        // and prints the final statistics; then the process ends at once (no exit handlers while threads run).
+        ProcessSignals.handle { _ in
+            _ = hub.stop()
+            Console.flush()
+            CommandRun.exitNow(0)
+        }
         do {
             try hub.start()
         } catch {
             printError(error.reason)
             throw ExitCode(1)
         }
-        let signals: [Int32] = [SIGINT, SIGTERM]
-        let sources = signals.map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler {
-                _ = hub.stop()
-                Console.flush()
-                Foundation.exit(0)
-            }
-            source.resume()
-            return source
-        }
-        withExtendedLifetime(sources) {
-            dispatchMain()
-        }
+        dispatchMain()
     }
 }

@@ -138,7 +138,6 @@ enum CommandRun {
 
     private static let state = LockedValue(State())
     private static let ended = DispatchSemaphore(value: 0)
-    private static let sources = LockedValue<[any DispatchSourceSignal]>([])
 
     /// "blue serve": the program and the subcommand, for the lines that do not come from the command itself.
     static var name: String {
@@ -157,15 +156,7 @@ enum CommandRun {
         Console.whenOutputCloses { end(.outputClosed) }
         Console.watchForReaderGone()
         LaunchedStack.observeLosses { loss in end(.lost(loss)) }
-        let queue = DispatchQueue(label: "blue.signals")
-        sources.store([SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            // Signals that arrive together are one event (`data` counts them): two at once are a second signal.
-            source.setEventHandler { received(number, count: Int(source.data)) }
-            source.resume()
-            return source
-        })
+        ProcessSignals.handle { number in received(number, count: 1) }
     }
 
     /// Keeps `stack` to shut it down when the command ends otherwise than by its body (its capture file closed).
