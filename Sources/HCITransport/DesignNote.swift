@@ -31,8 +31,9 @@
 //   descriptor-based Dispatch source at all (no `readabilityHandler`, `DispatchSource.makeReadSource`,
 //   `DispatchIO`): corelibs-libdispatch on Linux loses events and corrupts its epoll bookkeeping when such sources
 //   are set up and torn down from many threads (swift-corelibs-libdispatch#949; measured here, see
-//   `DescriptorOwnershipTests`), which crashed a whole test run in `_dispatch_event_loop_drain`. Signal sources
-//   (the `blue` commands' SIGINT/SIGTERM watchers) hold no descriptor of ours and live for the whole process.
+//   `DescriptorOwnershipTests`), which crashed a whole test run in `_dispatch_event_loop_drain`. No Dispatch signal
+//   source either: they lose a signal that arrives before libdispatch registered them (blue's ProcessSignals uses
+//   a sigaction handler and a self-pipe instead).
 //
 // Failure model: peer EOF / ECONNRESET -> `.closedByPeer`; a poisoned H4 stream -> `.framingError` naming the
 // stream offset (frames completed before it are delivered first); other I/O errors -> `.ioError`; opening errors
