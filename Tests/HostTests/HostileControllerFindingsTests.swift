@@ -43,14 +43,7 @@ struct HostileControllerFindingsTests {
     /// meant for Command Disallowed): `blue explore` never ended.
     @Test("a connect whose cancel times out completes after a bound")
     func connectCancelUnanswered() {
-        var model = ControllerModel()
-        model.ignored = [.leCreateConnectionCancel]
-        let rig = Rig(model: model)
-        let connected = Recorder<Result<Connection, HostError>>()
-        var options = ConnectOptions()
-        options.timeout = .seconds(1)
-        rig.host.connect(to: BluetoothAddress(0xC1_0000_0000_01, type: .random), options: options) { connected.append($0) }
-        rig.loop.run()
+        let (rig, connected) = Self.connectWithUnansweredCancel(to: 0xC1_0000_0000_01)
         rig.loop.advance(by: .seconds(60))
         #expect(rig.controller.sentCommands.map(\.opcode) == [.leCreateConnection, .leCreateConnectionCancel])
         #expect(connected.count == 1)
@@ -63,18 +56,25 @@ struct HostileControllerFindingsTests {
 }
 
 extension HostileControllerFindingsTests {
-    /// A controller that refuses the cancel (Command Disallowed: "the connection is being made") and then never
-    /// reports the connection: the connect ends a command timeout later, as an unresponsive controller.
-    @Test("a connect whose cancel is refused and never completed ends after a command timeout")
-    func connectCancelRefusedThenNothing() {
+    /// A connect with a 1 s limit to `peer` on a controller that never answers LE Create Connection Cancel, run
+    /// until the connect is pending.
+    static func connectWithUnansweredCancel(to peer: UInt64) -> (Rig, Recorder<Result<Connection, HostError>>) {
         var model = ControllerModel()
         model.ignored = [.leCreateConnectionCancel]
         let rig = Rig(model: model)
         let connected = Recorder<Result<Connection, HostError>>()
         var options = ConnectOptions()
         options.timeout = .seconds(1)
-        rig.host.connect(to: BluetoothAddress(0xC1_0000_0000_02, type: .random), options: options) { connected.append($0) }
+        rig.host.connect(to: BluetoothAddress(peer, type: .random), options: options) { connected.append($0) }
         rig.loop.run()
+        return (rig, connected)
+    }
+
+    /// A controller that refuses the cancel (Command Disallowed: "the connection is being made") and then never
+    /// reports the connection: the connect ends a command timeout later, as an unresponsive controller.
+    @Test("a connect whose cancel is refused and never completed ends after a command timeout")
+    func connectCancelRefusedThenNothing() {
+        let (rig, connected) = Self.connectWithUnansweredCancel(to: 0xC1_0000_0000_02)
         rig.loop.advance(by: .seconds(1))
         // The cancel is in flight: answer it with Command Disallowed.
         #expect(rig.controller.sentCommands.map(\.opcode) == [.leCreateConnection, .leCreateConnectionCancel])
