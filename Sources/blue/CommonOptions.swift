@@ -156,7 +156,7 @@ enum CommandRun {
         Console.whenOutputCloses { end(.outputClosed) }
         Console.watchForReaderGone()
         LaunchedStack.observeLosses { loss in end(.lost(loss)) }
-        ProcessSignals.handle { number in received(number, count: 1) }
+        ProcessSignals.handle { number in received(number) }
     }
 
     /// Keeps `stack` to shut it down when the command ends otherwise than by its body (its capture file closed).
@@ -262,9 +262,10 @@ enum CommandRun {
         _exit(status)
     }
 
-    private static func received(_ number: Int32, count received: Int) {
+    /// One delivery of SIGINT or SIGTERM (``ProcessSignals`` calls this once per delivery).
+    private static func received(_ number: Int32) {
         let (count, listeners) = state.withLock { state -> (Int, [@Sendable (Int32) -> Void]) in
-            state.signals += max(1, received)
+            state.signals += 1
             guard state.signals == 1 else { return (state.signals, []) }
             defer { state.listeners = [:] }
             return (1, state.listeners.sorted { $0.key < $1.key }.map(\.value))
