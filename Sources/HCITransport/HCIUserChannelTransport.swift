@@ -68,7 +68,9 @@ public final class HCIUserChannelTransport: DescriptorBackedTransport {
         case EPERM, EACCES:
             specific = "permission denied: run as root or grant the program CAP_NET_ADMIN (`setcap cap_net_admin+ep`)"
         case EBUSY, EALREADY:
-            specific = "\(name) is up or in use by the kernel's Bluetooth stack; take it down first"
+            specific = "\(name) is up or in use by the kernel's Bluetooth stack (bluetoothd powers adapters up); "
+                + "take it down first (`btmgmt --index \(name.dropFirst(3)) power off` or `hciconfig \(name) down`), and "
+                + "keep bluetoothd from powering it up again (AutoEnable=false in /etc/bluetooth/main.conf, or stop bluetoothd)"
         case 132:  // ERFKILL
             specific = "\(name) is blocked by rfkill (`rfkill unblock bluetooth`)"
         default:

@@ -211,19 +211,44 @@ extension HostStack {
             }
             nextOperationID &+= 1
             let id = nextOperationID
-            pendingConnect = PendingConnect(id: id, peer: peer, completion: completion,
-                                            deadline: options.timeout.map { eventLoop.now + $0 })
             let parameters = LECreateConnectionParameters(
                 scanInterval: options.scanInterval, scanWindow: options.scanWindow, peerAddressType: LEAddressType(peer.type),
                 peerAddress: peer, ownAddressType: info.ownAddressType, connection: options.parameters)
-            command(.leCreateConnection(parameters)) { [self] result in
-                guard case .failure(let error) = result, let pending = pendingConnect, pending.id == id else { return }
-                pendingConnect = nil
-                armTimer()
-                pending.completion(.failure(error))
-            }
+            pendingConnect = PendingConnect(id: id, peer: peer, completion: completion,
+                                            deadline: options.timeout.map { eventLoop.now + $0 }, parameters: parameters)
+            sendCreateConnection(id: id, parameters)
             armTimer()
         }
+    }
+
+    /// How many times a connect is attempted again after Connection Failed to be Established (0x3E), and how long
+    /// after the failure. The controller sent CONNECT_IND but heard nothing back in the first six connection events
+    /// (Core 5.4 Vol 6 Part B §4.5.2): on a real radio a passing interference; BlueZ's emulator (btdev) also fails
+    /// at once when the peer is not advertising at that instant, e.g. while it re-enables advertising after a
+    /// disconnection. Android and iOS retry the same way; the connect's own time limit still bounds it all.
+    public static let connectRetryLimit = 3
+    public static let connectRetryDelay: Duration = .milliseconds(150)
+
+    private func sendCreateConnection(id: UInt64, _ parameters: LECreateConnectionParameters) {
+        command(.leCreateConnection(parameters)) { [self] result in
+            guard case .failure(let error) = result, let pending = pendingConnect, pending.id == id else { return }
+            pendingConnect = nil
+            armTimer()
+            pending.completion(.failure(error))
+        }
+    }
+
+    func scheduleConnectRetry(_ pending: PendingConnect) {
+        pendingConnect?.retries += 1
+        pendingConnect?.retryAt = eventLoop.now + Self.connectRetryDelay
+        stats.connectRetries &+= 1
+        armTimer()
+    }
+
+    func retryConnect(_ pending: PendingConnect) {
+        pendingConnect?.retryAt = nil
+        sendCreateConnection(id: pending.id, pending.parameters)
+        armTimer()
     }
 
     /// Cancels the pending connect (LE Create Connection Cancel). The connect completes with
@@ -241,6 +266,13 @@ extension HostStack {
     func connectTimedOut() {
         guard let pending = pendingConnect else { return }
         pendingConnect?.deadline = nil
+        if pending.retryAt != nil {
+            // Between two attempts: nothing is in the controller to cancel.
+            pendingConnect = nil
+            armTimer()
+            pending.completion(.failure(HostError(.timedOut, "connecting to \(pending.peer) timed out")))
+            return
+        }
         if pending.cancelRefused {
             // The cancel was refused (Command Disallowed: the connection was being made) and no Connection Complete
             // came within a command timeout: the controller will not tell, so the connect ends here.
@@ -263,6 +295,14 @@ extension HostStack {
 
     private func cancelPendingConnect(reason: HostError, completion: ((Result<Void, HostError>) -> Void)?) {
         guard let pending = pendingConnect else { return }
+        if pending.retryAt != nil {
+            // Between two attempts (``connectRetryLimit``): nothing is in the controller to cancel.
+            pendingConnect = nil
+            armTimer()
+            pending.completion(.failure(reason))
+            completion?(.success(()))
+            return
+        }
         pendingConnect?.cancelReason = reason
         pendingConnect?.deadline = nil
         armTimer()

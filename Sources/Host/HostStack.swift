@@ -60,6 +60,12 @@ public final class HostStack: @unchecked Sendable {
         /// The controller refused the cancel (Command Disallowed): the Connection Complete is due within a command
         /// timeout (``deadline``), after which the connect is abandoned.
         var cancelRefused = false
+        /// What LE Create Connection was sent with, to send it again (``HostStack/connectRetryLimit``).
+        let parameters: LECreateConnectionParameters
+        /// LE Create Connection commands sent again after Connection Failed to be Established (0x3E).
+        var retries = 0
+        /// When the next attempt goes out; nil while an attempt is in the controller.
+        var retryAt: StackInstant?
     }
 
     var lifecycle: Lifecycle = .idle
@@ -250,7 +256,7 @@ public final class HostStack: @unchecked Sendable {
         }
         let deadline = earlier(
             earlier(earlier(pipe.nextDeadline, pendingConnect?.deadline), earlier(sessionsNextDeadline, securityNextDeadline)),
-            disconnectNextDeadline)
+            earlier(disconnectNextDeadline, pendingConnect?.retryAt))
         if let timer, !timer.isCancelled, deadline == timerDeadline { return }
         timer?.cancel()
         timer = nil
@@ -271,6 +277,9 @@ public final class HostStack: @unchecked Sendable {
         for (completion, error) in expiry.failed { completion(.failure(error)) }
         if let pending = pendingConnect, let deadline = pending.deadline, deadline <= now {
             connectTimedOut()
+        }
+        if let pending = pendingConnect, let retryAt = pending.retryAt, retryAt <= now {
+            retryConnect(pending)
         }
         sessionsTimedOut(now: now)
         disconnectsTimedOut(now: now)
@@ -418,6 +427,11 @@ public final class HostStack: @unchecked Sendable {
                 return
             }
             if let pending = pendingConnect {
+                if complete.status == .connectionFailedToBeEstablished, pending.cancelReason == nil,
+                   !pending.cancelRefused, pending.retries < Self.connectRetryLimit {
+                    scheduleConnectRetry(pending)
+                    return
+                }
                 pendingConnect = nil
                 armTimer()
                 let error = pending.cancelReason ?? HostError(

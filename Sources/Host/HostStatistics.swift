@@ -24,6 +24,8 @@ public struct HostStatistics: Hashable, Sendable {
     public var ignoredFrames = 0
     /// ATT commands (Write Command, Signed Write Command) the bearer refused to send (too long, bearer closed).
     public var refusedATTCommands = 0
+    /// LE Create Connection sent again after Connection Failed to be Established (0x3E).
+    public var connectRetries = 0
 
     public init() {}
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import BluetoothRuntime
 import Dispatch
 import Foundation
+import HCITransport
 import StackLauncher
 import VirtualController
 
@@ -20,7 +21,8 @@ struct Air: ParsableCommand {
             2 m apart. The hub prints joins, leaves, connections and a traffic summary (every --stats-interval \
             seconds and at exit); SIGINT or SIGTERM stop it and remove the socket (exit 0), and so does a closed \
             standard output (`blue air --json | head -1`). A second hub on the same socket fails at once with exit \
-            code 1.
+            code 1. --vhci (Linux, root or access to /dev/vhci, module hci_vhci) puts a controller of this air under \
+            the kernel: it prints the hciN it got, and the adapter disappears when the hub stops.
             """
     )
 
@@ -29,6 +31,14 @@ struct Air: ParsableCommand {
 
     @Option(name: .customLong("h4-tcp"), help: "Also accept hosts over TCP on HOST:PORT (repeatable).")
     var tcpEndpoints: [String] = []
+
+    @Flag(name: .customLong("vhci"), help: ArgumentHelp(
+        "Also give the Linux kernel a controller on this air through /dev/vhci (repeat for more): an hciN for "
+            + "bluetoothd, bluetoothctl and any Bluetooth program."))
+    var vhciControllers: Int
+
+    @Option(name: .customLong("vhci-device"), help: ArgumentHelp("The virtual HCI device --vhci opens.", valueName: "path"))
+    var vhciDevice = "/dev/vhci"
 
     @Option(name: .customLong("snoop"), help: "Write one btsnoop capture per controller into this directory.")
     var snoopDirectory: String?
@@ -92,6 +102,23 @@ struct Air: ParsableCommand {
         } catch {
             printError(error.reason)
             throw ExitCode(1)
+        }
+        for _ in 0..<vhciControllers {
+            do {
+                let transport = try VHCIControllerTransport(path: vhciDevice)
+                let adapter = "hci\(transport.deviceIndex)"
+                if json {
+                    Console.json(["event": "vhci", "adapter": adapter, "index": Int(transport.deviceIndex)])
+                } else {
+                    Console.line("vhci: the kernel's \(adapter) is a controller on this air")
+                }
+                hub.adopt(transport, origin: "vhci:\(adapter)")
+            } catch {
+                printError(error.reason)
+                _ = hub.stop()
+                Console.flush()
+                CommandRun.exitNow(69)
+            }
         }
         dispatchMain()
     }

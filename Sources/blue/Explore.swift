@@ -48,14 +48,14 @@ struct Explore: ParsableCommand, Sendable {
         if json {
             var object: [String: Any] = [
                 "address": report.address.string, "addressType": report.address.type.description,
-                "identifier": PeerIdentifierFormat.identifier(for: report.address), "rssi": Int(report.rssi),
+                "identifier": PeerIdentifierFormat.identifier(for: report.address), "rssi": report.rssi == ScanTable.rssiNotAvailable ? NSNull() : Int(report.rssi) as Any,
                 "mtu": mtu, "services": tree.json(),
             ]
             if let name = report.localName { object["name"] = name }
             Console.json(object)
             return
         }
-        Console.line("\(session.displayName)  \(report.address)  RSSI \(report.rssi) dBm  ATT MTU \(mtu)")
+        Console.line("\(session.displayName)  \(report.address)  RSSI \(ScanTable.rssiText(report.rssi))  ATT MTU \(mtu)")
         for line in tree.renderText() { Console.line(line) }
     }
 }

@@ -176,8 +176,18 @@ final class ScanTable: Sendable {
         text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
     }
 
-    /// Five levels from -100 dBm to -40 dBm.
+    /// 127: "RSSI is not available" (Core 5.4 Vol 4 Part E §7.7.65.2), which some controllers (BlueZ's emulator)
+    /// send in every report.
+    static let rssiNotAvailable: Int8 = 127
+
+    /// "-60 dBm", or "n/a" for ``rssiNotAvailable``.
+    static func rssiText(_ rssi: Int8) -> String {
+        rssi == rssiNotAvailable ? "n/a" : "\(rssi) dBm"
+    }
+
+    /// Five levels from -100 dBm to -40 dBm; blank when not available.
     static func bar(_ rssi: Int8) -> String {
+        if rssi == rssiNotAvailable { return "     " }
         let level = min(5, max(0, (Int(rssi) + 100) / 12))
         return String(repeating: "█", count: level) + String(repeating: "░", count: 5 - level)
     }
@@ -192,7 +202,7 @@ final class ScanTable: Sendable {
             extras.append("\(manufacturer.company) \(Hex.encode(manufacturer.data))")
         }
         let name = report.localName ?? "(no name)"
-        let rssi = "\(report.rssi) dBm".padding(toLength: 9, withPad: " ", startingAt: 0) + " " + bar(report.rssi)
+        let rssi = rssiText(report.rssi).padding(toLength: 9, withPad: " ", startingAt: 0) + " " + bar(report.rssi)
         return pad(name, 20) + "  " + pad(report.address.string, 17) + "  " + pad(rssi, 17) + "  "
             + (extras.isEmpty ? "-" : extras.joined(separator: ", "))
     }
@@ -202,7 +212,7 @@ final class ScanTable: Sendable {
             "address": report.address.string,
             "addressType": report.address.type.description,
             "identifier": PeerIdentifierFormat.identifier(for: report.address),
-            "rssi": Int(report.rssi),
+            "rssi": report.rssi == rssiNotAvailable ? NSNull() : Int(report.rssi) as Any,
             "connectable": report.isConnectable,
             "services": report.advertisingData.serviceUUIDs.map(GATTTree.uuidJSON),
             "advertisingData": Hex.encode(report.rawAdvertisingData),

@@ -253,11 +253,11 @@ struct GAPTests {
         rig.loop.run()
         #expect(connect.count == 0)
         rig.controller.deliver(.leMeta(.connectionComplete(LEConnectionComplete(
-            status: .connectionFailedToBeEstablished, handle: 0, role: .central, peerAddressType: .random, peerAddress: Self.peer,
+            status: .rejectedLimitedResources, handle: 0, role: .central, peerAddressType: .random, peerAddress: Self.peer,
             connectionInterval: 0, supervisionTimeout: 0))))
         rig.loop.run()
         if case .failure(let error) = connect.last {
-            #expect(error.code == .commandFailed && error.status == .connectionFailedToBeEstablished)
+            #expect(error.code == .commandFailed && error.status == .rejectedLimitedResources)
         } else {
             Issue.record("expected the connect to fail")
         }

@@ -1,0 +1,44 @@
+# BlueZ as the peripheral: bluetoothctl on hci0 advertises a name and registers a GATT service (through bluetoothd's
+# GattManager1 and LEAdvertisingManager1); `blue scan`, `explore`, `read`, `write` and `subscribe` on hci1 (HCI user
+# channel) find and use it.
+start_btmon
+start_btvirt -L -l2
+wait_for_controllers 0 1
+start_bluez
+wait_for_adapter 0
+start_bluetoothctl
+btctl "select $(adapter_address 0)"
+btctl "power on"
+btctl_expect "Changing power on succeeded" 30 || fail "bluetoothd could not power hci0 on"
+service=12345678-1234-5678-1234-56789abcdef0
+characteristic=12345678-1234-5678-1234-56789abcdef1
+btctl "gatt.register-service $service"
+btctl_expect "Primary \\(yes/no\\)" 10 || fail "no service prompt"
+btctl "yes"
+btctl_expect "UUID: $service|service0" 10 || fail "the service was not registered"
+btctl "gatt.register-characteristic $characteristic read,write,notify"
+btctl_expect "Enter value" 10 || fail "no characteristic value prompt"
+btctl "0x42 0x6c 0x75 0x65"
+btctl_expect "chrc0|UUID: $characteristic" 10 || fail "the characteristic was not registered"
+btctl "gatt.register-application"
+btctl_expect "Application registered" 20 || fail "bluetoothd did not register the GATT application"
+btctl "advertise.name vm-peripheral"
+btctl "advertise.discoverable on"
+btctl "advertise.uuids $service"
+btctl "advertise on"
+btctl_expect "Advertising object registered" 20 || fail "bluetoothd did not register the advertisement"
+step scan 60 "$BLUE" scan --hci hci1 --timeout 6
+expect_output scan "vm-peripheral"
+step explore 90 "$BLUE" explore --hci hci1 vm-peripheral --timeout 20
+expect_output explore "$characteristic|${characteristic^^}"
+step read 60 "$BLUE" read --hci hci1 vm-peripheral "$characteristic" --timeout 20
+expect_output read "42 6c 75 65|Blue"
+step write 60 "$BLUE" write --hci hci1 vm-peripheral "$characteristic" 0102 --timeout 20
+btctl_expect "Write Value|01 02" 20 || fail "bluetoothctl did not see the write"
+# A subscriber gets the value bluetoothctl writes to its own (local) characteristic.
+start subscribe "$BLUE" subscribe --hci hci1 vm-peripheral "$characteristic" --count 1 --timeout 40
+wait_for "$OUT/subscribe.log" "subscribed|Subscribed|waiting" 40 || sleep 8
+btctl "gatt.select-attribute /org/bluez/app/service0/chrc0"
+btctl "gatt.write 0x07 0x08"
+wait "$subscribe_pid" || fail "blue subscribe got no notification"
+expect_output subscribe "07 08"
