@@ -272,6 +272,16 @@ final class GATTServeState: Sendable {
                 note(["event": "disconnected", "peer": peer, "reason": reason.description],
                      text: "disconnected: \(peer) (\(reason))")
                 readvertise()
+            case .encryptionChanged(let handle, let status, let enabled):
+                // Also when a bonded central encrypts with its stored key on a new connection (no pairing follows).
+                let peer = state.withLock { $0.peers[handle] } ?? "handle \(Dissection.hex16(handle))"
+                if status == .success {
+                    note(["event": "encryption", "peer": peer, "handle": Int(handle), "enabled": enabled],
+                         text: "\(enabled ? "encrypted" : "encryption off"): \(peer)")
+                } else {
+                    note(["event": "encryptionFailed", "peer": peer, "handle": Int(handle), "status": status.description],
+                         text: "encryption failed: \(peer) (\(status))")
+                }
             case .attMTUChanged(let handle, let mtu):
                 note(["event": "mtu", "handle": Int(handle), "mtu": mtu], text: "ATT MTU \(mtu) on handle \(Dissection.hex16(handle))")
             case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
