@@ -160,6 +160,12 @@ btctl() {
     echo "$*" >&7
 }
 
+# Answers a prompt the scenario expected itself (so that btctl_expect does not answer it too).
+btctl_answer() {
+    btctl_answered=$(btctl_lines | grep -cE "\\(yes/no\\)|Enter passkey|Enter PIN" || true)
+    btctl "$1"
+}
+
 btctl_expect() {
     local pattern=$1 seconds=${2:-30}
     local deadline=$(( $(date +%s) + seconds ))

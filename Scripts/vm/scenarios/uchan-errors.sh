@@ -18,10 +18,16 @@ expect_output adapter-up "in use by the kernel's Bluetooth stack"
 expect_output adapter-up "btmgmt --index 0 power off"
 btctl "power off"
 btctl_expect "Changing power off succeeded" 30 || fail "bluetoothd could not power hci0 off"
-start scan "$BLUE" scan --hci hci0 --timeout 8
-wait_for "$OUT/scan.log" "." 20 || sleep 3
+# While our host holds hci0 the kernel withdraws it from bluetoothd (mgmt Index Removed); when we let go it returns.
+btctl_mark=$(btctl_lines | wc -l)
+start scan "$BLUE" scan --hci hci0 --timeout 60
+btctl_expect "DEL\] Controller" 30 || fail "bluetoothd still lists hci0 while our host holds it"
 btctl "power on"
-btctl_expect "Failed to set power on|org.bluez.Error|not available|Busy" 20 || fail "bluetoothd powered hci0 while our host held it"
-wait "$scan_pid" || fail "blue scan on hci0 failed"
+btctl_expect "No default controller|not available|Failed" 20 || fail "bluetoothd powered hci0 while our host held it"
+kill -TERM "$scan_pid"
+wait "$scan_pid" || fail "blue scan on hci0 did not stop cleanly"
+btctl_mark=$(btctl_lines | wc -l)
+btctl_expect "NEW\] Controller" 30 || fail "hci0 did not come back to bluetoothd"
+btctl "select $(adapter_address 0)"
 btctl "power on"
 btctl_expect "Changing power on succeeded" 30 || fail "bluetoothd could not take hci0 back"
