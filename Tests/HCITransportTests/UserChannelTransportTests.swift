@@ -26,7 +26,9 @@ import Glibc
         #expect(HCIUserChannelTransport.explain(EPERM, name: "hci1") == POSIX.errorText(EPERM)
             + ": permission denied: run as root or grant the program CAP_NET_ADMIN (`setcap cap_net_admin+ep`)" + suffix)
         #expect(HCIUserChannelTransport.explain(EBUSY, name: "hci1") == POSIX.errorText(EBUSY)
-            + ": hci1 is up or in use by the kernel's Bluetooth stack; take it down first" + suffix)
+            + ": hci1 is up or in use by the kernel's Bluetooth stack (bluetoothd powers adapters up); take it down "
+            + "first (`btmgmt --index 1 power off` or `hciconfig hci1 down`), and keep bluetoothd from powering it up "
+            + "again (AutoEnable=false in /etc/bluetooth/main.conf, or stop bluetoothd)" + suffix)
         #expect(MemoryLayout<HCIUserChannelTransport.SocketAddressHCI>.size == 6)
     }
 }
