@@ -39,6 +39,12 @@ kernel=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
 [ -n "$kernel" ] || { say "no kernel in /boot (apt-get install linux-image-amd64)"; exit 69; }
 kver=${kernel#/boot/vmlinuz-}
 
+# Bumble for the scenarios with Bumble peers (the test command installs it too).
+if ! .venv/bin/python -c "import bumble" > /dev/null 2>&1; then
+    say "installing Bumble into .venv (Scripts/setup-interop.sh)"
+    Scripts/setup-interop.sh > "$work/setup-interop.log" 2>&1 || { say "Scripts/setup-interop.sh failed (log: $work/setup-interop.log)"; exit 69; }
+fi
+
 # 2. A static blue.
 blue=${OCB_VM_BLUE:-}
 if [ -z "$blue" ]; then
@@ -75,10 +81,11 @@ run_scenario() {
     local started=$(date +%s)
     timeout --kill-after=10 "$seconds" qemu-system-x86_64 -accel "$accel" -m 1G -smp 1 -nographic -no-reboot \
         -kernel "$kernel" -initrd "$work/initrd.gz" \
-        -append "console=ttyS0 quiet loglevel=3 panic=-1 vmtest=$name" \
+        -append "console=ttyS0 quiet loglevel=3 panic=-1 vmtest=$name vmrepo=$root" \
         -nic none \
         -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
         -virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap,id=root" \
+        -virtfs "local,path=$root,mount_tag=repo,security_model=none,readonly=on,multidevs=remap,id=repo" \
         > "$results/$name/qemu.log" 2>&1 < /dev/null
     local qemu_status=$?
     local elapsed=$(( $(date +%s) - started ))

@@ -52,13 +52,17 @@ class Store:
 
 async def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, help="the controller at tcp-client:127.0.0.1:PORT")
+    parser.add_argument("--transport", help="another Bumble transport for the controller (unix:PATH)")
     parser.add_argument("--address", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
+    if (args.port is None) == (args.transport is None):
+        parser.error("give --port or --transport")
 
-    transport = await asyncio.wait_for(open_transport(f"tcp-client:127.0.0.1:{args.port}"), 10)
+    spec = args.transport or f"tcp-client:127.0.0.1:{args.port}"
+    transport = await asyncio.wait_for(open_transport(spec), 10)
     device = Device.with_hci(args.name, Address(args.address), transport.source, transport.sink)
     store = Store()
     P = Characteristic.Properties

@@ -107,7 +107,8 @@ class Delegate(PairingDelegate):
 
 async def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, help="the controller at tcp-client:127.0.0.1:PORT")
+    parser.add_argument("--transport", help="another Bumble transport for the controller (unix:PATH)")
     parser.add_argument("--address", required=True)
     parser.add_argument("--role", choices=["central", "peripheral"], required=True)
     parser.add_argument("--peer")
@@ -119,8 +120,10 @@ async def main():
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--read-secret", action="store_true")
     args = parser.parse_args()
+    if (args.port is None) == (args.transport is None):
+        parser.error("give --port or --transport")
 
-    device = await sp.open_device(args.port, "OCB-Pairing", args.address)
+    device = await sp.open_device(args.transport or args.port, "OCB-Pairing", args.address)
     sc, mitm, io = METHODS[args.method]
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=sc, mitm=mitm, bonding=True, delegate=Delegate(io, args.passkey, args.reject_numeric),

@@ -16,8 +16,10 @@ KEY_NAMES = ("ltk", "ltk_central", "ltk_peripheral", "irk", "csrk", "link_key")
 
 
 async def open_device(port, name, address):
-    """A Bumble device named `name` with `address`, a host on the controller at tcp-client:127.0.0.1:PORT."""
-    transport = await asyncio.wait_for(open_transport(f"tcp-client:127.0.0.1:{port}"), 10)
+    """A Bumble device named `name` with `address`, a host on the controller at tcp-client:127.0.0.1:PORT, or at
+    the Bumble transport `port` names when it is a string (unix:/tmp/bt-server-le: BlueZ's emulator in the VM)."""
+    spec = port if isinstance(port, str) else f"tcp-client:127.0.0.1:{port}"
+    transport = await asyncio.wait_for(open_transport(spec), 10)
     return Device.with_hci(name, Address(address), transport.source, transport.sink)
 
 
