@@ -4,7 +4,9 @@
 // What it is: implementations of the `HCITransport` protocol — `InProcessHCITransport.makePair()` (host and a
 // virtual controller in one process), `SocketH4Transport` (H4 over TCP or a UNIX stream socket, client side or
 // accepted from an `H4Listener`), `SerialH4Transport` (H4 over a raw tty), `HCIUserChannelTransport` (the Linux HCI
-// user channel), and `SnoopingTransport` (a btsnoop tap around any of them, written through `BTSnoopFileSink`).
+// user channel: our host on a kernel controller), `VHCIControllerTransport` (the controller end of /dev/vhci: a
+// controller of ours under the kernel, `blue air --vhci`; both proven on Linux 6.1 by Scripts/vm-test.sh), and
+// `SnoopingTransport` (a btsnoop tap around any of them, written through `BTSnoopFileSink`).
 // `HCITransportSpec` parses the `--hci` strings and opens the transports that need no virtual controller.
 //
 // Who owns the state: each transport owns its descriptor, its `H4Framer` and its callbacks. Shared mutable state
