@@ -215,10 +215,22 @@ bluez_find_device() {
 # A full 128-bit UUID from a 16-bit one.
 uuid128() { echo "0000${1,,}-0000-1000-8000-00805f9b34fb"; }
 
+# bluetoothd and an interactive bluetoothctl with hciN selected and powered on.
+bluez_with_powered_adapter() {
+    local index=$1
+    start_bluez
+    wait_for_adapter "$index"
+    start_bluetoothctl
+    btctl "select $(adapter_address "$index")"
+    btctl "power on"
+    btctl_expect "Changing power on succeeded" 30 || fail "bluetoothd could not power hci$index on"
+}
+
 # The Nth controller's address as bluetoothd knows it.
 adapter_address() {
     cat "/sys/kernel/debug/bluetooth/hci$1/identity" 2>/dev/null | cut -d' ' -f1
 }
+
 # bluetoothctl as the central of `blue serve --profile heart-rate` at ADDRESS: connect, list the GATT attributes,
 # read Body Sensor Location, write the Heart Rate Control Point (the server must print it), subscribe to the Heart
 # Rate Measurement and see notifications, unsubscribe, disconnect.

@@ -9,12 +9,7 @@ start_btvirt -L -l2
 wait_for_controllers 0 1
 start serve "$BLUE" serve --hci hci1 --profile heart-rate
 wait_for "$OUT/serve.log" "^serving" 60 || fail "blue serve did not start on hci1"
-start_bluez
-wait_for_adapter 0
-start_bluetoothctl
-btctl "select $(adapter_address 0)"
-btctl "power on"
-btctl_expect "Changing power on succeeded" 30 || fail "bluetoothd could not power hci0 on"
+bluez_with_powered_adapter 0
 address=$(bluez_find_device "blue heart rate") || fail "bluetoothctl did not find blue serve"
 
 # 1. bluetoothctl pairs (Just Works: our server has no input or output), bonds, reconnects encrypted.

@@ -4,12 +4,7 @@
 start_btmon
 start_btvirt -L -l2
 wait_for_controllers 0 1
-start_bluez
-wait_for_adapter 0
-start_bluetoothctl
-btctl "select $(adapter_address 0)"
-btctl "power on"
-btctl_expect "Changing power on succeeded" 30 || fail "bluetoothd could not power hci0 on"
+bluez_with_powered_adapter 0
 service=12345678-1234-5678-1234-56789abcdef0
 characteristic=12345678-1234-5678-1234-56789abcdef1
 btctl "gatt.register-service $service"
