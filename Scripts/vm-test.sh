@@ -6,7 +6,7 @@
 #
 # Usage: Scripts/vm-test.sh [SCENARIO...]        (default: every scenario)
 # Environment: OCB_VM_ACCEL=tcg|kvm (default: kvm only when the CPU shows vmx/svm, else tcg), OCB_VM_BLUE=PATH (a
-# static blue to use instead of building one), OCB_VM_TIMEOUT=SECONDS (per scenario, default 360),
+# static blue to use instead of building one), OCB_VM_TIMEOUT=SECONDS (per scenario, default 480),
 # OCB_VM_INSTALL=0 (do not apt-get install what is missing).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -77,7 +77,7 @@ run_scenario() {
     cp Scripts/vm/guest-lib.sh Scripts/vm/scenario-runner.sh "$share/"
     cp -r Scripts/vm/scenarios "$share/scenarios"
     ln "$blue" "$share/blue" 2>/dev/null || cp "$blue" "$share/blue"
-    local seconds=${OCB_VM_TIMEOUT:-360}
+    local seconds=${OCB_VM_TIMEOUT:-480}
     local started=$(date +%s)
     timeout --kill-after=10 "$seconds" qemu-system-x86_64 -accel "$accel" -m 1G -smp 1 -nographic -no-reboot \
         -kernel "$kernel" -initrd "$work/initrd.gz" \
