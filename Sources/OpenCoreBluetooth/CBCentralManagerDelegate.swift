@@ -41,6 +41,11 @@ public protocol CBPeripheralDelegate: NSObjectProtocol {
     func peripheralDidUpdateName(_ peripheral: CBPeripheral)
     func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])
     func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?)
+    /// Deprecated by Apple (iOS 8, macOS 10.13) for `peripheral(_:didReadRSSI:error:)`, and still called for a
+    /// delegate that implements only it: the default `didReadRSSI` forwards here (`peripheral.rssi` is set first).
+    @available(iOS, deprecated: 8.0, message: "Use peripheral(_:didReadRSSI:error:)")
+    @available(macOS, deprecated: 10.13, message: "Use peripheral(_:didReadRSSI:error:)")
+    func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?)
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?)
     func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?)
     func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?)
@@ -57,7 +62,10 @@ public protocol CBPeripheralDelegate: NSObjectProtocol {
 extension CBPeripheralDelegate {
     public func peripheralDidUpdateName(_ peripheral: CBPeripheral) {}
     public func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {}
-    public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {}
+    public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+        peripheralDidUpdateRSSI(peripheral, error: error)
+    }
+    public func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?) {}
     public func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {}
     public func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?) {}
     public func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {}

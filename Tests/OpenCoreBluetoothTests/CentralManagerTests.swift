@@ -332,6 +332,20 @@ private func heartRateMonitor(address: UInt64 = 0xC0FFEE_000001, mtu: Int = 23) 
         peripheral.readRSSI()
         settle(loop, log.queue)
         #expect(log.entries.last == "rssi -50")
+
+        // A delegate with only the deprecated peripheralDidUpdateRSSI(_:error:) still hears of it (as on Apple's
+        // systems), with `rssi` already set; one with both gets only didReadRSSI.
+        let legacy = LegacyRSSIDelegate()
+        peripheral.delegate = legacy
+        peripheral.readRSSI()
+        settle(loop, log.queue)
+        #expect(legacy.calls == ["legacy -50 nil"])
+        let both = BothRSSIDelegate()
+        peripheral.delegate = both
+        peripheral.readRSSI()
+        settle(loop, log.queue)
+        #expect(both.calls == ["didReadRSSI -50"])
+        peripheral.delegate = recorder
     }
 
     @Test func poweringOffStopsScanAndSilentlyDisconnects() throws {
@@ -429,5 +443,24 @@ private func heartRateMonitor(address: UInt64 = 0xC0FFEE_000001, mtu: Int = 23) 
         channel = nil
         log.queue.sync {}
         #expect(fake.isClosed)
+    }
+}
+
+/// Implements only the deprecated RSSI callback.
+final class LegacyRSSIDelegate: NSObject, CBPeripheralDelegate, @unchecked Sendable {
+    var calls: [String] = []
+    func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?) {
+        calls.append("legacy \(peripheral.rssi.map { "\($0)" } ?? "none") \(error.map { "\($0)" } ?? "nil")")
+    }
+}
+
+/// Implements both RSSI callbacks: only the current one is called.
+final class BothRSSIDelegate: NSObject, CBPeripheralDelegate, @unchecked Sendable {
+    var calls: [String] = []
+    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+        calls.append("didReadRSSI \(RSSI)")
+    }
+    func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?) {
+        calls.append("legacy")
     }
 }
