@@ -60,18 +60,17 @@ public final class VHCIControllerTransport: DescriptorBackedTransport {
     /// Reads `FF 00 <index lo> <index hi>` within `timeout` milliseconds.
     static func readCreationAnswer(_ fd: Int32, timeout: Int32) throws(HCITransportError) -> UInt16 {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        var remaining = timeout
+        let deadline = monotonicMilliseconds() + Int64(timeout)
         while true {
-            let started = monotonicMilliseconds()
+            let remaining = Int32(clamping: max(0, deadline - monotonicMilliseconds()))
             let ready = poll(&descriptor, 1, remaining)
-            if ready < 0, errno == EINTR {
-                remaining -= Int32(clamping: monotonicMilliseconds() - started)
-                if remaining > 0 { continue }
+            if ready > 0 { break }
+            if ready < 0, errno != EINTR {
+                throw HCITransportError(.openFailed, "vhci: waiting for the kernel's answer failed: \(POSIX.lastErrorText)")
             }
-            guard ready > 0 else {
+            if ready == 0 {
                 throw HCITransportError(.openFailed, "vhci: the kernel did not create a controller within \(timeout) ms")
             }
-            break
         }
         var answer = [UInt8](repeating: 0, count: 16)
         let count = answer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }

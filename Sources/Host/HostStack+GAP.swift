@@ -238,7 +238,7 @@ extension HostStack {
         }
     }
 
-    func scheduleConnectRetry(_ pending: PendingConnect) {
+    func scheduleConnectRetry() {
         pendingConnect?.retries += 1
         pendingConnect?.retryAt = eventLoop.now + Self.connectRetryDelay
         stats.connectRetries &+= 1
@@ -266,13 +266,6 @@ extension HostStack {
     func connectTimedOut() {
         guard let pending = pendingConnect else { return }
         pendingConnect?.deadline = nil
-        if pending.retryAt != nil {
-            // Between two attempts: nothing is in the controller to cancel.
-            pendingConnect = nil
-            armTimer()
-            pending.completion(.failure(HostError(.timedOut, "connecting to \(pending.peer) timed out")))
-            return
-        }
         if pending.cancelRefused {
             // The cancel was refused (Command Disallowed: the connection was being made) and no Connection Complete
             // came within a command timeout: the controller will not tell, so the connect ends here.

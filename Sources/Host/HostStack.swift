@@ -429,7 +429,7 @@ public final class HostStack: @unchecked Sendable {
             if let pending = pendingConnect {
                 if complete.status == .connectionFailedToBeEstablished, pending.cancelReason == nil,
                    !pending.cancelRefused, pending.retries < Self.connectRetryLimit {
-                    scheduleConnectRetry(pending)
+                    scheduleConnectRetry()
                     return
                 }
                 pendingConnect = nil

@@ -48,7 +48,7 @@ struct Explore: ParsableCommand, Sendable {
         if json {
             var object: [String: Any] = [
                 "address": report.address.string, "addressType": report.address.type.description,
-                "identifier": PeerIdentifierFormat.identifier(for: report.address), "rssi": report.rssi == ScanTable.rssiNotAvailable ? NSNull() : Int(report.rssi) as Any,
+                "identifier": PeerIdentifierFormat.identifier(for: report.address), "rssi": ScanTable.rssiJSON(report.rssi),
                 "mtu": mtu, "services": tree.json(),
             ]
             if let name = report.localName { object["name"] = name }

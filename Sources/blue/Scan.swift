@@ -185,6 +185,11 @@ final class ScanTable: Sendable {
         rssi == rssiNotAvailable ? "n/a" : "\(rssi) dBm"
     }
 
+    /// The RSSI in JSON output: a number, or null for ``rssiNotAvailable``.
+    static func rssiJSON(_ rssi: Int8) -> Any {
+        rssi == rssiNotAvailable ? NSNull() : Int(rssi)
+    }
+
     /// Five levels from -100 dBm to -40 dBm; blank when not available.
     static func bar(_ rssi: Int8) -> String {
         if rssi == rssiNotAvailable { return "     " }
@@ -212,7 +217,7 @@ final class ScanTable: Sendable {
             "address": report.address.string,
             "addressType": report.address.type.description,
             "identifier": PeerIdentifierFormat.identifier(for: report.address),
-            "rssi": report.rssi == rssiNotAvailable ? NSNull() : Int(report.rssi) as Any,
+            "rssi": rssiJSON(report.rssi),
             "connectable": report.isConnectable,
             "services": report.advertisingData.serviceUUIDs.map(GATTTree.uuidJSON),
             "advertisingData": Hex.encode(report.rawAdvertisingData),
