@@ -6,7 +6,7 @@
 // The seed's log goes to standard output, the view controller's label texts to standard error. Exits 0 once it
 // read {"Hello": "Darkness"}, wrote {"Yo": "Lo"} and the connection closed (the seed disconnects after the write
 // response), 1 on timeout.
-// Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a peripheral in another process.
+// Runs on the shared air (the `blue air` hub, started on demand), where it meets a peripheral in another process.
 import ExampleSupport
 import Foundation
 import Seed001CentralApp

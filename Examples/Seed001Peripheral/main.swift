@@ -5,7 +5,7 @@
 // Usage: Seed001Peripheral [--timeout SECONDS]
 // The seed's log goes to standard output, the view controller's label texts to standard error. Exits 0 once the
 // central's write {"Yo": "Lo"} arrived (a moment later, so the write response leaves first), 1 on timeout.
-// Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a central in another process.
+// Runs on the shared air (the `blue air` hub, started on demand), where it meets a central in another process.
 import ExampleSupport
 import Foundation
 import Seed001PeripheralApp

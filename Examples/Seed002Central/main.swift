@@ -6,7 +6,7 @@
 // Usage: Seed002Central [--timeout SECONDS]
 // Prints the received text on standard output (the log goes to standard error). Exits 0 once the text is
 // received and the connection closed, 1 on timeout.
-// Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a peripheral in another process.
+// Runs on the shared air (the `blue air` hub, started on demand), where it meets a peripheral in another process.
 import ExampleSupport
 import Foundation
 import OpenCoreBluetooth

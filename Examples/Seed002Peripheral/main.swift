@@ -6,7 +6,7 @@
 //
 // Usage: Seed002Peripheral [--timeout SECONDS] [TEXT]   (TEXT defaults to a built-in long text)
 // Exits 0 once the text and "EOM" are sent and the central unsubscribed, 1 on timeout.
-// Runs on the process's own virtual air; OCB_HCI=virtual-hub (or air:PATH) meets a central in another process.
+// Runs on the shared air (the `blue air` hub, started on demand), where it meets a central in another process.
 import ExampleSupport
 import Foundation
 import OpenCoreBluetooth

@@ -6,7 +6,7 @@
 // notification that follows.
 //
 // Usage: Seed003Central [--name NAME] [--text TEXT] [--timeout SECONDS]   (NAME "Chat": run ChatPeripheral or
-// `blue serve --profile chat --name Chat` beside it with OCB_HCI=virtual-hub)
+// `blue serve --profile chat --name Chat` beside it on the shared air)
 // Exits 0 once the write succeeded and a notification arrived, 1 on timeout.
 import ExampleSupport
 import Foundation

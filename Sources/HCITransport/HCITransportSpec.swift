@@ -2,17 +2,26 @@
 ///
 /// | text                               | transport                                                        |
 /// |------------------------------------|------------------------------------------------------------------|
-/// | `virtual`                          | the built-in virtual controller (shared air hub, else in-process) |
+/// | `virtual` (also `virtual-hub`)     | a virtual controller on the shared air: the `blue air` hub at its |
+/// |                                    | default socket, started when none runs                            |
+/// | `in-process`                       | a virtual controller on an air private to this process            |
 /// | `air:PATH`                         | a virtual controller on the air hub listening at PATH             |
 /// | `tcp:HOST:PORT`                    | H4 over TCP (Bumble `tcp-server:`, RootCanal's HCI port)          |
 /// | `unix:PATH`                        | H4 over a UNIX stream socket                                      |
 /// | `serial:/dev/ttyX[,BAUD][,rtscts]` | H4 over a UART (default 115200 baud, no flow control)             |
 /// | `hciN`                             | the Linux HCI user channel of adapter N                           |
 ///
-/// The transports carry HCI packets as in Core 5.4 Vol 4 Part A §2 (H4). `virtual` and `air:` are wired by the
-/// host layer (they need a virtual controller); ``open()`` opens the others.
+/// The transports carry HCI packets as in Core 5.4 Vol 4 Part A §2 (H4). `virtual`, `in-process` and `air:` are
+/// wired by the host layer (they need a virtual controller); ``open()`` opens the others.
+///
+/// `virtual` means one thing everywhere (the `blue` commands, `OCB_HCI`, OpenCoreBluetooth's default): the shared
+/// air, on which the programs of this machine meet as devices do. `virtual-hub`, its former name in some places,
+/// is read as `virtual`.
 public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
+    /// The shared air: the hub at the default socket (`$OCB_AIR_SOCKET`), started when none runs.
     case virtual
+    /// An air of this process alone (tests, `blue demo`): its devices meet only each other.
+    case inProcess
     case air(path: String)
     case tcp(host: String, port: UInt16)
     case unix(path: String)
@@ -24,15 +33,19 @@ public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
 
     /// What a specification may look like, for error messages and help text.
     public static let expectedForms =
-        "virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN"
+        "virtual, in-process, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN"
 
     /// Parses `text` (see the table above); throws ``HCITransportError/Code/invalidSpecification`` saying what was
     /// expected.
     public init(parsing text: String) throws(HCITransportError) {
         func invalid(_ reason: String) -> HCITransportError { HCITransportError(.invalidSpecification, reason) }
         if text.isEmpty { throw invalid("empty HCI transport specification; expected \(Self.expectedForms)") }
-        if text == "virtual" {
+        if text == "virtual" || text == "virtual-hub" {
             self = .virtual
+            return
+        }
+        if text == "in-process" {
+            self = .inProcess
             return
         }
         if let path = Self.dropPrefix("air:", from: text) {
@@ -98,6 +111,7 @@ public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .virtual: "virtual"
+        case .inProcess: "in-process"
         case .air(let path): "air:\(path)"
         case .tcp(let host, let port): "tcp:\(host):\(port)"
         case .unix(let path): "unix:\(path)"
@@ -109,16 +123,16 @@ public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
     /// Whether the host layer must provide this transport (a virtual controller) rather than ``open()``.
     public var needsVirtualController: Bool {
         switch self {
-        case .virtual, .air: true
+        case .virtual, .inProcess, .air: true
         default: false
         }
     }
 
-    /// Opens the transport (not started): TCP, UNIX, serial and HCI user channel. `virtual` and `air:` throw
+    /// Opens the transport (not started): TCP, UNIX, serial and HCI user channel. `virtual`, `in-process` and `air:` throw
     /// ``HCITransportError/Code/invalidSpecification``: the host layer wires the virtual controller for them.
     public func open() throws(HCITransportError) -> any HCITransport {
         switch self {
-        case .virtual, .air:
+        case .virtual, .inProcess, .air:
             throw HCITransportError(
                 .invalidSpecification,
                 "\"\(description)\" is the virtual controller, which the host layer wires (HCITransportSpec.open "

@@ -323,10 +323,13 @@ public protocol CBL2CAPChannelBackend: AnyObject, Sendable {
 
 // MARK: - Choosing a backend
 
-/// Makes the backends new managers use.
+/// Makes the backends new managers use. The managers made from one provider form one "system" (one device's
+/// Bluetooth, as iOS sees it): they share ``connections``.
 public struct CBBackendProvider: Sendable {
     public var makeCentral: @Sendable () -> (any CBCentralBackend)?
     public var makePeripheral: @Sendable () -> (any CBPeripheralBackend)?
+    /// The links of this provider's managers, for connection events and `retrieveConnectedPeripherals`.
+    public let connections = SystemConnections()
     public init(makeCentral: @escaping @Sendable () -> (any CBCentralBackend)?,
                 makePeripheral: @escaping @Sendable () -> (any CBPeripheralBackend)?) {
         self.makeCentral = makeCentral

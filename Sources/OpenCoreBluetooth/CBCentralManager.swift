@@ -12,8 +12,9 @@ import BluetoothRuntime
 /// released peripheral cancels its connection; a scan reports each device once per scan unless
 /// `CBCentralManagerScanOptionAllowDuplicatesKey` is true; `retrievePeripherals(withIdentifiers:)` returns the
 /// devices seen in this run or known to the backend, identifiers being stable across runs (``CBPeerIdentifier``);
-/// `retrieveConnectedPeripherals(withServices:)` returns this manager's connected peripherals whose discovered
-/// services match (links of other processes are not visible).
+/// `retrieveConnectedPeripherals(withServices:)` and `registerForConnectionEvents(options:)` look at the links of
+/// every manager of this process (of its backend provider), as iOS looks at the system's (``SystemConnections``;
+/// links of other processes are not visible).
 ///
 /// Known peers persist across runs (``KnownPeersStore``): peers discovered or connected are kept in
 /// `$XDG_DATA_HOME/opencorebluetooth/known-peers.json` (else `~/.local/share/opencorebluetooth/known-peers.json`);
@@ -83,7 +84,9 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     /// system alert on Linux).
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
-        backend = CBBackendRegistry.current?.makeCentral()
+        let provider = CBBackendRegistry.current
+        backend = provider?.makeCentral()
+        postedLinks = PostedLinks(system: provider?.connections ?? SystemConnections())
         knownPeers = KnownPeersStore(location: KnownPeersStore.currentLocation())
         restoration = StateRestorationStore.forOptions(options, key: CBCentralManagerOptionRestoreIdentifierKey, role: .central)
         super.init(queue: queue)
@@ -95,7 +98,14 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     deinit {
         backend?.shutdown()
         knownPeers.flush()
+        postedLinks.allEnded()
     }
+
+    /// This manager's links, as "the system" knows them (``SystemConnections``).
+    let postedLinks: PostedLinks
+    var system: SystemConnections { postedLinks.system }
+    /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
+    private let connectionEventMatching = LockedValue<ConnectionEventMatching?>(nil)
 
     /// True from `scanForPeripherals` until `stopScan` or leaving `.poweredOn`.
     public internal(set) var isScanning: Bool {
@@ -191,20 +201,47 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         }
     }
 
+    /// The peripherals connected to this process's stacks (iOS: to the system) that offer one of the services:
+    /// advertised (including the overflow area and service data) or discovered, by this manager or another of the
+    /// process, so a peer connected before its services were discovered is found too. One connected by another
+    /// manager of the process comes back `.disconnected` for this one (as an iOS app sees a peer another app
+    /// connected): `connect(_:)` gives it a link of its own. Links of other processes are not visible.
     @discardableResult
     open func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
         guard state == .poweredOn else { return [] }
         let wanted = Set(serviceUUIDs.map(\.bluetoothUUID))
-        let all = registry.withLock { $0.peripherals.values.compactMap(\.value) }
-        return all.filter { peripheral in
-            peripheral.state == .connected
-                && (peripheral.services ?? []).contains { wanted.contains($0.uuid.bluetoothUUID) }
-        }.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+        let own = registry.withLock { $0.peripherals.values.compactMap(\.value) }.filter { $0.state == .connected }
+        var found: [CBPeripheral] = own.filter { peripheral in
+            (peripheral.services ?? []).contains { wanted.contains($0.uuid.bluetoothUUID) }
+                || !system.services(of: peripheral.peer).isDisjoint(with: wanted)
+        }
+        let foundPeers = Set(found.map(\.peer))
+        for (peer, services) in system.connectedPeers()
+        where !foundPeers.contains(peer) && !services.isDisjoint(with: wanted) {
+            found.append(peripheral(for: peer))
+        }
+        return found.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
     }
 
-    /// Connection events are not reported on Linux yet; accepted and ignored.
+    /// From now on, `centralManager(_:connectionEventDidOccur:for:)` reports each peer that connects to or
+    /// disconnects from this process's stacks (iOS: the system) and matches the options: one of
+    /// `CBConnectionEventMatchingOption.serviceUUIDs` (advertised or discovered services) or of `.peripheralUUIDs`;
+    /// no options: every peer. A new call replaces the options. Links made by this manager are reported too (after
+    /// `didConnect`, before `didDisconnect`... in the order they happen).
     open func registerForConnectionEvents(options: [CBConnectionEventMatchingOption: Any]? = nil) {
-        _ = requirePoweredOn()
+        guard requirePoweredOn() else { return }
+        connectionEventMatching.store(ConnectionEventMatching(options: options))
+        system.observe(self)
+    }
+
+    /// A link of the process started or ended (any thread): reported on the queue when it matches.
+    func connectionEvent(_ event: CBConnectionEvent, peer: CBBackendPeer, services: Set<BluetoothUUID>) {
+        guard let matching = connectionEventMatching.load(),
+              matching.matches(identifier: CBPeerIdentifier.identifier(for: peer.address), services: services) else { return }
+        queue.async {
+            guard self.state == .poweredOn else { return }
+            self.delegate?.centralManager(self, connectionEventDidOccur: event, for: self.peripheral(for: peer))
+        }
     }
 
     // MARK: Registry
@@ -253,6 +290,8 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                     // No didDisconnect when Bluetooth goes away (iOS >= 10): the state changes silently.
                     peripheral.linkEnded()
                 }
+                postedLinks.allEnded()
+                connectionEventMatching.store(nil)
                 saveRestorableState()
             }
             if newState == .poweredOn { resumeRestoredState() }
@@ -267,6 +306,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
             }
             peripheral.linkStarted(mtu: mtu)
             knownPeers.connected(peer.address, name: peripheral.name)
+            postedLinks.started(peer)
             saveRestorableState()
             delegate?.centralManager(self, didConnect: peripheral)
         case .connectionFailed(let peer, let error):
@@ -275,6 +315,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
             saveRestorableState()
             delegate?.centralManager(self, didFailToConnect: peripheral, error: error.cbError)
         case .disconnected(let peer, let error):
+            postedLinks.ended(peer)
             guard let peripheral = existingPeripheral(peer), peripheral.state != .disconnected else { return }
             peripheral.linkEnded()
             let reconnect = error != nil && peripheral.autoReconnect && state == .poweredOn
@@ -360,6 +401,9 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     private func discovered(_ advertisement: CBBackendAdvertisement) {
+        system.learn(
+            services: advertisement.serviceUUIDs + advertisement.overflowServiceUUIDs + advertisement.serviceData.keys,
+            of: advertisement.peer)
         guard isScanning else { return }
         if let wanted = scanParameters.serviceUUIDs {
             let offered = Set(advertisement.serviceUUIDs + advertisement.overflowServiceUUIDs)

@@ -139,6 +139,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
             self?.complete(generation) { peripheral in
                 switch result {
                 case .success(let found):
+                    peripheral.manager?.system.learn(services: found.map(\.uuid), of: peripheral.peer)
                     peripheral._services = peripheral.merge(found, into: peripheral._services ?? [], replacing: filter == nil)
                     peripheral.delegate?.peripheral(peripheral, didDiscoverServices: nil)
                 case .failure(let error):

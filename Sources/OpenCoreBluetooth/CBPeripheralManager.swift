@@ -71,7 +71,9 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// (see the type's documentation); `CBPeripheralManagerOptionShowPowerAlertKey` is accepted and has no effect.
     public init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
-        backend = CBBackendRegistry.current?.makePeripheral()
+        let provider = CBBackendRegistry.current
+        backend = provider?.makePeripheral()
+        postedLinks = PostedLinks(system: provider?.connections ?? SystemConnections())
         restoration = StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral)
         super.init(queue: queue)
         startBackend(restoring: restoration?.load(PeripheralRestorationSnapshot.self), with: { self.restore($0) },
@@ -81,7 +83,11 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
 
     deinit {
         backend?.shutdown()
+        postedLinks.allEnded()
     }
+
+    /// This manager's links from centrals, as "the system" knows them (``SystemConnections``).
+    let postedLinks: PostedLinks
 
     public internal(set) var isAdvertising: Bool {
         get { shared.withLock { $0.isAdvertising } }
@@ -389,6 +395,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                 }
                 all.forEach { $0._subscribedCentrals = [] }
                 centrals = [:]
+                postedLinks.allEnded()
                 if newState.rawValue < CBManagerState.poweredOff.rawValue {
                     // Below poweredOff the local database is cleared and must be re-added.
                     let services = shared.withLock { Array($0.published.values) }
@@ -401,9 +408,11 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
             delegate?.peripheralManagerDidUpdateState(self)
         case .centralConnected(let peer, let mtu):
             central(peer).mtu = mtu
+            postedLinks.started(peer)
         case .mtuChanged(let peer, let mtu):
             central(peer).mtu = mtu
         case .centralDisconnected(let peer):
+            postedLinks.ended(peer)
             guard let gone = centrals[peer] else { return }
             let all = shared.withLock { shared -> [CBMutableCharacteristic] in
                 shared.batches = shared.batches.filter { _, batch in batch.central != peer }

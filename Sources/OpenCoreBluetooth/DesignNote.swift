@@ -30,11 +30,13 @@
 // central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`);
 // a released manager's device leaves the air (on an in-process air its controller is powered off: the peers'
 // links time out, as when a program on the hub ends), so no ghost keeps advertising its services.
-// The air: OCB_HCI unset/`virtual` → the process's own in-process air (StackLauncher.InProcessAir, public
-// addresses 0A:1C:00:00:00:nn in creation order, hence identifiers stable across runs); `virtual-hub` → the
-// `blue air` hub at its default socket, `air:PATH` → the hub at PATH, either started in the background when none
-// runs (`blue air --socket PATH` with the `blue` of OCB_BLUE, beside the program or on PATH, as the `blue` commands
-// start it; it outlives the program); any other text → a `--hci` specification (tcp:, unix:, serial:, hciN). Each backend's
+// The air: OCB_HCI unset/`virtual` (or `virtual-hub`, its former name) → the shared air, as two apps on two
+// devices meet: the `blue air` hub at its default socket; `air:PATH` → the hub at PATH; either started in the
+// background when none runs (`blue air --socket PATH` with the `blue` of OCB_BLUE, beside the program or on PATH,
+// as the `blue` commands start it; it outlives the program), else hosted by this process until it exits
+// (StackLauncher.SharedAirHub); `in-process` → the process's own air (StackLauncher.InProcessAir, public addresses
+// 0A:1C:00:00:00:nn in creation order, hence identifiers stable across runs: `blue demo`, tests); any other text →
+// a `--hci` specification (tcp:, unix:, serial:, hciN). Each backend's
 // state sits in a LockedValue changed on its stack's loop; the stack opens asynchronously and the first state
 // (`.poweredOn`, or `.unsupported` when it cannot open) follows; a stack whose controller goes away (hub stopped
 // or killed, TCP peer closed, adapter unplugged: StackLauncher's StackLoss) takes its manager to `.poweredOff`,

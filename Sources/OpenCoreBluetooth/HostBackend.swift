@@ -14,13 +14,14 @@ import VirtualController
 /// to each other, and one manager's events never need demultiplexing from another's.
 ///
 /// **Which air** (chosen when a manager is created, from the environment variable `OCB_HCI`):
-/// - unset or `virtual`: a virtual air private to this process (``sharedAir``), created on first use; every
-///   manager of the process is a device on it (public addresses `0A:1C:00:00:00:nn`, stable across runs);
-/// - `virtual-hub`: the `blue air` hub at its default socket (`$OCB_AIR_SOCKET`, else the hub's default path),
-///   so managers of different processes meet; `air:PATH`: the hub at PATH. When no hub runs there, one is
-///   started in the background (`blue air --socket PATH`, found by ``hubExecutable(environment:programPath:)``)
-///   and joined, as the `blue` commands do (``AirHubLauncher``): it outlives the program, for the next ones (for
-///   `air:PATH`, only when PATH's directory exists);
+/// - unset, `virtual` (or its former name `virtual-hub`): the shared air, so that two programs meet as two apps on
+///   two devices do — the `blue air` hub at its default socket (`$OCB_AIR_SOCKET`, else the hub's default path).
+///   When no hub runs there, one is started in the background (`blue air --socket PATH`, the `blue` that
+///   ``hubExecutable(environment:programPath:isExecutable:)`` finds; it outlives the program, for the next ones)
+///   and joined; without any `blue`, this process hosts the hub until it exits (``SharedAirHub``);
+/// - `air:PATH`: the hub at PATH, started the same way when PATH's directory exists;
+/// - `in-process`: an air private to this process (``sharedAir``): its managers meet only each other (public
+///   addresses `0A:1C:00:00:00:nn`, stable across runs), as `blue demo` and the tests do;
 /// - anything else: a `--hci` transport specification for ``StackLauncher`` (`tcp:HOST:PORT`, `unix:PATH`,
 ///   `serial:…`, `hci0`…).
 ///
@@ -53,7 +54,7 @@ public enum HostBackend {
 
     private static let sharedAirStorage = LockedValue<InProcessAir?>(nil)
 
-    /// The process's own virtual air (created on first use).
+    /// The process's own in-process air (`OCB_HCI=in-process`; created on first use).
     public static var sharedAir: InProcessAir {
         sharedAirStorage.withLock { air in
             if let air { return air }
@@ -68,48 +69,41 @@ public enum HostBackend {
         transport(named: ProcessInfo.processInfo.environment[environmentVariable] ?? "")
     }
 
-    /// The transport a text names, as in `OCB_HCI`: empty or `virtual` (the process's own air), `virtual-hub` (the
-    /// hub at its default socket), `air:PATH` (the hub at PATH), or another `--hci` specification.
+    /// The transport a text names, as in `OCB_HCI`: empty or `virtual` (the shared air: the hub at its default
+    /// socket; `virtual-hub` is read as `virtual`), `air:PATH` (the hub at PATH), `in-process` (the process's own
+    /// air), or another `--hci` specification.
     public static func transport(named text: String) -> Transport {
         let value = text.trimmingCharacters(in: .whitespaces)
         switch value {
-        case "", "virtual": return .inProcess(sharedAir)
-        case "virtual-hub": return .hub(socketPath: StackLaunchOptions.defaultHubSocketPath)
+        case "", "virtual", "virtual-hub": return .hub(socketPath: StackLaunchOptions.defaultHubSocketPath)
+        case "in-process": return .inProcess(sharedAir)
         case let air where air.hasPrefix("air:") && air.count > 4: return .hub(socketPath: String(air.dropFirst(4)))
         default: return .specification(value)
         }
     }
 
     /// The environment variable naming the `blue` executable that starts an air hub when none runs.
-    public static let hubExecutableEnvironmentVariable = "OCB_BLUE"
+    public static let hubExecutableEnvironmentVariable = SharedAirHub.executableEnvironmentVariable
 
     /// The `blue` that starts an air hub (`blue air --socket PATH`): `$OCB_BLUE` when set, else `blue` beside
-    /// `programPath` (SwiftPM builds every product of the package into one directory, so the example programs and
-    /// the tests find it there), else the first executable `blue` on `$PATH`; nil when there is none.
+    /// `programPath`, else the first executable `blue` on `$PATH`; nil when there is none
+    /// (``SharedAirHub/executable(environment:programPath:isExecutable:)``).
     public static func hubExecutable(environment: [String: String] = ProcessInfo.processInfo.environment,
                                      programPath: String = StackLauncher.currentExecutablePath,
                                      isExecutable: (String) -> Bool = { FileManager.default.isExecutableFile(atPath: $0) })
         -> String? {
-        if let named = environment[hubExecutableEnvironmentVariable], !named.isEmpty { return named }
-        var candidates: [String] = []
-        if let slash = programPath.lastIndex(of: "/") { candidates.append(programPath[...slash] + "blue") }
-        for directory in (environment["PATH"] ?? "").split(separator: ":") where !directory.isEmpty {
-            candidates.append(directory + "/blue")
-        }
-        return candidates.first(where: isExecutable)
+        SharedAirHub.executable(environment: environment, programPath: programPath, isExecutable: isExecutable)
     }
 
     private static let startedHubs = LockedValue<[Int32]>([])
-    private static let hubStart = NSLock()
 
     /// The process ids of the hubs this process started (in order). They outlive the process, as the hubs `blue`
     /// starts do; a program (or a test) that wants them gone stops them with SIGTERM.
     public static var hubsStarted: [Int32] { startedHubs.load() }
 
-    /// Makes sure a hub listens at `path`, starting one with ``hubExecutable(environment:programPath:)`` when none
-    /// does (on a thread of its own: starting waits for the hub to listen, which must not hold up the caller's
-    /// executor). Only the default socket's directory is created; a hub is not started at a path whose directory
-    /// does not exist (a mistyped `air:PATH` fails instead of creating directories).
+    /// Makes sure a hub listens at `path`, starting one when none does (``SharedAirHub``, on a thread of its own).
+    /// Only the default socket's directory is created; a hub is not started at a path whose directory does not
+    /// exist (a mistyped `air:PATH` fails instead of creating directories).
     static func ensureHub(at path: String) async throws(StackLaunchError) {
         if AirHub.isRunning(at: path) { return }
         let directory = (path as NSString).deletingLastPathComponent
@@ -117,27 +111,8 @@ public enum HostBackend {
             throw StackLaunchError(.unreachable, "no air hub at \(path), and its directory does not exist "
                                    + "(start one with `blue air --socket \(path)`)")
         }
-        guard let executable = hubExecutable() else {
-            throw StackLaunchError(.hubFailed, "no air hub at \(path), and no `blue` to start one (set "
-                                   + "\(hubExecutableEnvironmentVariable), put blue on PATH, or run `blue air --socket \(path)`)")
-        }
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Int32?, AirHubError>, Never>) in
-            Thread.detachNewThread {
-                // One start at a time in this process: the managers made together join the first one's hub.
-                hubStart.lock()
-                defer { hubStart.unlock() }
-                do throws(AirHubError) {
-                    continuation.resume(returning: .success(try AirHubLauncher.ensureRunning(executable: executable, socketPath: path)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        switch outcome {
-        case .success(let pid):
-            if let pid { startedHubs.withLock { $0.append(pid) } }
-        case .failure(let error):
-            throw StackLaunchError(.hubFailed, "no air hub at \(path), and none could be started: \(error.reason)")
+        if case .started(let pid) = try await SharedAirHub.ensure(at: path, starter: .automatic) {
+            startedHubs.withLock { $0.append(pid) }
         }
     }
 

@@ -1,11 +1,12 @@
 // StackLauncher: from a `--hci` text to a running host stack.
 //
 // What it is: the edge that turns a transport specification (DESIGN.md "Transports", `HCITransportSpec`:
-// virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:..., hciN) into a started `HostStack`: it opens the
+// virtual, in-process, air:PATH, tcp:HOST:PORT, unix:PATH, serial:..., hciN) into a started `HostStack`: it opens the
 // transport (Core 5.4 Vol 4 Part A H4 framing lives in HCITransport), taps it into a btsnoop file when asked
 // (`SnoopingTransport`), creates the stack's `DispatchEventLoop`, runs the controller initialisation (Vol 4 Part E
-// §4.4, §7.3, §7.8) and waits for it with a time limit. `virtual` joins the shared air hub when one runs, else an
-// in-process air (or, for commands that must meet another process, starts the hub with `AirHubLauncher`).
+// §4.4, §7.3, §7.8) and waits for it with a time limit. `virtual` is the shared air: it joins the air hub at the default socket,
+// started first when none runs (`SharedAirHub`: the `blue` tool spawns itself, a library spawns the `blue` it
+// finds, else hosts the hub in its own process); `in-process` is an air of the process's own.
 // `InProcessAir` puts N stacks on one private air (demo, benchmarks, tests). The launched stack's transport is
 // wrapped (`LossWatchingTransport`) so that the end of the controller while the stack runs is one value,
 // `StackLoss`, reported to the stack's and the process's observers (the `blue` tool ends every command with it).

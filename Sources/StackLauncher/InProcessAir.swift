@@ -65,8 +65,8 @@ public final class InProcessAir: Sendable {
             return controller
         }
         return try await StackLauncher.launch(
-            transport: VirtualControllerTransport(controller: controller), spec: .virtual,
-            description: "virtual (in-process air, \(controller.publicAddress.string))", options: options,
+            transport: VirtualControllerTransport(controller: controller), spec: .inProcess,
+            description: "in-process air (\(controller.publicAddress.string))", options: options,
             ownedAir: owned ? self : nil)
     }
 

@@ -10,24 +10,14 @@ import VirtualController
 
 /// How ``StackLauncher/open(spec:options:)`` opens a stack.
 public struct StackLaunchOptions: Sendable {
-    /// What `virtual` does when no air hub runs at ``hubSocketPath``.
-    public enum VirtualFallback: Hashable, Sendable {
-        /// A private air in this process with one controller (DESIGN.md "Transports"): the stack is alone on it
-        /// unless the caller adds stacks with ``InProcessAir``.
-        case inProcess
-        /// Start the hub in the background with ``AirHubLauncher`` (`executable air --socket PATH`) and join it:
-        /// for commands that must meet another process (`blue scan`, `explore`, `read`, `write`, `subscribe`,
-        /// `serve`).
-        case startHub(executable: String)
-    }
-
     /// Where to write a btsnoop capture of the stack's HCI traffic (Wireshark opens it); nil for none.
     public var snoopPath: String?
     /// The host's configuration (address policy, timeouts, MTU...).
     public var host: HostConfiguration
-    /// The socket `virtual` looks for a hub at: ``defaultHubSocketPath``.
+    /// The socket of the shared air (`virtual`): ``defaultHubSocketPath``.
     public var hubSocketPath: String
-    public var virtualFallback: VirtualFallback
+    /// Who starts the shared air's hub when none runs at ``hubSocketPath`` (``SharedAirHub``).
+    public var hubStarter: SharedAirHub.Starter
     /// How long the controller may take to initialise before the launch fails.
     public var startTimeout: Duration
     /// The label of the stack's `DispatchEventLoop`.
@@ -44,17 +34,17 @@ public struct StackLaunchOptions: Sendable {
     }
 
     public init(snoopPath: String? = nil, host: HostConfiguration = HostConfiguration(),
-                hubSocketPath: String = StackLaunchOptions.defaultHubSocketPath, virtualFallback: VirtualFallback = .inProcess,
+                hubSocketPath: String = StackLaunchOptions.defaultHubSocketPath, hubStarter: SharedAirHub.Starter = .automatic,
                 startTimeout: Duration = .seconds(12), label: String = "OpenCoreBluetooth.stack") {
         self.snoopPath = snoopPath
         self.host = host
         self.hubSocketPath = hubSocketPath
-        self.virtualFallback = virtualFallback
+        self.hubStarter = hubStarter
         self.startTimeout = startTimeout
         self.label = label
     }
 
-    /// The environment variable that overrides the hub's socket path for `virtual` (and for the hub `blue`
+    /// The environment variable that overrides the shared air's socket path for `virtual` (and for the hub `blue`
     /// starts): `OCB_AIR_SOCKET=/tmp/x.sock blue scan` joins (or starts) the hub at /tmp/x.sock.
     public static let hubSocketEnvironmentVariable = "OCB_AIR_SOCKET"
 

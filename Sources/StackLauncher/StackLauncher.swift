@@ -14,9 +14,10 @@ import Darwin
 /// ``HCITransportSpec``): H4 over TCP, UNIX sockets and serial ports (Core 5.4 Vol 4 Part A §2), the Linux HCI
 /// user channel, a virtual controller on an air hub (`air:PATH`), or `virtual`.
 ///
-/// `virtual` joins the shared hub when one accepts at ``StackLaunchOptions/hubSocketPath`` (`$OCB_AIR_SOCKET`, else
-/// the hub's default path); else it follows ``StackLaunchOptions/virtualFallback``: an in-process air of its own
-/// (alone on it), or a hub started in the background with ``AirHubLauncher`` and joined.
+/// `virtual` is the shared air: the hub at ``StackLaunchOptions/hubSocketPath`` (`$OCB_AIR_SOCKET`, else the hub's
+/// default path), started first when none runs there, as ``StackLaunchOptions/hubStarter`` says (``SharedAirHub``).
+/// `in-process` is an air of its own in this process (the stack is alone on it; ``InProcessAir`` puts several
+/// stacks on one).
 ///
 /// Every failure is a ``StackLaunchError`` with one line saying what and where.
 public enum StackLauncher {
@@ -38,21 +39,15 @@ public enum StackLauncher {
         switch spec {
         case .virtual:
             let path = options.hubSocketPath
-            if AirHub.isRunning(at: path) {
-                return try await openHub(path: path, spec: .air(path: path), note: "shared air hub", options: options)
+            let note = switch try await SharedAirHub.ensure(at: path, starter: options.hubStarter) {
+            case .running: "shared air hub"
+            case .started: "shared air hub, started"
+            case .hostedHere: "shared air hub, hosted by this process"
             }
-            switch options.virtualFallback {
-            case .inProcess:
-                let air = InProcessAir(label: options.label + ".air")
-                return try await air.makeStack(options: options, position: nil, owned: true)
-            case .startHub(let executable):
-                do {
-                    try AirHubLauncher.ensureRunning(executable: executable, socketPath: path)
-                } catch {
-                    throw StackLaunchError(.hubFailed, "cannot start the air hub at \(path): \(error.reason)")
-                }
-                return try await openHub(path: path, spec: .air(path: path), note: "shared air hub, started", options: options)
-            }
+            return try await openHub(path: path, spec: .air(path: path), note: note, options: options)
+        case .inProcess:
+            let air = InProcessAir(label: options.label + ".air")
+            return try await air.makeStack(options: options, position: nil, owned: true)
         case .air(let path):
             return try await openHub(path: path, spec: spec, note: "air hub", options: options)
         default:
@@ -149,7 +144,7 @@ public enum StackLauncher {
         }
     }
 
-    /// This program's executable (`/proc/self/exe`), for ``StackLaunchOptions/VirtualFallback/startHub(executable:)``.
+    /// This program's executable (`/proc/self/exe`), for ``SharedAirHub/Starter/executable(_:)``.
     public static var currentExecutablePath: String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)

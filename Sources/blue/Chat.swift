@@ -11,8 +11,8 @@ import OpenCoreBluetooth
 /// service, connects, subscribes, collects the chunks until "EOM", prints the text on standard output,
 /// unsubscribes and disconnects. Both run on the main queue (`queue: nil`), as the sample does.
 ///
-/// Transport: `--hci`, else `$OCB_HCI`, else `virtual-hub` (the `blue air` hub at `$OCB_AIR_SOCKET` or its
-/// default socket: the two ends are separate processes, so a hub must run: `blue air`).
+/// Transport: `--hci`, else `$OCB_HCI`, else `virtual` (the shared air: the `blue air` hub at `$OCB_AIR_SOCKET`
+/// or its default socket, started when none runs, as for every command).
 struct Chat: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat",
@@ -29,8 +29,8 @@ struct Chat: ParsableCommand {
 /// The options both ends share.
 struct ChatOptions: ParsableArguments {
     @Option(name: .customLong("hci"), help: ArgumentHelp(
-        "The controller: virtual-hub (default: the `blue air` hub at $OCB_AIR_SOCKET or its default socket), "
-            + "air:PATH, tcp:HOST:PORT, unix:PATH, serial:… or hciN. Default: $OCB_HCI, else virtual-hub.",
+        "The controller: virtual (the shared air: the `blue air` hub at $OCB_AIR_SOCKET or its default socket), "
+            + "air:PATH, tcp:HOST:PORT, unix:PATH, serial:… or hciN. Default: $OCB_HCI, else virtual.",
         valueName: "transport"))
     var hci: String?
 
@@ -44,9 +44,7 @@ struct ChatOptions: ParsableArguments {
     /// Installs the backend on the chosen transport; returns its name for messages.
     func installTransport() -> String {
         let environment = ProcessInfo.processInfo.environment[HostBackend.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-        var name = hci ?? environment ?? "virtual-hub"
-        // The two ends are separate processes: a private in-process air would leave each alone.
-        if name == "virtual" { name = "virtual-hub" }
+        let name = hci ?? environment ?? "virtual"
         CBBackendRegistry.setDefault(HostBackend.provider(HostBackend.transport(named: name)))
         return name
     }

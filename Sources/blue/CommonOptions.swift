@@ -19,20 +19,18 @@ struct StackOptions: ParsableArguments, Sendable {
                                                            valueName: "file"))
     var snoop: String?
 
-    /// Opens the stack. `virtual` joins the shared air hub, starting it in the background when none runs (these
-    /// commands exist to meet another process): `$OCB_AIR_SOCKET` or the default socket path.
-    func open(label: String, meetsOtherProcesses: Bool = true) async throws(CLIFailure) -> LaunchedStack {
-        try await open(StackLaunchOptions(label: "blue.\(label)"), meetsOtherProcesses: meetsOtherProcesses)
+    /// Opens the stack. `virtual` joins the shared air hub, this `blue` starting it in the background when none
+    /// runs: `$OCB_AIR_SOCKET` or the default socket path.
+    func open(label: String) async throws(CLIFailure) -> LaunchedStack {
+        try await open(StackLaunchOptions(label: "blue.\(label)"))
     }
 
     /// Opens the stack with `options` (their snoop path is ours): the one place every command opens its stack, so
     /// that every command ends the same way when the controller goes away (``CommandRun``).
-    func open(_ options: StackLaunchOptions, meetsOtherProcesses: Bool = true) async throws(CLIFailure) -> LaunchedStack {
+    func open(_ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
         var options = options
         options.snoopPath = snoop
-        if meetsOtherProcesses {
-            options.virtualFallback = .startHub(executable: StackLauncher.currentExecutablePath)
-        }
+        options.hubStarter = .executable(StackLauncher.currentExecutablePath)
         let launched: LaunchedStack
         do {
             launched = try await StackLauncher.open(hci, options: options)
@@ -89,7 +87,7 @@ func runCommand(_ body: @escaping @Sendable () async throws(CLIFailure) -> Void)
 }
 
 /// The command this process runs, and the ways it can end besides its body finishing: every stack the commands
-/// open (``StackOptions/open(_:meetsOtherProcesses:)``, or any ``LaunchedStack``: the CoreBluetooth managers'
+/// open (``StackOptions/open(_:)``, or any ``LaunchedStack``: the CoreBluetooth managers'
 /// too) is watched for the loss of its controller, SIGINT and SIGTERM are handled once for the process, and a
 /// closed standard output ends the command quietly.
 ///
@@ -372,20 +370,7 @@ enum Console {
 
     /// Writes every byte unless the descriptor fails; returns the failing errno, or 0.
     private static func writeAll(_ fd: Int32, _ text: String) -> Int32 {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { buffer in
-                Foundation.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            if written == 0 { return EIO }
-            offset += written
-        }
-        return 0
+        DescriptorWriter.writeAll(fd, text)
     }
 
     static func flush() {

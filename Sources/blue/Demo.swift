@@ -7,7 +7,7 @@ import Seed001PeripheralApp
 
 /// `blue demo`: seed 001 end to end (issue 5 item 4). The iOS peripheral's and the macOS central's
 /// BluetoothManager (Examples/Seed001PeripheralApp, Examples/Seed001CentralApp) run in this process, each on its own host stack and virtual controller on the process's own
-/// air (``HostBackend``; `OCB_HCI` picks another transport), on the main queue as the seed asks (`queue: nil`).
+/// air (`in-process`; `--hci` or `OCB_HCI` picks another transport), on the main queue as the seed asks (`queue: nil`).
 /// The peripheral publishes a service and advertises; the central scans for it, connects, subscribes and reads
 /// {"Hello": "Darkness"} from the notification, then writes {"Yo": "Lo"}, which the peripheral receives; the
 /// central disconnects. Exit 0 then; exit 1 when it has not finished within `--timeout` seconds.
@@ -18,12 +18,12 @@ struct Demo: ParsableCommand {
         discussion: """
             Runs the iOS peripheral and the macOS central of seed 001 (unchanged CoreBluetooth code, compiled against \
             OpenCoreBluetooth) in this process, each on its own host stack over a virtual controller. Their logs are \
-            labelled [peripheral] and [central]. Set OCB_HCI=virtual-hub to run them on the `blue air` hub instead.
+            labelled [peripheral] and [central]. --hci virtual runs them on the shared air (the `blue air` hub) instead.
             """)
 
     @Option(name: .customLong("hci"), help: ArgumentHelp(
-        "Where both roles run: virtual (default: an air inside this process), virtual-hub (the `blue air` hub), "
-            + "air:PATH, tcp:HOST:PORT, unix:PATH, serial:… or hciN. Default: $OCB_HCI, else virtual.",
+        "Where both roles run: in-process (an air inside this process), virtual (the shared air: the `blue air` "
+            + "hub), air:PATH, tcp:HOST:PORT, unix:PATH, serial:… or hciN. Default: $OCB_HCI, else in-process.",
         valueName: "transport"))
     var hci: String?
 
@@ -36,8 +36,11 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         let log = DemoLog.shared
-        let transport = (hci ?? ProcessInfo.processInfo.environment[HostBackend.environmentVariable]).flatMap { $0.isEmpty ? nil : $0 }
-        if let hci { CBBackendRegistry.setDefault(HostBackend.provider(HostBackend.transport(named: hci))) }
+        let chosen = (hci ?? ProcessInfo.processInfo.environment[HostBackend.environmentVariable]).flatMap { $0.isEmpty ? nil : $0 }
+        // Both roles are in this process: without a choice, an air of its own (the library's default is the
+        // shared air, where two programs meet).
+        CBBackendRegistry.setDefault(HostBackend.provider(HostBackend.transport(named: chosen ?? "in-process")))
+        let transport = chosen
         CommandRun.exitOnLoss(name: "blue demo")
         log.write(role: "demo", "seed 001: the iOS peripheral and the macOS central in one process, on \(transport ?? "the built-in air")")
         let peripheralEar = DemoPeripheralEar()

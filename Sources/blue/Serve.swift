@@ -84,7 +84,7 @@ struct Serve: ParsableCommand, Sendable {
         return security
     }
 
-    /// Opens the stack as ``StackOptions/open(label:meetsOtherProcesses:)`` does, with our security configuration.
+    /// Opens the stack as ``StackOptions/open(label:)`` does, with our security configuration.
     func openStack() async throws(CLIFailure) -> LaunchedStack {
         var host = HostConfiguration()
         host.security = securityConfiguration()

@@ -99,7 +99,7 @@ final class HeartRateScene: @unchecked Sendable {
     @Test func badTransportUUIDAndValueAreOneLineErrors() async throws {
         let bogus = try await BlueProcess.run(["scan", "--hci", "bogus", "--timeout", "1"])
         #expect(bogus.status == 64)
-        #expect(bogus.standardError == "error: unknown HCI transport \"bogus\"; expected virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN\n")
+        #expect(bogus.standardError == "error: unknown HCI transport \"bogus\"; expected virtual, in-process, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN\n")
         let missing = testTemporaryPath("ocb-test-missing-\(UUID().uuidString.prefix(6)).sock")
         let unreachable = try await BlueProcess.run(["read", "--hci", "air:\(missing)", "somebody", "2A38"])
         #expect(unreachable.status == 69)

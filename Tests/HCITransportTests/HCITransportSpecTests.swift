@@ -4,6 +4,7 @@ import Testing
 @Suite struct HCITransportSpecTests {
     static let good: [(String, HCITransportSpec)] = [
         ("virtual", .virtual),
+        ("in-process", .inProcess),
         ("air:/tmp/ocb-air.sock", .air(path: "/tmp/ocb-air.sock")),
         ("tcp:127.0.0.1:9000", .tcp(host: "127.0.0.1", port: 9000)),
         ("tcp:localhost:1", .tcp(host: "localhost", port: 1)),
@@ -27,7 +28,14 @@ import Testing
             == "serial:/dev/ttyS0,115200,rtscts")
     }
 
-    static let forms = "virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN"
+    /// `virtual-hub`, the shared air's former name in some commands, is read as `virtual` everywhere.
+    @Test func virtualHubIsTheSharedAir() throws {
+        #expect(try HCITransportSpec(parsing: "virtual-hub") == .virtual)
+        #expect(HCITransportSpec.virtual.description == "virtual")
+        #expect(HCITransportSpec.inProcess.needsVirtualController)
+    }
+
+    static let forms = "virtual, in-process, air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN"
 
     static let bad: [(String, String)] = [
         ("", "empty HCI transport specification; expected \(forms)"),

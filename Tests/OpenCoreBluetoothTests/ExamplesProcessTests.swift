@@ -120,3 +120,23 @@ func exampleText(bytes: Int) -> String {
     }
     return text
 }
+
+/// Stops (SIGTERM, then SIGKILL after 5 s) every `blue air --socket SOCKET` of this user: the hubs that programs
+/// started on demand for a test's own socket (they outlive the programs, by design). Removes the socket file.
+func stopHubsStarted(at socket: String) async {
+    func hubs() -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> Int32? in
+            guard let pid = Int32(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+            let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard let index = arguments.firstIndex(of: "--socket"), index + 1 < arguments.count,
+                  arguments[index + 1] == socket, arguments.contains("air") else { return nil }
+            return pid
+        }
+    }
+    for pid in hubs() { kill(pid, SIGTERM) }
+    let end = ContinuousClock.now + .seconds(5)
+    while !hubs().isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(50)) }
+    for pid in hubs() { kill(pid, SIGKILL) }
+    unlink(socket)
+}

@@ -1,5 +1,7 @@
 import Foundation
+import TestSupport
 import Testing
+import VirtualController
 
 /// Seed 001 (issue 5 item 2) as two programs of Examples/: the iOS peripheral's and the macOS central's
 /// BluetoothManager, each in its own process, meeting on a `blue air` hub of the test's own.
@@ -42,6 +44,32 @@ struct ExamplesSeed001Tests {
         #expect(central.errors.contains("[Seed001Central] Exchange done"))
         #expect(peripheral.errors.contains("[Seed001Peripheral] Did send data ⬆️"))
         #expect(peripheral.errors.contains("[Seed001Peripheral] Exchange done"))
+    }
+
+    /// Issue 12 item 1: on Apple's systems two apps on two devices simply meet. Here two programs with no `OCB_HCI`
+    /// meet on the shared air: the first that needs it starts `blue air` (found beside it) at the socket
+    /// (`OCB_AIR_SOCKET` only keeps the test off the user's own hub), the other joins it; the hub outlives both.
+    @Test("seed 001: two programs with no OCB_HCI meet on the shared air, started on demand")
+    func seed001MeetsOnTheSharedAirByDefault() async throws {
+        let directory = testTemporaryPath("ocb-shared-\(UUID().uuidString.prefix(6).lowercased())")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let socket = directory + "/air.sock"
+        #expect(!AirHub.isRunning(at: socket))
+        let environment = ["OCB_AIR_SOCKET": socket]
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "25"], environment: environment)
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "25"], environment: environment)
+        let centralStatus = await central.waitForExit(limit: .seconds(28))
+        let peripheralStatus = await peripheral.waitForExit(limit: .seconds(5))
+        let hubWasRunning = AirHub.isRunning(at: socket)
+        peripheral.stopInBackground()
+        central.stopInBackground()
+        await stopHubsStarted(at: socket)
+        try? FileManager.default.removeItem(atPath: directory)
+        #expect(centralStatus == 0, "central: \(central.output) \(central.errors)")
+        #expect(peripheralStatus == 0, "peripheral: \(peripheral.output) \(peripheral.errors)")
+        #expect(central.output.contains(#"Value read is: ["Hello": "Darkness"]"#))
+        #expect(peripheral.output.contains(#"Written value is: ["Yo": "Lo"]"#))
+        #expect(hubWasRunning, "the hub started on demand outlives the programs")
     }
 
     @Test("seed 001: the central alone times out with exit 1 and says what it was waiting for")

@@ -155,13 +155,16 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
         #expect(HostBackend.hubExecutable(environment: ["OCB_BLUE": ""], programPath: "app", isExecutable: isExecutable) == nil)
     }
 
-    /// `OCB_HCI` names: `virtual-hub` is the hub at the default socket, `air:PATH` the hub at PATH, the rest stays
-    /// a `--hci` specification.
+    /// `OCB_HCI` names: unset, `virtual` (and its former name `virtual-hub`) are the shared air, the hub at the
+    /// default socket; `air:PATH` the hub at PATH; `in-process` the process's own air; the rest stays a `--hci`
+    /// specification.
     @Test func transportNames() {
-        if case .hub(let path) = HostBackend.transport(named: "virtual-hub") {
-            #expect(path == StackLaunchOptions.defaultHubSocketPath)
-        } else {
-            Issue.record("virtual-hub is not the hub")
+        for name in ["", "virtual", "virtual-hub", " virtual "] {
+            if case .hub(let path) = HostBackend.transport(named: name) {
+                #expect(path == StackLaunchOptions.defaultHubSocketPath)
+            } else {
+                Issue.record("\"\(name)\" is not the shared air")
+            }
         }
         if case .hub(let path) = HostBackend.transport(named: " air:/run/x.sock ") { #expect(path == "/run/x.sock") } else {
             Issue.record("air:PATH is not the hub")
@@ -172,6 +175,10 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
         if case .specification(let text) = HostBackend.transport(named: "tcp:127.0.0.1:9000") { #expect(text == "tcp:127.0.0.1:9000") } else {
             Issue.record("tcp is not a specification")
         }
-        if case .inProcess = HostBackend.transport(named: "virtual") {} else { Issue.record("virtual is not the in-process air") }
+        if case .inProcess(let air) = HostBackend.transport(named: "in-process") {
+            #expect(air === HostBackend.sharedAir)
+        } else {
+            Issue.record("in-process is not the process's own air")
+        }
     }
 }

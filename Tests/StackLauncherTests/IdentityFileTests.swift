@@ -48,7 +48,7 @@ import Testing
         #expect(FileManager.default.contents(atPath: file.path) == garbage)
         var options = isolatedOptions()
         options.identity = .persistent(directory: directory)
-        let failure = await launchError("virtual", options: options)
+        let failure = await launchError("in-process", options: options)
         #expect(failure?.code == .identityFailed)
         #expect(FileManager.default.contents(atPath: file.path) == garbage)
     }
@@ -60,7 +60,7 @@ import Testing
         options.identity = .persistent(directory: directory)
         var seen: [(BluetoothAddress, BluetoothAddress?, String)] = []
         for _ in 0..<2 {
-            let stack = try await StackLauncher.open("virtual", options: options)
+            let stack = try await StackLauncher.open("in-process", options: options)
             let (identity, irk) = stack.eventLoop.sync { (stack.host.localIdentityAddress, stack.host.localIdentityResolvingKey) }
             seen.append((stack.controllerInfo.ownAddress, identity, irk.map { "\($0)" } ?? "none"))
             stack.shutdown()
@@ -74,8 +74,8 @@ import Testing
         }
         // Without the option each launch is a new identity, and no file is written.
         let plainDirectory = Self.folder()
-        let a = try await StackLauncher.open("virtual", options: isolatedOptions())
-        let b = try await StackLauncher.open("virtual", options: isolatedOptions())
+        let a = try await StackLauncher.open("in-process", options: isolatedOptions())
+        let b = try await StackLauncher.open("in-process", options: isolatedOptions())
         #expect(a.controllerInfo.ownAddress != b.controllerInfo.ownAddress)
         #expect(a.controllerInfo.ownAddress != stored.address)
         a.shutdown()

@@ -32,9 +32,9 @@ func temporaryPath(_ name: String) -> String {
     return folder.appendingPathComponent(name).path
 }
 
-/// Options that never meet a hub of the machine (a socket path nobody listens on).
+/// Options that never meet a hub of the machine (a socket path nobody listens on, and no hub started there).
 func isolatedOptions(snoop: String? = nil) -> StackLaunchOptions {
-    StackLaunchOptions(snoopPath: snoop, hubSocketPath: temporaryPath("none.sock"), virtualFallback: .inProcess,
+    StackLaunchOptions(snoopPath: snoop, hubSocketPath: temporaryPath("none.sock"), hubStarter: .never,
                        startTimeout: .seconds(5))
 }
 
@@ -77,7 +77,7 @@ func launchError(_ text: String, options: StackLaunchOptions = isolatedOptions()
     }
 
     @Test func snoopFileThatCannotBeCreatedFailsBeforeStarting() async {
-        let error = await launchError("virtual", options: isolatedOptions(snoop: "/nonexistent-dir/capture.btsnoop"))
+        let error = await launchError("in-process", options: isolatedOptions(snoop: "/nonexistent-dir/capture.btsnoop"))
         #expect(error?.code == .snoopFailed)
         #expect(error?.reason.hasPrefix("cannot create the snoop file /nonexistent-dir/capture.btsnoop") == true)
     }
@@ -101,11 +101,11 @@ func launchError(_ text: String, options: StackLaunchOptions = isolatedOptions()
 }
 
 @Suite struct StackLauncherVirtualTests {
-    @Test func virtualWithoutHubIsAnInProcessAirAndTapsTheSnoop() async throws {
+    @Test func inProcessIsAnAirOfItsOwnAndTapsTheSnoop() async throws {
         let snoop = temporaryPath("virtual.btsnoop")
-        let stack = try await StackLauncher.open("virtual", options: isolatedOptions(snoop: snoop))
-        #expect(stack.spec == .virtual)
-        #expect(stack.transportDescription.hasPrefix("virtual (in-process air, 0A:1C:00:00:00:01)"))
+        let stack = try await StackLauncher.open("in-process", options: isolatedOptions(snoop: snoop))
+        #expect(stack.spec == .inProcess)
+        #expect(stack.transportDescription.hasPrefix("in-process air (0A:1C:00:00:00:01)"))
         #expect(stack.controllerInfo.publicAddress == InProcessAir.address(forDevice: 1))
         #expect(stack.controllerInfo.ownAddress.isValidRandomStatic)
         stack.shutdown()
@@ -174,6 +174,45 @@ func launchError(_ text: String, options: StackLaunchOptions = isolatedOptions()
         #expect(await eventually { ended.values.count == 1 })
     }
 
+    /// `virtual` is the shared air and nothing else: with no hub and nobody allowed to start one, it fails with one
+    /// line naming the socket (it never falls back to an air of its own).
+    @Test func virtualWithoutAHubAndNoStarterFails() async {
+        let options = isolatedOptions()
+        let error = await launchError("virtual", options: options)
+        #expect(error?.code == .unreachable)
+        #expect(error?.reason == "no air hub at \(options.hubSocketPath) (start one with `blue air --socket \(options.hubSocketPath)`)")
+        #expect(!AirHub.isRunning(at: options.hubSocketPath))
+    }
+
+    /// With no `blue` to spawn, a program hosts the shared air itself: the first `virtual` stack starts a hub in
+    /// this process, the next ones (of this process, or of another joining the socket) meet it there.
+    @Test func virtualHostsTheSharedAirInThisProcessWhenAsked() async throws {
+        var options = isolatedOptions()
+        options.hubStarter = .inThisProcess
+        #expect(!AirHub.isRunning(at: options.hubSocketPath))
+        let first = try await StackLauncher.open("virtual", options: options)
+        defer { first.shutdown() }
+        #expect(first.transportDescription == "air:\(options.hubSocketPath) (shared air hub, hosted by this process)")
+        #expect(AirHub.isRunning(at: options.hubSocketPath))
+        #expect(try await SharedAirHub.ensure(at: options.hubSocketPath, starter: .never) == .running)
+        let second = try await StackLauncher.open("virtual-hub", options: options)
+        defer { second.shutdown() }
+        #expect(second.transportDescription == "air:\(options.hubSocketPath) (shared air hub)")
+        // The two see each other: one advertises, the other's scan reports it.
+        let advertising = Collected<Bool>()
+        first.host.startAdvertising(AdvertisingContent(localName: "hosted", serviceUUIDs: [])) {
+            advertising.append((try? $0.get()) != nil)
+        }
+        #expect(await eventually { advertising.values == [true] })
+        let reports = Collected<String>()
+        second.addEventHandler { event in
+            if case .advertisingReport(let report) = event, let name = report.localName { reports.append(name) }
+        }
+        second.host.startScanning { _ in }
+        #expect(await eventually(.seconds(10)) { reports.values.contains("hosted") })
+        second.host.stopScanning()
+    }
+
     @Test func virtualJoinsARunningHubAndAirPathToo() async throws {
         let path = temporaryPath("air.sock")
         let hub = AirHub(configuration: AirHubConfiguration(socketPath: path, statisticsInterval: nil),
@@ -197,7 +236,7 @@ func launchError(_ text: String, options: StackLaunchOptions = isolatedOptions()
     }
 
     @Test func eventHandlersCanBeRemoved() async throws {
-        let stack = try await StackLauncher.open("virtual", options: isolatedOptions())
+        let stack = try await StackLauncher.open("in-process", options: isolatedOptions())
         defer { stack.shutdown() }
         let seen = Collected<Int>()
         let subscription = stack.addEventHandler { _ in seen.append(1) }
