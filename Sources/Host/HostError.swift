@@ -49,6 +49,9 @@ public struct HostError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Why securing the link failed, when this is a security failure (``Code/securityFailed``; ``Code/timedOut``
     /// for the SMP timeout; ``Code/commandFailed`` when LE Enable Encryption itself was refused).
     public var security: HostSecurityFailure?
+    /// The result an L2CAP LE Credit Based Connection Response refused a channel with (Core 5.4 Vol 3 Part A
+    /// §4.23), when that is why an open failed.
+    public var l2capRefusal: L2CAPConnectionResult?
 
     public init(_ code: Code, _ reason: String, status: HCIStatus? = nil, opcode: HCIOpcode? = nil,
                 security: HostSecurityFailure? = nil) {

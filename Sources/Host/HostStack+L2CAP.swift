@@ -8,8 +8,11 @@ extension HostStack {
     // MARK: Servers
 
     /// Accepts LE Credit Based Connection Requests on `server.psm` on every connection, present and future.
-    /// Incoming channels are reported as ``HostEvent/l2capChannelOpened(handle:_:)``.
-    public func registerL2CAPServer(_ server: L2CAPChannelServer,
+    /// Incoming channels are reported as ``HostEvent/l2capChannelOpened(handle:_:)``. With `requiresEncryption`,
+    /// a request on a link that is not encrypted is refused before the server's own policy is asked (Core 5.4
+    /// Vol 3 Part A §4.23): Insufficient Encryption (0x0008) when the peer is bonded (it can encrypt and ask
+    /// again), else Insufficient Authentication (0x0005: pair first), as Linux's l2cap_le_connect_req does.
+    public func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool = false,
                                     completion: (@Sendable (Result<Void, L2CAPLinkError>) -> Void)? = nil) {
         onLoop { [self] in
             do throws(L2CAPLinkError) {
@@ -23,8 +26,9 @@ extension HostStack {
                 return
             }
             channelServers[server.psm] = server
+            if requiresEncryption { encryptedChannelServers.insert(server.psm) } else { encryptedChannelServers.remove(server.psm) }
             for handle in connections.keys {
-                try? connections[handle]?.session?.link.registerServer(server)
+                try? connections[handle]?.session?.link.registerServer(serverOnLink(server, handle))
             }
             completion?(.success(()))
         }
@@ -34,8 +38,29 @@ extension HostStack {
     public func unregisterL2CAPServer(psm: UInt16) {
         onLoop { [self] in
             channelServers[psm] = nil
+            encryptedChannelServers.remove(psm)
             for handle in connections.keys { connections[handle]?.session?.link.unregisterServer(psm: psm) }
         }
+    }
+
+    /// `server` as registered on connection `handle`'s link: its accept policy behind the encryption check when
+    /// the server requires an encrypted link. On the loop (the policy runs there, synchronously).
+    func serverOnLink(_ server: L2CAPChannelServer, _ handle: UInt16) -> L2CAPChannelServer {
+        guard encryptedChannelServers.contains(server.psm) else { return server }
+        var guarded = server
+        let policy = server.acceptPolicy
+        guarded.acceptPolicy = .decide { [unowned self] request in
+            guard let connection = connections[handle]?.connection, connection.isEncrypted else {
+                let bonded = connections[handle]?.session?.securityLink?.identity.flatMap { securityState.bonds[$0] } != nil
+                return bonded ? .allConnectionsRefusedInsufficientEncryption : .allConnectionsRefusedInsufficientAuthentication
+            }
+            switch policy {
+            case .acceptAll: return .successful
+            case .refuseAll(let result): return result
+            case .decide(let decide): return decide(request)
+            }
+        }
+        return guarded
     }
 
     // MARK: Channels

@@ -24,7 +24,7 @@ extension HostStack {
                 role: connection.role == .central ? .central : .peripheral, disconnectLinkOnSignalingTimeout: true))
         }
         for server in channelServers.values {
-            try? session.link.registerServer(server)
+            try? session.link.registerServer(serverOnLink(server, connection.handle))
         }
         connections[connection.handle]?.session = session
         gattServer.connect(GATTConnectionID(connection.handle), security: GATTLinkSecurity(encrypted: connection.isEncrypted))
@@ -120,7 +120,9 @@ extension HostStack {
                 connections[handle]?.session?.channelOpens.removeValue(forKey: info.localCID)?(.success(info))
             case .channelConnectFailed(let cid, let failure):
                 let completion = connections[handle]?.session?.channelOpens.removeValue(forKey: cid)
-                completion?(.failure(HostError(.commandFailed, "L2CAP channel connect failed: \(failure)")))
+                var error = HostError(.commandFailed, "L2CAP channel connect failed: \(failure)")
+                if case .refused(let result) = failure { error.l2capRefusal = result }
+                completion?(.failure(error))
             case .sdu(let cid, let sdu):
                 emit(.l2capSDU(handle: handle, channel: cid, sdu: sdu))
             case .channelClosed(let cid, let reason):

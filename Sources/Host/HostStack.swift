@@ -97,6 +97,8 @@ public final class HostStack: @unchecked Sendable {
     var gattServer = GATTServer(database: GATTDatabase())
     /// Credit-based channel servers, registered on every link.
     var channelServers: [UInt16: L2CAPChannelServer] = [:]
+    /// The PSMs of ``channelServers`` that accept only on encrypted links.
+    var encryptedChannelServers: Set<UInt16> = []
     /// Bonds, our identity and the RPA timer (`HostStack+Security.swift`).
     var securityState = SecurityState()
 

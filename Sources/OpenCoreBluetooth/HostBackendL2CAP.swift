@@ -120,6 +120,11 @@ final class HostL2CAPChannels: Sendable {
         channels.withLock { $0[channel.key] = channel }
     }
 
+    /// The channels open on `psm` (the server side's: a central's channels to a peer's PSM share its number).
+    func open(onPSM psm: CBL2CAPPSM) -> [HostL2CAPChannel] {
+        channels.load().values.filter { $0.psm == psm }
+    }
+
     /// Routes an L2CAP or readiness event; true when it was one.
     @discardableResult
     func handle(_ event: HostEvent) -> Bool {

@@ -554,8 +554,16 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// Opens a channel (LE Credit Based Connection Request, Core 5.4 Vol 3 Part A §4.22). Refused for
+    /// insufficient authentication, encryption or key size (§4.23: the peer published its PSM with encryption),
+    /// the link is secured (pairing, or encryption with the bond) and the request sent once more, as iOS does.
     public func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                                  completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
+        openL2CAPChannel(peer, psm: psm, securing: true, completion: completion)
+    }
+
+    private func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM, securing: Bool,
+                                  completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running"))) }
         stack.eventLoop.execute { [self] in
             guard let handle = state.load().links[peer.address]?.handle else {
@@ -567,10 +575,25 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
                     let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: peer)
                     opener.channels.add(channel)
                     completion(.success(channel))
+                case .failure(let error) where securing && Self.securityRefusals.contains(error.l2capRefusal ?? .successful):
+                    stack.host.pair(connectionHandle: handle) { [self] secured in
+                        switch secured {
+                        case .success: openL2CAPChannel(peer, psm: psm, securing: false, completion: completion)
+                        case .failure(let failure):
+                            completion(.failure(.core(.unknown, "cannot open an L2CAP channel on PSM \(psm): it needs an "
+                                                      + "encrypted link, and securing it failed: \(failure.reason)")))
+                        }
+                    }
                 case .failure(let error):
                     completion(.failure(.core(.unknown, "cannot open an L2CAP channel on PSM \(psm): \(error.reason)")))
                 }
             }
         }
     }
+
+    /// The refusals that securing the link answers (Core 5.4 Vol 3 Part A §4.23).
+    static let securityRefusals: Set<L2CAPConnectionResult> = [
+        .allConnectionsRefusedInsufficientAuthentication, .allConnectionsRefusedInsufficientEncryption,
+        .allConnectionsRefusedEncryptionKeySizeTooShort,
+    ]
 }

@@ -348,8 +348,9 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     }
 
     /// Registers a channel server on the lowest free dynamic LE_PSM (0x0080...0x00FF, Core 5.4 Vol 3 Part A
-    /// §4.22): SDUs up to 2048 octets, 16 initial credits returned automatically. `encryptionRequired` is not
-    /// enforced yet (the link's encryption comes with the security layer).
+    /// §4.22): SDUs up to 2048 octets, 16 initial credits returned automatically. `encryptionRequired`: a central
+    /// whose link is not encrypted is refused (Insufficient Authentication, or Insufficient Encryption when
+    /// bonded, §4.23); a central on this stack then pairs or encrypts and asks again, as iOS does.
     public func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
         stack.eventLoop.execute { [self] in
@@ -359,7 +360,8 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                 return free
             }
             guard let psm else { return completion(.failure(.core(.outOfSpace, "every dynamic LE_PSM is published"))) }
-            stack.host.registerL2CAPServer(L2CAPChannelServer(psm: psm, mtu: 2048, mps: 247, initialCredits: 16)) { [self] result in
+            stack.host.registerL2CAPServer(L2CAPChannelServer(psm: psm, mtu: 2048, mps: 247, initialCredits: 16),
+                                           requiresEncryption: encryptionRequired) { [self] result in
                 switch result {
                 case .success: completion(.success(psm))
                 case .failure(let error):
@@ -377,6 +379,8 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                 return completion(.failure(.core(.invalidParameters, "PSM \(psm) is not published")))
             }
             stack.host.unregisterL2CAPServer(psm: psm)
+            // Apple's header: unpublishing closes the channels open on the PSM.
+            for channel in opener.channels.open(onPSM: psm) { channel.close() }
             completion(.success(()))
         }
     }

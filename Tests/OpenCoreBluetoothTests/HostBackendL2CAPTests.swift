@@ -141,3 +141,97 @@ private final class ChannelCentral: ConnectingCentral, StreamDelegate, @unchecke
         #expect(central.value.streamThread.stop())
     }
 }
+
+private let securedServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000C0C1")
+
+/// Publishes a channel that needs encryption (`withEncryption: true`), advertises, keeps the channels opened, and
+/// unpublishes on demand.
+private final class SecuredChannelPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    var manager: CBPeripheralManager!
+    var psm: CBL2CAPPSM?
+    var channels: [CBL2CAPChannel] = []
+    var unpublished: (any Error)??
+
+    override init() {
+        super.init()
+        manager = CBPeripheralManager(delegate: self, queue: nil)
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        peripheral.publishL2CAPChannel(withEncryption: true)
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?) {
+        guard error == nil else { return }
+        psm = PSM
+        peripheral.startAdvertising([CBAdvertisementDataServiceUUIDsKey: [securedServiceUUID]])
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
+        if let channel {
+            channels.append(channel)
+            channel.inputStream.open()
+        }
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?) {
+        unpublished = .some(error)
+    }
+}
+
+/// Connects and opens the channel on the PSM; keeps it with its input stream open (polled, not scheduled).
+private final class ChannelOpener: ConnectingCentral, @unchecked Sendable {
+    let psm: CBL2CAPPSM
+    var channel: CBL2CAPChannel?
+    var openError: (any Error)?
+
+    init(psm: CBL2CAPPSM) {
+        self.psm = psm
+        super.init(service: securedServiceUUID)
+    }
+
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        peripheral.delegate = self
+        peripheral.openL2CAPChannel(psm)
+    }
+
+    override func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
+        self.channel = channel
+        openError = error
+        channel?.inputStream.open()
+    }
+}
+
+@Suite struct PublishedChannelSecurityTests {
+    /// `publishL2CAPChannel(withEncryption: true)`: the central's first request is refused (its link is not
+    /// encrypted: Insufficient Authentication), its stack pairs and asks again, and the channel opens on the
+    /// encrypted link, as between two Apple devices. `unpublishL2CAPChannel` then closes the channel open on the
+    /// PSM (Apple's header), on both sides.
+    @Test func anEncryptedChannelOpensAfterPairingAndUnpublishingClosesIt() async throws {
+        let provider = HostBackend.privateAirProvider(seed: 78)
+        let peripheral = await makeOnMain(with: provider) { SecuredChannelPeripheral() }
+        try await waitFor("the channel's publication", until: { peripheral.value.psm != nil },
+                          seen: { "state \(peripheral.value.manager.state.rawValue), no PSM" })
+        let published = try #require(await onMain { peripheral.value.psm })
+        let central = await makeOnMain(with: provider) { ChannelOpener(psm: published) }
+        try await waitFor("the channel, after pairing", until: { central.value.channel != nil || central.value.openError != nil },
+                          seen: { "central \(central.value.log), peripheral channels \(peripheral.value.channels.count)" })
+        let openError = await onMain { central.value.openError.map { "\($0)" } }
+        #expect(openError == nil)
+        try await waitFor("the peripheral's side of the channel", until: { peripheral.value.channels.count == 1 },
+                          seen: { "\(peripheral.value.channels.count) channels" })
+
+        await onMain { peripheral.value.manager.unpublishL2CAPChannel(published) }
+        try await waitFor("the unpublication", until: { peripheral.value.unpublished != nil }, seen: { "not yet" })
+        let unpublishError = await onMain { peripheral.value.unpublished.flatMap { $0 }.map { "\($0)" } }
+        #expect(unpublishError == nil)
+        try await waitFor("the channel's end on both sides", until: {
+            central.value.channel?.inputStream.streamStatus == .atEnd
+                && peripheral.value.channels.first?.inputStream.streamStatus == .atEnd
+        }, seen: {
+            "central \(String(describing: central.value.channel?.inputStream.streamStatus.rawValue)), "
+                + "peripheral \(String(describing: peripheral.value.channels.first?.inputStream.streamStatus.rawValue))"
+        })
+    }
+}
