@@ -11,9 +11,9 @@ import OpenCoreBluetooth
 let example = ExampleProgram("ChatPeripheral")
 
 enum ChatService {
-    static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
-    static let messageUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D4")
-    static let greetingUUID = CBUUID(string: "C0DE0001-7E57-4C0D-9000-00000000CAFE")
+    nonisolated(unsafe) static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
+    nonisolated(unsafe) static let messageUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D4")
+    nonisolated(unsafe) static let greetingUUID = CBUUID(string: "C0DE0001-7E57-4C0D-9000-00000000CAFE")
 }
 
 final class ChatPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {

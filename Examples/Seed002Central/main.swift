@@ -14,8 +14,8 @@ import OpenCoreBluetooth
 let example = ExampleProgram("Seed002Central")
 
 enum TransferService {
-    static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
-    static let characteristicUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D4")
+    nonisolated(unsafe) static let serviceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
+    nonisolated(unsafe) static let characteristicUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D4")
 }
 
 final class CentralViewController: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {

@@ -12,7 +12,7 @@ public import Foundation
 ///   equals `CBUUID(string: "180D")` and prints `uuidString` "180D"; 128-bit values print upper case, hyphenated.
 /// - `data` is big-endian (2, 4 or 16 bytes), the opposite of the ATT wire order.
 /// - `description` is the SIG name for assigned numbers ("Heart Rate"), `uuidString` otherwise.
-public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
+public final class CBUUID: NSObject, NSCopying {
     /// The underlying value (normalised).
     public let bluetoothUUID: BluetoothUUID
 

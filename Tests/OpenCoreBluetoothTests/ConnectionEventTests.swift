@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let eventServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-0000000C0E17")
-private let eventCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-0000000C0E17")
+private nonisolated(unsafe) let eventServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-0000000C0E17")
+private nonisolated(unsafe) let eventCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-0000000C0E17")
 
 /// Publishes one readable value under the test's service and advertises the service.
 private final class EventPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let errorServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E000")
-private let errorCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E000")
+private nonisolated(unsafe) let errorServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E000")
+private nonisolated(unsafe) let errorCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E000")
 
 /// Refuses the first read and every write with ATT errors, and leaves the second read unanswered.
 private final class RefusingPeripheral: MainQueuePeripheral, @unchecked Sendable {

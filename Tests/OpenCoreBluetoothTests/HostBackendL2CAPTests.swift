@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let l2capServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000C0C0")
+private nonisolated(unsafe) let l2capServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000C0C0")
 
 /// Publishes a channel, advertises, and collects what arrives on the channel's input stream, which it schedules in
 /// the run loop of a stream thread of its own (as an app on Apple systems): the stream events run there.
@@ -142,7 +142,7 @@ private final class ChannelCentral: ConnectingCentral, StreamDelegate, @unchecke
     }
 }
 
-private let securedServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000C0C1")
+private nonisolated(unsafe) let securedServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000C0C1")
 
 /// Publishes a channel that needs encryption (`withEncryption: true`), advertises, keeps the channels opened, and
 /// unpublishes on demand.

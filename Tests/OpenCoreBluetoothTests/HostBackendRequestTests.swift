@@ -3,9 +3,9 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let serviceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000A001")
-private let dynamicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000A001")
-private let cachedUUID = CBUUID(string: "5E1F0002-0000-4000-8000-00000000A001")
+private nonisolated(unsafe) let serviceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000A001")
+private nonisolated(unsafe) let dynamicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000A001")
+private nonisolated(unsafe) let cachedUUID = CBUUID(string: "5E1F0002-0000-4000-8000-00000000A001")
 private let dynamicValue = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
 private let cachedValue = Data((0..<100).map { UInt8(truncatingIfNeeded: 200 &+ $0) })
 private let writtenValue = Data((0..<100).map { UInt8(truncatingIfNeeded: 0x40 &+ $0) })

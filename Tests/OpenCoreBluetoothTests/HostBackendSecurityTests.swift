@@ -6,8 +6,8 @@ import StackLauncher
 import Testing
 @testable import OpenCoreBluetooth
 
-private let secureServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E5C0")
-private let secureCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E5C0")
+private nonisolated(unsafe) let secureServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E5C0")
+private nonisolated(unsafe) let secureCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E5C0")
 
 /// Serves a value that needs an encrypted link to be read.
 private final class SecurePeripheral: SecretPeripheral, @unchecked Sendable {
@@ -48,7 +48,7 @@ private final class SecureCentral: ConnectingCentral, @unchecked Sendable {
     }
 }
 
-private let secureWriteUUID = CBUUID(string: "5E1F0002-0000-4000-8000-00000000E5C0")
+private nonisolated(unsafe) let secureWriteUUID = CBUUID(string: "5E1F0002-0000-4000-8000-00000000E5C0")
 
 /// Takes writes only on an encrypted link.
 private final class SecureWritePeripheral: MainQueuePeripheral, @unchecked Sendable {

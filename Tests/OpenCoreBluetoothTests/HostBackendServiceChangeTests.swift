@@ -3,8 +3,8 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let firstServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-0000000005C1")
-private let secondServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-0000000005C2")
+private nonisolated(unsafe) let firstServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-0000000005C1")
+private nonisolated(unsafe) let secondServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-0000000005C2")
 
 /// Publishes the first service; `addSecondService()` publishes another while connected.
 private final class ChangingPeripheral: MainQueuePeripheral, @unchecked Sendable {

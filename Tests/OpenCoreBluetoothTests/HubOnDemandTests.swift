@@ -9,8 +9,8 @@ import TestSupport
 import Glibc
 #endif
 
-private let hubServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-000000000A1B")
-private let hubCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-000000000A1B")
+private nonisolated(unsafe) let hubServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-000000000A1B")
+private nonisolated(unsafe) let hubCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-000000000A1B")
 
 /// A peripheral manager's delegate that publishes one static value and advertises it.
 private final class HubPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {

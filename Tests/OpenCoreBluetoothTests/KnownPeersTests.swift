@@ -8,8 +8,8 @@ import Testing
 import Glibc
 #endif
 
-private let knownServiceUUID = CBUUID(string: "6B6E0000-0000-4000-8000-00000000B001")
-private let knownCharacteristicUUID = CBUUID(string: "6B6E0001-0000-4000-8000-00000000B001")
+private nonisolated(unsafe) let knownServiceUUID = CBUUID(string: "6B6E0000-0000-4000-8000-00000000B001")
+private nonisolated(unsafe) let knownCharacteristicUUID = CBUUID(string: "6B6E0001-0000-4000-8000-00000000B001")
 private let knownValue = Data("known across runs".utf8)
 
 /// A fresh temporary directory for one test.

@@ -3,10 +3,10 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let mainServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-0000000AD0E5")
-private let staticCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-0000000AD0E5")
-private let dynamicCharacteristicUUID = CBUUID(string: "5E570002-0000-4000-8000-0000000AD0E5")
-private let includedServiceUUID = CBUUID(string: "180F")
+private nonisolated(unsafe) let mainServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-0000000AD0E5")
+private nonisolated(unsafe) let staticCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-0000000AD0E5")
+private nonisolated(unsafe) let dynamicCharacteristicUUID = CBUUID(string: "5E570002-0000-4000-8000-0000000AD0E5")
+private nonisolated(unsafe) let includedServiceUUID = CBUUID(string: "180F")
 private let staticValue = Data("served at once".utf8)
 
 /// A peripheral-manager delegate that publishes at power-on and logs its callbacks.

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import OpenCoreBluetooth
 
-private let sharedServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-00000000DEAD")
+private nonisolated(unsafe) let sharedServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-00000000DEAD")
 
 /// A peripheral-manager delegate that advertises `name` and the shared service at power-on.
 private final class NamedAdvertiser: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {

@@ -4,8 +4,8 @@ import Host
 import Testing
 @testable import OpenCoreBluetooth
 
-private let serviceUUID = CBUUID(string: "5E1F0100-0000-4000-8000-00000000E5C0")
-private let valueUUID = CBUUID(string: "5E1F0101-0000-4000-8000-00000000E5C0")
+private nonisolated(unsafe) let serviceUUID = CBUUID(string: "5E1F0100-0000-4000-8000-00000000E5C0")
+private nonisolated(unsafe) let valueUUID = CBUUID(string: "5E1F0101-0000-4000-8000-00000000E5C0")
 
 /// Serves a value that needs encryption; can forget every bond it holds (a phone "forgetting" the device).
 private final class ForgetfulPeripheral: SecretPeripheral, @unchecked Sendable {

@@ -8,10 +8,10 @@ import Testing
 import Glibc
 #endif
 
-private let restoredServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-00000000C0DE")
-private let staticCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-00000000C0DE")
-private let dynamicCharacteristicUUID = CBUUID(string: "5E570002-0000-4000-8000-00000000C0DE")
-private let includedServiceUUID = CBUUID(string: "180F")
+private nonisolated(unsafe) let restoredServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-00000000C0DE")
+private nonisolated(unsafe) let staticCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-00000000C0DE")
+private nonisolated(unsafe) let dynamicCharacteristicUUID = CBUUID(string: "5E570002-0000-4000-8000-00000000C0DE")
+private nonisolated(unsafe) let includedServiceUUID = CBUUID(string: "180F")
 private let staticValue = Data("kept across launches".utf8)
 
 /// Waits until `condition` holds, at most `seconds` of real time (real stacks over an in-process air).
