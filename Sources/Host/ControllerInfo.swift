@@ -35,6 +35,9 @@ public struct ControllerInfo: Hashable, Sendable {
 
     /// The own address type to put in advertising, scanning and connection commands.
     public var ownAddressType: LEAddressType { ownAddress.type == .random ? .random : .public }
+
+    /// Whether the controller has LE Extended Advertising (LE feature bit 12, Core 5.4 Vol 6 Part B §4.6).
+    public var hasExtendedAdvertising: Bool { leFeatures & (1 << 12) != 0 }
 }
 
 /// Positions in the Supported_Commands mask the host consults (Core 5.4 Vol 4 Part E §6.27).

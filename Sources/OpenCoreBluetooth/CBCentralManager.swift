@@ -66,9 +66,18 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     private var restoredConnections: [CBBackendPeer] = []
     private var restoredScan: CBBackendScanParameters?
 
-    /// Whether extended scan and connect is supported: legacy advertising only for now.
+    /// Whether the device supports `features`, as its controller and host say: `.extendedScanAndConnect` needs a
+    /// controller with LE Extended Advertising and a host that drives it (``HostStack/drivesExtendedAdvertising``,
+    /// not yet: the host speaks legacy advertising to every controller), so it answers false today, also on a
+    /// Bluetooth 5 controller; before any manager's stack opened, false.
     @discardableResult
-    open class func supports(_ features: Feature) -> Bool { features.isEmpty }
+    open class func supports(_ features: Feature) -> Bool {
+        var unsupported = features
+        if HostBackend.supportsExtendedScanAndConnect(controller: HostBackend.lastController.load()) {
+            unsupported.remove(.extendedScanAndConnect)
+        }
+        return unsupported.isEmpty
+    }
 
     /// No delegate, main queue.
     public convenience init() {

@@ -159,6 +159,18 @@ public enum HostBackend {
         }
     }
 
+    /// The controller of the stack opened last (nil before any): what `CBCentralManager.supports(_:)` answers from.
+    static let lastController = LockedValue<ControllerInfo?>(nil)
+
+    /// `CBCentralManager.supports(.extendedScanAndConnect)`: true when the controller has LE Extended Advertising
+    /// and the host drives it (Core 5.4 Vol 6 Part B §4.6); false before any stack opened, as on a device whose
+    /// Bluetooth is off.
+    static func supportsExtendedScanAndConnect(controller: ControllerInfo?,
+                                               hostDrivesExtendedAdvertising: Bool = HostStack.drivesExtendedAdvertising) -> Bool {
+        guard let controller else { return false }
+        return controller.hasExtendedAdvertising && hostDrivesExtendedAdvertising
+    }
+
     /// Managers made while no provider is registered use this one (``provider(_:)`` from the environment).
     static let defaultProvider = provider()
 }
@@ -225,6 +237,7 @@ final class HostBackendStack: Sendable {
             }
             switch result {
             case .success(let stack):
+                HostBackend.lastController.store(stack.controllerInfo)
                 let keep = state.withLock { state -> Bool in
                     guard !state.closed else { return false }
                     state.stack = stack
