@@ -195,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTests",
             dependencies: [
-                "OpenCoreBluetooth", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
+                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
                 "VirtualController", "TestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",

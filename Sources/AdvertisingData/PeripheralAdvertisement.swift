@@ -8,14 +8,22 @@ public import BluetoothCore
 /// UUID lists, as many UUIDs as fit. Scan response: the local name (complete, or shortened to the space left)
 /// and the UUIDs that did not fit in the advertising data. Lists that could not carry every UUID are marked
 /// incomplete ("overflow", as CoreBluetooth calls it). 32-bit UUIDs are sent in the 128-bit list.
+///
+/// `overflowServiceUUIDs` (an app in the background, on iOS) go into the ``ServiceOverflowArea`` instead: Apple's
+/// Manufacturer Specific Data in the advertising data, found only by a central scanning for one of them.
 public struct PeripheralAdvertisement: Hashable, Sendable {
     public var advertisingData: AdvertisingData
     public var scanResponse: AdvertisingData
 
-    public init(localName: String?, serviceUUIDs: [BluetoothUUID], flags: ADFlags = .generalDiscoverableLEOnly) {
+    public init(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID] = [],
+                flags: ADFlags = .generalDiscoverableLEOnly) {
         var advertising = AdvertisingDataBuilder()
         var response = AdvertisingDataBuilder()
         try? advertising.append(.flags(flags))
+        if !overflowServiceUUIDs.isEmpty {
+            let area = ServiceOverflowArea(serviceUUIDs: overflowServiceUUIDs)
+            try? advertising.append(.manufacturerData(ServiceOverflowArea.company, data: area.dataAfterCompany))
+        }
         let uuids = serviceUUIDs.uniqued()
         let short = uuids.compactMap(\.uuid16)
         let long = uuids.filter { $0.uuid16 == nil }

@@ -85,10 +85,14 @@ public struct CBBackendScanParameters: Sendable, Hashable {
     public var serviceUUIDs: [BluetoothUUID]?
     public var allowDuplicates: Bool
     public var solicitedServiceUUIDs: [BluetoothUUID]
-    public init(serviceUUIDs: [BluetoothUUID]?, allowDuplicates: Bool, solicitedServiceUUIDs: [BluetoothUUID]) {
+    /// Scan less often (an app in the background, on iOS): a long scan interval for a short window.
+    public var lowDutyCycle: Bool
+    public init(serviceUUIDs: [BluetoothUUID]?, allowDuplicates: Bool, solicitedServiceUUIDs: [BluetoothUUID],
+                lowDutyCycle: Bool = false) {
         self.serviceUUIDs = serviceUUIDs
         self.allowDuplicates = allowDuplicates
         self.solicitedServiceUUIDs = solicitedServiceUUIDs
+        self.lowDutyCycle = lowDutyCycle
     }
 }
 
@@ -284,8 +288,10 @@ public protocol CBPeripheralBackend: AnyObject, Sendable {
     func addService(_ service: CBBackendLocalService, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
     func removeService(id: Int)
     func removeAllServices()
-    /// Advertises the name and service UUIDs (the two keys CoreBluetooth accepts), connectable.
-    func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID],
+    /// Advertises the name and service UUIDs (the two keys CoreBluetooth accepts), connectable; the
+    /// `overflowServiceUUIDs` in the overflow area (``ServiceOverflowArea``: an app in the background). While
+    /// advertising, replaces what is advertised.
+    func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID],
                           completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
     func stopAdvertising()
     /// Answers a request batch: an ATT error code (0 = success) and, for reads, the value from the request's offset
@@ -330,10 +336,16 @@ public struct CBBackendProvider: Sendable {
     public var makePeripheral: @Sendable () -> (any CBPeripheralBackend)?
     /// The links of this provider's managers, for connection events and `retrieveConnectedPeripherals`.
     public let connections = SystemConnections()
+    /// The app its managers belong to: foreground, background or suspended (``OCBApplication``).
+    public let application: OCBApplication
+
+    /// `application`: ``OCBApplication/process`` (the environment's) unless a test gives one of its own.
     public init(makeCentral: @escaping @Sendable () -> (any CBCentralBackend)?,
-                makePeripheral: @escaping @Sendable () -> (any CBPeripheralBackend)?) {
+                makePeripheral: @escaping @Sendable () -> (any CBPeripheralBackend)?,
+                application: OCBApplication = .process) {
         self.makeCentral = makeCentral
         self.makePeripheral = makePeripheral
+        self.application = application
     }
 }
 

@@ -1,5 +1,6 @@
 public import Dispatch
 public import Foundation
+import AdvertisingData
 import BluetoothCore
 import BluetoothRuntime
 
@@ -29,7 +30,7 @@ import BluetoothRuntime
 /// not outlive the process), the scan's services and options, then, once powered on and before
 /// `centralManagerDidUpdateState`, connects to the restored peripherals the app still holds (`didConnect` follows)
 /// and scans again. Leaving `.poweredOn` forgets the state, as iOS does not restore after Bluetooth was toggled.
-open class CBCentralManager: CBManager, @unchecked Sendable {
+open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sendable {
     /// Features for `supports(_:)`.
     public struct Feature: OptionSet, Sendable, Hashable {
         public let rawValue: UInt
@@ -96,11 +97,14 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         let provider = CBBackendRegistry.current
         backend = provider?.makeCentral()
         postedLinks = PostedLinks(system: provider?.connections ?? SystemConnections())
+        let application = provider?.application ?? .process
         knownPeers = KnownPeersStore(location: KnownPeersStore.currentLocation())
         restoration = StateRestorationStore.forOptions(options, key: CBCentralManagerOptionRestoreIdentifierKey, role: .central)
-        super.init(queue: queue)
+        super.init(queue: queue, application: application, backgroundMode: .bluetoothCentral)
+        application.observe(self)
         startBackend(restoring: restoration?.load(CentralRestorationSnapshot.self), with: { self.restore($0) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
+                     discardableWhileHeld: { if case .advertisement = $0 { true } else { false } },
                      didUpdateState: { self.delegate?.centralManagerDidUpdateState(self) })
     }
 
@@ -131,7 +135,8 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         let solicited = (options?[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] as? [CBUUID]) ?? []
         let parameters = CBBackendScanParameters(
             serviceUUIDs: serviceUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) },
-            allowDuplicates: allowDuplicates, solicitedServiceUUIDs: solicited.map(\.bluetoothUUID))
+            allowDuplicates: allowDuplicates, solicitedServiceUUIDs: solicited.map(\.bluetoothUUID),
+            lowDutyCycle: application.isRestricted)
         isScanning = true
         restorableScan.store(parameters)
         saveRestorableState()
@@ -180,7 +185,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         case .connecting:
             peripheral.state = .disconnected
             backend.cancelConnection(peripheral.peer)
-            queue.async {
+            gate.deliver {
                 self.delegate?.centralManager(self, didDisconnectPeripheral: peripheral, timestamp: Self.now(),
                                               isReconnecting: false, error: nil)
             }
@@ -247,9 +252,26 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     func connectionEvent(_ event: CBConnectionEvent, peer: CBBackendPeer, services: Set<BluetoothUUID>) {
         guard let matching = connectionEventMatching.load(),
               matching.matches(identifier: CBPeerIdentifier.identifier(for: peer.address), services: services) else { return }
-        queue.async {
+        gate.deliver {
             guard self.state == .poweredOn else { return }
             self.delegate?.centralManager(self, connectionEventDidOccur: event, for: self.peripheral(for: peer))
+        }
+    }
+
+    // MARK: Application state
+
+    /// iOS's background rules (``OCBApplication``): the events wait or flow, and a running scan goes on at the
+    /// state's duty cycle.
+    func applicationStateChanged(_ application: OCBApplication) {
+        followApplicationState()
+        queue.async {
+            guard self.isScanning, let backend = self.backend else { return }
+            var parameters = self.scanParameters
+            parameters.lowDutyCycle = application.isRestricted
+            guard parameters != self.scanParameters else { return }
+            self.scanParameters = parameters
+            self.restorableScan.store(parameters)
+            backend.startScan(parameters)
         }
     }
 
@@ -409,11 +431,21 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         saveRestorableState()
     }
 
-    private func discovered(_ advertisement: CBBackendAdvertisement) {
+    private func discovered(_ received: CBBackendAdvertisement) {
+        var advertisement = received
+        // The overflow area of an app in the background (ServiceOverflowArea): it offers the UUIDs scanned for
+        // whose bits it sets, and is not the app's manufacturer data.
+        if let bytes = advertisement.manufacturerData, let area = ServiceOverflowArea(manufacturerData: bytes) {
+            advertisement.manufacturerData = nil
+            advertisement.overflowServiceUUIDs += (scanParameters.serviceUUIDs ?? []).filter(area.mayContain)
+        }
         system.learn(
             services: advertisement.serviceUUIDs + advertisement.overflowServiceUUIDs + advertisement.serviceData.keys,
             of: advertisement.peer)
         guard isScanning else { return }
+        // In the background (OCBApplication): a scan for no service finds nothing, and duplicates are coalesced.
+        let restricted = application.isRestricted
+        if restricted, scanParameters.serviceUUIDs == nil { return }
         if let wanted = scanParameters.serviceUUIDs {
             let offered = Set(advertisement.serviceUUIDs + advertisement.overflowServiceUUIDs)
             let solicited = Set(advertisement.solicitedServiceUUIDs)
@@ -421,7 +453,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                 || scanParameters.solicitedServiceUUIDs.contains { solicited.contains($0) }
             guard match else { return }
         }
-        if !scanParameters.allowDuplicates {
+        if !scanParameters.allowDuplicates || restricted {
             guard reportedThisScan.insert(advertisement.peer).inserted else { return }
         }
         let peripheral = peripheral(for: advertisement.peer)

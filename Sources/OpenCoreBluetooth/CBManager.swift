@@ -10,14 +10,28 @@ import BluetoothRuntime
 /// with one of these, or pass its own serial queue.
 open class CBManager: NSObject, @unchecked Sendable {
     let queue: DispatchQueue
+    /// The app the manager belongs to (its provider's): foreground or not (``OCBApplication``).
+    let application: OCBApplication
+    /// The background mode that keeps this manager's events flowing in the background.
+    let backgroundMode: OCBBackgroundModes
+    /// Every event and completion for the app goes through it: held while the app receives no events.
+    let gate: DeliveryGate
     private let stateBox = LockedValue(CBManagerState.unknown)
     private let misuseBox = LockedValue<[String]>([])
 
     // Internal as Apple's (no public init), @usableFromInline so that a subclass of a manager in another module
     // still inherits the managers' convenience initializers (an invisible designated initializer would stop that).
-    @usableFromInline init(queue: DispatchQueue?) {
+    @usableFromInline init(queue: DispatchQueue?, application: OCBApplication, backgroundMode: OCBBackgroundModes) {
         self.queue = queue ?? DispatchQueue.main
+        self.application = application
+        self.backgroundMode = backgroundMode
+        gate = DeliveryGate(queue: self.queue, open: application.deliversEvents(to: backgroundMode))
         super.init()
+    }
+
+    /// Opens or closes the gate for the app's new state (the managers add their scanning and advertising rules).
+    func followApplicationState() {
+        gate.setOpen(application.deliversEvents(to: backgroundMode))
     }
 
     /// `.unknown` until the first `…DidUpdateState` callback (always asynchronous, never inside `init`).
@@ -54,12 +68,14 @@ open class CBManager: NSObject, @unchecked Sendable {
     /// The end of both managers' initializers. `restore` of the restored state's `snapshot` (delivering
     /// `willRestoreState`) is queued first, so it precedes the first state update; then the backend starts and
     /// each of its events is re-queued, in order, on the manager's queue for `handle` (the manager kept alive
-    /// until it ran). Without a backend the misuse is logged, the state becomes `.unsupported` and
+    /// until it ran), through the ``gate`` (held while the app receives no events; `discardableWhileHeld` ones are
+    /// dropped then). Without a backend the misuse is logged, the state becomes `.unsupported` and
     /// `didUpdateState` tells the delegate.
     func startBackend<Snapshot: Sendable, Event: Sendable>(
         restoring snapshot: Snapshot?, with restore: @escaping @Sendable (Snapshot) -> Void,
         start: ((@escaping @Sendable (Event) -> Void) -> Void)?,
         handle: @escaping @Sendable (Event) -> Void,
+        discardableWhileHeld: @escaping @Sendable (Event) -> Bool = { _ in false },
         didUpdateState: @escaping @Sendable () -> Void
     ) {
         if let snapshot { queue.async { restore(snapshot) } }
@@ -73,7 +89,7 @@ open class CBManager: NSObject, @unchecked Sendable {
         }
         start { [weak self] event in
             guard let self else { return }
-            self.queue.async { withExtendedLifetime(self) { handle(event) } }
+            self.gate.deliver(discardable: discardableWhileHeld(event)) { withExtendedLifetime(self) { handle(event) } }
         }
     }
 

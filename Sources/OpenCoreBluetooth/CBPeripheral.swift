@@ -14,6 +14,8 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
     weak var manager: CBCentralManager?
     let backend: (any CBCentralBackend)?
     let queue: DispatchQueue
+    /// The manager's: completions wait while the app receives no events.
+    let gate: DeliveryGate
 
     private struct Link {
         var state: CBPeripheralState = .disconnected
@@ -34,6 +36,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         self.manager = manager
         self.backend = manager.backend
         self.queue = manager.queue
+        self.gate = manager.gate
         super.init(peer: peer)
     }
 
@@ -124,7 +127,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
 
     /// Runs `body` on the queue if the peripheral still exists and the link is the one the command ran on.
     private func complete(_ generation: UInt64, _ body: @escaping @Sendable (CBPeripheral) -> Void) {
-        queue.async { [weak self] in
+        gate.deliver { [weak self] in
             guard let self, self.link.withLock({ $0.generation }) == generation else { return }
             body(self)
         }

@@ -22,7 +22,7 @@ import BluetoothRuntime
 /// `peripheralManagerDidUpdateState`, publishes them again and advertises again without further callbacks (a
 /// failure is reported through `didAdd` / `didStartAdvertising`). Subscriptions do not survive: their links
 /// ended with the process. Leaving `.poweredOn` forgets the advertising (and, below `.poweredOff`, the services).
-open class CBPeripheralManager: CBManager, @unchecked Sendable {
+open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked Sendable {
     open weak var delegate: (any CBPeripheralManagerDelegate)?
 
     let backend: (any CBPeripheralBackend)?
@@ -74,8 +74,10 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         let provider = CBBackendRegistry.current
         backend = provider?.makePeripheral()
         postedLinks = PostedLinks(system: provider?.connections ?? SystemConnections())
+        let application = provider?.application ?? .process
         restoration = StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral)
-        super.init(queue: queue)
+        super.init(queue: queue, application: application, backgroundMode: .bluetoothPeripheral)
+        application.observe(self)
         startBackend(restoring: restoration?.load(PeripheralRestorationSnapshot.self), with: { self.restore($0) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
                      didUpdateState: { self.delegate?.peripheralManagerDidUpdateState(self) })
@@ -159,7 +161,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
         backend.addService(definition) { [weak self] result in
             guard let self else { return }
-            self.queue.async {
+            self.gate.deliver {
                 switch result {
                 case .success:
                     self.shared.withLock { shared in
@@ -176,7 +178,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     }
 
     private func refuse(_ service: CBMutableService, reason: String) {
-        queue.async {
+        gate.deliver {
             self.delegate?.peripheralManager(self, didAdd: service, error: CBError(.invalidParameters, reason: reason))
         }
     }
@@ -225,7 +227,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// a failure.
     private func advertise(_ advertisementData: [String: Any]?, on backend: any CBPeripheralBackend, reportingSuccess: Bool) {
         if isAdvertising {
-            queue.async {
+            gate.deliver {
                 self.delegate?.peripheralManagerDidStartAdvertising(self, error: CBError(.alreadyAdvertising))
             }
             return
@@ -236,9 +238,11 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
             ?? (raw as? [Any])?.compactMap { $0 as? CBUUID } ?? []
         isAdvertising = true
         let serviceUUIDs = uuids.map(\.bluetoothUUID)
-        backend.startAdvertising(localName: name, serviceUUIDs: serviceUUIDs) { [weak self] result in
+        let form = Self.advertisedForm(name: name, serviceUUIDs: serviceUUIDs, restricted: application.isRestricted)
+        backend.startAdvertising(localName: form.name, serviceUUIDs: form.serviceUUIDs,
+                                 overflowServiceUUIDs: form.overflow) { [weak self] result in
             guard let self else { return }
-            self.queue.async {
+            self.gate.deliver {
                 switch result {
                 case .success:
                     if self.isAdvertising {
@@ -313,7 +317,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         guard requirePoweredOn(), let backend else { return }
         backend.publishL2CAPChannel(encryptionRequired: encryptionRequired) { [weak self] result in
             guard let self else { return }
-            self.queue.async {
+            self.gate.deliver {
                 switch result {
                 case .success(let psm): self.delegate?.peripheralManager(self, didPublishL2CAPChannel: psm, error: nil)
                 case .failure(let error): self.delegate?.peripheralManager(self, didPublishL2CAPChannel: 0, error: error.cbError)
@@ -326,7 +330,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         guard requirePoweredOn(), let backend else { return }
         backend.unpublishL2CAPChannel(PSM) { [weak self] result in
             guard let self else { return }
-            self.queue.async {
+            self.gate.deliver {
                 let error: (any Error)? = if case .failure(let failure) = result { failure.cbError } else { nil }
                 self.delegate?.peripheralManager(self, didUnpublishL2CAPChannel: PSM, error: error)
             }
@@ -365,6 +369,28 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         restoredAdvertisement = nil
         for service in services { publish(service, on: backend, reportingSuccess: false) }
         if let advertisement { advertise(advertisement, on: backend, reportingSuccess: false) }
+    }
+
+    // MARK: Application state
+
+    /// What goes on the air for the app's advertising: all of it in the foreground; in the background
+    /// (``OCBApplication``) no local name, and the service UUIDs in the overflow area.
+    static func advertisedForm(name: String?, serviceUUIDs: [BluetoothUUID], restricted: Bool)
+        -> (name: String?, serviceUUIDs: [BluetoothUUID], overflow: [BluetoothUUID]) {
+        restricted ? (nil, [], serviceUUIDs) : (name, serviceUUIDs, [])
+    }
+
+    /// iOS's background rules: the events wait or flow, and running advertising takes the state's form.
+    func applicationStateChanged(_ application: OCBApplication) {
+        followApplicationState()
+        queue.async {
+            guard self.isAdvertising, let backend = self.backend,
+                  let advertised = self.shared.withLock({ $0.advertised }) else { return }
+            let form = Self.advertisedForm(name: advertised.localName, serviceUUIDs: advertised.serviceUUIDs,
+                                           restricted: application.isRestricted)
+            backend.startAdvertising(localName: form.name, serviceUUIDs: form.serviceUUIDs,
+                                     overflowServiceUUIDs: form.overflow) { _ in }
+        }
     }
 
     // MARK: Events (on the queue)

@@ -116,21 +116,27 @@ public enum HostBackend {
         }
     }
 
-    /// Backends on `transport` (``environmentTransport`` when nil, read when each manager is made).
-    public static func provider(_ transport: Transport? = nil) -> CBBackendProvider {
+    /// Backends on `transport` (``environmentTransport`` when nil, read when each manager is made), for managers of
+    /// `application` (the process's unless given).
+    public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process) -> CBBackendProvider {
         CBBackendProvider(
             makeCentral: { HostCentralBackend(transport: transport ?? environmentTransport) },
-            makePeripheral: { HostPeripheralBackend(transport: transport ?? environmentTransport) })
+            makePeripheral: { HostPeripheralBackend(transport: transport ?? environmentTransport) },
+            application: application)
     }
 
     /// Backends on a new in-process air of their own (a test's private air: its managers meet only each other).
     /// `preferredATTMTU` (23...517) is the ATT_MTU every stack offers, to exercise long reads and writes.
-    public static func privateAirProvider(seed: UInt64 = 1, preferredATTMTU: Int = 517) -> CBBackendProvider {
+    /// Its managers belong to `application` (a new one, in the foreground, unless given: a test's app state is its
+    /// own).
+    public static func privateAirProvider(seed: UInt64 = 1, preferredATTMTU: Int = 517,
+                                          application: OCBApplication = OCBApplication()) -> CBBackendProvider {
         let air = InProcessAir(seed: seed, label: "OpenCoreBluetooth.privateAir")
         let mtu = min(max(preferredATTMTU, 23), 517)
         return CBBackendProvider(
             makeCentral: { HostCentralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
-            makePeripheral: { HostPeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) })
+            makePeripheral: { HostPeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
+            application: application)
     }
 
     /// The environment variable that makes bonds persistent: set (to anything but an absolute path), bonds and the

@@ -107,7 +107,10 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
                 }
                 return state.scanning
             }
-            let options = ScanOptions(active: true, filterDuplicates: !parameters.allowDuplicates)
+            // An app in the background: 60 ms of every 1.28 s (foreground: 30 of every 60 ms).
+            let options = parameters.lowDutyCycle
+                ? ScanOptions(active: true, interval: 0x0800, window: 0x0060, filterDuplicates: !parameters.allowDuplicates)
+                : ScanOptions(active: true, filterDuplicates: !parameters.allowDuplicates)
             if previous != nil {
                 stack.host.stopScanning { _ in stack.host.startScanning(options) { _ in } }
             } else {

@@ -251,10 +251,11 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     // MARK: Advertising
 
-    public func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID],
+    public func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID],
                                  completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         guard opener.stack != nil else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
-        let advertisement = PeripheralAdvertisement(localName: localName, serviceUUIDs: serviceUUIDs)
+        let advertisement = PeripheralAdvertisement(localName: localName, serviceUUIDs: serviceUUIDs,
+                                                    overflowServiceUUIDs: overflowServiceUUIDs)
         opener.onStack { [self] stack in
             let wasAdvertising = state.withLock { state -> Bool in
                 defer { state.advertisement = advertisement }

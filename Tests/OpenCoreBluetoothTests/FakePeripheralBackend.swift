@@ -166,7 +166,7 @@ final class FakePeripheralBackend: CBPeripheralBackend, @unchecked Sendable {
     func removeService(id: Int) { state.withLock { $0.services[id] = nil } }
     func removeAllServices() { state.withLock { $0.services = [:] } }
 
-    func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+    func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID], completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         onLoop {
             self.state.withLock { $0.advertising = (localName, serviceUUIDs) }
             completion(.success(()))

@@ -242,7 +242,7 @@ final class LoopbackAir: @unchecked Sendable {
                 state.characteristics = []
             }
         }
-        func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID], completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
             air.state.withLock { $0.advertising = (localName, serviceUUIDs) }
             air.loop.execute { completion(.success(())) }
             air.advertise()
