@@ -20,6 +20,9 @@ run_id="ocb-test-$$-$RANDOM$RANDOM"
 export OCB_TEST_RUN="$run_id"
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ocb-run.XXXXXX")
 export TMPDIR="$run_tmp"
+# The shared air of this run: a program or command a test starts without naming a hub meets this one (started on
+# demand, reaped at the end), never the user's.
+export OCB_AIR_SOCKET="$run_tmp/air.sock"
 mkdir -p .build
 swift_log=.build/swift-test.log
 interop_log=.build/interop-test.log

@@ -14,7 +14,9 @@
 // task-local provider, else the process default; none → `.unsupported`).
 //
 // Who owns the state, which executor runs it: the backend runs on its own event loop and calls back from it; the
-// façade re-queues every event and completion, in order, on the manager's DispatchQueue (the app's, or main), and
+// façade re-queues every event and completion, in order, on the manager's DispatchQueue (the app's, or main),
+// through the manager's DeliveryGate (which holds them, in order, while the simulated iOS app receives no events:
+// OCBApplication, below), and
 // mutates its object graph (services, values, subscriptions) only there, so user code never runs on the stack's
 // executor and delegate callbacks arrive in order on the queue given at init. Flags the app may read from any
 // thread (state, isScanning, isAdvertising, canSendWriteWithoutResponse, peripheral state, request batches) sit
@@ -72,3 +74,12 @@
 // state update, on the delegate queue), then at the first `.poweredOn`, before `…DidUpdateState`, connects to the
 // restored peripherals again (the links ended with the process: they are restored `.connecting`), scans again,
 // publishes the services again and advertises again. Leaving `.poweredOn` forgets what ended with it.
+//
+// The system and the app (one per CBBackendProvider; the process's default provider for a program): the
+// provider's SystemConnections is "the system" of iOS for connection events and retrieveConnectedPeripherals (every
+// manager posts its links, PostedLinks, and what it learnt of peers' services); its OCBApplication is the app's
+// state, foreground unless OCB_APP_STATE / OCB_BACKGROUND_MODES or `enter(_:)` say otherwise. Out of the foreground
+// the managers apply Apple's background rules: the gate closes without the role's background mode (and always when
+// suspended), a scan needs service UUIDs, coalesces duplicates and runs at a low duty cycle, advertising drops the
+// name and moves the services to the overflow area (AdvertisingData.ServiceOverflowArea), which the central side
+// decodes against the UUIDs it scans for.

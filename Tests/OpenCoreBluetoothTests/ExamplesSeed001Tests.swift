@@ -72,6 +72,65 @@ struct ExamplesSeed001Tests {
         #expect(hubWasRunning, "the hub started on demand outlives the programs")
     }
 
+    /// Issue 12 item 4: seed 001 in the background, both with their background modes (OCB_BACKGROUND_MODES stands in
+    /// for Info.plist's UIBackgroundModes): the exchange completes; the peripheral's name is not advertised (the
+    /// central scans for the seed's service explicitly, so the overflow area finds it).
+    @Test("seed 001: in the background with bluetooth-central and bluetooth-peripheral, the exchange completes")
+    func seed001InTheBackgroundWithItsModes() async throws {
+        let hub = try await ExampleHub()
+        var environment = hub.environment
+        environment["OCB_APP_STATE"] = "background"
+        environment["OCB_BACKGROUND_MODES"] = "bluetooth-central,bluetooth-peripheral"
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "40"], environment: environment)
+        defer { peripheral.stopInBackground() }
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "40"], environment: environment)
+        defer { central.stopInBackground() }
+        let centralStatus = await central.waitForExit(limit: .seconds(45))
+        let peripheralStatus = await peripheral.waitForExit(limit: .seconds(5))
+        #expect(centralStatus == 0, "central: \(central.output) \(central.errors)")
+        #expect(peripheralStatus == 0, "peripheral: \(peripheral.output) \(peripheral.errors)")
+        #expect(central.output.contains("didDiscover: \n"), "no name in a background app's advertising: \(central.output)")
+        #expect(central.output.contains(#"Value read is: ["Hello": "Darkness"]"#))
+        #expect(peripheral.output.contains(#"Written value is: ["Yo": "Lo"]"#))
+    }
+
+    /// Without bluetooth-peripheral, a peripheral app in the background gets no Bluetooth event (not even its first
+    /// state update): it never publishes nor advertises, and the central finds nothing.
+    @Test("seed 001: a background peripheral without its mode hears nothing, and the central finds nothing")
+    func seed001PeripheralInTheBackgroundWithoutItsMode() async throws {
+        let hub = try await ExampleHub()
+        var background = hub.environment
+        background["OCB_APP_STATE"] = "background"
+        background["OCB_BACKGROUND_MODES"] = "bluetooth-central"
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "3"], environment: background)
+        defer { peripheral.stopInBackground() }
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "3"], environment: hub.environment)
+        defer { central.stopInBackground() }
+        #expect(await central.waitForExit(limit: .seconds(15)) == 1)
+        #expect(await peripheral.waitForExit(limit: .seconds(15)) == 1)
+        #expect(peripheral.errors.contains("Seed001Peripheral: timed out after 3.0 s: advertising did not start"), "\(peripheral.errors)")
+        #expect(!peripheral.output.contains("peripheralManagerDidUpdateState"), "\(peripheral.output)")
+        #expect(central.errors.contains("Seed001Central: timed out after 3.0 s: no peripheral advertising the seed's service"))
+    }
+
+    /// A suspended central app gets nothing either: a foreground peripheral advertises and waits in vain.
+    @Test("seed 001: a suspended central hears nothing; the peripheral waits in vain")
+    func seed001SuspendedCentral() async throws {
+        let hub = try await ExampleHub()
+        var suspended = hub.environment
+        suspended["OCB_APP_STATE"] = "suspended"
+        suspended["OCB_BACKGROUND_MODES"] = "bluetooth-central"
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "3"], environment: hub.environment)
+        defer { peripheral.stopInBackground() }
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "3"], environment: suspended)
+        defer { central.stopInBackground() }
+        #expect(await central.waitForExit(limit: .seconds(15)) == 1)
+        #expect(await peripheral.waitForExit(limit: .seconds(15)) == 1)
+        #expect(!central.output.contains("centralManagerDidUpdateState"), "\(central.output)")
+        #expect(peripheral.errors.contains("Seed001Peripheral: timed out after 3.0 s: advertising, but no central subscribed"),
+                "\(peripheral.errors)")
+    }
+
     @Test("seed 001: the central alone times out with exit 1 and says what it was waiting for")
     func seed001CentralTimesOut() async throws {
         let hub = try await ExampleHub()

@@ -26,7 +26,8 @@ struct ExamplesSeedTests {
 
     @Test("seed 002: the central alone times out with exit 1 and says what it was waiting for")
     func seed002CentralTimesOut() async throws {
-        let central = try ExampleProcess("Seed002Central", ["--timeout", "1"])
+        let hub = try await ExampleHub()
+        let central = try ExampleProcess("Seed002Central", ["--timeout", "1"], environment: hub.environment)
         defer { central.stopInBackground() }
         #expect(await central.waitForExit(limit: .seconds(10)) == 1)
         #expect(central.errors.contains("Seed002Central: timed out after 1.0 s: no peripheral advertising the transfer service"))
