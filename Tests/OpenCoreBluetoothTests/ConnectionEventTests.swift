@@ -42,39 +42,21 @@ private final class EventObserver: NSObject, CBCentralManagerDelegate, @unchecke
     }
 }
 
-/// Scans for the service, connects to the first peripheral found and keeps it; discovers nothing.
-private final class EventConnector: NSObject, CBCentralManagerDelegate, @unchecked Sendable {
-    let log = CallLog(label: "events.connector")
-    var manager: CBCentralManager!
-    var peripheral: CBPeripheral?
+/// Scans for the service, connects to the first peripheral found and keeps it (``ConnectingCentral``, on the main
+/// queue); discovers nothing.
+private final class EventConnector: ConnectingCentral, @unchecked Sendable {
     var connected = false
 
-    init(provider: CBBackendProvider) {
-        super.init()
-        manager = CBBackendRegistry.$taskProvider.withValue(provider) { CBCentralManager(delegate: self, queue: log.queue) }
-    }
+    init() { super.init(service: eventServiceUUID) }
 
-    func start() {
-        log.queue.async { self.manager.scanForPeripherals(withServices: [eventServiceUUID]) }
-    }
-
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {}
-
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         connected = true
-        log.add("connected")
+        log.append("connected")
     }
 
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+    override func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         connected = false
-        log.add("disconnected")
+        log.append("disconnected")
     }
 }
 
@@ -98,12 +80,10 @@ struct ConnectionEventTests {
             try await waitFor("\(observer.log.queue.label) registered", on: observer.log.queue,
                               until: { observer.registered }, seen: { "\(observer.manager.state.rawValue)" })
         }
-        let connector = EventConnector(provider: provider)
-        try await waitFor("the connector powered on", on: connector.log.queue,
-                          until: { connector.manager.state == .poweredOn }, seen: { "\(connector.manager.state.rawValue)" })
-        connector.start()
-        try await waitFor("the connection", on: connector.log.queue, until: { connector.connected }, seen: { "\(connector.log.entries)" })
-        let target = try #require(connector.peripheral).identifier
+        let box = await makeOnMain(with: provider) { EventConnector() }
+        let connector = box.value
+        try await waitFor("the connection", until: { connector.connected }, seen: { "\(connector.log)" })
+        let target = try #require(await onMain { connector.peripheral?.identifier })
 
         // The service's observer hears of the peripheral's link (its service was advertised, never discovered).
         try await waitFor("the service observer's event", on: byService.log.queue,
@@ -116,9 +96,9 @@ struct ConnectionEventTests {
 
         // Found by service although nobody discovered the services: for the connector, its own connected
         // peripheral; for another manager, the same peer, not connected by it.
-        let ownFound = await onQueue(connector.log.queue) { connector.manager.retrieveConnectedPeripherals(withServices: [eventServiceUUID]) }
+        let ownFound = await onMain { connector.manager.retrieveConnectedPeripherals(withServices: [eventServiceUUID]) }
         #expect(ownFound.map(\.identifier) == [target])
-        #expect(ownFound.first === connector.peripheral)
+        #expect(await onMain { ownFound.first === connector.peripheral })
         #expect(ownFound.first?.state == .connected)
         #expect(ownFound.first?.services == nil)
         let otherFound = await onQueue(byService.log.queue) { byService.manager.retrieveConnectedPeripherals(withServices: [eventServiceUUID]) }
@@ -129,8 +109,8 @@ struct ConnectionEventTests {
         }
         #expect(unrelated.isEmpty)
 
-        await onQueue(connector.log.queue) { connector.manager.cancelPeripheralConnection(connector.peripheral!) }
-        try await waitFor("the disconnection", on: connector.log.queue, until: { !connector.connected }, seen: { "\(connector.log.entries)" })
+        await onMain { connector.manager.cancelPeripheralConnection(connector.peripheral!) }
+        try await waitFor("the disconnection", until: { !connector.connected }, seen: { "\(connector.log)" })
         try await waitFor("the service observer's second event", on: byService.log.queue,
                           until: { byService.log.entries == ["up \(target)", "down \(target)"] }, seen: { "\(byService.log.entries)" })
         try await waitFor("every link's end", on: everything.log.queue,
@@ -139,7 +119,7 @@ struct ConnectionEventTests {
         #expect(byOtherIdentifier.log.entries.isEmpty, "\(byOtherIdentifier.log.entries)")
         let afterwards = await onQueue(byService.log.queue) { byService.manager.retrieveConnectedPeripherals(withServices: [eventServiceUUID]) }
         #expect(afterwards.isEmpty)
-        withExtendedLifetime((peripheralManager, peripheralApp, observers, connector)) {}
+        withExtendedLifetime((peripheralManager, peripheralApp, observers, box)) {}
     }
 
     /// The options as CoreBluetooth takes them: service UUIDs, peripheral identifiers (UUID or NSUUID), both (either
