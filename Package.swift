@@ -73,6 +73,7 @@ let package = Package(
         .target(name: "GATT", dependencies: ["BluetoothCore", "ATT", "BluetoothRuntime"], swiftSettings: strict),
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
         .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime"], swiftSettings: strict),
+        .target(name: "DBus", dependencies: ["BluetoothRuntime", "HCITransport"], swiftSettings: strict),
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
@@ -149,6 +150,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HCITests",
             dependencies: ["HCI", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
-# Installs the external peers the interop checks use, idempotently: tshark (Debian) and Bumble (PyPI, in .venv/).
+# Installs the external peers the interop checks use, idempotently: tshark, dbus-daemon and GLib's gdbus (Debian),
+# Bumble, RootCanal and pytest (PyPI, in .venv/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The D-Bus client's tests run a real dbus-daemon and call and are called by GLib's gdbus.
+if ! command -v dbus-daemon >/dev/null 2>&1 || ! command -v gdbus >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    echo "installing dbus-daemon and gdbus (Debian)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dbus-daemon libglib2.0-bin >/dev/null
+  else
+    echo "dbus-daemon or gdbus is missing: run 'sudo apt-get install dbus-daemon libglib2.0-bin' (needed by the D-Bus checks)" >&2
+    exit 1
+  fi
+fi
 
 if ! command -v tshark >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ]; then
@@ -24,4 +37,4 @@ fi
 # The wheel's RootCanal binary loses its execute bit on some installs.
 rootcanal_bin=$(.venv/bin/python -c "import os, rootcanal; print(os.path.join(os.path.dirname(rootcanal.__file__), 'bin', 'linux-x86_64', 'rootcanal'))")
 chmod +x "$rootcanal_bin"
-echo "interop peers: $(tshark --version | head -1); bumble $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("bumble"))'); rootcanal at $rootcanal_bin"
+echo "interop peers: $(tshark --version | head -1); $(dbus-daemon --version | head -1); bumble $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("bumble"))'); rootcanal at $rootcanal_bin"

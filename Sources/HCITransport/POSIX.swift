@@ -7,9 +7,9 @@ import Darwin
 #endif
 
 /// Thin helpers over the POSIX calls the transports share: errno text, full writes, close-on-exec pipes.
-enum POSIX {
+package enum POSIX {
     /// "Connection refused (errno 111)".
-    static func errorText(_ code: Int32) -> String {
+    package static func errorText(_ code: Int32) -> String {
         if let text = strerror(code) { return "\(String(cString: text)) (errno \(code))" }
         return "errno \(code)"
     }
@@ -19,14 +19,14 @@ enum POSIX {
 
     /// How a descriptor is written: `send(MSG_NOSIGNAL)` for sockets (a closed peer must not raise SIGPIPE),
     /// `write` for ttys.
-    enum WriteStyle: Sendable {
+    package enum WriteStyle: Sendable {
         case socket
         case file
     }
 
     /// Writes every byte of `bytes`, retrying on EINTR and after partial writes. Returns nil on success, the errno
     /// otherwise.
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], style: WriteStyle) -> Int32? {
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8], style: WriteStyle) -> Int32? {
         var written = 0
         while written < bytes.count {
             let result: Int = bytes.withUnsafeBytes { buffer -> Int in
@@ -64,7 +64,7 @@ enum POSIX {
     /// A close-on-exec channel used to wake a thread blocked in `poll`: (read end, write end). A socket pair, not a
     /// pipe: `socketpair` takes SOCK_CLOEXEC atomically (glibc's `pipe2` is not in the Swift overlay), so no child
     /// spawned by another thread at that moment can inherit it.
-    static func makeWakePipe() -> (read: Int32, write: Int32)? {
+    package static func makeWakePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [-1, -1]
         #if canImport(Darwin)
         guard socketpair(AF_UNIX, SOCK_STREAM, 0, &fds) == 0 else { return nil }
@@ -82,7 +82,7 @@ enum POSIX {
     /// up at run time because glibc declares it only under `_GNU_SOURCE`): an accepted connection inherited by a
     /// child spawned meanwhile would keep the connection open after we close it, and the peer would never see the
     /// end. Falls back to `accept` + FD_CLOEXEC.
-    static func acceptCloseOnExec(_ fd: Int32) -> Int32 {
+    package static func acceptCloseOnExec(_ fd: Int32) -> Int32 {
         #if !canImport(Darwin)
         if let accept4 = acceptWithFlags {
             return accept4(fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
@@ -102,14 +102,14 @@ enum POSIX {
     #endif
 
     /// Sets FD_CLOEXEC on `fd`.
-    static func setCloseOnExec(_ fd: Int32) {
+    package static func setCloseOnExec(_ fd: Int32) {
         let flags = fcntl(fd, F_GETFD)
         if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
 
     /// Makes a socket never raise SIGPIPE where the platform has a socket option for it (Darwin); Linux uses
     /// MSG_NOSIGNAL on every send instead.
-    static func disableSIGPIPE(_ fd: Int32) {
+    package static func disableSIGPIPE(_ fd: Int32) {
         #if canImport(Darwin)
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -117,19 +117,19 @@ enum POSIX {
     }
 
     /// Sets TCP_NODELAY (H4 packets are small and latency matters more than coalescing).
-    static func setNoDelay(_ fd: Int32) {
+    package static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Closes `fd`, ignoring EINTR (on Linux the descriptor is released even then).
-    static func closeDescriptor(_ fd: Int32) {
+    package static func closeDescriptor(_ fd: Int32) {
         guard fd >= 0 else { return }
         _ = close(fd)
     }
 
     /// The current Unix time in microseconds (CLOCK_REALTIME).
-    static func unixMicroseconds() -> Int64 {
+    package static func unixMicroseconds() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) &* 1_000_000 &+ Int64(spec.tv_nsec / 1000)

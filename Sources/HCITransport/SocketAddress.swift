@@ -1,21 +1,21 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #elseif canImport(Musl)
-import Musl
+package import Musl
 #elseif canImport(Darwin)
-import Darwin
+package import Darwin
 #endif
 
 /// Socket addresses for the TCP (IPv4) and UNIX stream transports.
-enum SocketAddress {
+package enum SocketAddress {
     #if canImport(Darwin)
-    static let streamType = SOCK_STREAM
+    package static let streamType = SOCK_STREAM
     #else
-    static let streamType = Int32(SOCK_STREAM.rawValue)
+    package static let streamType = Int32(SOCK_STREAM.rawValue)
     #endif
 
     /// Resolves an IPv4 host ("127.0.0.1", "localhost", a name) to a `sockaddr_in` with `port`.
-    static func ipv4(host: String, port: UInt16) throws(HCITransportError) -> sockaddr_in {
+    package static func ipv4(host: String, port: UInt16) throws(HCITransportError) -> sockaddr_in {
         if host.isEmpty { throw HCITransportError(.openFailed, "empty TCP host name") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -38,10 +38,10 @@ enum SocketAddress {
     }
 
     /// The longest UNIX socket path (sun_path without its terminating NUL).
-    static var maximumUnixPathLength: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
+    package static var maximumUnixPathLength: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
 
     /// A `sockaddr_un` for `path`; throws when the path is empty or too long.
-    static func unix(path: String) throws(HCITransportError) -> sockaddr_un {
+    package static func unix(path: String) throws(HCITransportError) -> sockaddr_un {
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty else { throw HCITransportError(.openFailed, "empty UNIX socket path") }
         guard bytes.count <= maximumUnixPathLength, !bytes.contains(0) else {
@@ -58,7 +58,7 @@ enum SocketAddress {
     }
 
     /// Calls `connect`, retrying on EINTR; nil on success, errno otherwise.
-    static func connect<Address>(_ fd: Int32, _ address: Address) -> Int32? {
+    package static func connect<Address>(_ fd: Int32, _ address: Address) -> Int32? {
         var copy = address
         while true {
             let result = withUnsafePointer(to: &copy) { pointer in
@@ -82,7 +82,7 @@ enum SocketAddress {
     }
 
     /// Calls `bind`; nil on success, errno otherwise.
-    static func bind<Address>(_ fd: Int32, _ address: Address) -> Int32? {
+    package static func bind<Address>(_ fd: Int32, _ address: Address) -> Int32? {
         var copy = address
         let result = withUnsafePointer(to: &copy) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -93,7 +93,7 @@ enum SocketAddress {
     }
 
     /// A new close-on-exec socket; nil (errno set) on failure.
-    static func makeSocket(family: Int32, type: Int32, protocol: Int32 = 0) -> Int32? {
+    package static func makeSocket(family: Int32, type: Int32, protocol: Int32 = 0) -> Int32? {
         #if canImport(Darwin)
         let fd = socket(family, type, `protocol`)
         if fd >= 0 { POSIX.setCloseOnExec(fd) }
@@ -104,7 +104,7 @@ enum SocketAddress {
     }
 
     /// The dotted IPv4 text of an address.
-    static func text(_ address: in_addr) -> String {
+    package static func text(_ address: in_addr) -> String {
         var copy = address
         var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN) + 1)
         guard inet_ntop(AF_INET, &copy, &buffer, socklen_t(INET_ADDRSTRLEN)) != nil else { return "?" }
