@@ -74,6 +74,7 @@ let package = Package(
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
         .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime"], swiftSettings: strict),
         .target(name: "DBus", dependencies: ["BluetoothRuntime", "HCITransport"], swiftSettings: strict),
+        .target(name: "BlueZ", dependencies: ["DBus", "BluetoothRuntime"], swiftSettings: strict),
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
@@ -109,7 +110,7 @@ let package = Package(
             name: "OpenCoreBluetooth",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "VirtualController", "StackLauncher",
+                "VirtualController", "StackLauncher", "DBus", "BlueZ",
             ],
             swiftSettings: strict
         ),
@@ -150,7 +151,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZ", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HCITests",
             dependencies: ["HCI", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -53,6 +53,12 @@ if [ -z "$blue" ]; then
     blue=$root/.build-static/release/blue
 fi
 [ -x "$blue" ] || { say "no static blue at $blue"; exit 1; }
+# Seed 001's central, static too, for the BlueZ backend's scenario (the guest finds it through the repository share).
+if [ ! -x .build-static/release/Seed001Central ] || [ -z "${OCB_VM_BLUE:-}" ]; then
+    say "building a static Seed001Central"
+    Scripts/build-static.sh --product Seed001Central > "$work/build-static-seed.log" 2>&1 \
+        || { say "static Seed001Central build failed:"; tail -20 "$work/build-static-seed.log" >&2; exit 1; }
+fi
 
 # 3. The initramfs (2 s).
 Scripts/vm/build-initramfs.sh "$work/initrd.gz" "$kver" 2> "$work/initramfs.log" || { cat "$work/initramfs.log" >&2; exit 1; }

@@ -22,6 +22,8 @@ import VirtualController
 /// - `air:PATH`: the hub at PATH, started the same way when PATH's directory exists;
 /// - `in-process`: an air private to this process (``sharedAir``): its managers meet only each other (public
 ///   addresses `0A:1C:00:00:00:nn`, stable across runs), as `blue demo` and the tests do;
+/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (``BlueZCentralBackend``: the central role;
+///   the peripheral role is not there yet);
 /// - anything else: a `--hci` transport specification for ``StackLauncher`` (`tcp:HOST:PORT`, `unix:PATH`,
 ///   `serial:…`, `hci0`…).
 ///
@@ -38,6 +40,9 @@ public enum HostBackend {
         case hub(socketPath: String)
         /// A stack opened by ``StackLauncher`` from a `--hci` specification.
         case specification(String)
+        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; ``BlueZCentralBackend``), central role only
+        /// for now.
+        case bluez(adapter: String?)
     }
 
     /// The environment variable that chooses the transport.
@@ -77,6 +82,8 @@ public enum HostBackend {
         switch value {
         case "", "virtual", "virtual-hub": return .hub(socketPath: StackLaunchOptions.defaultHubSocketPath)
         case "in-process": return .inProcess(sharedAir)
+        case "bluez": return .bluez(adapter: nil)
+        case let name where name.hasPrefix("bluez:hci") && name.count > 9: return .bluez(adapter: String(name.dropFirst(6)))
         case let air where air.hasPrefix("air:") && air.count > 4: return .hub(socketPath: String(air.dropFirst(4)))
         default: return .specification(value)
         }
@@ -120,8 +127,19 @@ public enum HostBackend {
     /// `application` (the process's unless given).
     public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process) -> CBBackendProvider {
         CBBackendProvider(
-            makeCentral: { HostCentralBackend(transport: transport ?? environmentTransport) },
-            makePeripheral: { HostPeripheralBackend(transport: transport ?? environmentTransport) },
+            makeCentral: {
+                let chosen = transport ?? environmentTransport
+                if case .bluez(let adapter) = chosen { return BlueZCentralBackend(adapter: adapter) }
+                return HostCentralBackend(transport: chosen)
+            },
+            makePeripheral: {
+                let chosen = transport ?? environmentTransport
+                if case .bluez = chosen {
+                    StandardError.line("OpenCoreBluetooth: the BlueZ backend has no peripheral role yet (CBPeripheralManager is unsupported)")
+                    return nil
+                }
+                return HostPeripheralBackend(transport: chosen)
+            },
             application: application)
     }
 
@@ -240,6 +258,8 @@ final class HostBackendStack: Sendable {
                 }
             case .specification(let text):
                 do throws(StackLaunchError) { result = .success(try await StackLauncher.open(text, options: options)) } catch { result = .failure(error) }
+            case .bluez:
+                result = .failure(StackLaunchError(.invalidSpecification, "bluez is bluetoothd's stack, not ours"))
             }
             switch result {
             case .success(let stack):

@@ -1,0 +1,492 @@
+import BlueZ
+import BluetoothCore
+import BluetoothRuntime
+import DBus
+import Dispatch
+import Foundation
+
+/// The central role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): scanning, connecting, GATT discovery, reads,
+/// writes and notifications through BlueZ's D-Bus API (Adapter1, Device1, GattService1, GattCharacteristic1,
+/// GattDescriptor1) instead of our own host stack, for machines whose Bluetooth belongs to bluetoothd.
+///
+/// Mapping (README "BlueZ backend"): a peer is the Device1's Address and AddressType; advertisements are the
+/// Device1 properties bluetoothd updates while discovering (RSSI, Name, UUIDs, ManufacturerData, ServiceData); a
+/// connection is Device1.Connect (its end, Connected false); services are the GATT objects bluetoothd resolved
+/// (ServicesResolved), named by the attribute handles in their paths; reads and writes are ReadValue and WriteValue
+/// (`type` request or command); notifications are StartNotify and the Value property's changes; the MTU is the
+/// characteristics' MTU property (BlueZ 5.62 and later, else 23). Errors: bluetoothd's replies with an ATT error
+/// become that `CBATTError`, the others `CBError`. Not yet: L2CAP channels, the RSSI of a connected peer (only
+/// while discovering), flow control of Write Commands (bluetoothd queues them; always "ready").
+final class BlueZCentralBackend: CBCentralBackend, Sendable {
+    private struct Link {
+        var path: String
+        var cancelled = false
+        /// Attribute paths by the handle in their name.
+        var attributes: [UInt16: String] = [:]
+    }
+
+    private struct State {
+        var sink: (@Sendable (CBCentralBackendEvent) -> Void)?
+        var tree: BlueZObjectTree?
+        var adapterPath: String?
+        var powered = false
+        var scanning: CBBackendScanParameters?
+        var links: [BluetoothAddress: Link] = [:]
+        /// Characteristic paths being notified, with their peer and handle.
+        var notifying: [String: (peer: CBBackendPeer, handle: UInt16)] = [:]
+        var waitingForServices: [String: [@Sendable (Bool) -> Void]] = [:]
+        var closed = false
+    }
+
+    /// `hciN`, or nil for the first adapter bluetoothd has.
+    let adapterName: String?
+    private let state = LockedValue(State())
+    private let events = DispatchQueue(label: "OpenCoreBluetooth.bluez.events")
+
+    static let deviceInterface = "org.bluez.Device1"
+    static let adapterInterface = "org.bluez.Adapter1"
+    static let serviceInterface = "org.bluez.GattService1"
+    static let characteristicInterface = "org.bluez.GattCharacteristic1"
+    static let descriptorInterface = "org.bluez.GattDescriptor1"
+
+    init(adapter: String?) {
+        adapterName = adapter
+    }
+
+    private func emit(_ event: CBCentralBackendEvent) {
+        guard let sink = state.withLock({ $0.closed ? nil : $0.sink }) else { return }
+        events.async { sink(event) }
+    }
+
+    // MARK: Lifecycle
+
+    func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
+        state.withLock { $0.sink = events }
+        Task { await open() }
+    }
+
+    private func open() async {
+        do throws(DBusError) {
+            let connection = try await DBusConnection.connect(address: DBusConnection.systemBusAddress)
+            let tree = try await BlueZObjectTree.load(on: connection)
+            let adapters = tree.objects(with: Self.adapterInterface)
+            let chosen = adapterName.map { name in adapters.first { $0.path.hasSuffix("/" + name) } }
+                ?? adapters.first
+            guard let adapter = chosen else {
+                connection.close()
+                throw DBusError(.connectFailed, adapterName.map { "bluetoothd has no adapter \($0)" } ?? "bluetoothd has no adapter")
+            }
+            let powered = adapter.properties["Powered"]?.boolValue ?? false
+            let keep = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.tree = tree
+                state.adapterPath = adapter.path
+                state.powered = powered
+                return true
+            }
+            guard keep else {
+                connection.close()
+                return
+            }
+            tree.observe { [weak self] change in self?.changed(change) }
+            connection.onClose { [weak self] error in self?.lost(error) }
+            emit(.stateChanged(powered ? .poweredOn : .poweredOff))
+        } catch {
+            StandardError.line("OpenCoreBluetooth: no BlueZ backend: \(error)")
+            emit(.stateChanged(.unsupported))
+        }
+    }
+
+    private func lost(_ error: DBusError) {
+        guard !state.load().closed else { return }
+        StandardError.line("OpenCoreBluetooth: lost bluetoothd: \(error.reason); Bluetooth is off")
+        emit(.stateChanged(.poweredOff))
+    }
+
+    func shutdown() {
+        let (tree, adapter, scanning, links) = state.withLock { state -> (BlueZObjectTree?, String?, Bool, [String]) in
+            defer {
+                state.closed = true
+                state.sink = nil
+            }
+            return (state.tree, state.adapterPath, state.scanning != nil, state.links.values.map(\.path))
+        }
+        guard let tree else { return }
+        let connection = tree.connection
+        if scanning, let adapter {
+            connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: Self.adapterInterface,
+                                  member: "StopDiscovery"), timeout: .seconds(5)) { _ in }
+        }
+        for path in links {
+            connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: Self.deviceInterface,
+                                  member: "Disconnect"), timeout: .seconds(5)) { _ in }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
+    }
+
+    // MARK: Calls
+
+    private func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [],
+                      timeout: Duration = .seconds(30),
+                      completion: @escaping @Sendable (Result<DBusMessage, DBusError>) -> Void) {
+        guard let tree = state.load().tree else {
+            return completion(.failure(DBusError(.disconnected, "bluetoothd is not connected")))
+        }
+        tree.connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: interface, member: member,
+                                   body: body), timeout: timeout, completion: completion)
+    }
+
+    private static func backendError(_ error: DBusError, reading: Bool) -> CBBackendError {
+        if let code = BlueZErrors.attErrorCode(error, reading: reading) { return .att(code) }
+        return .core(error.code == .timedOut ? .connectionTimeout : .unknown, "bluetoothd: \(error)")
+    }
+
+    // MARK: Scanning
+
+    func startScan(_ parameters: CBBackendScanParameters) {
+        guard let adapter = state.withLock({ state -> String? in
+            state.scanning = parameters
+            return state.adapterPath
+        }) else { return }
+        var filter: [String: DBusValue] = ["Transport": .string("le"), "DuplicateData": .boolean(parameters.allowDuplicates)]
+        if let uuids = parameters.serviceUUIDs, !uuids.isEmpty {
+            filter["UUIDs"] = .array(.string, uuids.map { .string($0.fullString.lowercased()) })
+        }
+        call(adapter, Self.adapterInterface, "SetDiscoveryFilter", [.properties(filter)]) { [self] _ in
+            call(adapter, Self.adapterInterface, "StartDiscovery") { result in
+                if case .failure(let error) = result, error.name != "org.bluez.Error.InProgress" {
+                    StandardError.line("OpenCoreBluetooth: bluetoothd did not start discovery: \(error)")
+                }
+            }
+            // Devices bluetoothd already knows and sees advertising now report as their properties change; report
+            // the ones with a fresh RSSI at once, as a scan would.
+            for device in self.devices() where device.properties["RSSI"] != nil {
+                if let advertisement = Self.advertisement(device.properties) { emit(.advertisement(advertisement)) }
+            }
+        }
+    }
+
+    func stopScan() {
+        guard let adapter = state.withLock({ state -> String? in
+            defer { state.scanning = nil }
+            return state.scanning == nil ? nil : state.adapterPath
+        }) else { return }
+        call(adapter, Self.adapterInterface, "StopDiscovery") { _ in }
+    }
+
+    private func devices() -> [(path: String, properties: [String: DBusValue])] {
+        let (tree, adapter) = state.withLock { ($0.tree, $0.adapterPath) }
+        guard let tree, let adapter else { return [] }
+        return tree.objects(with: Self.deviceInterface).filter { BlueZPaths.isUnder($0.path, adapter) }
+    }
+
+    /// A Device1's identity: its Address and AddressType.
+    static func peer(_ properties: [String: DBusValue]) -> CBBackendPeer? {
+        guard let text = properties["Address"]?.stringValue else { return nil }
+        let type: BluetoothAddress.AddressType = properties["AddressType"]?.stringValue == "random" ? .random : .public
+        guard let address = try? BluetoothAddress(string: text, type: type) else { return nil }
+        return CBBackendPeer(address: address)
+    }
+
+    /// What a Device1 says of its advertising (Name, UUIDs, ManufacturerData a{qv}, ServiceData a{sv}, TxPower,
+    /// RSSI).
+    static func advertisement(_ properties: [String: DBusValue]) -> CBBackendAdvertisement? {
+        guard let peer = peer(properties) else { return nil }
+        let uuids = (properties["UUIDs"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { try? BluetoothUUID(string: $0) } }
+        var serviceData: [BluetoothUUID: [UInt8]] = [:]
+        for (key, value) in properties["ServiceData"]?.dictionaryValue ?? [:] {
+            if let uuid = try? BluetoothUUID(string: key), let bytes = value.bytesValue { serviceData[uuid] = bytes }
+        }
+        var manufacturer: [UInt8]?
+        if case .array(_, let entries)? = properties["ManufacturerData"], case .dictEntry(let key, let value)? = entries.first,
+           let company = key.intValue, let bytes = value.bytesValue {
+            manufacturer = [UInt8(truncatingIfNeeded: company), UInt8(truncatingIfNeeded: company >> 8)] + bytes
+        }
+        return CBBackendAdvertisement(
+            peer: peer, rssi: properties["RSSI"]?.intValue ?? 127, isConnectable: true,
+            localName: properties["Name"]?.stringValue, serviceUUIDs: uuids, serviceData: serviceData,
+            manufacturerData: manufacturer, txPowerLevel: properties["TxPower"]?.intValue)
+    }
+
+    // MARK: Changes from bluetoothd (reader thread)
+
+    private func changed(_ change: BlueZObjectTree.Change) {
+        switch change {
+        case .added(let path, Self.deviceInterface, _), .changed(let path, Self.deviceInterface, _):
+            deviceChanged(path, change)
+        case .changed(let path, Self.adapterInterface, let properties):
+            guard let powered = properties["Powered"]?.boolValue else { return }
+            let report = state.withLock { state -> Bool in
+                guard path == state.adapterPath, state.powered != powered else { return false }
+                state.powered = powered
+                return true
+            }
+            if report { emit(.stateChanged(powered ? .poweredOn : .poweredOff)) }
+        case .changed(let path, Self.characteristicInterface, let properties):
+            guard let value = properties["Value"]?.bytesValue,
+                  let target = state.withLock({ $0.notifying[path] }) else { return }
+            emit(.valueUpdated(target.peer, handle: target.handle, value: value))
+        case .removed(let path, Self.deviceInterface):
+            endLink(devicePath: path, error: .core(.peripheralDisconnected, "bluetoothd removed the device"))
+        default:
+            return
+        }
+    }
+
+    private func deviceChanged(_ path: String, _ change: BlueZObjectTree.Change) {
+        guard let tree = state.load().tree, let properties = tree.properties(path, Self.deviceInterface) else { return }
+        let changed: [String: DBusValue]
+        switch change {
+        case .added(_, _, let all): changed = all
+        case .changed(_, _, let some): changed = some
+        case .removed: return
+        }
+        if state.load().scanning != nil,
+           !Set(changed.keys).isDisjoint(with: ["RSSI", "Name", "UUIDs", "ManufacturerData", "ServiceData", "TxPower"]),
+           let advertisement = Self.advertisement(properties) {
+            emit(.advertisement(advertisement))
+        }
+        if changed["Connected"]?.boolValue == false {
+            endLink(devicePath: path, error: .core(.peripheralDisconnected, "the peripheral disconnected"))
+        }
+        if changed["ServicesResolved"]?.boolValue == true {
+            let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: path) ?? [] }
+            for waiter in waiters { waiter(true) }
+        }
+        if let name = changed["Name"]?.stringValue, let peer = Self.peer(properties),
+           state.load().links[peer.address] != nil {
+            emit(.nameUpdated(peer, name))
+        }
+    }
+
+    private func endLink(devicePath: String, error: CBBackendError) {
+        let ended = state.withLock { state -> (BluetoothAddress, Bool)? in
+            guard let (address, link) = state.links.first(where: { $0.value.path == devicePath }) else { return nil }
+            state.links[address] = nil
+            state.notifying = state.notifying.filter { $0.value.peer.address != address }
+            return (address, link.cancelled)
+        }
+        guard let (address, cancelled) = ended else { return }
+        let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: devicePath) ?? [] }
+        for waiter in waiters { waiter(false) }
+        emit(.disconnected(CBBackendPeer(address: address), cancelled ? nil : error))
+    }
+
+    // MARK: Connections
+
+    private func devicePath(_ peer: CBBackendPeer) -> String? {
+        devices().first { Self.peer($0.properties)?.address == peer.address }?.path
+    }
+
+    func connect(_ peer: CBBackendPeer) {
+        guard let path = devicePath(peer) else {
+            emit(.connectionFailed(peer, .core(.unknownDevice, "bluetoothd does not know \(peer) (scan first)")))
+            return
+        }
+        call(path, Self.deviceInterface, "Connect", timeout: .seconds(40)) { [self] result in
+            switch result {
+            case .success:
+                let fresh = state.withLock { state -> Bool in
+                    guard state.links[peer.address] == nil else { return false }
+                    state.links[peer.address] = Link(path: path)
+                    return true
+                }
+                guard fresh else { return }
+                let mtu = state.load().tree?.objects(with: Self.characteristicInterface)
+                    .first { BlueZPaths.isUnder($0.path, path) }?.properties["MTU"]?.intValue ?? 23
+                emit(.connected(peer, mtu: mtu))
+            case .failure(let error):
+                emit(.connectionFailed(peer, .core(.connectionFailed, "bluetoothd: \(error)")))
+            }
+        }
+    }
+
+    func cancelConnection(_ peer: CBBackendPeer) {
+        let path = state.withLock { state -> String? in
+            state.links[peer.address]?.cancelled = true
+            return state.links[peer.address]?.path
+        } ?? devicePath(peer)
+        guard let path else { return }
+        call(path, Self.deviceInterface, "Disconnect") { _ in }
+    }
+
+    func knownPeers() -> [CBBackendPeer] {
+        devices().filter { $0.properties["Paired"]?.boolValue == true }.compactMap { Self.peer($0.properties) }
+    }
+
+    // MARK: GATT
+
+    /// Runs `body` once bluetoothd resolved the services of the linked `peer` (at most 30 s).
+    private func whenResolved(_ peer: CBBackendPeer, _ body: @escaping @Sendable (Result<String, CBBackendError>) -> Void) {
+        guard let path = state.load().links[peer.address]?.path else {
+            return body(.failure(.core(.notConnected, "\(peer) is not connected")))
+        }
+        if state.load().tree?.properties(path, Self.deviceInterface)?["ServicesResolved"]?.boolValue == true {
+            return body(.success(path))
+        }
+        let once = LockedValue<(@Sendable (Bool) -> Void)?>(nil)
+        let waiter: @Sendable (Bool) -> Void = { resolved in
+            let pending = once.withLock { value in
+                defer { value = nil }
+                return value
+            }
+            pending?(resolved)
+        }
+        once.store { resolved in
+            body(resolved ? .success(path) : .failure(.core(.notConnected, "the link ended before bluetoothd resolved the services")))
+        }
+        state.withLock { $0.waitingForServices[path, default: []].append(waiter) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) {
+            once.withLock { value in
+                guard let pending = value else { return }
+                value = nil
+                pending(false)
+            }
+        }
+    }
+
+    /// The attributes of `interface` under `parent`, with the handle in their name, by handle.
+    private func attributes(_ interface: String, under parent: String) -> [(handle: UInt16, path: String, properties: [String: DBusValue])] {
+        (state.load().tree?.objects(with: interface) ?? [])
+            .filter { $0.path.hasPrefix(parent + "/") && !$0.path.dropFirst(parent.count + 1).contains("/") }
+            .compactMap { entry in BlueZPaths.handle(of: entry.path).map { ($0, entry.path, entry.properties) } }
+            .sorted { $0.handle < $1.handle }
+    }
+
+    private func remember(_ peer: CBBackendPeer, _ handle: UInt16, _ path: String) {
+        state.withLock { $0.links[peer.address]?.attributes[handle] = path }
+    }
+
+    private func attributePath(_ peer: CBBackendPeer, _ handle: UInt16) -> String? {
+        state.load().links[peer.address]?.attributes[handle]
+    }
+
+    func discoverServices(_ peer: CBBackendPeer, uuids: [BluetoothUUID]?,
+                          completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
+        whenResolved(peer) { [self] resolved in
+            guard case .success(let device) = resolved else { return completion(resolved.map { _ in [] }) }
+            let found = attributes(Self.serviceInterface, under: device)
+            var services: [CBBackendService] = []
+            for (index, entry) in found.enumerated() {
+                guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
+                remember(peer, entry.handle, entry.path)
+                let end = index + 1 < found.count ? found[index + 1].handle - 1 : 0xFFFF
+                services.append(CBBackendService(uuid: uuid, isPrimary: entry.properties["Primary"]?.boolValue ?? true,
+                                                 startHandle: entry.handle, endHandle: end))
+            }
+            if let uuids { services = services.filter { uuids.contains($0.uuid) } }
+            completion(.success(services))
+        }
+    }
+
+    func discoverIncludedServices(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
+                                  completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
+        // bluetoothd lists includes as object paths (GattService1.Includes) of services already discovered.
+        guard let path = attributePath(peer, service.startHandle),
+              let includes = state.load().tree?.properties(path, Self.serviceInterface)?["Includes"]?.arrayValue else {
+            return completion(.success([]))
+        }
+        discoverServices(peer, uuids: nil) { result in
+            completion(result.map { all in
+                let handles = Set(includes.compactMap { $0.stringValue.flatMap(BlueZPaths.handle(of:)) })
+                return all.filter { handles.contains($0.startHandle) && (uuids?.contains($0.uuid) ?? true) }
+            })
+        }
+    }
+
+    static let propertyBits: [String: UInt8] = [
+        "broadcast": 0x01, "read": 0x02, "write-without-response": 0x04, "write": 0x08, "notify": 0x10,
+        "indicate": 0x20, "authenticated-signed-writes": 0x40, "extended-properties": 0x80,
+    ]
+
+    func discoverCharacteristics(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
+                                 completion: @escaping @Sendable (Result<[CBBackendCharacteristic], CBBackendError>) -> Void) {
+        guard let servicePath = attributePath(peer, service.startHandle) else {
+            return completion(.failure(.core(.invalidHandle, "no service at handle \(service.startHandle)")))
+        }
+        let found = attributes(Self.characteristicInterface, under: servicePath)
+        var characteristics: [CBBackendCharacteristic] = []
+        for (index, entry) in found.enumerated() {
+            guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
+            remember(peer, entry.handle, entry.path)
+            let flags = (entry.properties["Flags"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let properties = flags.reduce(UInt8(0)) { $0 | (Self.propertyBits[$1] ?? 0) }
+            let end = index + 1 < found.count ? found[index + 1].handle - 1 : service.endHandle
+            characteristics.append(CBBackendCharacteristic(uuid: uuid, properties: properties, declarationHandle: entry.handle,
+                                                           valueHandle: entry.handle, endHandle: max(end, entry.handle)))
+        }
+        if let uuids { characteristics = characteristics.filter { uuids.contains($0.uuid) } }
+        completion(.success(characteristics))
+    }
+
+    func discoverDescriptors(_ peer: CBBackendPeer, for characteristic: CBBackendCharacteristic,
+                             completion: @escaping @Sendable (Result<[CBBackendDescriptor], CBBackendError>) -> Void) {
+        guard let path = attributePath(peer, characteristic.valueHandle) else {
+            return completion(.failure(.core(.invalidHandle, "no characteristic at handle \(characteristic.valueHandle)")))
+        }
+        let descriptors = attributes(Self.descriptorInterface, under: path).compactMap { entry -> CBBackendDescriptor? in
+            guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { return nil }
+            remember(peer, entry.handle, entry.path)
+            return CBBackendDescriptor(uuid: uuid, handle: entry.handle)
+        }
+        completion(.success(descriptors))
+    }
+
+    private func interface(of path: String) -> String {
+        path.split(separator: "/").last?.hasPrefix("desc") == true ? Self.descriptorInterface : Self.characteristicInterface
+    }
+
+    func read(_ peer: CBBackendPeer, handle: UInt16, completion: @escaping @Sendable (Result<[UInt8], CBBackendError>) -> Void) {
+        guard let path = attributePath(peer, handle) else {
+            return completion(.failure(.core(.invalidHandle, "no attribute at handle \(handle)")))
+        }
+        call(path, interface(of: path), "ReadValue", [.properties([:])]) { result in
+            switch result {
+            case .success(let reply): completion(.success(reply.body.first?.bytesValue ?? []))
+            case .failure(let error): completion(.failure(Self.backendError(error, reading: true)))
+            }
+        }
+    }
+
+    func write(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8], completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard let path = attributePath(peer, handle) else {
+            return completion(.failure(.core(.invalidHandle, "no attribute at handle \(handle)")))
+        }
+        let options: [String: DBusValue] = interface(of: path) == Self.characteristicInterface ? ["type": .string("request")] : [:]
+        call(path, interface(of: path), "WriteValue", [.bytes(value), .properties(options)]) { result in
+            completion(result.map { _ in () }.mapError { Self.backendError($0, reading: false) })
+        }
+    }
+
+    func writeWithoutResponse(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8]) -> Bool {
+        if let path = attributePath(peer, handle) {
+            call(path, Self.characteristicInterface, "WriteValue", [.bytes(value), .properties(["type": .string("command")])]) { _ in }
+        }
+        return true
+    }
+
+    func setNotifications(_ peer: CBBackendPeer, characteristic: CBBackendCharacteristic, cccdHandle: UInt16?, enabled: Bool,
+                          completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard let path = attributePath(peer, characteristic.valueHandle) else {
+            return completion(.failure(.core(.invalidHandle, "no characteristic at handle \(characteristic.valueHandle)")))
+        }
+        if enabled { state.withLock { $0.notifying[path] = (peer, characteristic.valueHandle) } }
+        call(path, Self.characteristicInterface, enabled ? "StartNotify" : "StopNotify") { [self] result in
+            if !enabled || (try? result.get()) == nil { state.withLock { _ = $0.notifying.removeValue(forKey: path) } }
+            completion(result.map { _ in () }.mapError { Self.backendError($0, reading: true) })
+        }
+    }
+
+    func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void) {
+        if let path = state.load().links[peer.address]?.path,
+           let rssi = state.load().tree?.properties(path, Self.deviceInterface)?["RSSI"]?.intValue {
+            return completion(.success(rssi))
+        }
+        completion(.failure(.core(.operationNotSupported, "bluetoothd reports a device's RSSI only while discovering")))
+    }
+
+    func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
+                          completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
+        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+    }
+}
