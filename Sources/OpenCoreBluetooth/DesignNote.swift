@@ -83,3 +83,10 @@
 // suspended), a scan needs service UUIDs, coalesces duplicates and runs at a low duty cycle, advertising drops the
 // name and moves the services to the overflow area (AdvertisingData.ServiceOverflowArea), which the central side
 // decodes against the UUIDs it scans for.
+//
+// The BlueZ backends (BlueZCentralBackend, BlueZPeripheralBackend; OCB_HCI=bluez or bluez:hciN): the same seam on
+// bluetoothd's D-Bus API instead of our host (modules DBus and BlueZ). Each owns a DBusConnection and a
+// BlueZObjectTree; their state sits in a LockedValue changed from the connection's reader thread (signals, exported
+// calls) and from call completions; events go to the façade through a serial queue of their own, in order. The
+// peripheral backend exports its GATT application and advertisement under /org/opencorebluetooth/peripheralN and
+// answers bluetoothd's ReadValue/WriteValue later for dynamic values (the façade's respond).

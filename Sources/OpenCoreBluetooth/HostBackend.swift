@@ -22,8 +22,8 @@ import VirtualController
 /// - `air:PATH`: the hub at PATH, started the same way when PATH's directory exists;
 /// - `in-process`: an air private to this process (``sharedAir``): its managers meet only each other (public
 ///   addresses `0A:1C:00:00:00:nn`, stable across runs), as `blue demo` and the tests do;
-/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (``BlueZCentralBackend``: the central role;
-///   the peripheral role is not there yet);
+/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (``BlueZCentralBackend``,
+///   ``BlueZPeripheralBackend``);
 /// - anything else: a `--hci` transport specification for ``StackLauncher`` (`tcp:HOST:PORT`, `unix:PATH`,
 ///   `serial:…`, `hci0`…).
 ///
@@ -40,8 +40,8 @@ public enum HostBackend {
         case hub(socketPath: String)
         /// A stack opened by ``StackLauncher`` from a `--hci` specification.
         case specification(String)
-        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; ``BlueZCentralBackend``), central role only
-        /// for now.
+        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; ``BlueZCentralBackend``,
+        /// ``BlueZPeripheralBackend``).
         case bluez(adapter: String?)
     }
 
@@ -134,10 +134,7 @@ public enum HostBackend {
             },
             makePeripheral: {
                 let chosen = transport ?? environmentTransport
-                if case .bluez = chosen {
-                    StandardError.line("OpenCoreBluetooth: the BlueZ backend has no peripheral role yet (CBPeripheralManager is unsupported)")
-                    return nil
-                }
+                if case .bluez(let adapter) = chosen { return BlueZPeripheralBackend(adapter: adapter) }
                 return HostPeripheralBackend(transport: chosen)
             },
             application: application)

@@ -1,0 +1,499 @@
+import AdvertisingData
+import BlueZ
+import BluetoothCore
+import BluetoothRuntime
+import DBus
+import Dispatch
+import Foundation
+
+/// The peripheral role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): the published services are a GATT
+/// application of objects we export on the bus (BlueZ's doc/org.bluez.GattManager.rst: an ObjectManager root with
+/// GattService1, GattCharacteristic1 and GattDescriptor1 objects) registered with RegisterApplication, and the
+/// advertising an LEAdvertisement1 object registered with LEAdvertisingManager1.RegisterAdvertisement.
+///
+/// Mapping (README "BlueZ backend"): bluetoothd calls ReadValue and WriteValue on our characteristics; a static
+/// value is answered at once, the others become the façade's requests and are answered when the app responds (the
+/// D-Bus reply waits for it). Notifications are PropertiesChanged signals of a characteristic's Value (bluetoothd
+/// sends them to every subscribed central: `updateValue` always has room). StartNotify/StopNotify carry no
+/// central; they are reported for the central connected most recently. Services added or removed re-register the
+/// application (bluetoothd reads an application once). Not yet: L2CAP channels, connection latency.
+final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
+    private struct Published {
+        var service: CBBackendLocalService
+        var path: String
+    }
+
+    private struct State {
+        var sink: (@Sendable (CBPeripheralBackendEvent) -> Void)?
+        var tree: BlueZObjectTree?
+        var adapterPath: String?
+        var powered = false
+        var services: [Int: Published] = [:]
+        var nextServiceIndex = 0
+        /// Characteristic id → object path, and back.
+        var characteristicPaths: [Int: String] = [:]
+        var characteristics: [String: CBBackendLocalCharacteristic] = [:]
+        var registered = false
+        var advertising = false
+        var advertisement: [String: DBusValue] = [:]
+        var pendingRequests: [UInt64: DBusMessage] = [:]
+        var nextRequest: UInt64 = 1
+        var centrals: [String: CBBackendPeer] = [:]
+        var lastCentral: CBBackendPeer?
+        var closed = false
+    }
+
+    let adapterName: String?
+    /// The root of our objects on the bus (unique per backend in the process).
+    let root: String
+    private let state = LockedValue(State())
+    private let events = DispatchQueue(label: "OpenCoreBluetooth.bluez.peripheral.events")
+    private static let counter = LockedValue(0)
+
+    static let gattManager = "org.bluez.GattManager1"
+    static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+
+    init(adapter: String?) {
+        adapterName = adapter
+        let number = Self.counter.withLock { value -> Int in
+            value += 1
+            return value
+        }
+        root = "/org/opencorebluetooth/peripheral\(number)"
+    }
+
+    private func emit(_ event: CBPeripheralBackendEvent) {
+        guard let sink = state.withLock({ $0.closed ? nil : $0.sink }) else { return }
+        events.async { sink(event) }
+    }
+
+    // MARK: Lifecycle
+
+    func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
+        state.withLock { $0.sink = events }
+        Task { await open() }
+    }
+
+    private func open() async {
+        do throws(DBusError) {
+            let connection = try await DBusConnection.connect(address: DBusConnection.systemBusAddress)
+            let tree = try await BlueZObjectTree.load(on: connection)
+            let adapters = tree.objects(with: BlueZCentralBackend.adapterInterface)
+            guard let adapter = adapterName.map({ name in adapters.first { $0.path.hasSuffix("/" + name) } }) ?? adapters.first else {
+                connection.close()
+                throw DBusError(.connectFailed, adapterName.map { "bluetoothd has no adapter \($0)" } ?? "bluetoothd has no adapter")
+            }
+            let powered = adapter.properties["Powered"]?.boolValue ?? false
+            let keep = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.tree = tree
+                state.adapterPath = adapter.path
+                state.powered = powered
+                return true
+            }
+            guard keep else {
+                connection.close()
+                return
+            }
+            connection.export(path: root) { [weak self] call in self?.rootCall(call) }
+            connection.export(path: root + "/advertisement") { [weak self] call in self?.advertisementCall(call) }
+            tree.observe { [weak self] change in self?.changed(change) }
+            connection.onClose { [weak self] error in
+                guard let self, !self.state.load().closed else { return }
+                StandardError.line("OpenCoreBluetooth: lost bluetoothd: \(error.reason); Bluetooth is off")
+                self.emit(.stateChanged(.poweredOff))
+            }
+            emit(.stateChanged(powered ? .poweredOn : .poweredOff))
+        } catch {
+            StandardError.line("OpenCoreBluetooth: no BlueZ backend: \(error)")
+            emit(.stateChanged(.unsupported))
+        }
+    }
+
+    func shutdown() {
+        let (tree, adapter, registered, advertising) = state.withLock { state -> (BlueZObjectTree?, String?, Bool, Bool) in
+            defer {
+                state.closed = true
+                state.sink = nil
+            }
+            return (state.tree, state.adapterPath, state.registered, state.advertising)
+        }
+        guard let tree, let adapter else { return }
+        let connection = tree.connection
+        if advertising {
+            connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: Self.advertisingManager,
+                                  member: "UnregisterAdvertisement", body: [.objectPath(root + "/advertisement")]), timeout: .seconds(5)) { _ in }
+        }
+        if registered {
+            connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: Self.gattManager,
+                                  member: "UnregisterApplication", body: [.objectPath(root)]), timeout: .seconds(5)) { _ in }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
+    }
+
+    private func call(_ member: String, on interface: String, _ body: [DBusValue], timeout: Duration = .seconds(30),
+                      completion: @escaping @Sendable (Result<DBusMessage, DBusError>) -> Void) {
+        guard let (tree, adapter) = state.withLock({ state in state.tree.flatMap { tree in state.adapterPath.map { (tree, $0) } } }) else {
+            return completion(.failure(DBusError(.disconnected, "bluetoothd is not connected")))
+        }
+        tree.connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: interface, member: member, body: body),
+                             timeout: timeout, completion: completion)
+    }
+
+    // MARK: Centrals (bluetoothd's Device1 objects that connect)
+
+    private func changed(_ change: BlueZObjectTree.Change) {
+        guard case .changed(let path, BlueZCentralBackend.deviceInterface, let properties) = change,
+              let connected = properties["Connected"]?.boolValue,
+              let all = state.load().tree?.properties(path, BlueZCentralBackend.deviceInterface),
+              let peer = BlueZCentralBackend.peer(all) else {
+            if case .changed(let path, BlueZCentralBackend.adapterInterface, let properties) = change,
+               let powered = properties["Powered"]?.boolValue,
+               state.withLock({ state -> Bool in
+                   guard state.adapterPath == path, state.powered != powered else { return false }
+                   state.powered = powered
+                   return true
+               }) {
+                emit(.stateChanged(powered ? .poweredOn : .poweredOff))
+            }
+            return
+        }
+        if connected {
+            state.withLock { state in
+                state.centrals[path] = peer
+                state.lastCentral = peer
+            }
+            emit(.centralConnected(peer, mtu: 23))
+        } else if state.withLock({ $0.centrals.removeValue(forKey: path) }) != nil {
+            emit(.centralDisconnected(peer))
+        }
+    }
+
+    /// The central a request came from: its `device` option, else the one connected last.
+    private func central(of options: DBusValue?) -> CBBackendPeer {
+        if let path = options?.dictionaryValue?["device"]?.stringValue,
+           let properties = state.load().tree?.properties(path, BlueZCentralBackend.deviceInterface),
+           let peer = BlueZCentralBackend.peer(properties) {
+            return peer
+        }
+        return state.load().lastCentral ?? CBBackendPeer(address: BluetoothAddress(0, type: .public))
+    }
+
+    // MARK: The GATT application
+
+    func addService(_ service: CBBackendLocalService, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        let paths = state.withLock { state -> [String] in
+            let path = root + "/service\(state.nextServiceIndex)"
+            state.nextServiceIndex += 1
+            state.services[service.id] = Published(service: service, path: path)
+            var exported = [path]
+            for (index, characteristic) in service.characteristics.enumerated() {
+                let characteristicPath = path + "/char\(index)"
+                state.characteristicPaths[characteristic.id] = characteristicPath
+                state.characteristics[characteristicPath] = characteristic
+                exported.append(characteristicPath)
+                for descriptorIndex in characteristic.descriptors.indices {
+                    exported.append(characteristicPath + "/desc\(descriptorIndex)")
+                }
+            }
+            return exported
+        }
+        if let connection = state.load().tree?.connection {
+            for path in paths { connection.export(path: path) { [weak self] call in self?.attributeCall(call) } }
+        }
+        reregister(completion)
+    }
+
+    func removeService(id: Int) {
+        state.withLock { state in
+            guard let removed = state.services.removeValue(forKey: id) else { return }
+            for characteristic in removed.service.characteristics {
+                if let path = state.characteristicPaths.removeValue(forKey: characteristic.id) { state.characteristics[path] = nil }
+            }
+        }
+        reregister { _ in }
+    }
+
+    func removeAllServices() {
+        state.withLock { state in
+            state.services = [:]
+            state.characteristicPaths = [:]
+            state.characteristics = [:]
+        }
+        reregister { _ in }
+    }
+
+    /// Unregisters the application (when registered) and registers it again with what is published now.
+    private func reregister(_ completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        let (registered, empty) = state.withLock { ($0.registered, $0.services.isEmpty) }
+        let register: @Sendable () -> Void = { [self] in
+            guard !empty else { return completion(.success(())) }
+            call("RegisterApplication", on: Self.gattManager, [.objectPath(root), .properties([:])]) { [self] result in
+                switch result {
+                case .success:
+                    state.withLock { $0.registered = true }
+                    completion(.success(()))
+                case .failure(let error):
+                    completion(.failure(.core(.unknown, "bluetoothd refused the GATT application: \(error)")))
+                }
+            }
+        }
+        guard registered else { return register() }
+        state.withLock { $0.registered = false }
+        call("UnregisterApplication", on: Self.gattManager, [.objectPath(root)]) { _ in register() }
+    }
+
+    private static func flags(_ characteristic: CBBackendLocalCharacteristic) -> [String] {
+        let properties = UInt8(truncatingIfNeeded: characteristic.properties)
+        var flags = BlueZCentralBackend.propertyBits.filter { properties & $0.value != 0 }.map(\.key).sorted()
+        let permissions = characteristic.permissions
+        if permissions & 0x04 != 0 { flags.append("encrypt-read") }
+        if permissions & 0x08 != 0 { flags.append("encrypt-write") }
+        if characteristic.properties & 0x100 != 0 || characteristic.properties & 0x200 != 0 { flags.append("encrypt-notify") }
+        return flags
+    }
+
+    /// Every object of the application: path → interface → properties.
+    private func objects() -> [String: [String: [String: DBusValue]]] {
+        let services = state.withLock { Array($0.services.values) }.sorted { $0.path < $1.path }
+        var objects: [String: [String: [String: DBusValue]]] = [:]
+        for published in services {
+            let service = published.service
+            let includes = service.includedServiceIDs.compactMap { id in services.first { $0.service.id == id }?.path }
+            objects[published.path] = ["org.bluez.GattService1": [
+                "UUID": .string(service.uuid.fullString.lowercased()), "Primary": .boolean(service.isPrimary),
+                "Includes": .array(.objectPath, includes.map(DBusValue.objectPath)),
+            ]]
+            for (index, characteristic) in service.characteristics.enumerated() {
+                let path = published.path + "/char\(index)"
+                objects[path] = ["org.bluez.GattCharacteristic1": [
+                    "UUID": .string(characteristic.uuid.fullString.lowercased()), "Service": .objectPath(published.path),
+                    "Flags": .array(.string, Self.flags(characteristic).map(DBusValue.string)),
+                ]]
+                for (descriptorIndex, descriptor) in characteristic.descriptors.enumerated() {
+                    objects[path + "/desc\(descriptorIndex)"] = ["org.bluez.GattDescriptor1": [
+                        "UUID": .string(descriptor.uuid.fullString.lowercased()), "Characteristic": .objectPath(path),
+                        "Flags": .array(.string, [.string("read")]),
+                    ]]
+                }
+            }
+        }
+        return objects
+    }
+
+    private static func managedObjects(_ objects: [String: [String: [String: DBusValue]]]) -> DBusValue {
+        let properties = DBusType.array(.dictEntry(key: .string, value: .variant))
+        let interfaces = DBusType.array(.dictEntry(key: .string, value: properties))
+        return .dictionary(key: .objectPath, value: interfaces, objects.sorted { $0.key < $1.key }.map { path, entry in
+            (.objectPath(path), .dictionary(key: .string, value: properties, entry.sorted { $0.key < $1.key }.map {
+                (.string($0.key), .properties($0.value))
+            }))
+        })
+    }
+
+    private func rootCall(_ call: DBusMessage) -> DBusMessage? {
+        switch (call.interface, call.member) {
+        case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
+            return call.methodReturn([Self.managedObjects(objects())])
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            return call.methodReturn([.string(Self.introspection(["org.freedesktop.DBus.ObjectManager"]))])
+        default:
+            return call.errorReply(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "\(call.member ?? "?") is not a method here")
+        }
+    }
+
+    /// Properties, Introspect, and the GATT methods bluetoothd calls on a service, characteristic or descriptor.
+    private func attributeCall(_ call: DBusMessage) -> DBusMessage? {
+        guard let path = call.path else { return nil }
+        let entry = objects()[path] ?? [:]
+        switch (call.interface, call.member) {
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            let interface = call.body.first?.stringValue ?? ""
+            return call.methodReturn([.properties(entry[interface] ?? [:])])
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard call.body.count == 2, let interface = call.body[0].stringValue, let name = call.body[1].stringValue,
+                  let value = entry[interface]?[name] else {
+                return call.errorReply(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "no such property")
+            }
+            return call.methodReturn([.variant(value)])
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            return call.methodReturn([.string(Self.introspection(Array(entry.keys) + ["org.freedesktop.DBus.Properties"]))])
+        case ("org.bluez.GattCharacteristic1", "ReadValue"):
+            return read(call, path: path)
+        case ("org.bluez.GattCharacteristic1", "WriteValue"):
+            return write(call, path: path)
+        case ("org.bluez.GattCharacteristic1", "StartNotify"), ("org.bluez.GattCharacteristic1", "StopNotify"):
+            guard let characteristic = state.load().characteristics[path] else { return call.errorReply(name: "org.bluez.Error.Failed", message: "gone") }
+            let central = state.load().lastCentral ?? central(of: nil)
+            emit(call.member == "StartNotify" ? .subscribed(central, characteristicID: characteristic.id)
+                 : .unsubscribed(central, characteristicID: characteristic.id))
+            return call.methodReturn()
+        case ("org.bluez.GattDescriptor1", "ReadValue"):
+            let characteristicPath = String(path[..<(path.range(of: "/desc")?.lowerBound ?? path.endIndex)])
+            let index = Int(path.split(separator: "/").last?.dropFirst(4) ?? "") ?? -1
+            guard let descriptors = state.load().characteristics[characteristicPath]?.descriptors, descriptors.indices.contains(index) else {
+                return call.errorReply(name: "org.bluez.Error.Failed", message: "no such descriptor")
+            }
+            let offset = call.body.first?.dictionaryValue?["offset"]?.intValue ?? 0
+            return call.methodReturn([.bytes(Array(descriptors[index].value.dropFirst(offset)))])
+        default:
+            return call.errorReply(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "\(call.member ?? "?") is not a method here")
+        }
+    }
+
+    private func read(_ call: DBusMessage, path: String) -> DBusMessage? {
+        guard let characteristic = state.load().characteristics[path] else {
+            return call.errorReply(name: "org.bluez.Error.Failed", message: "no such characteristic")
+        }
+        let offset = call.body.first?.dictionaryValue?["offset"]?.intValue ?? 0
+        if let value = characteristic.staticValue {
+            guard offset <= value.count else { return call.errorReply(name: "org.bluez.Error.InvalidOffset", message: "offset beyond the value") }
+            return call.methodReturn([.bytes(Array(value.dropFirst(offset)))])
+        }
+        let id = remember(call)
+        emit(.readRequest(id: id, central: central(of: call.body.first), characteristicID: characteristic.id, offset: offset))
+        return nil
+    }
+
+    private func write(_ call: DBusMessage, path: String) -> DBusMessage? {
+        guard let characteristic = state.load().characteristics[path], let value = call.body.first?.bytesValue else {
+            return call.errorReply(name: "org.bluez.Error.Failed", message: "no such characteristic")
+        }
+        let options = call.body.count > 1 ? call.body[1] : nil
+        let offset = options?.dictionaryValue?["offset"]?.intValue ?? 0
+        let command = options?.dictionaryValue?["type"]?.stringValue == "command"
+        let writes = [CBBackendWrite(characteristicID: characteristic.id, offset: offset, value: value)]
+        let central = central(of: options)
+        if command {
+            emit(.writeRequests(id: 0, central: central, writes: writes, responseRequired: false))
+            return call.methodReturn()
+        }
+        let id = remember(call)
+        emit(.writeRequests(id: id, central: central, writes: writes, responseRequired: true))
+        return nil
+    }
+
+    private func remember(_ call: DBusMessage) -> UInt64 {
+        state.withLock { state in
+            let id = state.nextRequest
+            state.nextRequest += 1
+            state.pendingRequests[id] = call
+            return id
+        }
+    }
+
+    func respond(to requestID: UInt64, result: UInt8, value: [UInt8]?) {
+        guard let (call, connection) = state.withLock({ state in
+            state.pendingRequests.removeValue(forKey: requestID).flatMap { call in state.tree.map { (call, $0.connection) } }
+        }) else { return }
+        let reply: DBusMessage
+        if result == 0 {
+            reply = call.member == "ReadValue" ? call.methodReturn([.bytes(value ?? [])]) : call.methodReturn()
+        } else {
+            // bluetoothd turns these names into ATT errors (Core 5.4 Vol 3 Part F §3.4.1.1).
+            let name = switch result {
+            case 0x02, 0x03: "org.bluez.Error.NotPermitted"
+            case 0x05, 0x08, 0x0F: "org.bluez.Error.NotAuthorized"
+            case 0x07: "org.bluez.Error.InvalidOffset"
+            case 0x0D: "org.bluez.Error.InvalidValueLength"
+            case 0x06: "org.bluez.Error.NotSupported"
+            default: "org.bluez.Error.Failed"
+            }
+            reply = call.errorReply(name: name, message: "ATT error 0x\(String(result, radix: 16))")
+        }
+        _ = try? connection.send(reply)
+    }
+
+    func updateValue(_ value: [UInt8], characteristicID: Int, centrals: [CBBackendPeer]) -> Bool {
+        guard let (path, connection) = state.withLock({ state in
+            state.characteristicPaths[characteristicID].flatMap { path in state.tree.map { (path, $0.connection) } }
+        }) else { return true }
+        let signal = DBusMessage(kind: .signal, path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                 body: [.string("org.bluez.GattCharacteristic1"), .properties(["Value": .bytes(value)]),
+                                        .array(.string, [])])
+        _ = try? connection.send(signal)
+        return true
+    }
+
+    // MARK: Advertising
+
+    private func advertisementCall(_ call: DBusMessage) -> DBusMessage? {
+        let properties = state.withLock { $0.advertisement }
+        switch (call.interface, call.member) {
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            return call.methodReturn([.properties(properties)])
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard call.body.count == 2, let name = call.body[1].stringValue, let value = properties[name] else {
+                return call.errorReply(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "no such property")
+            }
+            return call.methodReturn([.variant(value)])
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            return call.methodReturn([.string(Self.introspection(["org.bluez.LEAdvertisement1", "org.freedesktop.DBus.Properties"]))])
+        case ("org.bluez.LEAdvertisement1", "Release"):
+            state.withLock { $0.advertising = false }
+            return call.methodReturn()
+        default:
+            return call.errorReply(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "\(call.member ?? "?") is not a method here")
+        }
+    }
+
+    func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID],
+                          completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        var properties: [String: DBusValue] = [
+            "Type": .string("peripheral"),
+            "ServiceUUIDs": .array(.string, serviceUUIDs.map { .string($0.fullString.lowercased()) }),
+        ]
+        if let localName { properties["LocalName"] = .string(localName) }
+        if !overflowServiceUUIDs.isEmpty {
+            let area = ServiceOverflowArea(serviceUUIDs: overflowServiceUUIDs).dataAfterCompany
+            properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, [(.uint16(0x004C), .variant(.bytes(area)))])
+        }
+        let wasAdvertising = state.withLock { state -> Bool in
+            state.advertisement = properties
+            defer { state.advertising = true }
+            return state.advertising
+        }
+        let path = root + "/advertisement"
+        let register: @Sendable () -> Void = { [self] in
+            call("RegisterAdvertisement", on: Self.advertisingManager, [.objectPath(path), .properties([:])]) { [self] result in
+                switch result {
+                case .success: completion(.success(()))
+                case .failure(let error):
+                    state.withLock { $0.advertising = false }
+                    completion(.failure(.core(.unknown, "bluetoothd refused the advertisement: \(error)")))
+                }
+            }
+        }
+        if wasAdvertising {
+            call("UnregisterAdvertisement", on: Self.advertisingManager, [.objectPath(path)]) { _ in register() }
+        } else {
+            register()
+        }
+    }
+
+    func stopAdvertising() {
+        guard state.withLock({ state -> Bool in
+            defer { state.advertising = false }
+            return state.advertising
+        }) else { return }
+        call("UnregisterAdvertisement", on: Self.advertisingManager, [.objectPath(root + "/advertisement")]) { _ in }
+    }
+
+    func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer) {}
+
+    func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
+        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+    }
+
+    func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+    }
+
+    /// Introspection XML naming the interfaces of an object (bluetoothd's client reads it for objects without an
+    /// ObjectManager, such as the advertisement).
+    static func introspection(_ interfaces: [String]) -> String {
+        "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\" "
+            + "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>"
+            + interfaces.sorted().map { "<interface name=\"\($0)\"/>" }.joined() + "</node>"
+    }
+}
