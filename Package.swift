@@ -198,7 +198,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTests",
             dependencies: [
-                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "BluetoothCore", "Host", "GATT", "StackLauncher",
+                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BluetoothCore", "Host", "GATT", "StackLauncher",
                 "VirtualController", "TestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",

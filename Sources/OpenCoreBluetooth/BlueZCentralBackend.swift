@@ -49,8 +49,12 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     static let characteristicInterface = "org.bluez.GattCharacteristic1"
     static let descriptorInterface = "org.bluez.GattDescriptor1"
 
-    init(adapter: String?) {
+    /// The bus bluetoothd is on (the system bus unless a test gives another).
+    let busAddress: String
+
+    init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress) {
         adapterName = adapter
+        self.busAddress = busAddress
     }
 
     private func emit(_ event: CBCentralBackendEvent) {
@@ -67,7 +71,7 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 
     private func open() async {
         do throws(DBusError) {
-            let connection = try await DBusConnection.connect(address: DBusConnection.systemBusAddress)
+            let connection = try await DBusConnection.connect(address: busAddress)
             let tree = try await BlueZObjectTree.load(on: connection)
             let adapters = tree.objects(with: Self.adapterInterface)
             let chosen = adapterName.map { name in adapters.first { $0.path.hasSuffix("/" + name) } }
@@ -250,6 +254,12 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             endLink(devicePath: path, error: .core(.peripheralDisconnected, "the peripheral disconnected"))
         }
         if changed["ServicesResolved"]?.boolValue == true {
+            // The ATT MTU bluetoothd exchanged, as its characteristics say (MTU, BlueZ 5.62 and later).
+            if let peer = Self.peer(properties), state.load().links[peer.address] != nil,
+               let mtu = tree.objects(with: Self.characteristicInterface).first(where: { BlueZPaths.isUnder($0.path, path) })?
+                .properties["MTU"]?.intValue, mtu > 23 {
+                emit(.mtuChanged(peer, mtu: mtu))
+            }
             let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: path) ?? [] }
             for waiter in waiters { waiter(true) }
         }

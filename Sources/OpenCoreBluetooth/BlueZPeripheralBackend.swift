@@ -53,8 +53,12 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
     static let gattManager = "org.bluez.GattManager1"
     static let advertisingManager = "org.bluez.LEAdvertisingManager1"
 
-    init(adapter: String?) {
+    /// The bus bluetoothd is on (the system bus unless a test gives another).
+    let busAddress: String
+
+    init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress) {
         adapterName = adapter
+        self.busAddress = busAddress
         let number = Self.counter.withLock { value -> Int in
             value += 1
             return value
@@ -76,7 +80,7 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
 
     private func open() async {
         do throws(DBusError) {
-            let connection = try await DBusConnection.connect(address: DBusConnection.systemBusAddress)
+            let connection = try await DBusConnection.connect(address: busAddress)
             let tree = try await BlueZObjectTree.load(on: connection)
             let adapters = tree.objects(with: BlueZCentralBackend.adapterInterface)
             guard let adapter = adapterName.map({ name in adapters.first { $0.path.hasSuffix("/" + name) } }) ?? adapters.first else {

@@ -12,7 +12,7 @@ struct BlueZObjectTreeTests {
     static let device = "/org/bluez/hci0/dev_0A_1B_00_00_00_01"
 
     @Test func theTreeFollowsTheObjectManagerAndPropertiesSignals() async throws {
-        guard let bus = try await TestBus.start() else { return }
+        guard let bus = try await startTestBus() else { return }
         defer { Task { await bus.stop() } }
         let bluetoothd = try await DBusConnection.connect(address: bus.address)
         defer { bluetoothd.close() }

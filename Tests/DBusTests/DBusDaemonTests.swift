@@ -3,67 +3,22 @@ import Foundation
 import TestSupport
 import Testing
 
-/// A dbus-daemon of the test's own (the session configuration, listening on a socket in a fresh folder), stopped at
-/// the end. Nil when dbus-daemon is not installed and the interop checks are not required (`OCB_REQUIRE_INTEROP`).
-final class TestBus: @unchecked Sendable {
-    let process = Process()
-    let folder: String
-    let address: String
-
-    static func start() async throws -> TestBus? {
-        guard let daemon = executable("dbus-daemon") else {
-            if ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1" {
-                Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed (apt-get install dbus-daemon)")
-            }
-            return nil
-        }
-        let bus = try TestBus(daemon: daemon)
-        let socket = bus.folder + "/bus"
-        let appeared = await poll(within: .seconds(20)) { FileManager.default.fileExists(atPath: socket) || bus.process.ended != nil }
-        guard appeared, bus.process.ended == nil else {
-            Issue.record("dbus-daemon did not start")
-            return nil
-        }
-        return bus
+/// The test's own dbus-daemon (TestSupport), or nil with an issue recorded when it is missing and required.
+func startTestBus() async throws -> TestDBusDaemon? {
+    guard let bus = try await TestDBusDaemon.start() else {
+        if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed (apt-get install dbus-daemon)") }
+        return nil
     }
+    return bus
+}
 
-    private init(daemon: String) throws {
-        folder = testTemporaryPath("ocb-dbus-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        address = "unix:path=\(folder)/bus"
-        process.executableURL = URL(fileURLWithPath: daemon)
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+/// gdbus on `bus`, or nil with an issue recorded when it is missing and required.
+func gdbus(_ bus: TestDBusDaemon, _ arguments: [String]) async throws -> CompletedProcess? {
+    guard let result = try await bus.gdbus(arguments) else {
+        if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but gdbus is not installed (apt-get install libglib2.0-bin)") }
+        return nil
     }
-
-    static func executable(_ name: String) -> String? {
-        ["/usr/bin/", "/bin/", "/usr/local/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    /// Runs GLib's gdbus on this bus.
-    func gdbus(_ arguments: [String]) async throws -> CompletedProcess? {
-        guard let gdbus = Self.executable("gdbus") else {
-            if ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1" {
-                Issue.record("OCB_REQUIRE_INTEROP=1 but gdbus is not installed (apt-get install libglib2.0-bin)")
-            }
-            return nil
-        }
-        // `--session` with the bus in the environment: gdbus then says Hello (with `--address` it speaks peer to peer,
-        // and the bus drops what it sends before Hello).
-        let command = arguments.first.map { [$0] } ?? []
-        var environment = ProcessInfo.processInfo.environment
-        environment["DBUS_SESSION_BUS_ADDRESS"] = address
-        return try await runToCompletion(URL(fileURLWithPath: gdbus), command + ["--session"] + arguments.dropFirst(),
-                                         environment: environment, limit: .seconds(30))
-    }
-
-    func stop() async {
-        _ = await process.stop(grace: .seconds(2))
-        try? FileManager.default.removeItem(atPath: folder)
-    }
+    return result
 }
 
 /// Our client against code we did not write: a real dbus-daemon (which drops a connection that sends it anything
@@ -71,7 +26,7 @@ final class TestBus: @unchecked Sendable {
 @Suite(.timeLimit(.minutes(2)))
 struct DBusDaemonTests {
     @Test func helloThenTheBusMethods() async throws {
-        guard let bus = try await TestBus.start() else { return }
+        guard let bus = try await startTestBus() else { return }
         defer { Task { await bus.stop() } }
         let connection = try await DBusConnection.connect(address: bus.address)
         defer { connection.close() }
@@ -101,7 +56,7 @@ struct DBusDaemonTests {
     /// gdbus calls a method we export with every kind of argument; we answer with the same values, and gdbus prints
     /// what it decoded.
     @Test func gdbusCallsOurObjectAndReadsOurReply() async throws {
-        guard let bus = try await TestBus.start() else { return }
+        guard let bus = try await startTestBus() else { return }
         defer { Task { await bus.stop() } }
         let connection = try await DBusConnection.connect(address: bus.address)
         defer { connection.close() }
@@ -113,7 +68,7 @@ struct DBusDaemonTests {
             received.value = call.body
             return call.methodReturn(call.body)
         }
-        guard let result = try await bus.gdbus([
+        guard let result = try await gdbus(bus, [
             "call", "--dest", connection.uniqueName, "--object-path", "/org/opencorebluetooth/Echo",
             "--method", "org.opencorebluetooth.Echo.Echo",
             "'héllo'", "uint32 4000000000", "int16 -5", "true", "objectpath '/org/bluez/hci0'",
@@ -128,7 +83,7 @@ struct DBusDaemonTests {
         #expect(body[5].dictionaryValue?["RSSI"]?.intValue == -60)
         #expect(body[6].bytesValue == [1, 2, 255])
         // A path we did not export: the standard error, which gdbus reports.
-        guard let missing = try await bus.gdbus([
+        guard let missing = try await gdbus(bus, [
             "call", "--dest", connection.uniqueName, "--object-path", "/nothing", "--method", "org.example.X.Y",
         ]) else { return }
         #expect(missing.status != 0)
@@ -136,7 +91,7 @@ struct DBusDaemonTests {
     }
 
     @Test func signalsArriveThroughAMatchRule() async throws {
-        guard let bus = try await TestBus.start() else { return }
+        guard let bus = try await startTestBus() else { return }
         defer { Task { await bus.stop() } }
         let connection = try await DBusConnection.connect(address: bus.address)
         defer { connection.close() }
@@ -147,7 +102,7 @@ struct DBusDaemonTests {
             if message.interface == "org.opencorebluetooth.Test" { signals.value.append(message) }
         }
         try await connection.addMatch("type='signal',interface='org.opencorebluetooth.Test'")
-        guard let emitted = try await bus.gdbus([
+        guard let emitted = try await gdbus(bus, [
             "emit", "--object-path", "/org/opencorebluetooth/Sender", "--signal", "org.opencorebluetooth.Test.Ping",
             "42", "'pong'",
         ]) else { return }
@@ -159,7 +114,7 @@ struct DBusDaemonTests {
     }
 
     @Test func callsEndByTheirTimeLimitOrWithTheConnection() async throws {
-        guard let bus = try await TestBus.start() else { return }
+        guard let bus = try await startTestBus() else { return }
         let connection = try await DBusConnection.connect(address: bus.address)
         // Our own object never answers.
         connection.export(path: "/silent") { _ in nil }
