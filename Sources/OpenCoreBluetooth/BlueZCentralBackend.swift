@@ -71,20 +71,12 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 
     private func open() async {
         do throws(DBusError) {
-            let connection = try await DBusConnection.connect(address: busAddress)
-            let tree = try await BlueZObjectTree.load(on: connection)
-            let adapters = tree.objects(with: Self.adapterInterface)
-            let chosen = adapterName.map { name in adapters.first { $0.path.hasSuffix("/" + name) } }
-                ?? adapters.first
-            guard let adapter = chosen else {
-                connection.close()
-                throw DBusError(.connectFailed, adapterName.map { "bluetoothd has no adapter \($0)" } ?? "bluetoothd has no adapter")
-            }
-            let powered = adapter.properties["Powered"]?.boolValue ?? false
+            let session = try await BlueZSession.open(adapter: adapterName, busAddress: busAddress)
+            let (tree, connection, powered) = (session.tree, session.connection, session.powered)
             let keep = state.withLock { state -> Bool in
                 guard !state.closed else { return false }
                 state.tree = tree
-                state.adapterPath = adapter.path
+                state.adapterPath = session.adapterPath
                 state.powered = powered
                 return true
             }

@@ -80,18 +80,12 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
 
     private func open() async {
         do throws(DBusError) {
-            let connection = try await DBusConnection.connect(address: busAddress)
-            let tree = try await BlueZObjectTree.load(on: connection)
-            let adapters = tree.objects(with: BlueZCentralBackend.adapterInterface)
-            guard let adapter = adapterName.map({ name in adapters.first { $0.path.hasSuffix("/" + name) } }) ?? adapters.first else {
-                connection.close()
-                throw DBusError(.connectFailed, adapterName.map { "bluetoothd has no adapter \($0)" } ?? "bluetoothd has no adapter")
-            }
-            let powered = adapter.properties["Powered"]?.boolValue ?? false
+            let session = try await BlueZSession.open(adapter: adapterName, busAddress: busAddress)
+            let (tree, connection, powered) = (session.tree, session.connection, session.powered)
             let keep = state.withLock { state -> Bool in
                 guard !state.closed else { return false }
                 state.tree = tree
-                state.adapterPath = adapter.path
+                state.adapterPath = session.adapterPath
                 state.powered = powered
                 return true
             }
