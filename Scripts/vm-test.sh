@@ -53,12 +53,15 @@ if [ -z "$blue" ]; then
     blue=$root/.build-static/release/blue
 fi
 [ -x "$blue" ] || { say "no static blue at $blue"; exit 1; }
-# Seed 001's central, static too, for the BlueZ backend's scenario (the guest finds it through the repository share).
-if [ ! -x .build-static/release/Seed001Central ] || [ -z "${OCB_VM_BLUE:-}" ]; then
-    say "building a static Seed001Central"
-    Scripts/build-static.sh --product Seed001Central > "$work/build-static-seed.log" 2>&1 \
-        || { say "static Seed001Central build failed:"; tail -20 "$work/build-static-seed.log" >&2; exit 1; }
-fi
+# Seed 001's two programs, static too, for the BlueZ backend's scenarios (the guest finds them through the
+# repository share).
+for seed in Seed001Central Seed001Peripheral; do
+    if [ ! -x ".build-static/release/$seed" ] || [ -z "${OCB_VM_BLUE:-}" ]; then
+        say "building a static $seed"
+        Scripts/build-static.sh --product "$seed" > "$work/build-static-$seed.log" 2>&1 \
+            || { say "static $seed build failed:"; tail -20 "$work/build-static-$seed.log" >&2; exit 1; }
+    fi
+done
 
 # 3. The initramfs (2 s).
 Scripts/vm/build-initramfs.sh "$work/initrd.gz" "$kver" 2> "$work/initramfs.log" || { cat "$work/initramfs.log" >&2; exit 1; }

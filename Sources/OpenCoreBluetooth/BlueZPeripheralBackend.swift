@@ -371,13 +371,19 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         return nil
     }
 
+    /// Keeps a call of bluetoothd's until the app answers it; after 30 s bluetoothd has given up on it (its own
+    /// time limit is 25 s), so it is forgotten and a late answer goes nowhere.
     private func remember(_ call: DBusMessage) -> UInt64 {
-        state.withLock { state in
+        let id = state.withLock { state in
             let id = state.nextRequest
             state.nextRequest += 1
             state.pendingRequests[id] = call
             return id
         }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { [weak self] in
+            self?.state.withLock { _ = $0.pendingRequests.removeValue(forKey: id) }
+        }
+        return id
     }
 
     func respond(to requestID: UInt64, result: UInt8, value: [UInt8]?) {

@@ -24,9 +24,10 @@ start scan "$BLUE" scan --hci hci0 --timeout 60
 btctl_expect "DEL\] Controller" 30 || fail "bluetoothd still lists hci0 while our host holds it"
 btctl "power on"
 btctl_expect "No default controller|not available|Failed" 20 || fail "bluetoothd powered hci0 while our host held it"
+# The mark before the stop: the controller can come back before `wait` returns.
+btctl_mark=$(btctl_lines | wc -l)
 kill -TERM "$scan_pid"
 wait "$scan_pid" || fail "blue scan on hci0 did not stop cleanly"
-btctl_mark=$(btctl_lines | wc -l)
 btctl_expect "NEW\] Controller" 30 || fail "hci0 did not come back to bluetoothd"
 btctl "select $(adapter_address 0)"
 btctl "power on"
