@@ -62,8 +62,15 @@ public enum StackLauncher {
         }
     }
 
-    private static func openHub(path: String, spec: HCITransportSpec, note: String, options: StackLaunchOptions)
+    private static func openHub(path: String, spec: HCITransportSpec, note: String, options given: StackLaunchOptions)
         async throws(StackLaunchError) -> LaunchedStack {
+        // A hub is a process of this machine, as slow to answer as the machine is busy (a hub just started by a
+        // program, while the machine runs a test suite, took over 5 s to answer Reset): limits of seconds, not the
+        // ones that detect a dead dongle.
+        var options = given
+        options.host.initialisationCommandTimeout = max(options.host.initialisationCommandTimeout, .seconds(20))
+        options.host.commandTimeout = max(options.host.commandTimeout, .seconds(10))
+        options.startTimeout = max(options.startTimeout, .seconds(30))
         let transport: SocketH4Transport
         do {
             transport = try AirHub.connect(at: path)

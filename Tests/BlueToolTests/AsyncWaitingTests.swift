@@ -42,7 +42,9 @@ import Testing
             for await value in group where value >= 0 { found = value }
             return found
         }
-        #expect(ticks > 20, "the pool stalled: \(ticks) polls in 1 s")
+        // A stalled pool polls once or not at all before the blocking bodies end; a free one many times (fewer than
+        // 100 on a machine running the whole suite: 18 were seen).
+        #expect(ticks > 2, "the pool stalled: \(ticks) polls in 1 s")
         await #expect(throws: Refused()) { try await blockingWork { () throws(Refused) -> Int in throw Refused() } }
         #expect(await blockingWork(within: .milliseconds(50)) { usleep(2_000_000); return 1 } == nil)
         #expect(await blockingWork(within: .seconds(5)) { 7 } == 7)
