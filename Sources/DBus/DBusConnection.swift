@@ -362,9 +362,6 @@ public final class DBusConnection: Sendable {
         _ = POSIX.writeAll(wake.write, [1], style: .file)
     }
 
-    /// Why the connection ended (nil while open).
-    public var closeReason: DBusError? { state.withLock { $0.closed } }
-
     private func end(_ error: DBusError) {
         let (pending, handlers) = state.withLock { state -> ([@Sendable (Result<DBusMessage, DBusError>) -> Void], [@Sendable (DBusError) -> Void]) in
             guard state.closed == nil else { return ([], []) }
