@@ -319,7 +319,9 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     // MARK: GATT
 
     /// Runs `body` once bluetoothd resolved the services of the linked `peer` (at most 30 s).
-    private func whenResolved(_ peer: CBBackendPeer, _ body: @escaping @Sendable (Result<String, CBBackendError>) -> Void) {
+    private func whenResolved(_ peer: CBBackendPeer, _ given: @escaping @Sendable (Result<String, CBBackendError>) -> Void) {
+        // Through the event queue: an MTU change emitted when the services resolved reaches the façade first.
+        let body: @Sendable (Result<String, CBBackendError>) -> Void = { [events] result in events.async { given(result) } }
         guard let path = state.load().links[peer.address]?.path else {
             return body(.failure(.core(.notConnected, "\(peer) is not connected")))
         }
