@@ -145,6 +145,8 @@ let package = Package(
         .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed004Central", swiftSettings: strict),
         .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/ChatPeripheral", swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
+        // A bluetoothd stand-in on a test dbus-daemon, for the BlueZ backend's tests (OpenCoreBluetooth, blue).
+        .target(name: "BlueZTestSupport", dependencies: ["DBus", "TestSupport"], path: "Tests/BlueZTestSupport", swiftSettings: strict),
         .testTarget(
             name: "AdvertisingDataTests",
             dependencies: ["AdvertisingData", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
@@ -199,7 +201,7 @@ let package = Package(
             name: "OpenCoreBluetoothTests",
             dependencies: [
                 "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BluetoothCore", "Host", "GATT", "StackLauncher",
-                "VirtualController", "TestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
+                "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
                 "Seed004Central", "ChatPeripheral", "blue",
@@ -223,7 +225,7 @@ let package = Package(
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),
         .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport", "BlueZTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BluetoothCoreTests",
             dependencies: ["BluetoothCore", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],

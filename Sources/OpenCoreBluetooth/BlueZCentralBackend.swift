@@ -12,7 +12,8 @@ import Foundation
 /// Mapping (README "BlueZ backend"): a peer is the Device1's Address and AddressType; advertisements are the
 /// Device1 properties bluetoothd updates while discovering (RSSI, Name, UUIDs, ManufacturerData, ServiceData); a
 /// connection is Device1.Connect (its end, Connected false); services are the GATT objects bluetoothd resolved
-/// (ServicesResolved), named by the attribute handles in their paths; reads and writes are ReadValue and WriteValue
+/// (ServicesResolved), named by the attribute handles in their paths (a characteristic's path names its
+/// declaration, its value is the handle after); reads and writes are ReadValue and WriteValue
 /// (`type` request or command); notifications are StartNotify and the Value property's changes; the MTU is the
 /// characteristics' MTU property (BlueZ 5.62 and later, else 23). Errors: bluetoothd's replies with an ATT error
 /// become that `CBATTError`, the others `CBError`. Not yet: L2CAP channels, the RSSI of a connected peer (only
@@ -52,9 +53,15 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     /// The bus bluetoothd is on (the system bus unless a test gives another).
     let busAddress: String
 
-    init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress) {
+    /// Where the backend says what went wrong outside any call (bluetoothd unreachable or gone, discovery refused):
+    /// one line, without the "OpenCoreBluetooth: " prefix.
+    private let report: @Sendable (String) -> Void
+
+    init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
+         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) }) {
         adapterName = adapter
         self.busAddress = busAddress
+        self.report = report
     }
 
     private func emit(_ event: CBCentralBackendEvent) {
@@ -88,14 +95,14 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             connection.onClose { [weak self] error in self?.lost(error) }
             emit(.stateChanged(powered ? .poweredOn : .poweredOff))
         } catch {
-            StandardError.line("OpenCoreBluetooth: no BlueZ backend: \(error)")
+            report("no BlueZ backend: \(error)")
             emit(.stateChanged(.unsupported))
         }
     }
 
     private func lost(_ error: DBusError) {
         guard !state.load().closed else { return }
-        StandardError.line("OpenCoreBluetooth: lost bluetoothd: \(error.reason); Bluetooth is off")
+        report("lost bluetoothd: \(error.reason); Bluetooth is off")
         emit(.stateChanged(.poweredOff))
     }
 
@@ -151,7 +158,7 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
         call(adapter, Self.adapterInterface, "SetDiscoveryFilter", [.properties(filter)]) { [self] _ in
             call(adapter, Self.adapterInterface, "StartDiscovery") { result in
                 if case .failure(let error) = result, error.name != "org.bluez.Error.InProgress" {
-                    StandardError.line("OpenCoreBluetooth: bluetoothd did not start discovery: \(error)")
+                    self.report("bluetoothd did not start discovery: \(error)")
                 }
             }
             // Devices bluetoothd already knows and sees advertising now report as their properties change; report
@@ -412,12 +419,14 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
         var characteristics: [CBBackendCharacteristic] = []
         for (index, entry) in found.enumerated() {
             guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
-            remember(peer, entry.handle, entry.path)
+            // The path names the declaration; the value is the next attribute (Core 5.4 Vol 3 Part G §3.3.2).
+            let valueHandle = entry.handle &+ 1
+            remember(peer, valueHandle, entry.path)
             let flags = (entry.properties["Flags"]?.arrayValue ?? []).compactMap(\.stringValue)
             let properties = flags.reduce(UInt8(0)) { $0 | (Self.propertyBits[$1] ?? 0) }
             let end = index + 1 < found.count ? found[index + 1].handle - 1 : service.endHandle
             characteristics.append(CBBackendCharacteristic(uuid: uuid, properties: properties, declarationHandle: entry.handle,
-                                                           valueHandle: entry.handle, endHandle: max(end, entry.handle)))
+                                                           valueHandle: valueHandle, endHandle: max(end, valueHandle)))
         }
         if let uuids { characteristics = characteristics.filter { uuids.contains($0.uuid) } }
         completion(.success(characteristics))
@@ -492,5 +501,13 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                           completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
         completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+    }
+}
+
+extension HostBackend {
+    /// A central backend on bluetoothd for the package's own tools (`blue --hci bluez`), which print `report`'s
+    /// lines themselves.
+    package static func bluezCentral(adapter: String?, report: @escaping @Sendable (String) -> Void) -> any CBCentralBackend {
+        BlueZCentralBackend(adapter: adapter, report: report)
     }
 }

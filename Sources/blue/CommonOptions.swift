@@ -11,7 +11,7 @@ import VirtualController
 /// `--hci` and `--snoop`, shared by every command that runs a stack (DESIGN.md "Transports").
 struct StackOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("hci"), help: ArgumentHelp(
-        "The controller: virtual (default), air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts] or hciN.",
+        "The controller: virtual (default), air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts], hciN, or bluez[:hciN] (bluetoothd's, for scan, explore, read, write, subscribe).",
         valueName: "transport"))
     var hci: String = "virtual"
 
@@ -25,9 +25,24 @@ struct StackOptions: ParsableArguments, Sendable {
         try await open(StackLaunchOptions(label: "blue.\(label)"))
     }
 
+    /// The adapter when `--hci` names bluetoothd (`bluez`, `bluez:hciN`), else nil. `--snoop` cannot go with it:
+    /// bluetoothd's HCI traffic is the kernel's (btmon records it).
+    func bluezAdapter() throws(CLIFailure) -> BlueZAdapterChoice? {
+        guard case .bluez(let adapter) = HostBackend.transport(named: hci) else { return nil }
+        if snoop != nil {
+            throw CLIFailure(.usage, "--snoop records our host's HCI traffic; through bluetoothd (--hci \(hci)) use btmon")
+        }
+        return BlueZAdapterChoice(name: adapter)
+    }
+
     /// Opens the stack with `options` (their snoop path is ours): the one place every command opens its stack, so
     /// that every command ends the same way when the controller goes away (``CommandRun``).
     func open(_ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
+        if case .bluez = HostBackend.transport(named: hci) {
+            throw CLIFailure(.usage, "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
+                             + "bluetoothd serves scan, explore, read, write and subscribe. Use --hci hciN to give our host "
+                             + "the adapter (bluetoothd must let go of it), or virtual")
+        }
         var options = options
         options.snoopPath = snoop
         options.hubStarter = .executable(StackLauncher.currentExecutablePath)

@@ -34,15 +34,15 @@ struct Explore: ParsableCommand, Sendable {
     }
 
     func explore() async throws(CLIFailure) {
-        let session = try await TargetSession.open(stack, target: target, timeout: duration(seconds: timeout), label: "explore")
+        let session = try await openClientSession(stack, target: target, timeout: duration(seconds: timeout), label: "explore")
         let tree: GATTTree
         do {
-            tree = try await GATTTree.discover(on: session.stack, connection: session.connection.handle, readValues: true)
+            tree = try await session.discover(readValues: true)
         } catch {
             await session.close()
             throw error
         }
-        let mtu = session.stack.attMTU(session.connection.handle)
+        let mtu = session.attMTU
         await session.close()
         let report = session.report
         if json {

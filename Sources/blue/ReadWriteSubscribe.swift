@@ -23,13 +23,13 @@ struct TargetArguments: ParsableArguments, Sendable {
 /// Connects, discovers, finds the characteristic, runs `body`, disconnects.
 func withCharacteristic<Value: Sendable>(
     _ arguments: TargetArguments, timeout: Double, label: String,
-    _ body: @Sendable (TargetSession, GATTTree.Characteristic) async throws(CLIFailure) -> Value
+    _ body: @Sendable (any GATTClientSession, GATTTree.Characteristic) async throws(CLIFailure) -> Value
 ) async throws(CLIFailure) -> Value {
     let path = try CharacteristicPath(arguments.characteristic)
-    let session = try await TargetSession.open(arguments.stack, target: arguments.target, timeout: duration(seconds: timeout),
-                                               label: label)
+    let session = try await openClientSession(arguments.stack, target: arguments.target, timeout: duration(seconds: timeout),
+                                              label: label)
     do {
-        let tree = try await GATTTree.discover(on: session.stack, connection: session.connection.handle, readValues: false)
+        let tree = try await session.discover(readValues: false)
         let characteristic = try path.find(in: tree, on: session.displayName)
         let value = try await body(session, characteristic)
         await session.close()
@@ -68,8 +68,8 @@ struct Read: ParsableCommand, Sendable {
                 throw CLIFailure(.failed, "\(describeCharacteristic(characteristic)) is not readable")
             }
             let handle = characteristic.declaration.valueHandle
-            switch await session.stack.gatt(session.connection.handle, .readLongCharacteristicValue(handle: handle)) {
-            case .success(.value(let value)):
+            switch await session.read(handle) {
+            case .success(let value):
                 if json {
                     var object = GATTTree.uuidJSON(characteristic.uuid)
                     object["handle"] = Int(handle)
@@ -81,8 +81,6 @@ struct Read: ParsableCommand, Sendable {
                 }
             case .failure(let error):
                 throw CLIFailure(.failed, "reading \(describeCharacteristic(characteristic)) failed: \(error)")
-            default:
-                throw CLIFailure(.failed, "reading \(describeCharacteristic(characteristic)) gave no value")
             }
         }
     }
@@ -127,18 +125,11 @@ struct Write: ParsableCommand, Sendable {
                 throw CLIFailure(.failed, "\(describeCharacteristic(characteristic)) is not writable\(kind)")
             }
             let handle = characteristic.declaration.valueHandle
-            let mtu = session.stack.attMTU(session.connection.handle)
-            let procedure: GATTProcedure
-            if command {
-                guard bytes.count <= mtu - 3 else {
-                    throw CLIFailure(.failed, "\(bytes.count) bytes do not fit a write without response (ATT MTU \(mtu): at most \(mtu - 3))")
-                }
-                procedure = .writeWithoutResponse(handle: handle, value: bytes)
-            } else {
-                procedure = bytes.count <= mtu - 3 ? .writeCharacteristicValue(handle: handle, value: bytes)
-                    : .writeLongCharacteristicValue(handle: handle, value: bytes)
+            let mtu = session.attMTU
+            if command, bytes.count > mtu - 3 {
+                throw CLIFailure(.failed, "\(bytes.count) bytes do not fit a write without response (ATT MTU \(mtu): at most \(mtu - 3))")
             }
-            switch await session.stack.gatt(session.connection.handle, procedure) {
+            switch await session.write(handle, bytes, withResponse: !command) {
             case .success:
                 if command {
                     // A Write Command has no answer: let it reach the air before the link is dropped.
@@ -192,18 +183,16 @@ struct Subscribe: ParsableCommand, Sendable {
         let json = arguments.json
         try await withCharacteristic(arguments, timeout: timeout ?? 10, label: "subscribe") { (session, characteristic) throws(CLIFailure) in
             let properties = characteristic.properties
-            guard !properties.isDisjoint(with: [.notify, .indicate]), let cccd = characteristic.cccdHandle else {
+            guard !properties.isDisjoint(with: [.notify, .indicate]), characteristic.cccdHandle != nil else {
                 throw CLIFailure(.failed, "\(describeCharacteristic(characteristic)) does not notify or indicate")
             }
-            let connectionHandle = session.connection.handle
             let valueHandle = characteristic.declaration.valueHandle
             let uuid = characteristic.uuid
             let done = OneShot<CLIFailure?>()
             let received = LockedValue(0)
-            let subscription = session.stack.addEventHandler { event in
+            let cancel = session.subscribe(characteristic, indications: !properties.contains(.notify)) { event in
                 switch event {
-                case .gattNotification(let handle, let attribute, let value), .gattIndication(let handle, let attribute, let value):
-                    guard handle == connectionHandle, attribute == valueHandle else { return }
+                case .value(let value):
                     let number = received.withLock { value -> Int in
                         value += 1
                         return value
@@ -218,15 +207,15 @@ struct Subscribe: ParsableCommand, Sendable {
                         Console.line(ValueDecoding.label(uuid) + GATTTree.valueText(value, error: nil, uuid: uuid))
                     }
                     if let count, number >= count { done.fire(nil) }
-                case .disconnected(let handle, let reason) where handle == connectionHandle:
+                case .disconnected(let reason):
                     done.fire(CLIFailure(.failed, "\(session.displayName) disconnected: \(reason)"))
-                default:
-                    break
+                case .failed(let error):
+                    done.fire(CLIFailure(.failed, "subscribing to \(describeCharacteristic(characteristic)) failed: \(error)"))
                 }
             }
             let watcher = SignalWatcher { _ in done.fire(nil) }
             let timer = receiveTimeout.map { limit in
-                session.stack.eventLoop.schedule(after: limit) {
+                session.eventLoop.schedule(after: limit) {
                     let got = received.load()
                     if let count, got < count {
                         done.fire(CLIFailure(.failed, "received \(got) of \(count) values within \(limit.secondsText)"))
@@ -235,14 +224,8 @@ struct Subscribe: ParsableCommand, Sendable {
                     }
                 }
             }
-            let configuration: GATTProcedure.ClientConfiguration = properties.contains(.notify) ? .notifications : .indications
-            session.stack.host.gatt(connectionHandle: connectionHandle, .subscribe(cccdHandle: cccd, configuration: configuration)) { result in
-                if case .failure(let error) = result {
-                    done.fire(CLIFailure(.failed, "subscribing to \(describeCharacteristic(characteristic)) failed: \(error)"))
-                }
-            }
             let outcome = await done.wait()
-            subscription.cancel()
+            cancel()
             watcher.cancel()
             timer?.cancel()
             if let outcome { throw outcome }

@@ -4,6 +4,7 @@ import BluetoothCore
 import BluetoothRuntime
 import Foundation
 import Host
+import OpenCoreBluetooth
 import StackLauncher
 
 /// `blue scan`: the devices advertising around, as a live table (Core 5.4 Vol 3 Part C §9.2 discovery; Vol 4
@@ -51,6 +52,9 @@ struct Scan: ParsableCommand, Sendable {
                 throw CLIFailure(.usage, "bad UUID \"\(text)\": expected 4 or 8 hex digits, or 8-4-4-4-12 hex digits")
             }
         }
+        if let adapter = try stack.bluezAdapter() {
+            return try await scanThroughBlueZ(adapter, filter: filter)
+        }
         let launched = try await stack.open(label: "scan")
         defer { launched.shutdown() }
         let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates)
@@ -67,6 +71,51 @@ struct Scan: ParsableCommand, Sendable {
         await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: launched.eventLoop)
         subscription.cancel()
         await launched.stopScan()
+    }
+
+    /// The same scan through bluetoothd: its discovery (Adapter1.SetDiscoveryFilter and StartDiscovery), each
+    /// device's properties as a report. bluetoothd decides active or passive scanning (`--passive` is refused).
+    private func scanThroughBlueZ(_ adapter: BlueZAdapterChoice, filter: [BluetoothUUID]) async throws(CLIFailure) {
+        if passive { throw CLIFailure(.usage, "--passive: bluetoothd decides how it scans (--hci \(stack.hci))") }
+        let central = try await BackendCentral.openBlueZ(adapter)
+        defer { central.shutdown() }
+        let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates)
+        let wanted = filter
+        let lost = OneShot<Void>()
+        // bluetoothd tells every change of a device's RSSI; without --duplicates a device is reported again only
+        // when what it advertises changed, as our host's duplicate filter does.
+        let heard = LockedValue<[BluetoothAddress: AdvertisingData]>([:])
+        let duplicates = duplicates
+        let cancel = central.addHandler { event in
+            switch event {
+            case .advertisement(let advertisement):
+                let report = ScanReport(advertisement)
+                if !wanted.isEmpty, !report.advertisingData.serviceUUIDs.contains(where: wanted.contains) { return }
+                let fresh = heard.withLock { heard in
+                    defer { heard[report.address] = report.advertisingData }
+                    return heard[report.address] != report.advertisingData
+                }
+                if fresh || duplicates { table.add(report) }
+            case .stateChanged(let state) where state != .poweredOn:
+                lost.fire(())
+            default:
+                break
+            }
+        }
+        if Console.isTerminal && !json {
+            Console.error("Scanning on \(central.transportDescription)... (Ctrl-C to stop)")
+        }
+        central.backend.startScan(CBBackendScanParameters(serviceUUIDs: wanted.isEmpty ? nil : wanted, allowDuplicates: duplicates,
+                                                          solicitedServiceUUIDs: []))
+        let ended = OneShot<Bool>()
+        Task { await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: central.eventLoop); ended.fire(true) }
+        Task { await lost.wait(); ended.fire(false) }
+        let completed = await ended.wait()
+        cancel()
+        central.backend.stopScan()
+        if !completed {
+            throw CLIFailure(.unavailable, "lost \(central.transportDescription): its adapter is no longer powered on")
+        }
     }
 }
 

@@ -1,18 +1,16 @@
 import BluetoothCore
+import BluetoothRuntime
 import Foundation
 import GATT
 import Host
 import StackLauncher
 
-/// A connection to a TARGET as the GATT commands make it: scan for the target, connect, and the peer's name for
-/// messages.
-struct TargetSession: Sendable {
+/// A connection to a TARGET through our host: scan for the target, connect, and run the GATT procedures on the
+/// link (``GATTClientSession``).
+struct TargetSession: GATTClientSession {
     let stack: LaunchedStack
     let report: ScanReport
     let connection: Connection
-
-    /// The name in messages: the advertised name, else the address.
-    var displayName: String { report.localName ?? report.address.string }
 
     /// Opens the stack, finds `target` within `timeout`, connects (within the same time again).
     static func open(_ options: StackOptions, target: String, timeout: Duration, label: String) async throws(CLIFailure) -> TargetSession {
@@ -26,6 +24,59 @@ struct TargetSession: Sendable {
             stack.shutdown()
             throw error
         }
+    }
+
+    var eventLoop: any EventLoop { stack.eventLoop }
+
+    var attMTU: Int { stack.attMTU(connection.handle) }
+
+    func discover(readValues: Bool) async throws(CLIFailure) -> GATTTree {
+        try await GATTTree.discover(on: stack, connection: connection.handle, readValues: readValues)
+    }
+
+    func read(_ handle: UInt16) async -> Result<[UInt8], GATTOperationFailure> {
+        switch await stack.gatt(connection.handle, .readLongCharacteristicValue(handle: handle)) {
+        case .success(.value(let value)): .success(value)
+        case .success: .failure(GATTOperationFailure(description: "no value in the answer"))
+        case .failure(let error): .failure(GATTOperationFailure(description: error.description))
+        }
+    }
+
+    func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool) async -> Result<Void, GATTOperationFailure> {
+        let procedure: GATTProcedure
+        if !withResponse {
+            procedure = .writeWithoutResponse(handle: handle, value: value)
+        } else {
+            procedure = value.count <= attMTU - 3 ? .writeCharacteristicValue(handle: handle, value: value)
+                : .writeLongCharacteristicValue(handle: handle, value: value)
+        }
+        return await stack.gatt(connection.handle, procedure).map { _ in () }
+            .mapError { GATTOperationFailure(description: $0.description) }
+    }
+
+    func subscribe(_ characteristic: GATTTree.Characteristic, indications: Bool,
+                   _ events: @escaping @Sendable (SubscriptionEvent) -> Void) -> @Sendable () -> Void {
+        let connectionHandle = connection.handle
+        let valueHandle = characteristic.declaration.valueHandle
+        let subscription = stack.addEventHandler { event in
+            switch event {
+            case .gattNotification(let handle, let attribute, let value), .gattIndication(let handle, let attribute, let value):
+                if handle == connectionHandle, attribute == valueHandle { events(.value(value)) }
+            case .disconnected(let handle, let reason) where handle == connectionHandle:
+                events(.disconnected("\(reason)"))
+            default:
+                break
+            }
+        }
+        if let cccd = characteristic.cccdHandle {
+            stack.host.gatt(connectionHandle: connectionHandle,
+                            .subscribe(cccdHandle: cccd, configuration: indications ? .indications : .notifications)) { result in
+                if case .failure(let error) = result { events(.failed(GATTOperationFailure(description: error.description))) }
+            }
+        } else {
+            events(.failed(GATTOperationFailure(description: "it has no Client Characteristic Configuration descriptor")))
+        }
+        return { subscription.cancel() }
     }
 
     /// Disconnects and shuts the stack down.

@@ -21,8 +21,12 @@ struct BlueProcess {
 
     /// Runs `blue` with `arguments` to completion (SIGKILL after `limit`), suspending meanwhile: the wait never
     /// blocks a thread of the cooperative pool (see TestSupport's `runToCompletion`).
-    static func run(_ arguments: [String], input: String? = nil, limit: Duration = .seconds(180)) async throws -> Result {
-        let completed = try await runToCompletion(executable, arguments, input: Data((input ?? "").utf8), limit: limit)
+    /// `environment`: variables added to ours.
+    static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:],
+                    limit: Duration = .seconds(180)) async throws -> Result {
+        let merged = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let completed = try await runToCompletion(executable, arguments, environment: merged, input: Data((input ?? "").utf8),
+                                                  limit: limit)
         return Result(status: completed.status, standardOutput: completed.output, standardError: completed.errors)
     }
 }

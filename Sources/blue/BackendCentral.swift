@@ -1,0 +1,206 @@
+import AdvertisingData
+import BluetoothCore
+import BluetoothRuntime
+import Foundation
+import HCI
+import Host
+import OpenCoreBluetooth
+
+/// A central on a CoreBluetooth backend rather than on our host: bluetoothd over D-Bus for `--hci bluez` and
+/// `bluez:hciN` (issue 16). The commands wait on it as they wait on a ``LaunchedStack``: its first state, the
+/// target's advertisement, the connection, each GATT operation; every wait is bounded (the backend's D-Bus calls
+/// have limits of their own, the waits here time out too).
+final class BackendCentral: Sendable {
+    let backend: any CBCentralBackend
+    /// "bluetoothd (hci0)".
+    let transportDescription: String
+    /// Runs the commands' timers.
+    let eventLoop = DispatchEventLoop(label: "blue.backend")
+    private let handlers = LockedValue<(next: UInt64, list: [UInt64: @Sendable (CBCentralBackendEvent) -> Void])>((0, [:]))
+    /// The ATT_MTU of each link, as the backend reports it.
+    private let mtus = LockedValue<[BluetoothAddress: Int]>([:])
+
+    private init(backend: any CBCentralBackend, description: String) {
+        self.backend = backend
+        transportDescription = description
+    }
+
+    /// How long bluetoothd may take to say whether its adapter is there and powered.
+    static let startLimit: Duration = .seconds(15)
+
+    /// Connects to bluetoothd and waits for its adapter's state: powered on, or one line and exit 69.
+    static func openBlueZ(_ adapter: BlueZAdapterChoice) async throws(CLIFailure) -> BackendCentral {
+        let reason = LockedValue<String?>(nil)
+        let backend = HostBackend.bluezCentral(adapter: adapter.name) { line in
+            reason.withLock { $0 = $0 ?? line }
+        }
+        let central = BackendCentral(backend: backend, description: "bluetoothd (\(adapter.name ?? "its first adapter"))")
+        let state = OneShot<CBManagerState?>()
+        let subscription = central.addHandler { event in
+            if case .stateChanged(let value) = event { state.fire(value) }
+        }
+        backend.start { [weak central] event in central?.dispatch(event) }
+        let timer = central.eventLoop.schedule(after: startLimit) { state.fire(nil) }
+        let first = await state.wait()
+        timer.cancel()
+        subscription()
+        switch first {
+        case .poweredOn?:
+            return central
+        case .poweredOff?:
+            central.shutdown()
+            throw CLIFailure(.unavailable, "the adapter of \(central.transportDescription) is powered off (`bluetoothctl power on`)")
+        case nil:
+            central.shutdown()
+            throw CLIFailure(.unavailable, "\(central.transportDescription) did not answer within \(startLimit.secondsText)")
+        default:
+            central.shutdown()
+            throw CLIFailure(.unavailable, reason.load() ?? "cannot use \(central.transportDescription)")
+        }
+    }
+
+    private func dispatch(_ event: CBCentralBackendEvent) {
+        switch event {
+        case .connected(let peer, let mtu), .mtuChanged(let peer, let mtu):
+            mtus.withLock { $0[peer.address] = mtu }
+        default:
+            break
+        }
+        for handler in handlers.load().list.sorted(by: { $0.key < $1.key }).map(\.value) { handler(event) }
+    }
+
+    /// Calls `handler` with every event until the returned cancellation.
+    func addHandler(_ handler: @escaping @Sendable (CBCentralBackendEvent) -> Void) -> @Sendable () -> Void {
+        let id = handlers.withLock { handlers -> UInt64 in
+            handlers.next += 1
+            handlers.list[handlers.next] = handler
+            return handlers.next
+        }
+        return { [weak self] in self?.handlers.withLock { _ = $0.list.removeValue(forKey: id) } }
+    }
+
+    func shutdown() {
+        backend.shutdown()
+    }
+
+    func attMTU(_ address: BluetoothAddress) -> Int {
+        mtus.load()[address] ?? 23
+    }
+
+    // MARK: Scanning
+
+    /// Scans (reporting duplicates) until a connectable device matching `target` is heard, for at most `timeout`.
+    func findTarget(_ target: TargetMatcher, timeout: Duration) async throws(CLIFailure) -> ScanReport {
+        let done = OneShot<ScanReport?>()
+        let cancel = addHandler { event in
+            if case .advertisement(let advertisement) = event {
+                let report = ScanReport(advertisement)
+                if report.isConnectable, target.matches(report) { done.fire(report) }
+            }
+        }
+        let timer = eventLoop.schedule(after: timeout) { done.fire(nil) }
+        backend.startScan(CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: true, solicitedServiceUUIDs: []))
+        let found = await done.wait()
+        cancel()
+        timer.cancel()
+        backend.stopScan()
+        guard let found else {
+            throw CLIFailure(.notFound, "no device matching \(target) found within \(timeout.secondsText)")
+        }
+        return found
+    }
+
+    // MARK: Connections
+
+    /// Connects within `timeout` (a connection attempt still running then is cancelled).
+    func connect(to address: BluetoothAddress, name: String, timeout: Duration) async throws(CLIFailure) {
+        let peer = CBBackendPeer(address: address)
+        let done = OneShot<CBBackendError??>()
+        let cancel = addHandler { event in
+            switch event {
+            case .connected(let connected, _) where connected == peer: done.fire(.some(nil))
+            case .connectionFailed(let failed, let error) where failed == peer: done.fire(.some(error))
+            default: break
+            }
+        }
+        let timer = eventLoop.schedule(after: timeout) { done.fire(nil) }
+        backend.connect(peer)
+        let outcome = await done.wait()
+        cancel()
+        timer.cancel()
+        switch outcome {
+        case .some(nil): return
+        case .some(let error?): throw CLIFailure(.failed, "cannot connect to \(name): \(Self.text(error))")
+        case nil:
+            backend.cancelConnection(peer)
+            throw CLIFailure(.failed, "cannot connect to \(name): no connection within \(timeout.secondsText)")
+        }
+    }
+
+    /// Disconnects and waits for the link's end (at most 5 s).
+    func disconnect(_ address: BluetoothAddress) async {
+        let peer = CBBackendPeer(address: address)
+        let done = OneShot<Void>()
+        let cancel = addHandler { event in
+            if case .disconnected(let gone, _) = event, gone == peer { done.fire(()) }
+        }
+        let timer = eventLoop.schedule(after: .seconds(5)) { done.fire(()) }
+        backend.cancelConnection(peer)
+        await done.wait()
+        cancel()
+        timer.cancel()
+    }
+
+    // MARK: GATT
+
+    /// Waits for the completion `start` is given.
+    func complete<Value: Sendable>(
+        _ start: (@escaping @Sendable (Result<Value, CBBackendError>) -> Void) -> Void
+    ) async -> Result<Value, GATTOperationFailure> {
+        let done = OneShot<Result<Value, CBBackendError>>()
+        start { done.fire($0) }
+        return await done.wait().mapError { GATTOperationFailure(description: Self.text($0)) }
+    }
+
+    /// An ATT error as the host route prints it ("Read Not Permitted (0x02)"), else the backend's reason.
+    static func text(_ error: CBBackendError) -> String {
+        switch error {
+        case .att(let code): "\(ATTErrorCode(code))"
+        case .core(_, let reason): reason
+        }
+    }
+}
+
+/// Which adapter `--hci bluez` names: `bluez` the first bluetoothd has, `bluez:hci1` that one.
+struct BlueZAdapterChoice: Sendable {
+    var name: String?
+}
+
+extension ScanReport {
+    /// What a backend reports of an advertiser, as the report our host gives (Core Supplement Part A): the decoded
+    /// fields (name, services, service data, manufacturer data, TX power) rebuilt into AD structures, since
+    /// bluetoothd reports properties, not packets.
+    init(_ advertisement: CBBackendAdvertisement) {
+        var structures: [ADStructure] = []
+        if let name = advertisement.localName { structures.append(.localName(LocalName(name), complete: true)) }
+        let uuids = advertisement.serviceUUIDs
+        let short = uuids.compactMap(\.uuid16)
+        if !short.isEmpty { structures.append(.serviceUUIDs16(short, complete: true)) }
+        let long = uuids.filter { $0.uuid16 == nil }
+        if !long.isEmpty { structures.append(.serviceUUIDs128(long, complete: true)) }
+        for (uuid, data) in advertisement.serviceData.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
+            structures.append(uuid.uuid16.map { .serviceData16($0, data: data) } ?? .serviceData128(uuid, data: data))
+        }
+        if let power = advertisement.txPowerLevel { structures.append(.txPowerLevel(Int8(clamping: power))) }
+        if let bytes = advertisement.manufacturerData, bytes.count >= 2 {
+            let company = CompanyIdentifier(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8)
+            structures.append(.manufacturerData(company, data: Array(bytes.dropFirst(2))))
+        }
+        let data = AdvertisingData(structures)
+        let address = advertisement.peer.address
+        self.init(address: address, addressType: address.type == .random ? .random : .public,
+                  rssi: Int8(clamping: advertisement.rssi), eventType: advertisement.isConnectable ? .advInd : .advNonconnInd,
+                  isConnectable: advertisement.isConnectable, advertisingData: data, rawAdvertisingData: data.encode(),
+                  rawScanResponse: nil)
+    }
+}

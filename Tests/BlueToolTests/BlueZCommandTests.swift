@@ -1,0 +1,115 @@
+import BlueZTestSupport
+import Foundation
+import TestSupport
+import Testing
+
+/// `blue scan/explore/read/write/subscribe --hci bluez` against a bluetoothd stand-in on a real dbus-daemon (the
+/// system bus address pointed at it): what each command prints and which D-Bus calls it makes. The real bluetoothd
+/// is in the VM scenario bluez-blue-commands.
+@Suite(.timeLimit(.minutes(2)))
+struct BlueZCommandTests {
+    /// Runs `body` with a bus and the stand-in on it; nothing when dbus-daemon is missing (a failure when the
+    /// interop tools are required).
+    private func withBluetoothd(_ body: (FakeBluetoothd, [String: String]) async throws -> Void) async throws {
+        guard let bus = try await TestDBusDaemon.start() else {
+            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
+            return
+        }
+        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        do {
+            try await body(bluetoothd, ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        } catch {
+            bluetoothd.connection.close()
+            await bus.stop()
+            throw error
+        }
+        bluetoothd.connection.close()
+        await bus.stop()
+    }
+
+    private let characteristic = FakeBluetoothd.standardCharacteristics[0].uuid.uppercased()
+    private let refused = FakeBluetoothd.standardCharacteristics[1].uuid.uppercased()
+
+    @Test func scanReportsTheDeviceBluetoothdFound() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let result = try await BlueProcess.run(["scan", "--hci", "bluez", "--timeout", "1", "--json"], environment: environment)
+            #expect(result.status == 0, "\(result.standardError)")
+            let line = try #require(result.standardOutput.split(separator: "\n").first, "\(result.standardError)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["name"] as? String == "Fake")
+            #expect(object["address"] as? String == FakeBluetoothd.deviceAddress)
+            #expect(object["rssi"] as? Int == -50)
+            #expect((object["manufacturer"] as? [String: Any])?["company"] as? Int == 0x004C)
+            #expect((object["services"] as? [[String: Any]])?.first?["uuid"] as? String == FakeBluetoothd.serviceUUID.uppercased())
+            // Reported once: bluetoothd's RSSI updates are not new reports without --duplicates.
+            #expect(result.standardOutput.split(separator: "\n").count == 1)
+            #expect(bluetoothd.calls.first == #"SetDiscoveryFilter ["DuplicateData": <false>, "Transport": <"le">]"#)
+            #expect(bluetoothd.calls.contains("StartDiscovery ") && bluetoothd.calls.contains("StopDiscovery "))
+        }
+    }
+
+    @Test func exploreShowsTheTreeWithValueHandlesAndErrors() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let result = try await BlueProcess.run(["explore", "--hci", "bluez:hci0", "Fake"], environment: environment)
+            #expect(result.status == 0, "\(result.standardError)")
+            let text = result.standardOutput
+            #expect(text.contains("Fake  0A:1B:00:00:00:77  RSSI -50 dBm  ATT MTU 185"), "\(text)")
+            // The value handle is the one after the declaration bluetoothd names the object after.
+            #expect(text.contains("\(characteristic)  [read, write-without-response, write, notify]  handle 0x0012  = 01 02 03"), "\(text)")
+            #expect(text.contains("2902 Client Characteristic Configuration  handle 0x0013  = 00 00"), "\(text)")
+            #expect(text.contains("\(refused)  [read]  handle 0x0015  (read failed: Read Not Permitted (0x02))"), "\(text)")
+            #expect(bluetoothd.calls.last == "Disconnect ")
+        }
+    }
+
+    @Test func readWriteAndSubscribe() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let read = try await BlueProcess.run(["read", "--hci", "bluez", "Fake", characteristic], environment: environment)
+            #expect(read.status == 0, "\(read.standardError)")
+            #expect(read.standardOutput.contains("= 01 02 03"), "\(read.standardOutput)")
+
+            let refusedRead = try await BlueProcess.run(["read", "--hci", "bluez", "Fake", refused], environment: environment)
+            #expect(refusedRead.status == 1)
+            #expect(refusedRead.standardError.contains("failed: Read Not Permitted (0x02)"), "\(refusedRead.standardError)")
+            #expect(refusedRead.standardError.split(separator: "\n").count == 1, "\(refusedRead.standardError)")
+
+            let write = try await BlueProcess.run(["write", "--hci", "bluez", "Fake", characteristic, "0a0b"], environment: environment)
+            #expect(write.status == 0, "\(write.standardError)")
+            #expect(bluetoothd.calls.contains(#"WriteValue [10, 11] ["type": <"request">]"#), "\(bluetoothd.calls)")
+            #expect(bluetoothd.value(of: 0x0011) == [10, 11])
+
+            let command = try await BlueProcess.run(["write", "--hci", "bluez", "--without-response", "Fake", characteristic, "0c"],
+                                                    environment: environment)
+            #expect(command.status == 0, "\(command.standardError)")
+            #expect(bluetoothd.calls.contains(#"WriteValue [12] ["type": <"command">]"#), "\(bluetoothd.calls)")
+
+            let subscribe = try await BlueProcess.run(["subscribe", "--hci", "bluez", "Fake", characteristic, "--count", "3", "--json"],
+                                                      environment: environment)
+            #expect(subscribe.status == 0, "\(subscribe.standardError)")
+            let values = subscribe.standardOutput.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["hex"] as? String
+            }
+            #expect(values == ["09", "0a", "0b"], "\(subscribe.standardOutput)")
+            #expect(bluetoothd.calls.contains("StartNotify "))
+        }
+    }
+
+    @Test func commandsThatNeedOurHostSaySoInOneLine() async throws {
+        let serve = try await BlueProcess.run(["serve", "--hci", "bluez", "--profile", "heart-rate"], limit: .seconds(30))
+        #expect(serve.status == 64)
+        #expect(serve.standardError.contains("cannot work through bluetoothd (--hci bluez)"), "\(serve.standardError)")
+        #expect(serve.standardError.split(separator: "\n").count == 1)
+        let snoop = try await BlueProcess.run(["scan", "--hci", "bluez", "--snoop", "/tmp/x.btsnoop", "--timeout", "1"], limit: .seconds(30))
+        #expect(snoop.status == 64)
+        #expect(snoop.standardError.contains("btmon"), "\(snoop.standardError)")
+    }
+
+    @Test func noBluetoothdIsOneLineAndExit69() async throws {
+        let folder = testTemporaryPath("ocb-nobus-\(UUID().uuidString.prefix(8))")
+        let result = try await BlueProcess.run(["read", "--hci", "bluez", "Fake", characteristic],
+                                               environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(folder)/none"], limit: .seconds(60))
+        #expect(result.status == 69)
+        #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
+        #expect(result.standardError.contains("no BlueZ backend"), "\(result.standardError)")
+    }
+}

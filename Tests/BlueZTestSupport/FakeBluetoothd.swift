@@ -1,0 +1,184 @@
+public import DBus
+import Foundation
+public import TestSupport
+
+/// A stand-in for bluetoothd on a test bus: it owns `org.bluez`, has adapter hci0 (powered), makes one device appear
+/// when discovery starts, and answers Connect, ReadValue, WriteValue, StartNotify, StopNotify and Disconnect with
+/// the signals bluetoothd sends (BlueZ's doc/org.bluez.*.rst; object paths as its gatt-client names them: a
+/// characteristic's path carries its declaration's handle). It records the calls it gets; the real bluetoothd is in
+/// the VM scenarios.
+public final class FakeBluetoothd: @unchecked Sendable {
+    /// A characteristic of the device: `char<handle>` (its declaration; the value is handle + 1).
+    public struct Characteristic: Sendable {
+        public var handle: UInt16
+        public var uuid: String
+        public var flags: [String]
+        public var value: [UInt8]
+        /// The error ReadValue answers (name, message) instead of the value.
+        public var readError: (name: String, message: String)?
+        /// Client Characteristic Configuration descriptor at handle + 2 when it notifies or indicates.
+        public var notifies: Bool { flags.contains("notify") || flags.contains("indicate") }
+        public init(handle: UInt16, uuid: String, flags: [String], value: [UInt8], readError: (name: String, message: String)? = nil) {
+            self.handle = handle
+            self.uuid = uuid
+            self.flags = flags
+            self.value = value
+            self.readError = readError
+        }
+    }
+
+    public static let adapter = "/org/bluez/hci0"
+    public static let deviceAddress = "0A:1B:00:00:00:77"
+    public static let device = "/org/bluez/hci0/dev_0A_1B_00_00_00_77"
+    public static let serviceHandle: UInt16 = 0x0010
+    public static let service = device + "/service0010"
+    public static let serviceUUID = "5e570000-0000-4000-8000-0000000b1e2e"
+    /// The values StartNotify sends, 20 ms apart.
+    public static let notifications: [[UInt8]] = [[9], [10], [11]]
+    /// The ATT MTU bluetoothd reports on the characteristics.
+    public static let mtu: UInt16 = 185
+
+    public static func path(_ characteristic: Characteristic) -> String {
+        service + "/char" + hex4(characteristic.handle)
+    }
+
+    public static func cccdPath(_ characteristic: Characteristic) -> String {
+        path(characteristic) + "/desc" + hex4(characteristic.handle + 2)
+    }
+
+    static func hex4(_ value: UInt16) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 4 - text.count) + text
+    }
+
+    /// The device's name in its advertising ("Fake").
+    public let name: String
+    public let characteristics: [Characteristic]
+    public let connection: DBusConnection
+    private let lock = NSLock()
+    private var _calls: [String] = []
+    private var values: [String: [UInt8]] = [:]
+    /// Every call as "Member args…", in order.
+    public var calls: [String] { lock.withLock { _calls } }
+    /// The value a characteristic (by declaration handle) holds now (written ones included).
+    public func value(of handle: UInt16) -> [UInt8]? {
+        lock.withLock { characteristics.first { $0.handle == handle }.flatMap { values[Self.path($0)] } }
+    }
+
+    /// The standard device: service 5E570000-… with char0011 (read, write, write-without-response, notify; 01 02 03)
+    /// and char0014 (read, refused: NotPermitted).
+    public static let standardCharacteristics = [
+        Characteristic(handle: 0x0011, uuid: "5e570001-0000-4000-8000-0000000b1e2e",
+                       flags: ["read", "write", "write-without-response", "notify"], value: [1, 2, 3]),
+        Characteristic(handle: 0x0014, uuid: "5e570002-0000-4000-8000-0000000b1e2e", flags: ["read"], value: [],
+                       readError: ("org.bluez.Error.NotPermitted", "Read not permitted")),
+    ]
+
+    public init(bus: TestDBusDaemon, name: String = "Fake", characteristics: [Characteristic] = standardCharacteristics) async throws {
+        self.name = name
+        self.characteristics = characteristics
+        connection = try await DBusConnection.connect(address: bus.address)
+        _ = try await connection.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                            interface: "org.freedesktop.DBus", member: "RequestName",
+                                            body: [.string("org.bluez"), .uint32(4)]))
+        for characteristic in characteristics { values[Self.path(characteristic)] = characteristic.value }
+        connection.export(path: "/") { call in
+            call.methodReturn([Self.managed([(Self.adapter, "org.bluez.Adapter1", ["Address": .string("00:AA:01:00:00:23"), "Powered": .boolean(true)])])])
+        }
+        var paths = [Self.adapter, Self.device]
+        for characteristic in characteristics {
+            paths.append(Self.path(characteristic))
+            if characteristic.notifies { paths.append(Self.cccdPath(characteristic)) }
+        }
+        for path in paths {
+            connection.export(path: path) { [weak self] call in self?.answer(call) }
+        }
+    }
+
+    /// `a{oa{sa{sv}}}` from (path, interface, properties).
+    public static func managed(_ objects: [(String, String, [String: DBusValue])]) -> DBusValue {
+        let properties = DBusType.array(.dictEntry(key: .string, value: .variant))
+        let interfaces = DBusType.array(.dictEntry(key: .string, value: properties))
+        return .dictionary(key: .objectPath, value: interfaces, objects.map { path, interface, values in
+            (.objectPath(path), .dictionary(key: .string, value: properties, [(.string(interface), .properties(values))]))
+        })
+    }
+
+    private func added(_ path: String, _ interface: String, _ properties: [String: DBusValue]) {
+        let properties = DBusValue.properties(properties)
+        _ = try? connection.send(DBusMessage(kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+                                             member: "InterfacesAdded",
+                                             body: [.objectPath(path), .dictionary(key: .string, value: properties.type, [(.string(interface), properties)])]))
+    }
+
+    private func changed(_ path: String, _ interface: String, _ properties: [String: DBusValue]) {
+        _ = try? connection.send(DBusMessage(kind: .signal, path: path, interface: "org.freedesktop.DBus.Properties",
+                                             member: "PropertiesChanged",
+                                             body: [.string(interface), .properties(properties), .array(.string, [])]))
+    }
+
+    private func answer(_ call: DBusMessage) -> DBusMessage? {
+        let member = call.member ?? "?"
+        let path = call.path ?? ""
+        lock.withLock { _calls.append("\(member) \(call.body.map(\.description).joined(separator: " "))") }
+        switch member {
+        case "SetDiscoveryFilter", "StopDiscovery":
+            return call.methodReturn()
+        case "StartDiscovery":
+            let reply = call.methodReturn()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { [self] in
+                added(Self.device, "org.bluez.Device1", [
+                    "Address": .string(Self.deviceAddress), "AddressType": .string("public"), "Name": .string(name),
+                    "RSSI": .int16(-50), "UUIDs": .array(.string, [.string(Self.serviceUUID)]),
+                    "ManufacturerData": .dictionary(key: .uint16, value: .variant, [(.uint16(0x004C), .variant(.bytes([0x02, 0x15])))]),
+                    "Connected": .boolean(false), "ServicesResolved": .boolean(false),
+                ])
+            }
+            return reply
+        case "Connect":
+            _ = try? connection.send(call.methodReturn())
+            changed(Self.device, "org.bluez.Device1", ["Connected": .boolean(true)])
+            added(Self.service, "org.bluez.GattService1", ["UUID": .string(Self.serviceUUID), "Primary": .boolean(true),
+                                                          "Device": .objectPath(Self.device)])
+            for characteristic in characteristics {
+                added(Self.path(characteristic), "org.bluez.GattCharacteristic1", [
+                    "UUID": .string(characteristic.uuid), "Service": .objectPath(Self.service),
+                    "Flags": .array(.string, characteristic.flags.map { .string($0) }), "MTU": .uint16(Self.mtu),
+                ])
+                if characteristic.notifies {
+                    added(Self.cccdPath(characteristic), "org.bluez.GattDescriptor1", [
+                        "UUID": .string("00002902-0000-1000-8000-00805f9b34fb"), "Characteristic": .objectPath(Self.path(characteristic)),
+                    ])
+                }
+            }
+            changed(Self.device, "org.bluez.Device1", ["ServicesResolved": .boolean(true)])
+            return nil
+        case "ReadValue":
+            if path.contains("/desc") { return call.methodReturn([.bytes([0, 0])]) }
+            if let error = characteristics.first(where: { Self.path($0) == path })?.readError {
+                return call.errorReply(name: error.name, message: error.message)
+            }
+            return call.methodReturn([.bytes(lock.withLock { values[path] } ?? [])])
+        case "WriteValue":
+            if let bytes = call.body.first?.bytesValue { lock.withLock { values[path] = bytes } }
+            return call.methodReturn()
+        case "StartNotify":
+            _ = try? connection.send(call.methodReturn())
+            changed(path, "org.bluez.GattCharacteristic1", ["Notifying": .boolean(true)])
+            for (index, value) in Self.notifications.enumerated() {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20 * (index + 1))) { [self] in
+                    changed(path, "org.bluez.GattCharacteristic1", ["Value": .bytes(value)])
+                }
+            }
+            return nil
+        case "StopNotify":
+            return call.methodReturn()
+        case "Disconnect":
+            _ = try? connection.send(call.methodReturn())
+            changed(Self.device, "org.bluez.Device1", ["Connected": .boolean(false), "ServicesResolved": .boolean(false)])
+            return nil
+        default:
+            return call.errorReply(name: "org.bluez.Error.NotSupported", message: member)
+        }
+    }
+}
