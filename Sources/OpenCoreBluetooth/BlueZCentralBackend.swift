@@ -364,6 +364,19 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             .sorted { $0.handle < $1.handle }
     }
 
+    /// The highest attribute handle bluetoothd has below `path` (`start` when none).
+    private func lastHandle(under path: String, from start: UInt16) -> UInt16 {
+        guard let tree = state.load().tree else { return start }
+        var last = start
+        for interface in [Self.characteristicInterface, Self.descriptorInterface] {
+            for entry in tree.objects(with: interface) where BlueZPaths.isUnder(entry.path, path) {
+                guard let handle = BlueZPaths.handle(of: entry.path) else { continue }
+                last = max(last, interface == Self.characteristicInterface ? handle &+ 1 : handle)
+            }
+        }
+        return last
+    }
+
     private func remember(_ peer: CBBackendPeer, _ handle: UInt16, _ path: String) {
         state.withLock { $0.links[peer.address]?.attributes[handle] = path }
     }
@@ -381,7 +394,9 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             for (index, entry) in found.enumerated() {
                 guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
                 remember(peer, entry.handle, entry.path)
-                let end = index + 1 < found.count ? found[index + 1].handle - 1 : 0xFFFF
+                // bluetoothd does not say where a service ends: before the next one, or at the last attribute it
+                // has (a characteristic's value follows its declaration).
+                let end = index + 1 < found.count ? found[index + 1].handle - 1 : lastHandle(under: entry.path, from: entry.handle)
                 services.append(CBBackendService(uuid: uuid, isPrimary: entry.properties["Primary"]?.boolValue ?? true,
                                                  startHandle: entry.handle, endHandle: end))
             }

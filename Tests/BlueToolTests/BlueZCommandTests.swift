@@ -54,6 +54,8 @@ struct BlueZCommandTests {
             #expect(result.status == 0, "\(result.standardError)")
             let text = result.standardOutput
             #expect(text.contains("Fake  0A:1B:00:00:00:77  RSSI -50 dBm  ATT MTU 185"), "\(text)")
+            // The last service ends at its last attribute (bluetoothd does not say where a service ends).
+            #expect(text.contains("Service \(FakeBluetoothd.serviceUUID.uppercased())  [0x0010-0x0015]"), "\(text)")
             // The value handle is the one after the declaration bluetoothd names the object after.
             #expect(text.contains("\(characteristic)  [read, write-without-response, write, notify]  handle 0x0012  = 01 02 03"), "\(text)")
             #expect(text.contains("2902 Client Characteristic Configuration  handle 0x0013  = 00 00"), "\(text)")
