@@ -124,7 +124,7 @@ let package = Package(
             name: "blue",
             dependencies: [
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
-                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE",
+                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ",
                 "Seed001PeripheralApp", "Seed001CentralApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

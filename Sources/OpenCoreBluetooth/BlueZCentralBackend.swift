@@ -44,8 +44,8 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     private let state = LockedValue(State())
     private let events = DispatchQueue(label: "OpenCoreBluetooth.bluez.events")
 
-    static let deviceInterface = "org.bluez.Device1"
-    static let adapterInterface = "org.bluez.Adapter1"
+    static let deviceInterface = BlueZAdapterSession.deviceInterface
+    static let adapterInterface = BlueZAdapterSession.adapterInterface
     static let serviceInterface = "org.bluez.GattService1"
     static let characteristicInterface = "org.bluez.GattCharacteristic1"
     static let descriptorInterface = "org.bluez.GattDescriptor1"
@@ -78,7 +78,7 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 
     private func open() async {
         do throws(DBusError) {
-            let session = try await BlueZSession.open(adapter: adapterName, busAddress: busAddress)
+            let session = try await BlueZAdapterSession.open(adapter: adapterName, busAddress: busAddress)
             let (tree, connection, powered) = (session.tree, session.connection, session.powered)
             let keep = state.withLock { state -> Bool in
                 guard !state.closed else { return false }

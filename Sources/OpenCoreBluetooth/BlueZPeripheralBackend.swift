@@ -80,7 +80,7 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
 
     private func open() async {
         do throws(DBusError) {
-            let session = try await BlueZSession.open(adapter: adapterName, busAddress: busAddress)
+            let session = try await BlueZAdapterSession.open(adapter: adapterName, busAddress: busAddress)
             let (tree, connection, powered) = (session.tree, session.connection, session.powered)
             let keep = state.withLock { state -> Bool in
                 guard !state.closed else { return false }

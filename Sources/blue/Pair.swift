@@ -166,6 +166,9 @@ struct Pair: ParsableCommand, Sendable {
     }
 
     func pair() async throws(CLIFailure) {
+        if let adapter = try stack.bluezAdapter() {
+            return try await pairThroughBlueZ(adapter)
+        }
         let outOfBand = try outOfBandInput()
         var host = HostConfiguration()
         host.security = securityConfiguration()

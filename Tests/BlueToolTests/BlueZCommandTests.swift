@@ -114,4 +114,44 @@ struct BlueZCommandTests {
         #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
         #expect(result.standardError.contains("no BlueZ backend"), "\(result.standardError)")
     }
+
+    @Test func pairAnswersBluetoothdThroughOurAgent() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let first = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--method", "numeric"], environment: environment)
+            #expect(first.status == 0, "\(first.standardError)")
+            #expect(first.standardOutput.contains("Numeric comparison: 123456 (confirmed)"), "\(first.standardOutput)")
+            #expect(first.standardOutput.contains("Paired with Fake through bluetoothd: numeric, bonded: yes"), "\(first.standardOutput)")
+            #expect(bluetoothd.calls.contains { $0.hasPrefix("RegisterAgent") && $0.contains("DisplayYesNo") }, "\(bluetoothd.calls)")
+            #expect(bluetoothd.calls.contains { $0.hasPrefix("UnregisterAgent") }, "\(bluetoothd.calls)")
+
+            let again = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--json"], environment: environment)
+            #expect(again.status == 0, "\(again.standardError)")
+            #expect(again.standardOutput.contains(#""usedExistingBond":true"#), "\(again.standardOutput)")
+
+            let repaired = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--repair", "--method", "passkey", "--io", "keyboard-only",
+                                                      "--passkey", "654321"], environment: environment)
+            #expect(repaired.status == 0, "\(repaired.standardError)")
+            #expect(repaired.standardOutput.contains("Paired with Fake through bluetoothd: passkey, bonded: yes"), "\(repaired.standardOutput)")
+            #expect(bluetoothd.calls.contains { $0.hasPrefix("RemoveDevice") }, "\(bluetoothd.calls)")
+        }
+    }
+
+    @Test func aWrongPasskeyFailsInOneLine() async throws {
+        try await withBluetoothd { _, environment in
+            let result = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--method", "passkey", "--io", "keyboard-only",
+                                                    "--passkey", "111111"], environment: environment)
+            #expect(result.status == 1)
+            #expect(result.standardError.contains("pairing with Fake failed: authentication failed"), "\(result.standardError)")
+            #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
+        }
+    }
+
+    @Test func pairOptionsBluetoothdDecidesAreRefused() async throws {
+        let legacy = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--method", "legacy-jw"], limit: .seconds(30))
+        #expect(legacy.status == 64)
+        #expect(legacy.standardError.contains("bluetoothd chooses LE Secure Connections or legacy pairing"), "\(legacy.standardError)")
+        let bonds = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--bonds", "/tmp/nowhere"], limit: .seconds(30))
+        #expect(bonds.status == 64)
+        #expect(bonds.standardError.contains("--bonds: bluetoothd keeps the bonds"), "\(bonds.standardError)")
+    }
 }

@@ -58,6 +58,13 @@ public final class FakeBluetoothd: @unchecked Sendable {
     private let lock = NSLock()
     private var _calls: [String] = []
     private var values: [String: [UInt8]] = [:]
+    private var paired = false
+    /// The agent registered (its bus name, path and capability).
+    private var agent: (sender: String, path: String, capability: String)?
+    /// The passkey the device "shows" for Passkey Entry (an agent with KeyboardOnly must answer it).
+    public static let devicePasskey: UInt32 = 654_321
+    /// The value both sides "show" for Numeric Comparison.
+    public static let comparisonValue: UInt32 = 123_456
     /// Every call as "Member args…", in order.
     public var calls: [String] { lock.withLock { _calls } }
     /// The value a characteristic (by declaration handle) holds now (written ones included).
@@ -85,7 +92,7 @@ public final class FakeBluetoothd: @unchecked Sendable {
         connection.export(path: "/") { call in
             call.methodReturn([Self.managed([(Self.adapter, "org.bluez.Adapter1", ["Address": .string("00:AA:01:00:00:23"), "Powered": .boolean(true)])])])
         }
-        var paths = [Self.adapter, Self.device]
+        var paths = [Self.adapter, Self.device, "/org/bluez"]
         for characteristic in characteristics {
             paths.append(Self.path(characteristic))
             if characteristic.notifies { paths.append(Self.cccdPath(characteristic)) }
@@ -117,6 +124,36 @@ public final class FakeBluetoothd: @unchecked Sendable {
                                              body: [.string(interface), .properties(properties), .array(.string, [])]))
     }
 
+    /// Pair as bluetoothd does it with the caller's agent: Numeric Comparison for DisplayYesNo and KeyboardDisplay,
+    /// Passkey Entry (the agent types) for KeyboardOnly, Just Works otherwise.
+    private func pair(_ call: DBusMessage) {
+        let registered = lock.withLock { agent }
+        let done: @Sendable (DBusError?) -> Void = { [self] error in
+            if let error {
+                _ = try? connection.send(call.errorReply(name: error.name ?? "org.bluez.Error.AuthenticationFailed", message: error.reason))
+                return
+            }
+            lock.withLock { paired = true }
+            changed(Self.device, "org.bluez.Device1", ["Paired": .boolean(true), "Bonded": .boolean(true)])
+            _ = try? connection.send(call.methodReturn())
+        }
+        guard let registered, registered.capability != "NoInputNoOutput" else { return done(nil) }
+        let keyboard = registered.capability == "KeyboardOnly"
+        let request = DBusMessage.call(destination: registered.sender, path: registered.path, interface: "org.bluez.Agent1",
+                                       member: keyboard ? "RequestPasskey" : "RequestConfirmation",
+                                       body: keyboard ? [.objectPath(Self.device)] : [.objectPath(Self.device), .uint32(Self.comparisonValue)])
+        connection.call(request, timeout: .seconds(20)) { result in
+            switch result {
+            case .success(let reply) where !keyboard || reply.body.first?.intValue == Int(Self.devicePasskey):
+                done(nil)
+            case .success:
+                done(DBusError(.errorReply, "Authentication Failed", name: "org.bluez.Error.AuthenticationFailed"))
+            case .failure:
+                done(DBusError(.errorReply, "Authentication Rejected", name: "org.bluez.Error.AuthenticationRejected"))
+            }
+        }
+    }
+
     private func answer(_ call: DBusMessage) -> DBusMessage? {
         let member = call.member ?? "?"
         let path = call.path ?? ""
@@ -132,6 +169,7 @@ public final class FakeBluetoothd: @unchecked Sendable {
                     "RSSI": .int16(-50), "UUIDs": .array(.string, [.string(Self.serviceUUID)]),
                     "ManufacturerData": .dictionary(key: .uint16, value: .variant, [(.uint16(0x004C), .variant(.bytes([0x02, 0x15])))]),
                     "Connected": .boolean(false), "ServicesResolved": .boolean(false),
+                    "Paired": .boolean(lock.withLock { paired }), "Bonded": .boolean(lock.withLock { paired }),
                 ])
             }
             return reply
@@ -173,6 +211,28 @@ public final class FakeBluetoothd: @unchecked Sendable {
             return nil
         case "StopNotify":
             return call.methodReturn()
+        case "RegisterAgent":
+            guard let sender = call.sender, call.body.count == 2, let agentPath = call.body[0].stringValue,
+                  let capability = call.body[1].stringValue else { return call.errorReply(name: "org.bluez.Error.InvalidArguments", message: "") }
+            lock.withLock { agent = (sender, agentPath, capability) }
+            return call.methodReturn()
+        case "UnregisterAgent":
+            lock.withLock { agent = nil }
+            return call.methodReturn()
+        case "RequestDefaultAgent":
+            return call.methodReturn()
+        case "RemoveDevice":
+            lock.withLock { paired = false }
+            _ = try? connection.send(DBusMessage(kind: .signal, path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+                                                 member: "InterfacesRemoved",
+                                                 body: [.objectPath(Self.device), .array(.string, [.string("org.bluez.Device1")])]))
+            return call.methodReturn()
+        case "Pair":
+            pair(call)
+            return nil
+        case "GetAll" where path == Self.device:
+            let now = lock.withLock { paired }
+            return call.methodReturn([.properties(["Address": .string(Self.deviceAddress), "Paired": .boolean(now), "Bonded": .boolean(now)])])
         case "Disconnect":
             _ = try? connection.send(call.methodReturn())
             changed(Self.device, "org.bluez.Device1", ["Connected": .boolean(false), "ServicesResolved": .boolean(false)])
