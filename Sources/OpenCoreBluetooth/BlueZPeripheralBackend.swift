@@ -56,9 +56,14 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
     /// The bus bluetoothd is on (the system bus unless a test gives another).
     let busAddress: String
 
-    init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress) {
+    /// Where the backend says what went wrong outside any call: one line, without the "OpenCoreBluetooth: " prefix.
+    private let report: @Sendable (String) -> Void
+
+    init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
+         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) }) {
         adapterName = adapter
         self.busAddress = busAddress
+        self.report = report
         let number = Self.counter.withLock { value -> Int in
             value += 1
             return value
@@ -98,12 +103,12 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
             tree.observe { [weak self] change in self?.changed(change) }
             connection.onClose { [weak self] error in
                 guard let self, !self.state.load().closed else { return }
-                StandardError.line("OpenCoreBluetooth: lost bluetoothd: \(error.reason); Bluetooth is off")
+                self.report("lost bluetoothd: \(error.reason); Bluetooth is off")
                 self.emit(.stateChanged(.poweredOff))
             }
             emit(.stateChanged(powered ? .poweredOn : .poweredOff))
         } catch {
-            StandardError.line("OpenCoreBluetooth: no BlueZ backend: \(error)")
+            report("no BlueZ backend: \(error)")
             emit(.stateChanged(.unsupported))
         }
     }
@@ -141,29 +146,38 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
     // MARK: Centrals (bluetoothd's Device1 objects that connect)
 
     private func changed(_ change: BlueZObjectTree.Change) {
-        guard case .changed(let path, BlueZCentralBackend.deviceInterface, let properties) = change,
-              let connected = properties["Connected"]?.boolValue,
-              let all = state.load().tree?.properties(path, BlueZCentralBackend.deviceInterface),
-              let peer = BlueZCentralBackend.peer(all) else {
-            if case .changed(let path, BlueZCentralBackend.adapterInterface, let properties) = change,
-               let powered = properties["Powered"]?.boolValue,
-               state.withLock({ state -> Bool in
-                   guard state.adapterPath == path, state.powered != powered else { return false }
-                   state.powered = powered
-                   return true
-               }) {
-                emit(.stateChanged(powered ? .poweredOn : .poweredOff))
+        switch change {
+        case .changed(let path, BlueZCentralBackend.adapterInterface, let properties):
+            guard let powered = properties["Powered"]?.boolValue,
+                  state.withLock({ state -> Bool in
+                      guard state.adapterPath == path, state.powered != powered else { return false }
+                      state.powered = powered
+                      return true
+                  }) else { return }
+            emit(.stateChanged(powered ? .poweredOn : .poweredOff))
+        // A central bluetoothd did not know appears connected (InterfacesAdded); a known one changes Connected.
+        case .added(let path, BlueZCentralBackend.deviceInterface, let properties),
+             .changed(let path, BlueZCentralBackend.deviceInterface, let properties):
+            guard let connected = properties["Connected"]?.boolValue,
+                  let all = state.load().tree?.properties(path, BlueZCentralBackend.deviceInterface),
+                  let peer = BlueZCentralBackend.peer(all) else { return }
+            if connected {
+                let fresh = state.withLock { state -> Bool in
+                    defer {
+                        state.centrals[path] = peer
+                        state.lastCentral = peer
+                    }
+                    return state.centrals[path] == nil
+                }
+                if fresh { emit(.centralConnected(peer, mtu: 23)) }
+            } else if state.withLock({ $0.centrals.removeValue(forKey: path) }) != nil {
+                emit(.centralDisconnected(peer))
             }
+        // bluetoothd drops a temporary device's object when it goes.
+        case .removed(let path, BlueZCentralBackend.deviceInterface):
+            if let peer = state.withLock({ $0.centrals.removeValue(forKey: path) }) { emit(.centralDisconnected(peer)) }
+        default:
             return
-        }
-        if connected {
-            state.withLock { state in
-                state.centrals[path] = peer
-                state.lastCentral = peer
-            }
-            emit(.centralConnected(peer, mtu: 23))
-        } else if state.withLock({ $0.centrals.removeValue(forKey: path) }) != nil {
-            emit(.centralDisconnected(peer))
         }
     }
 
@@ -245,8 +259,16 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         let properties = UInt8(truncatingIfNeeded: characteristic.properties)
         var flags = BlueZCentralBackend.propertyBits.filter { properties & $0.value != 0 }.map(\.key).sorted()
         let permissions = characteristic.permissions
-        if permissions & 0x04 != 0 { flags.append("encrypt-read") }
-        if permissions & 0x08 != 0 { flags.append("encrypt-write") }
+        if permissions & authenticatedReadPermission != 0 {
+            flags.append("encrypt-authenticated-read")
+        } else if permissions & 0x04 != 0 {
+            flags.append("encrypt-read")
+        }
+        if permissions & authenticatedWritePermission != 0 {
+            flags.append("encrypt-authenticated-write")
+        } else if permissions & 0x08 != 0 {
+            flags.append("encrypt-write")
+        }
         if characteristic.properties & 0x100 != 0 || characteristic.properties & 0x200 != 0 { flags.append("encrypt-notify") }
         return flags
     }
@@ -499,5 +521,19 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\" "
             + "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>"
             + interfaces.sorted().map { "<interface name=\"\($0)\"/>" }.joined() + "</node>"
+    }
+}
+
+/// Permission bits beyond `CBAttributePermissions` (which stops at encryption), for the package's own tools:
+/// an authenticated (MITM-protected) encrypted link required to read or write (BlueZ's `encrypt-authenticated-*`
+/// flags). `blue serve --hci bluez` uses them for definitions that ask for authentication.
+package let authenticatedReadPermission: UInt = 0x1_0000
+package let authenticatedWritePermission: UInt = 0x2_0000
+
+extension HostBackend {
+    /// A peripheral backend on bluetoothd for the package's own tools (`blue serve --hci bluez`), which print
+    /// `report`'s lines themselves.
+    package static func bluezPeripheral(adapter: String?, report: @escaping @Sendable (String) -> Void) -> any CBPeripheralBackend {
+        BlueZPeripheralBackend(adapter: adapter, report: report)
     }
 }

@@ -30,7 +30,7 @@ struct Chat: ParsableCommand {
 struct ChatOptions: ParsableArguments {
     @Option(name: .customLong("hci"), help: ArgumentHelp(
         "The controller: virtual (the shared air: the `blue air` hub at $OCB_AIR_SOCKET or its default socket), "
-            + "air:PATH, tcp:HOST:PORT, unix:PATH, serial:… or hciN. Default: $OCB_HCI, else virtual.",
+            + "air:PATH, tcp:HOST:PORT, unix:PATH, serial:…, hciN, or bluez[:hciN] (bluetoothd's). Default: $OCB_HCI, else virtual.",
         valueName: "transport"))
     var hci: String?
 

@@ -11,7 +11,7 @@ import VirtualController
 /// `--hci` and `--snoop`, shared by every command that runs a stack (DESIGN.md "Transports").
 struct StackOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("hci"), help: ArgumentHelp(
-        "The controller: virtual (default), air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts], hciN, or bluez[:hciN] (bluetoothd's, for scan, explore, read, write, subscribe, pair).",
+        "The controller: virtual (default), air:PATH, tcp:HOST:PORT, unix:PATH, serial:/dev/ttyX[,BAUD][,rtscts], hciN, or bluez[:hciN] (bluetoothd's: scan, explore, read, write, subscribe, pair, serve).",
         valueName: "transport"))
     var hci: String = "virtual"
 
@@ -40,7 +40,7 @@ struct StackOptions: ParsableArguments, Sendable {
     func open(_ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
         if case .bluez = HostBackend.transport(named: hci) {
             throw CLIFailure(.usage, "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
-                             + "bluetoothd serves scan, explore, read, write, subscribe and pair. Use --hci hciN to give our host "
+                             + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
                              + "the adapter (bluetoothd must let go of it), or virtual")
         }
         var options = options

@@ -117,6 +117,9 @@ struct Serve: ParsableCommand, Sendable {
         let compiled = try definition.compile()
         let advertised = try definition.advertisedUUIDs(compiled)
         let deviceName = definition.name ?? "blue serve"
+        if let adapter = try stack.bluezAdapter() {
+            return try await serveThroughBlueZ(adapter, compiled: compiled, advertised: advertised, deviceName: deviceName)
+        }
         let server = GATTServeState(json: json)
         let database = try server.build(compiled, name: deviceName, appearance: definition.appearance ?? 0)
         let outOfBand = try ServeOutOfBand(inPath: oobIn, outPath: oobOut, key: oobKey)

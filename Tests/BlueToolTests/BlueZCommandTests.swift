@@ -96,10 +96,12 @@ struct BlueZCommandTests {
         }
     }
 
-    @Test func commandsThatNeedOurHostSaySoInOneLine() async throws {
-        let serve = try await BlueProcess.run(["serve", "--hci", "bluez", "--profile", "heart-rate"], limit: .seconds(30))
+    @Test func optionsBluetoothdDecidesAreOneLineErrors() async throws {
+        let serve = try await BlueProcess.run(["serve", "--hci", "bluez", "--profile", "heart-rate", "--io", "display-only"],
+                                              limit: .seconds(30))
         #expect(serve.status == 64)
-        #expect(serve.standardError.contains("cannot work through bluetoothd (--hci bluez)"), "\(serve.standardError)")
+        #expect(serve.standardError.contains("--io: through bluetoothd (--hci bluez) pairing is answered by its default agent"),
+                "\(serve.standardError)")
         #expect(serve.standardError.split(separator: "\n").count == 1)
         let snoop = try await BlueProcess.run(["scan", "--hci", "bluez", "--snoop", "/tmp/x.btsnoop", "--timeout", "1"], limit: .seconds(30))
         #expect(snoop.status == 64)
@@ -153,5 +155,46 @@ struct BlueZCommandTests {
         let bonds = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--bonds", "/tmp/nowhere"], limit: .seconds(30))
         #expect(bonds.status == 64)
         #expect(bonds.standardError.contains("--bonds: bluetoothd keeps the bonds"), "\(bonds.standardError)")
+    }
+
+    @Test func serveThroughBluetoothdAnswersItsCalls() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let serve = try BackgroundBlue(["serve", "--hci", "bluez", "--profile", "heart-rate"], environment: environment)
+            defer { serve.stopInBackground() }
+            #expect(await serve.waitFor("serving \"blue heart rate\" on bluetoothd", limit: .seconds(60)), "\(serve.errors)")
+            #expect(bluetoothd.isServing)
+            bluetoothd.centralConnects()
+            #expect(await serve.waitFor("connected: \(FakeBluetoothd.deviceAddress)"), "\(serve.output)")
+
+            let location = try #require(try await bluetoothd.applicationCharacteristic("00002a38-0000-1000-8000-00805f9b34fb"))
+            let read = try await bluetoothd.callApplication(location, "ReadValue", [FakeBluetoothd.options()])
+            #expect(read.body.first?.bytesValue == [1])
+            #expect(await serve.waitFor("read 2A38 Body Sensor Location by \(FakeBluetoothd.deviceAddress): 01"), "\(serve.output)")
+            // A read beyond the value is the ATT error bluetoothd passes on (Invalid Offset).
+            await #expect(throws: (any Error).self) {
+                _ = try await bluetoothd.callApplication(location, "ReadValue", [FakeBluetoothd.options(["offset": .uint16(5)])])
+            }
+
+            let controlPoint = try #require(try await bluetoothd.applicationCharacteristic("00002a39-0000-1000-8000-00805f9b34fb"))
+            _ = try await bluetoothd.callApplication(controlPoint, "WriteValue", [.bytes([1]), FakeBluetoothd.options(["type": .string("request")])])
+            #expect(await serve.waitFor("write 2A39 Heart Rate Control Point by \(FakeBluetoothd.deviceAddress): 01"), "\(serve.output)")
+            // Longer than the control point's one octet: Invalid Attribute Value Length, nothing printed.
+            await #expect(throws: (any Error).self) {
+                _ = try await bluetoothd.callApplication(controlPoint, "WriteValue", [.bytes([1, 2]), FakeBluetoothd.options()])
+            }
+
+            let measurement = try #require(try await bluetoothd.applicationCharacteristic("00002a37-0000-1000-8000-00805f9b34fb"))
+            try await bluetoothd.watchApplicationSignals()
+            _ = try await bluetoothd.callApplication(measurement, "StartNotify", [])
+            #expect(await serve.waitFor("subscribe 2A37 Heart Rate Measurement by \(FakeBluetoothd.deviceAddress)"), "\(serve.output)")
+            let notified = await poll(within: .seconds(20)) { bluetoothd.signalled(measurement).count >= 2 }
+            #expect(notified, "\(bluetoothd.signalled(measurement))")
+            #expect(bluetoothd.signalled(measurement).allSatisfy { $0.count >= 2 && $0[0] & 0x01 == 0 })
+
+            let (status, byItself) = await serve.stop()
+            #expect(status == 0 && byItself, "\(serve.errors)")
+            #expect(serve.output.contains("stopping"))
+            #expect(!serve.output.contains("write 2A39 Heart Rate Control Point by \(FakeBluetoothd.deviceAddress): 01 02"))
+        }
     }
 }

@@ -59,6 +59,11 @@ public final class FakeBluetoothd: @unchecked Sendable {
     private var _calls: [String] = []
     private var values: [String: [UInt8]] = [:]
     private var paired = false
+    /// The GATT application registered with GattManager1 (its bus name and root), and the advertisement.
+    private var application: (sender: String, root: String)?
+    private var advertisement: (sender: String, path: String)?
+    /// Value changes the application signalled, by object path.
+    private var signalledValues: [String: [[UInt8]]] = [:]
     /// The agent registered (its bus name, path and capability).
     private var agent: (sender: String, path: String, capability: String)?
     /// The passkey the device "shows" for Passkey Entry (an agent with KeyboardOnly must answer it).
@@ -101,6 +106,64 @@ public final class FakeBluetoothd: @unchecked Sendable {
             connection.export(path: path) { [weak self] call in self?.answer(call) }
         }
     }
+
+    // MARK: As the central of a GATT application (blue serve --hci bluez)
+
+    /// A central connects to us: its device object appears connected, as bluetoothd shows an incoming link.
+    public func centralConnects() {
+        added(Self.device, "org.bluez.Device1", ["Address": .string(Self.deviceAddress), "AddressType": .string("public"),
+                                                "Connected": .boolean(true)])
+    }
+
+    /// The registered application's objects (path → interface → properties); empty when none is registered.
+    public func applicationObjects() async throws -> [String: [String: [String: DBusValue]]] {
+        guard let application = lock.withLock({ application }) else { return [:] }
+        let reply = try await connection.call(.call(destination: application.sender, path: application.root,
+                                                    interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"))
+        var objects: [String: [String: [String: DBusValue]]] = [:]
+        for (path, interfaces) in reply.body.first?.dictionaryValue ?? [:] {
+            var entry: [String: [String: DBusValue]] = [:]
+            for (interface, properties) in interfaces.dictionaryValue ?? [:] {
+                entry[interface] = (properties.dictionaryValue ?? [:]).mapValues(\.unwrapped)
+            }
+            objects[path] = entry
+        }
+        return objects
+    }
+
+    /// The application's characteristic with `uuid` (lowercase, 128-bit), if registered.
+    public func applicationCharacteristic(_ uuid: String) async throws -> String? {
+        try await applicationObjects().first { $0.value["org.bluez.GattCharacteristic1"]?["UUID"]?.stringValue == uuid }?.key
+    }
+
+    /// Whether an application and an advertisement are registered.
+    public var isServing: Bool { lock.withLock { application != nil && advertisement != nil } }
+
+    /// Calls `member` on the application's characteristic at `path` as bluetoothd does for a remote central.
+    public func callApplication(_ path: String, _ member: String, _ body: [DBusValue]) async throws -> DBusMessage {
+        guard let application = lock.withLock({ application }) else { throw DBusError(.disconnected, "no application") }
+        return try await connection.call(.call(destination: application.sender, path: path, interface: "org.bluez.GattCharacteristic1",
+                                               member: member, body: body))
+    }
+
+    /// ReadValue/WriteValue options naming the central device.
+    public static func options(_ extra: [String: DBusValue] = [:]) -> DBusValue {
+        .properties(["device": .objectPath(device)].merging(extra) { $1 })
+    }
+
+    /// Records the application's Value changes (its notifications).
+    public func watchApplicationSignals() async throws {
+        guard let application = lock.withLock({ application }) else { return }
+        _ = connection.addSignalHandler { [weak self] message in
+            guard let self, message.member == "PropertiesChanged", let path = message.path, message.body.count >= 2,
+                  let value = message.body[1].dictionaryValue?["Value"]?.bytesValue else { return }
+            lock.withLock { self.signalledValues[path, default: []].append(value) }
+        }
+        try await connection.addMatch("type='signal',sender='\(application.sender)',interface='org.freedesktop.DBus.Properties'")
+    }
+
+    /// The values the application signalled for `path`.
+    public func signalled(_ path: String) -> [[UInt8]] { lock.withLock { signalledValues[path] ?? [] } }
 
     /// `a{oa{sa{sv}}}` from (path, interface, properties).
     public static func managed(_ objects: [(String, String, [String: DBusValue])]) -> DBusValue {
@@ -210,6 +273,34 @@ public final class FakeBluetoothd: @unchecked Sendable {
             }
             return nil
         case "StopNotify":
+            return call.methodReturn()
+        case "RegisterApplication":
+            guard let sender = call.sender, let root = call.body.first?.stringValue else {
+                return call.errorReply(name: "org.bluez.Error.InvalidArguments", message: "")
+            }
+            // bluetoothd reads the application's objects before it answers.
+            connection.call(.call(destination: sender, path: root, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"),
+                            timeout: .seconds(10)) { [self] result in
+                switch result {
+                case .success:
+                    lock.withLock { application = (sender, root) }
+                    _ = try? connection.send(call.methodReturn())
+                case .failure(let error):
+                    _ = try? connection.send(call.errorReply(name: "org.bluez.Error.Failed", message: "\(error)"))
+                }
+            }
+            return nil
+        case "UnregisterApplication":
+            lock.withLock { application = nil }
+            return call.methodReturn()
+        case "RegisterAdvertisement":
+            guard let sender = call.sender, let path = call.body.first?.stringValue else {
+                return call.errorReply(name: "org.bluez.Error.InvalidArguments", message: "")
+            }
+            lock.withLock { advertisement = (sender, path) }
+            return call.methodReturn()
+        case "UnregisterAdvertisement":
+            lock.withLock { advertisement = nil }
             return call.methodReturn()
         case "RegisterAgent":
             guard let sender = call.sender, call.body.count == 2, let agentPath = call.body[0].stringValue,

@@ -21,6 +21,6 @@ expect_output write 'wrote 1 byte'
 wait_for "$OUT/serve.log" 'write .* by ' 20 || fail "blue serve did not receive the write"
 step subscribe 150 "$BLUE" subscribe --hci bluez:hci0 "blue heart rate" 2A37 --count 3 --timeout 60
 [ "$(grep -c 'Heart Rate Measurement' "$OUT/subscribe.log")" -ge 3 ] || fail "subscribe did not print three measurements"
-step_fails serve-bluez 30 64 "$BLUE" serve --hci bluez:hci0 --profile heart-rate
-expect_output serve-bluez 'cannot work through bluetoothd'
+step_fails snoop-bluez 30 64 "$BLUE" scan --hci bluez:hci0 --snoop /tmp/bluez.btsnoop --timeout 1
+expect_output snoop-bluez 'use btmon'
 log "blue scan, explore, read, write and subscribe worked through bluetoothd against blue serve"
