@@ -56,9 +56,14 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     /// Where the backend says what went wrong outside any call (bluetoothd unreachable or gone, discovery refused):
     /// one line, without the "OpenCoreBluetooth: " prefix.
     private let report: @Sendable (String) -> Void
+    /// The pairing agent asked for (`OCB_BLUEZ_AGENT`, ``BlueZPairingAgent``), registered while the backend runs.
+    private let pairingAgent: BlueZPairingAgent?
+    private let registeredAgent = LockedValue<BlueZAgent?>(nil)
 
     init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
-         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) }) {
+         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) },
+         pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment()) {
+        self.pairingAgent = pairingAgent
         adapterName = adapter
         self.busAddress = busAddress
         self.report = report
@@ -93,6 +98,13 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             }
             tree.observe { [weak self] change in self?.changed(change) }
             connection.onClose { [weak self] error in self?.lost(error) }
+            if let pairingAgent {
+                do {
+                    registeredAgent.store(try await pairingAgent.register(on: connection, path: Self.agentPath(), report: report))
+                } catch {
+                    report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
+                }
+            }
             emit(.stateChanged(powered ? .poweredOn : .poweredOff))
         } catch {
             report("no BlueZ backend: \(error)")
@@ -124,7 +136,21 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: Self.deviceInterface,
                                   member: "Disconnect"), timeout: .seconds(5)) { _ in }
         }
+        if let agent = registeredAgent.withLock({ agent in defer { agent = nil }; return agent }) {
+            Task { await agent.unregister() }
+        }
         DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
+    }
+
+    private static let agentCounter = LockedValue(0)
+
+    /// A path of its own for each backend's agent (bluetoothd tells agents apart by bus name and path).
+    private static func agentPath() -> String {
+        let number = agentCounter.withLock { value -> Int in
+            value += 1
+            return value
+        }
+        return "/org/opencorebluetooth/central\(number)/agent"
     }
 
     // MARK: Calls

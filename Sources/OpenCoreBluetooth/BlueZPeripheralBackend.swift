@@ -58,9 +58,14 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
 
     /// Where the backend says what went wrong outside any call: one line, without the "OpenCoreBluetooth: " prefix.
     private let report: @Sendable (String) -> Void
+    /// The pairing agent asked for (`OCB_BLUEZ_AGENT`, ``BlueZPairingAgent``), registered while the backend runs.
+    private let pairingAgent: BlueZPairingAgent?
+    private let registeredAgent = LockedValue<BlueZAgent?>(nil)
 
     init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
-         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) }) {
+         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) },
+         pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment()) {
+        self.pairingAgent = pairingAgent
         adapterName = adapter
         self.busAddress = busAddress
         self.report = report
@@ -106,6 +111,13 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
                 self.report("lost bluetoothd: \(error.reason); Bluetooth is off")
                 self.emit(.stateChanged(.poweredOff))
             }
+            if let pairingAgent {
+                do {
+                    registeredAgent.store(try await pairingAgent.register(on: connection, path: root + "/agent", report: report))
+                } catch {
+                    report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
+                }
+            }
             emit(.stateChanged(powered ? .poweredOn : .poweredOff))
         } catch {
             report("no BlueZ backend: \(error)")
@@ -130,6 +142,9 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         if registered {
             connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: Self.gattManager,
                                   member: "UnregisterApplication", body: [.objectPath(root)]), timeout: .seconds(5)) { _ in }
+        }
+        if let agent = registeredAgent.withLock({ agent in defer { agent = nil }; return agent }) {
+            Task { await agent.unregister() }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
     }

@@ -89,4 +89,7 @@
 // BlueZObjectTree; their state sits in a LockedValue changed from the connection's reader thread (signals, exported
 // calls) and from call completions; events go to the façade through a serial queue of their own, in order. The
 // peripheral backend exports its GATT application and advertisement under /org/opencorebluetooth/peripheralN and
-// answers bluetoothd's ReadValue/WriteValue later for dynamic values (the façade's respond).
+// answers bluetoothd's ReadValue/WriteValue later for dynamic values (the façade's respond). With OCB_BLUEZ_AGENT
+// each backend also registers a BlueZAgent as bluetoothd's default agent (BlueZPairingAgent: prompts answered, printed
+// on standard error); otherwise bluetoothd's own default agent answers, as iOS's system prompts do. `blue` reaches
+// the backends through HostBackend.bluezCentral/bluezPeripheral (package), which take its one-line reporter.

@@ -107,6 +107,18 @@ public final class FakeBluetoothd: @unchecked Sendable {
         }
     }
 
+    // MARK: Asking the agent
+
+    /// The capability of the agent registered, if any.
+    public var agentCapability: String? { lock.withLock { agent?.capability } }
+
+    /// Calls `member` of the registered agent as bluetoothd does when pairing needs it.
+    public func askAgent(_ member: String, _ body: [DBusValue]) async throws -> DBusMessage {
+        guard let agent = lock.withLock({ agent }) else { throw DBusError(.disconnected, "no agent registered") }
+        return try await connection.call(.call(destination: agent.sender, path: agent.path, interface: "org.bluez.Agent1",
+                                               member: member, body: body), timeout: .seconds(10))
+    }
+
     // MARK: As the central of a GATT application (blue serve --hci bluez)
 
     /// A central connects to us: its device object appears connected, as bluetoothd shows an incoming link.

@@ -1,4 +1,5 @@
 import BlueZTestSupport
+import BluetoothRuntime
 import DBus
 import Foundation
 import TestSupport
@@ -70,5 +71,42 @@ struct BlueZCentralBackendTests {
         #expect(calls.last == "Disconnect ")
         #expect(writeLength.value == 182)
         withExtendedLifetime(manager) {}
+    }
+
+    /// `OCB_BLUEZ_AGENT`: our agent becomes bluetoothd's default, confirms a Numeric Comparison (printed) and refuses
+    /// a passkey to type when none is given.
+    @Test func anAgentOfOursAnswersBluetoothdsPrompts() async throws {
+        guard let bus = try await TestDBusDaemon.start() else {
+            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
+            return
+        }
+        defer { Task { await bus.stop() } }
+        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        defer { bluetoothd.connection.close() }
+        let lines = LockedValue<[String]>([])
+        let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { line in lines.withLock { $0.append(line) } },
+                                          pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil))
+        let powered = LockedBox(false)
+        backend.start { event in if case .stateChanged(.poweredOn) = event { powered.value = true } }
+        defer { backend.shutdown() }
+        let ready = await poll(within: .seconds(20)) { powered.value }
+        #expect(ready)
+        #expect(bluetoothd.agentCapability == "DisplayYesNo")
+        #expect(bluetoothd.calls.contains { $0.hasPrefix("RequestDefaultAgent") }, "\(bluetoothd.calls)")
+        let device = DBusValue.objectPath(FakeBluetoothd.device)
+        let confirmed = try await bluetoothd.askAgent("RequestConfirmation", [device, .uint32(123_456)])
+        #expect(confirmed.kind == .methodReturn)
+        #expect(lines.load().contains("pairing with 0A:1B:00:00:00:77: numeric comparison 123456 (confirmed)"), "\(lines.load())")
+        await #expect(throws: DBusError.self) { _ = try await bluetoothd.askAgent("RequestPasskey", [device]) }
+        #expect(lines.load().contains { $0.contains("set OCB_BLUEZ_PASSKEY") }, "\(lines.load())")
+    }
+
+    @Test func theAgentComesFromTheEnvironment() {
+        let agent = BlueZPairingAgent.fromEnvironment(["OCB_BLUEZ_AGENT": "keyboarddisplay", "OCB_BLUEZ_PASSKEY": "012345"])
+        #expect(agent?.capability == .keyboardDisplay)
+        #expect(agent?.passkey == 12_345)
+        #expect(BlueZPairingAgent.fromEnvironment([:]) == nil)
+        #expect(BlueZPairingAgent.fromEnvironment(["OCB_BLUEZ_AGENT": "Telepathy"]) == nil)
+        #expect(BlueZPairingAgent.fromEnvironment(["OCB_BLUEZ_AGENT": "NoInputNoOutput", "OCB_BLUEZ_PASSKEY": "1234567"])?.passkey == nil)
     }
 }
