@@ -17,9 +17,21 @@ import Musl
 /// must not block. A frame that does not decode ends the connection (the stream cannot be resynchronised), as does
 /// the bus closing it: every pending call then fails with ``DBusError/Code/disconnected``. The reader keeps the
 /// connection alive until it ends: call ``close()`` when done.
+///
+/// File descriptors (D-Bus Specification, "Type System": UNIX_FD) pass when the bus agreed to them during the
+/// authentication (``canPassUnixFDs``); they travel in ``DBusMessage/fileDescriptors``. Who owns them:
+/// - a message sent (``send(_:)``, ``call(_:timeout:completion:)``): the sender keeps its descriptors (the kernel
+///   passes copies);
+/// - a reply delivered to a call: the caller, who must close them or hand them on; an error reply's, and a reply's
+///   that comes too late or that no call awaits, are closed by the connection;
+/// - a call to an exported object, a signal: lent to the handlers, closed by the connection once they returned (and
+///   the reply is sent): `fcntl(F_DUPFD_CLOEXEC)` one to keep it;
+/// - a reply a ``CallHandler`` returns: handed to the connection, which closes its descriptors once sent;
+/// - descriptors that arrive with no message announcing them, or with a message nobody takes: closed.
 public final class DBusConnection: Sendable {
-    /// The bus's answer to a method call exported here: a reply (``DBusMessage/methodReturn(_:)`` or
-    /// ``DBusMessage/errorReply(name:message:)``), or nil to send nothing.
+    /// The bus's answer to a method call exported here: a reply (``DBusMessage/methodReturn(_:fileDescriptors:)`` or
+    /// ``DBusMessage/errorReply(name:message:)``), or nil to send nothing. The call's descriptors are lent for the
+    /// handler's duration; the reply's are handed to the connection, which closes them once sent.
     public typealias CallHandler = @Sendable (DBusMessage) -> DBusMessage?
 
     private struct State {
@@ -41,17 +53,22 @@ public final class DBusConnection: Sendable {
     public let uniqueName: String
     /// The server's GUID from the authentication.
     public let serverGUID: String
+    /// Whether the bus agreed to pass file descriptors (`NEGOTIATE_UNIX_FD` answered `AGREE_UNIX_FD`): messages
+    /// with ``DBusMessage/fileDescriptors`` can be sent only then.
+    public let canPassUnixFDs: Bool
 
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let state = LockedValue(State())
     private let writeLock = NSLock()
 
-    private init(address: String, fd: Int32, wake: (read: Int32, write: Int32), guid: String, uniqueName: String) {
+    private init(address: String, fd: Int32, wake: (read: Int32, write: Int32), guid: String, canPassUnixFDs: Bool,
+                 uniqueName: String) {
         self.address = address
         self.fd = fd
         self.wake = wake
         serverGUID = guid
+        self.canPassUnixFDs = canPassUnixFDs
         self.uniqueName = uniqueName
     }
 
@@ -109,8 +126,9 @@ public final class DBusConnection: Sendable {
         }
         POSIX.disableSIGPIPE(fd)
         let guid: String
+        let canPassUnixFDs: Bool
         do {
-            guid = try authenticate(fd, timeout: timeout)
+            (guid, canPassUnixFDs) = try authenticate(fd, timeout: timeout)
         } catch {
             POSIX.closeDescriptor(fd)
             throw error
@@ -124,20 +142,22 @@ public final class DBusConnection: Sendable {
                                      interface: "org.freedesktop.DBus", member: "Hello")
         var named = hello
         named.serial = 1
-        var buffer: [UInt8] = []
+        var inbox = DBusInbox()
         let name: String
         do {
             try write(fd, try named.encoded())
-            name = try readHelloReply(fd, buffer: &buffer, timeout: timeout)
+            name = try readHelloReply(fd, inbox: &inbox, timeout: timeout)
         } catch {
+            inbox.closeDescriptors()
             POSIX.closeDescriptor(fd)
             POSIX.closeDescriptor(wake.read)
             POSIX.closeDescriptor(wake.write)
             throw error
         }
-        let connection = DBusConnection(address: address, fd: fd, wake: wake, guid: guid, uniqueName: name)
+        let connection = DBusConnection(address: address, fd: fd, wake: wake, guid: guid, canPassUnixFDs: canPassUnixFDs,
+                                        uniqueName: name)
         connection.state.withLock { $0.nextSerial = 2 }
-        connection.startReader(buffer: buffer)
+        connection.startReader(inbox: inbox)
         return connection
     }
 
@@ -155,12 +175,34 @@ public final class DBusConnection: Sendable {
         return try result.get()
     }
 
-    /// SASL EXTERNAL with our uid: `\0AUTH EXTERNAL <hex(uid)>`, `OK <guid>`, `BEGIN`.
-    private static func authenticate(_ fd: Int32, timeout: Duration) throws(DBusError) -> String {
+    /// SASL EXTERNAL with our uid: `\0AUTH EXTERNAL <hex(uid)>`, `OK <guid>`, then `NEGOTIATE_UNIX_FD` (answered
+    /// `AGREE_UNIX_FD`, or `ERROR` when the bus cannot pass descriptors: not a failure), `BEGIN` (D-Bus
+    /// Specification, "Authentication Protocol"). Returns the GUID and whether descriptors pass.
+    private static func authenticate(_ fd: Int32, timeout: Duration) throws(DBusError) -> (guid: String, canPassUnixFDs: Bool) {
         let uid = String(getuid())
         let hex = uid.utf8.map { String(format: "%02x", $0) }.joined()
         try write(fd, [0] + Array("AUTH EXTERNAL \(hex)\r\n".utf8))
         let deadline = ContinuousClock.now + timeout
+        let answer = try readLine(fd, until: deadline)
+        guard answer.hasPrefix("OK ") else {
+            throw DBusError(.authenticationFailed, "the bus refused EXTERNAL authentication for uid \(uid): \(answer)")
+        }
+        try write(fd, Array("NEGOTIATE_UNIX_FD\r\n".utf8))
+        let agreement = try readLine(fd, until: deadline)
+        let canPassUnixFDs: Bool
+        if agreement == "AGREE_UNIX_FD" {
+            canPassUnixFDs = true
+        } else if agreement == "ERROR" || agreement.hasPrefix("ERROR ") {
+            canPassUnixFDs = false
+        } else {
+            throw DBusError(.authenticationFailed, "the bus answered NEGOTIATE_UNIX_FD with \"\(agreement)\"")
+        }
+        try write(fd, Array("BEGIN\r\n".utf8))
+        return (String(answer.dropFirst(3)), canPassUnixFDs)
+    }
+
+    /// One line of the authentication exchange, without its CR LF.
+    private static func readLine(_ fd: Int32, until deadline: ContinuousClock.Instant) throws(DBusError) -> String {
         var line: [UInt8] = []
         while !(line.count >= 2 && line.suffix(2) == [13, 10]) {
             guard line.count < 16_384 else { throw DBusError(.authenticationFailed, "the bus's answer is longer than 16 KiB") }
@@ -171,25 +213,21 @@ public final class DBusConnection: Sendable {
             guard count == 1 else { throw DBusError(.authenticationFailed, "the bus closed the connection during the authentication") }
             line.append(byte)
         }
-        let answer = String(decoding: line.dropLast(2), as: UTF8.self)
-        guard answer.hasPrefix("OK ") else {
-            throw DBusError(.authenticationFailed, "the bus refused EXTERNAL authentication for uid \(uid): \(answer)")
-        }
-        try write(fd, Array("BEGIN\r\n".utf8))
-        return String(answer.dropFirst(3))
+        return String(decoding: line.dropLast(2), as: UTF8.self)
     }
 
-    private static func readHelloReply(_ fd: Int32, buffer: inout [UInt8], timeout: Duration) throws(DBusError) -> String {
+    private static func readHelloReply(_ fd: Int32, inbox: inout DBusInbox, timeout: Duration) throws(DBusError) -> String {
         let deadline = ContinuousClock.now + timeout
         while true {
-            while let message = try takeFrame(&buffer) {
+            while let message = try inbox.takeMessage() {
+                message.closeFileDescriptors()
                 guard message.replySerial == 1 else { continue }
                 if let error = message.error { throw DBusError(.connectFailed, "Hello refused: \(error)") }
                 guard let name = message.body.first?.stringValue else { throw DBusError(.connectFailed, "Hello answered without a name") }
                 return name
             }
             try waitReadable(fd, until: deadline, what: "the answer to Hello")
-            guard try readSome(fd, into: &buffer) else { throw DBusError(.connectFailed, "the bus closed the connection before Hello's answer") }
+            guard try DBusSocket.receive(fd, into: &inbox) else { throw DBusError(.connectFailed, "the bus closed the connection before Hello's answer") }
         }
     }
 
@@ -205,32 +243,6 @@ public final class DBusConnection: Sendable {
         }
     }
 
-    /// Reads what is there; false at the end of the stream.
-    private static func readSome(_ fd: Int32, into buffer: inout [UInt8]) throws(DBusError) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            if count > 0 {
-                buffer.append(contentsOf: chunk[0..<count])
-                return true
-            }
-            if count == 0 { return false }
-            if errno == EINTR { continue }
-            if errno == EAGAIN { return true }
-            throw DBusError(.disconnected, "reading from the bus failed: \(POSIX.errorText(errno))")
-        }
-    }
-
-    /// The first whole message of `buffer`, removed from it; nil when it holds less.
-    private static func takeFrame(_ buffer: inout [UInt8]) throws(DBusError) -> DBusMessage? {
-        guard buffer.count >= 16 else { return nil }
-        let total = try DBusMessage.frameLength(prefix: Array(buffer.prefix(16)))
-        guard buffer.count >= total else { return nil }
-        let frame = Array(buffer.prefix(total))
-        buffer.removeFirst(total)
-        return try DBusMessage(decoding: frame)
-    }
-
     private static func write(_ fd: Int32, _ bytes: [UInt8]) throws(DBusError) {
         if let code = POSIX.writeAll(fd, bytes, style: .socket) {
             throw DBusError(.disconnected, "writing to the bus failed: \(POSIX.errorText(code))")
@@ -239,7 +251,9 @@ public final class DBusConnection: Sendable {
 
     // MARK: Sending
 
-    /// Sends `message` with the next serial; returns the serial.
+    /// Sends `message` with the next serial; returns the serial. Its ``DBusMessage/fileDescriptors`` go with it
+    /// (SCM_RIGHTS with its first octets, the header's UNIX_FDS set to their count) and stay the caller's; sending
+    /// any where ``canPassUnixFDs`` is false is ``DBusError/Code/invalidArgument``.
     @discardableResult
     public func send(_ message: DBusMessage) throws(DBusError) -> UInt32 {
         try send(message, registering: nil)
@@ -248,6 +262,15 @@ public final class DBusConnection: Sendable {
     private func send(_ message: DBusMessage, registering completion: (@Sendable (Result<DBusMessage, DBusError>) -> Void)?)
         throws(DBusError) -> UInt32 {
         var numbered = message
+        if !message.fileDescriptors.isEmpty {
+            guard canPassUnixFDs else {
+                throw DBusError(.invalidArgument, "the bus did not agree to pass file descriptors (NEGOTIATE_UNIX_FD), and the message carries \(message.fileDescriptors.count)")
+            }
+            if let closed = message.fileDescriptors.first(where: { $0 < 0 || fcntl($0, F_GETFD) < 0 }) {
+                throw DBusError(.invalidArgument, "file descriptor \(closed) of the message is not open")
+            }
+        }
+        numbered.unixFDs = message.fileDescriptors.isEmpty ? nil : UInt32(message.fileDescriptors.count)
         // Serial assignment and the write stay in order under the write lock (the bus requires nothing of the
         // order, but a reply must never arrive before its call is registered).
         writeLock.lock()
@@ -268,7 +291,7 @@ public final class DBusConnection: Sendable {
             throw error
         }
         do {
-            try Self.write(fd, bytes)
+            try DBusSocket.send(fd, bytes, descriptors: numbered.fileDescriptors)
         } catch {
             state.withLock { _ = $0.pending.removeValue(forKey: numbered.serial) }
             throw error
@@ -278,6 +301,8 @@ public final class DBusConnection: Sendable {
 
     /// Calls a method; `completion` gets the reply (an error reply as ``DBusError/Code/errorReply``), or
     /// ``DBusError/Code/timedOut`` after `timeout`, or ``DBusError/Code/disconnected``, exactly once, on any thread.
+    /// The reply's ``DBusMessage/fileDescriptors`` are the caller's to close (those of an error reply, or of a reply
+    /// after the time limit, are closed here).
     public func call(_ message: DBusMessage, timeout: Duration = DBusConnection.defaultTimeout,
                      completion: @escaping @Sendable (Result<DBusMessage, DBusError>) -> Void) {
         let once = LockedValue<(@Sendable (Result<DBusMessage, DBusError>) -> Void)?>(completion)
@@ -286,6 +311,8 @@ public final class DBusConnection: Sendable {
                 defer { value = nil }
                 return value
             }
+            // Descriptors that reach nobody: a reply after the time limit, an error reply's.
+            if case .success(let reply) = result, pending == nil || reply.error != nil { reply.closeFileDescriptors() }
             if case .success(let reply) = result, let error = reply.error {
                 pending?(.failure(error))
             } else {
@@ -378,12 +405,14 @@ public final class DBusConnection: Sendable {
         for handler in handlers { handler(error) }
     }
 
-    private func startReader(buffer initial: [UInt8]) {
+    private func startReader(inbox initial: DBusInbox) {
         let thread = Thread { [self] in
-            var buffer = initial
+            var inbox = initial
+            // Whatever the reader leaves (a partial message's descriptors) is closed when it ends.
+            defer { inbox.closeDescriptors() }
             while true {
                 do throws(DBusError) {
-                    while let message = try Self.takeFrame(&buffer) { dispatch(message) }
+                    while let message = try inbox.takeMessage() { dispatch(message) }
                 } catch {
                     end(DBusError(.disconnected, "the bus sent a message that does not decode: \(error.reason)"))
                     return
@@ -398,7 +427,7 @@ public final class DBusConnection: Sendable {
                 }
                 if descriptors[1].revents != 0 || isClosed { return }
                 do throws(DBusError) {
-                    guard try Self.readSome(fd, into: &buffer) else {
+                    guard try DBusSocket.receive(fd, into: &inbox) else {
                         end(DBusError(.disconnected, "the bus closed the connection"))
                         return
                     }
@@ -412,14 +441,20 @@ public final class DBusConnection: Sendable {
         thread.start()
     }
 
+    /// Hands a message to its taker; its descriptors go to a call's completion (which closes those that reach
+    /// nobody), else they are closed once the handlers returned.
     private func dispatch(_ message: DBusMessage) {
         switch message.kind {
         case .methodReturn, .error:
-            guard let serial = message.replySerial else { return }
-            let completion = state.withLock { $0.pending.removeValue(forKey: serial) }
-            completion?(.success(message))
+            let completion = message.replySerial.flatMap { serial in state.withLock { $0.pending.removeValue(forKey: serial) } }
+            guard let completion else {
+                message.closeFileDescriptors()
+                return
+            }
+            completion(.success(message))
         case .signal:
             for handler in state.withLock({ Array($0.signalHandlers.values) }) { handler(message) }
+            message.closeFileDescriptors()
         case .methodCall:
             let handler = state.withLock { state in message.path.flatMap { state.exported[$0] } }
             let reply: DBusMessage?
@@ -429,7 +464,21 @@ public final class DBusConnection: Sendable {
                 reply = message.errorReply(name: "org.freedesktop.DBus.Error.UnknownObject",
                                            message: "no object at \(message.path ?? "?")")
             }
-            if let reply, !message.flags.contains(.noReplyExpected) { _ = try? send(reply) }
+            if let reply, !message.flags.contains(.noReplyExpected) {
+                do throws(DBusError) {
+                    try send(reply)
+                } catch {
+                    // A reply we may not send (descriptors the bus did not agree to): the caller hears why.
+                    if error.code == .invalidArgument {
+                        _ = try? send(message.errorReply(name: "org.freedesktop.DBus.Error.Failed",
+                                                         message: "the reply could not be sent: \(error.reason)"))
+                    }
+                }
+            }
+            // The call's descriptors were lent to the handler, its reply's handed to us: each closed once.
+            var descriptors = message.fileDescriptors
+            for descriptor in reply?.fileDescriptors ?? [] where !descriptors.contains(descriptor) { descriptors.append(descriptor) }
+            for descriptor in descriptors { POSIX.closeDescriptor(descriptor) }
         }
     }
 }

@@ -1,3 +1,5 @@
+import HCITransport
+
 /// One D-Bus message (D-Bus Specification, "Message Format"): a fixed header (byte order, type, flags, version 1,
 /// body length, serial), the header fields `a(yv)`, padding to 8, then the body whose types the SIGNATURE field
 /// names.
@@ -27,6 +29,11 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
     /// The largest message, in octets.
     public static let maximumLength = 128 << 20
 
+    /// The most file descriptors one message may carry, sent or received (the receive buffer's room: 64 ints of
+    /// SCM_RIGHTS per read). The specification sets no number; dbus-daemon's default limit is lower (16 on the
+    /// system bus), and bluetoothd sends one at a time.
+    public static let maximumFileDescriptors = 64
+
     public var kind: Kind
     public var flags: Flags
     /// Nonzero; set by the connection when it sends.
@@ -38,13 +45,24 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
     public var replySerial: UInt32?
     public var destination: String?
     public var sender: String?
-    /// How many file descriptors accompany the message.
+    /// How many file descriptors accompany the message (the UNIX_FDS header field). When ``fileDescriptors`` is
+    /// not empty, its count is what is encoded and sent, whatever this says.
     public var unixFDs: UInt32?
     public var body: [DBusValue]
+    /// The file descriptors that travel with the message (D-Bus Specification, "Type System": UNIX_FD; sent as
+    /// SCM_RIGHTS ancillary data with the message's bytes): ``DBusValue/unixFD(_:)`` values of the body are indexes
+    /// into it (``fileDescriptor(at:)``). Not part of the marshaled bytes: only their count is, in the header.
+    ///
+    /// Ownership: a message you send keeps your descriptors yours (the kernel gives the receiver copies; close yours
+    /// when you like). A reply that ``DBusConnection/call(_:timeout:completion:)`` delivers gives its descriptors to
+    /// the caller, who must close them or hand them on; a call to an exported object and a signal only lend theirs
+    /// to the handlers (the connection closes them when the handler has returned: `fcntl(F_DUPFD_CLOEXEC)` one to
+    /// keep it); see ``DBusConnection`` for the rest.
+    public var fileDescriptors: [Int32]
 
     public init(kind: Kind, flags: Flags = [], serial: UInt32 = 0, path: String? = nil, interface: String? = nil,
                 member: String? = nil, errorName: String? = nil, replySerial: UInt32? = nil, destination: String? = nil,
-                sender: String? = nil, unixFDs: UInt32? = nil, body: [DBusValue] = []) {
+                sender: String? = nil, unixFDs: UInt32? = nil, body: [DBusValue] = [], fileDescriptors: [Int32] = []) {
         self.kind = kind
         self.flags = flags
         self.serial = serial
@@ -57,18 +75,32 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
         self.sender = sender
         self.unixFDs = unixFDs
         self.body = body
+        self.fileDescriptors = fileDescriptors
     }
 
-    /// A method call.
+    /// A method call (with `fileDescriptors` for the body's ``DBusValue/unixFD(_:)`` values).
     public static func call(destination: String?, path: String, interface: String?, member: String,
-                            body: [DBusValue] = [], flags: Flags = []) -> DBusMessage {
+                            body: [DBusValue] = [], flags: Flags = [], fileDescriptors: [Int32] = []) -> DBusMessage {
         DBusMessage(kind: .methodCall, flags: flags, path: path, interface: interface, member: member,
-                    destination: destination, body: body)
+                    destination: destination, body: body, fileDescriptors: fileDescriptors)
     }
 
-    /// The reply to `call` with `body`.
-    public func methodReturn(_ body: [DBusValue] = []) -> DBusMessage {
-        DBusMessage(kind: .methodReturn, flags: .noReplyExpected, replySerial: serial, destination: sender, body: body)
+    /// The reply to `call` with `body` (and `fileDescriptors` for its ``DBusValue/unixFD(_:)`` values).
+    public func methodReturn(_ body: [DBusValue] = [], fileDescriptors: [Int32] = []) -> DBusMessage {
+        DBusMessage(kind: .methodReturn, flags: .noReplyExpected, replySerial: serial, destination: sender, body: body,
+                    fileDescriptors: fileDescriptors)
+    }
+
+    /// The descriptor a ``DBusValue/unixFD(_:)`` value (or a variant of one) of this message stands for: the entry
+    /// of ``fileDescriptors`` at its index; nil for another value or an index past the end.
+    public func fileDescriptor(at value: DBusValue) -> Int32? {
+        guard case .unixFD(let index) = value.unwrapped, Int(index) < fileDescriptors.count else { return nil }
+        return fileDescriptors[Int(index)]
+    }
+
+    /// Closes every descriptor of ``fileDescriptors`` (for a receiver done with them); the numbers are stale after.
+    public func closeFileDescriptors() {
+        for descriptor in fileDescriptors { POSIX.closeDescriptor(descriptor) }
     }
 
     /// An error reply to this call.
@@ -96,6 +128,7 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
         if let interface { parts.append(interface) }
         if let member { parts.append(member) }
         if let errorName { parts.append(errorName) }
+        if !fileDescriptors.isEmpty { parts.append("fds \(fileDescriptors)") }
         return parts.joined(separator: " ") + " \(body)"
     }
 
@@ -103,7 +136,12 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
 
     /// The marshaled message (little-endian). Checks what the specification requires of each kind (a call has a
     /// path and a member; a signal a path, interface and member; a reply its reply serial; an error its name).
+    /// The UNIX_FDS field says ``fileDescriptors``' count when there are any (at most
+    /// ``maximumFileDescriptors``), else ``unixFDs``.
     public func encoded() throws(DBusError) -> [UInt8] {
+        guard fileDescriptors.count <= Self.maximumFileDescriptors else {
+            throw DBusError(.invalidArgument, "a message with \(fileDescriptors.count) file descriptors (at most \(Self.maximumFileDescriptors))")
+        }
         switch kind {
         case .methodCall:
             guard path != nil, member != nil else { throw DBusError(.invalidArgument, "a method call needs a path and a member") }
@@ -136,7 +174,7 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
         field(.destination, destination.map(DBusValue.string))
         field(.sender, sender.map(DBusValue.string))
         if !self.body.isEmpty { field(.signature, .signature(signature)) }
-        field(.unixFDs, unixFDs.map(DBusValue.uint32))
+        field(.unixFDs, fileDescriptors.isEmpty ? unixFDs.map(DBusValue.uint32) : .uint32(UInt32(fileDescriptors.count)))
         var header = DBusWriter()
         try header.write([.byte(UInt8(ascii: "l")), .byte(kind.rawValue), .byte(flags.rawValue), .byte(1),
                           .uint32(UInt32(body.bytes.count)), .uint32(serial),
@@ -175,7 +213,8 @@ public struct DBusMessage: Hashable, Sendable, CustomStringConvertible {
         return total
     }
 
-    /// Decodes one whole message (``frameLength(prefix:)`` octets).
+    /// Decodes one whole message (``frameLength(prefix:)`` octets). Its ``fileDescriptors`` stay empty: the
+    /// connection attaches the ones that arrived with it (``unixFDs`` says how many).
     public init(decoding bytes: [UInt8]) throws(DBusError) {
         let total = try Self.frameLength(prefix: Array(bytes.prefix(16)))
         guard bytes.count == total else { throw DBusError.decode("a message of \(total) octets given \(bytes.count)", at: 0) }
