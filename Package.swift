@@ -38,6 +38,7 @@ let package = Package(
         .executable(name: "Seed003Central", targets: ["Seed003Central"]),
         .executable(name: "Seed004Central", targets: ["Seed004Central"]),
         .executable(name: "ChatPeripheral", targets: ["ChatPeripheral"]),
+        .executable(name: "L2CAPEcho", targets: ["L2CAPEcho"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -144,6 +145,9 @@ let package = Package(
         .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed003Central", swiftSettings: strict),
         .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed004Central", swiftSettings: strict),
         .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/ChatPeripheral", swiftSettings: strict),
+        // A CoreBluetooth L2CAP channel between two programs (publish, PSM characteristic, open, echo): the BlueZ
+        // backend's kernel sockets are checked with it in the VM.
+        .executableTarget(name: "L2CAPEcho", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/L2CAPEcho", swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
         // A bluetoothd stand-in on a test dbus-daemon, for the BlueZ backend's tests (OpenCoreBluetooth, blue).
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "TestSupport"], path: "Tests/BlueZTestSupport", swiftSettings: strict),
@@ -204,7 +208,7 @@ let package = Package(
                 "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
-                "Seed004Central", "ChatPeripheral", "blue",
+                "Seed004Central", "ChatPeripheral", "L2CAPEcho", "blue",
             ],
             swiftSettings: strict
         ),

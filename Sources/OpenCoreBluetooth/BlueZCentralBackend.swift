@@ -4,6 +4,7 @@ import BluetoothRuntime
 import DBus
 import Dispatch
 import Foundation
+import HCITransport
 
 /// The central role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): scanning, connecting, GATT discovery, reads,
 /// writes and notifications through BlueZ's D-Bus API (Adapter1, Device1, GattService1, GattCharacteristic1,
@@ -16,7 +17,8 @@ import Foundation
 /// declaration, its value is the handle after); reads and writes are ReadValue and WriteValue
 /// (`type` request or command); notifications are StartNotify and the Value property's changes; the MTU is the
 /// characteristics' MTU property (BlueZ 5.62 and later, else 23). Errors: bluetoothd's replies with an ATT error
-/// become that `CBATTError`, the others `CBError`. Not yet: L2CAP channels, the RSSI of a connected peer (only
+/// become that `CBATTError`, the others `CBError`. L2CAP channels are kernel L2CAP sockets on bluetoothd's link
+/// (``BlueZL2CAPSocket``). Not yet: the RSSI of a connected peer (only
 /// while discovering), flow control of Write Commands (bluetoothd queues them; always "ready").
 final class BlueZCentralBackend: CBCentralBackend, Sendable {
     private struct Link {
@@ -541,7 +543,30 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 
     func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                           completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
-        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+        // The kernel carries the channel on the link bluetoothd made (Core 5.4 Vol 3 Part A §4.22); its connect blocks
+        // until the peer answers or the kernel's L2CAP timeout.
+        let (tree, adapter, linked) = state.withLock { ($0.tree, $0.adapterPath, $0.links[peer.address] != nil) }
+        guard linked else { return completion(.failure(.core(.notConnected, "\(peer) is not connected"))) }
+        guard let local = BlueZL2CAPSocket.adapterAddress(tree, adapter) else {
+            return completion(.failure(.core(.unknown, "bluetoothd does not say the adapter's address")))
+        }
+        DispatchQueue.global().async {
+            do throws(BlueZL2CAPSocket.Failure) {
+                let fd = try BlueZL2CAPSocket.open(local: local, psm: 0, encrypted: false)
+                do throws(BlueZL2CAPSocket.Failure) {
+                    try BlueZL2CAPSocket.connect(fd, to: peer.address, psm: psm)
+                } catch {
+                    POSIX.closeDescriptor(fd)
+                    throw error
+                }
+                guard let channel = BlueZL2CAPChannel(fd: fd, psm: psm, peer: peer) else {
+                    throw BlueZL2CAPSocket.Failure(description: "cannot make the channel's wake pipe")
+                }
+                completion(.success(channel))
+            } catch {
+                completion(.failure(.core(.connectionFailed, error.description)))
+            }
+        }
     }
 }
 

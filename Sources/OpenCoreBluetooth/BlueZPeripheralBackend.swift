@@ -16,7 +16,8 @@ import Foundation
 /// D-Bus reply waits for it). Notifications are PropertiesChanged signals of a characteristic's Value (bluetoothd
 /// sends them to every subscribed central: `updateValue` always has room). StartNotify/StopNotify carry no
 /// central; they are reported for the central connected most recently. Services added or removed re-register the
-/// application (bluetoothd reads an application once). Not yet: L2CAP channels, connection latency.
+/// application (bluetoothd reads an application once). Published L2CAP channels are listening kernel L2CAP sockets
+/// (``BlueZL2CAPListener``). Not yet: connection latency.
 final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
     private struct Published {
         var service: CBBackendLocalService
@@ -40,6 +41,8 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         var nextRequest: UInt64 = 1
         var centrals: [String: CBBackendPeer] = [:]
         var lastCentral: CBBackendPeer?
+        /// Published PSMs (kernel listening sockets).
+        var listeners: [CBL2CAPPSM: BlueZL2CAPListener] = [:]
         var closed = false
     }
 
@@ -132,6 +135,9 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
                 state.sink = nil
             }
             return (state.tree, state.adapterPath, state.registered, state.advertising)
+        }
+        for listener in state.withLock({ state in defer { state.listeners = [:] }; return Array(state.listeners.values) }) {
+            listener.close()
         }
         guard let tree, let adapter else { return }
         let connection = tree.connection
@@ -522,12 +528,33 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
 
     func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer) {}
 
+    /// A listening kernel L2CAP socket on a PSM the kernel picks (LE dynamic range, Core 5.4 Vol 3 Part A §4.22),
+    /// encryption required when asked (BT_SECURITY medium: the kernel refuses an unencrypted link).
     func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
-        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+        let (tree, adapter) = state.withLock { ($0.tree, $0.adapterPath) }
+        guard let local = BlueZL2CAPSocket.adapterAddress(tree, adapter) else {
+            return completion(.failure(.core(.unknown, "bluetoothd does not say the adapter's address")))
+        }
+        let fd: Int32
+        do throws(BlueZL2CAPSocket.Failure) {
+            fd = try BlueZL2CAPSocket.open(local: local, psm: 0, encrypted: encryptionRequired)
+        } catch {
+            return completion(.failure(.core(.unknown, error.description)))
+        }
+        guard let listener = BlueZL2CAPListener(fd: fd) else {
+            return completion(.failure(.core(.unknown, "cannot listen on an L2CAP socket")))
+        }
+        state.withLock { $0.listeners[listener.psm] = listener }
+        listener.start { [weak self] channel in self?.emit(.l2capChannelOpened(channel)) }
+        completion(.success(listener.psm))
     }
 
     func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        completion(.failure(.core(.operationNotSupported, "L2CAP channels are not available through bluetoothd yet")))
+        guard let listener = state.withLock({ $0.listeners.removeValue(forKey: psm) }) else {
+            return completion(.failure(.core(.invalidParameters, "PSM \(psm) is not published")))
+        }
+        listener.close()
+        completion(.success(()))
     }
 
     /// Introspection XML naming the interfaces of an object (bluetoothd's client reads it for objects without an

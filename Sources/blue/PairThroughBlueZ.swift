@@ -69,10 +69,16 @@ extension Pair {
         let name = report.localName ?? report.address.string
         var device = BlueZPaths.device(adapter: session.adapterPath, address: report.address.string)
         let deviceInterface = BlueZAdapterSession.deviceInterface
-        func isPaired() -> Bool { session.tree.properties(device, deviceInterface)?["Paired"]?.boolValue == true }
+        /// The device's properties as bluetoothd has them now (asked, not read from this connection's tree, which
+        /// may not have seen the device the scan found on the other connection yet).
+        func properties(_ path: String) async -> [String: DBusValue]? {
+            try? await session.call(path, "org.freedesktop.DBus.Properties", "GetAll", [.string(deviceInterface)],
+                                    timeout: .seconds(10)).body.first?.dictionaryValue?.mapValues(\.unwrapped)
+        }
+        func isPaired() async -> Bool { await properties(device)?["Paired"]?.boolValue == true }
         var summary: [String: Any] = ["target": name, "address": report.address.string, "requestedMethod": method.rawValue,
                                       "through": "bluetoothd"]
-        if isPaired() {
+        if await isPaired() {
             guard repair else {
                 summary["paired"] = false
                 summary["usedExistingBond"] = true
@@ -97,13 +103,12 @@ extension Pair {
         } catch {
             result = .failure(error)
         }
-        let properties = try? await session.call(device, "org.freedesktop.DBus.Properties", "GetAll", [.string(deviceInterface)],
-                                                 timeout: .seconds(10)).body.first?.dictionaryValue
+        let after = await properties(device)
         await central.disconnect(report.address)
         if case .failure(let error) = result {
             throw CLIFailure(.failed, "pairing with \(name) failed: \(Self.pairFailure(error))")
         }
-        let bonded = properties?["Bonded"]?.boolValue ?? properties?["Paired"]?.boolValue ?? false
+        let bonded = after?["Bonded"]?.boolValue ?? after?["Paired"]?.boolValue ?? false
         summary["paired"] = true
         summary["method"] = prompts.method
         summary["bonded"] = bonded
