@@ -13,8 +13,10 @@ import Foundation
 ///
 /// Mapping (README "BlueZ backend"): bluetoothd calls ReadValue and WriteValue on our characteristics; a static
 /// value is answered at once, the others become the façade's requests and are answered when the app responds (the
-/// D-Bus reply waits for it). Notifications are PropertiesChanged signals of a characteristic's Value (bluetoothd
-/// sends them to every subscribed central: `updateValue` always has room). StartNotify/StopNotify carry no
+/// D-Bus reply waits for it). Notifications go through the socket bluetoothd acquires (AcquireNotify, offered with
+/// the NotifyAcquired property; ``BlueZNotifyPipe``): its full buffer is `updateValue`'s back-pressure; without it
+/// (StartNotify) they are PropertiesChanged signals of the Value, always with room. bluetoothd sends them to every
+/// subscribed central. StartNotify/StopNotify carry no
 /// central; they are reported for the central connected most recently. Services added or removed re-register the
 /// application (bluetoothd reads an application once). Published L2CAP channels are listening kernel L2CAP sockets
 /// (``BlueZL2CAPListener``). Not yet: connection latency.
@@ -41,6 +43,8 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         var nextRequest: UInt64 = 1
         var centrals: [String: CBBackendPeer] = [:]
         var lastCentral: CBBackendPeer?
+        /// Characteristics whose notifications go through an AcquireNotify socket, by id.
+        var notifyPipes: [Int: BlueZNotifyPipe] = [:]
         /// Published PSMs (kernel listening sockets).
         var listeners: [CBL2CAPPSM: BlueZL2CAPListener] = [:]
         var closed = false
@@ -138,6 +142,9 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         }
         for listener in state.withLock({ state in defer { state.listeners = [:] }; return Array(state.listeners.values) }) {
             listener.close()
+        }
+        for pipe in state.withLock({ state in defer { state.notifyPipes = [:] }; return Array(state.notifyPipes.values) }) {
+            pipe.close()
         }
         guard let tree, let adapter else { return }
         let connection = tree.connection
@@ -296,7 +303,7 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
 
     /// Every object of the application: path → interface → properties.
     private func objects() -> [String: [String: [String: DBusValue]]] {
-        let services = state.withLock { Array($0.services.values) }.sorted { $0.path < $1.path }
+        let (services, notifyPipes) = state.withLock { (Array($0.services.values).sorted { $0.path < $1.path }, $0.notifyPipes) }
         var objects: [String: [String: [String: DBusValue]]] = [:]
         for published in services {
             let service = published.service
@@ -307,10 +314,14 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
             ]]
             for (index, characteristic) in service.characteristics.enumerated() {
                 let path = published.path + "/char\(index)"
-                objects[path] = ["org.bluez.GattCharacteristic1": [
+                var properties: [String: DBusValue] = [
                     "UUID": .string(characteristic.uuid.fullString.lowercased()), "Service": .objectPath(published.path),
                     "Flags": .array(.string, Self.flags(characteristic).map(DBusValue.string)),
-                ]]
+                ]
+                // With NotifyAcquired, bluetoothd asks for a socket (AcquireNotify) instead of StartNotify: the
+                // socket's buffer is updateValue's back-pressure.
+                if characteristic.properties & 0x30 != 0 { properties["NotifyAcquired"] = .boolean(notifyPipes[characteristic.id] != nil) }
+                objects[path] = ["org.bluez.GattCharacteristic1": properties]
                 for (descriptorIndex, descriptor) in characteristic.descriptors.enumerated() {
                     objects[path + "/desc\(descriptorIndex)"] = ["org.bluez.GattDescriptor1": [
                         "UUID": .string(descriptor.uuid.fullString.lowercased()), "Characteristic": .objectPath(path),
@@ -363,6 +374,8 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
             return read(call, path: path)
         case ("org.bluez.GattCharacteristic1", "WriteValue"):
             return write(call, path: path)
+        case ("org.bluez.GattCharacteristic1", "AcquireNotify"):
+            return acquireNotify(call, path: path)
         case ("org.bluez.GattCharacteristic1", "StartNotify"), ("org.bluez.GattCharacteristic1", "StopNotify"):
             guard let characteristic = state.load().characteristics[path] else { return call.errorReply(name: "org.bluez.Error.Failed", message: "gone") }
             let central = state.load().lastCentral ?? central(of: nil)
@@ -451,7 +464,33 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
         _ = try? connection.send(reply)
     }
 
+    /// bluetoothd's AcquireNotify (options: device, mtu, link): a socket pair, bluetoothd's end in the reply with the
+    /// MTU; the first subscription of the characteristic (bluetoothd acquires once for all its subscribers).
+    private func acquireNotify(_ call: DBusMessage, path: String) -> DBusMessage? {
+        guard let characteristic = state.load().characteristics[path] else {
+            return call.errorReply(name: "org.bluez.Error.Failed", message: "no such characteristic")
+        }
+        guard state.load().notifyPipes[characteristic.id] == nil else {
+            return call.errorReply(name: "org.bluez.Error.NotPermitted", message: "notifications already acquired")
+        }
+        let options = call.body.first
+        let mtu = options?.dictionaryValue?["mtu"]?.intValue ?? 23
+        guard let (pipe, remote) = BlueZNotifyPipe.make(characteristicID: characteristic.id, mtu: mtu) else {
+            return call.errorReply(name: "org.bluez.Error.Failed", message: "cannot make a socket pair")
+        }
+        let central = central(of: options)
+        state.withLock { $0.notifyPipes[characteristic.id] = pipe }
+        pipe.start(ready: { [weak self] in self?.emit(.readyToUpdateSubscribers) }, ended: { [weak self] in
+            guard let self, state.withLock({ $0.notifyPipes[characteristic.id] === pipe ? $0.notifyPipes.removeValue(forKey: characteristic.id) : nil }) != nil else { return }
+            emit(.unsubscribed(central, characteristicID: characteristic.id))
+        })
+        emit(.subscribed(central, characteristicID: characteristic.id))
+        // The connection sends bluetoothd's end and then closes our copy of it.
+        return call.methodReturn([.unixFD(0), .uint16(UInt16(clamping: mtu))], fileDescriptors: [remote])
+    }
+
     func updateValue(_ value: [UInt8], characteristicID: Int, centrals: [CBBackendPeer]) -> Bool {
+        if let pipe = state.load().notifyPipes[characteristicID] { return pipe.send(value) }
         guard let (path, connection) = state.withLock({ state in
             state.characteristicPaths[characteristicID].flatMap { path in state.tree.map { (path, $0.connection) } }
         }) else { return true }

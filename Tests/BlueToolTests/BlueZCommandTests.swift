@@ -1,5 +1,8 @@
 import BlueZTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import TestSupport
 import Testing
 
@@ -183,13 +186,29 @@ struct BlueZCommandTests {
                 _ = try await bluetoothd.callApplication(controlPoint, "WriteValue", [.bytes([1, 2]), FakeBluetoothd.options()])
             }
 
+            // The measurement offers NotifyAcquired: bluetoothd takes a socket and reads each notification from it.
             let measurement = try #require(try await bluetoothd.applicationCharacteristic("00002a37-0000-1000-8000-00805f9b34fb"))
-            try await bluetoothd.watchApplicationSignals()
-            _ = try await bluetoothd.callApplication(measurement, "StartNotify", [])
+            let objects = try await bluetoothd.applicationObjects()
+            #expect(objects[measurement]?["org.bluez.GattCharacteristic1"]?["NotifyAcquired"]?.boolValue == false)
+            let acquired = try await bluetoothd.acquireNotify(measurement)
+            defer { close(acquired.fd) }
+            #expect(acquired.mtu == Int(FakeBluetoothd.mtu))
             #expect(await serve.waitFor("subscribe 2A37 Heart Rate Measurement by \(FakeBluetoothd.deviceAddress)"), "\(serve.output)")
-            let notified = await poll(within: .seconds(20)) { bluetoothd.signalled(measurement).count >= 2 }
-            #expect(notified, "\(bluetoothd.signalled(measurement))")
-            #expect(bluetoothd.signalled(measurement).allSatisfy { $0.count >= 2 && $0[0] & 0x01 == 0 })
+            var values: [[UInt8]] = []
+            let notified = await poll(within: .seconds(20)) {
+                var buffer = [UInt8](repeating: 0, count: 512)
+                let count = recv(acquired.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if count > 0 { values.append(Array(buffer[..<count])) }
+                return values.count >= 2
+            }
+            #expect(notified, "\(values)")
+            #expect(values.allSatisfy { $0.count >= 2 && $0[0] & 0x01 == 0 }, "\(values)")
+
+            // Without the socket (StartNotify, older bluetoothd): the Value's PropertiesChanged signals.
+            let battery = try #require(try await bluetoothd.applicationCharacteristic("00002a19-0000-1000-8000-00805f9b34fb"))
+            try await bluetoothd.watchApplicationSignals()
+            _ = try await bluetoothd.callApplication(battery, "StartNotify", [])
+            #expect(await serve.waitFor("subscribe 2A19 Battery Level by \(FakeBluetoothd.deviceAddress)"), "\(serve.output)")
 
             let (status, byItself) = await serve.stop()
             #expect(status == 0 && byItself, "\(serve.errors)")

@@ -158,6 +158,17 @@ public final class FakeBluetoothd: @unchecked Sendable {
                                                member: member, body: body))
     }
 
+    /// AcquireNotify on the application's characteristic at `path`, as bluetoothd calls it when a central subscribes
+    /// to a characteristic with NotifyAcquired: the socket (ours to read and close) and the MTU.
+    public func acquireNotify(_ path: String, mtu: UInt16 = mtu) async throws -> (fd: Int32, mtu: Int) {
+        let reply = try await callApplication(path, "AcquireNotify", [Self.options(["mtu": .uint16(mtu)])])
+        guard reply.body.count == 2, let fd = reply.fileDescriptor(at: reply.body[0]), let granted = reply.body[1].intValue else {
+            reply.closeFileDescriptors()
+            throw DBusError(.invalidArgument, "AcquireNotify answered \(reply.body)")
+        }
+        return (fd, granted)
+    }
+
     /// ReadValue/WriteValue options naming the central device.
     public static func options(_ extra: [String: DBusValue] = [:]) -> DBusValue {
         .properties(["device": .objectPath(device)].merging(extra) { $1 })

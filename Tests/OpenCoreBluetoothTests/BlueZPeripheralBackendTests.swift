@@ -1,0 +1,76 @@
+import BlueZTestSupport
+import BluetoothCore
+import BluetoothRuntime
+import DBus
+import Foundation
+import TestSupport
+import Testing
+@testable import OpenCoreBluetooth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The BlueZ peripheral backend against a bluetoothd stand-in on a real dbus-daemon: notifications through the
+/// socket bluetoothd acquires (AcquireNotify), whose full buffer is `updateValue`'s back-pressure.
+@Suite(.timeLimit(.minutes(1)))
+struct BlueZPeripheralBackendTests {
+    @Test func updateValueWaitsForBluetoothdToReadTheSocket() async throws {
+        guard let bus = try await TestDBusDaemon.start() else {
+            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
+            return
+        }
+        defer { Task { await bus.stop() } }
+        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        defer { bluetoothd.connection.close() }
+        let events = LockedValue<[String]>([])
+        let backend = BlueZPeripheralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
+        backend.start { event in
+            let text: String
+            switch event {
+            case .stateChanged(let state): text = "state \(state.rawValue)"
+            case .subscribed(_, let id): text = "subscribed \(id)"
+            case .unsubscribed(_, let id): text = "unsubscribed \(id)"
+            case .readyToUpdateSubscribers: text = "ready"
+            default: return
+            }
+            events.withLock { $0.append(text) }
+        }
+        defer { backend.shutdown() }
+        #expect(await poll(within: .seconds(20)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
+        let uuid = try BluetoothUUID(string: "5E570010-0000-4000-8000-0000000B1E2E")
+        let service = CBBackendLocalService(id: 1, uuid: try BluetoothUUID(string: "5E570000-0000-4000-8000-0000000B1E2E"), isPrimary: true,
+                                            includedServiceIDs: [], characteristics: [
+            CBBackendLocalCharacteristic(id: 7, uuid: uuid, properties: 0x10, permissions: 0x01, staticValue: nil, descriptors: []),
+        ])
+        let added = LockedValue<Result<Void, CBBackendError>?>(nil)
+        backend.addService(service) { added.store($0) }
+        #expect(await poll(within: .seconds(20)) { added.load() != nil })
+        let path = try #require(try await bluetoothd.applicationCharacteristic(uuid.fullString.lowercased()))
+
+        let acquired = try await bluetoothd.acquireNotify(path, mtu: 100)
+        #expect(await poll(within: .seconds(5)) { events.load().contains("subscribed 7") })
+        // Values longer than the MTU allows are cut to MTU - 3 (one notification each).
+        #expect(backend.updateValue([UInt8](repeating: 0xAB, count: 200), characteristicID: 7, centrals: []))
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        #expect(recv(acquired.fd, &buffer, buffer.count, 0) == 97)
+
+        // Nobody reads: the socket fills, updateValue says no (queueing nothing)…
+        var accepted = 0
+        while backend.updateValue([UInt8](repeating: UInt8(truncatingIfNeeded: accepted), count: 20), characteristicID: 7, centrals: []) {
+            accepted += 1
+            if accepted > 1_000_000 { break }
+        }
+        #expect(accepted > 0 && accepted < 1_000_000)
+        #expect(!events.load().contains("ready"))
+        // …until bluetoothd reads: then the backend says it is ready again, once.
+        var drained = 0
+        while recv(acquired.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { drained += 1 }
+        #expect(drained == accepted)
+        #expect(await poll(within: .seconds(5)) { events.load().contains("ready") })
+        #expect(events.load().filter { $0 == "ready" }.count == 1)
+
+        // bluetoothd closes its end when the last central unsubscribes.
+        close(acquired.fd)
+        #expect(await poll(within: .seconds(5)) { events.load().contains("unsubscribed 7") })
+    }
+}
