@@ -15,18 +15,26 @@ import HCITransport
 /// connection is Device1.Connect (its end, Connected false); services are the GATT objects bluetoothd resolved
 /// (ServicesResolved), named by the attribute handles in their paths (a characteristic's path names its
 /// declaration, its value is the handle after); reads and writes are ReadValue and WriteValue
-/// (`type` request or command); notifications are StartNotify and the Value property's changes; the MTU is the
-/// characteristics' MTU property (BlueZ 5.62 and later, else 23). Errors: bluetoothd's replies with an ATT error
-/// become that `CBATTError`, the others `CBError`. L2CAP channels are kernel L2CAP sockets on bluetoothd's link
-/// (``BlueZL2CAPSocket``). Not yet: the RSSI of a connected peer (only
-/// while discovering), flow control of Write Commands (bluetoothd queues them; always "ready").
+/// (`type` request or command; at most ``commandWindow`` Write Commands unanswered by bluetoothd, the flow control
+/// of `canSendWriteWithoutResponse`); notifications are StartNotify and the Value property's changes; the MTU is the
+/// characteristics' MTU property (BlueZ 5.62 and later), else AcquireWrite's answer (the socket released at once),
+/// else 23. Errors: bluetoothd's replies with an ATT error become that `CBATTError`, the others `CBError`. L2CAP
+/// channels are kernel L2CAP sockets on bluetoothd's link (``BlueZL2CAPSocket``). Not yet: the RSSI of a connected
+/// peer (bluetoothd reports it only while discovering).
 final class BlueZCentralBackend: CBCentralBackend, Sendable {
     private struct Link {
         var path: String
         var cancelled = false
         /// Attribute paths by the handle in their name.
         var attributes: [UInt16: String] = [:]
+        /// Write Commands handed to bluetoothd whose WriteValue has not returned yet (flow control).
+        var commandsInFlight = 0
+        /// Whether writeWithoutResponse said "no room" and readyToSendWriteWithoutResponse is owed.
+        var owesReady = false
     }
+
+    /// How many Write Commands may wait for bluetoothd's answer before `canSendWriteWithoutResponse` turns false.
+    static let commandWindow = 8
 
     private struct State {
         var sink: (@Sendable (CBCentralBackendEvent) -> Void)?
@@ -281,14 +289,29 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             endLink(devicePath: path, error: .core(.peripheralDisconnected, "the peripheral disconnected"))
         }
         if changed["ServicesResolved"]?.boolValue == true {
-            // The ATT MTU bluetoothd exchanged, as its characteristics say (MTU, BlueZ 5.62 and later).
-            if let peer = Self.peer(properties), state.load().links[peer.address] != nil,
-               let mtu = tree.objects(with: Self.characteristicInterface).first(where: { BlueZPaths.isUnder($0.path, path) })?
-                .properties["MTU"]?.intValue, mtu > 23 {
-                emit(.mtuChanged(peer, mtu: mtu))
+            let release: @Sendable () -> Void = { [self] in
+                let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: path) ?? [] }
+                for waiter in waiters { waiter(true) }
             }
-            let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: path) ?? [] }
-            for waiter in waiters { waiter(true) }
+            let characteristics = tree.objects(with: Self.characteristicInterface).filter { BlueZPaths.isUnder($0.path, path) }
+            guard let peer = Self.peer(properties), state.load().links[peer.address] != nil else { return release() }
+            if let mtu = characteristics.first?.properties["MTU"]?.intValue {
+                // The ATT MTU bluetoothd exchanged, as its characteristics say (MTU, BlueZ 5.62 and later).
+                if mtu > 23 { emit(.mtuChanged(peer, mtu: mtu)) }
+                release()
+            } else if let writable = characteristics.first(where: { $0.properties["WriteAcquired"] != nil }) {
+                // Older bluetoothd: AcquireWrite's answer carries the MTU (the socket is released at once, so
+                // that WriteValue stays usable). The services are reported after it, with the MTU known.
+                call(writable.path, Self.characteristicInterface, "AcquireWrite", [.properties([:])], timeout: .seconds(10)) { [self] result in
+                    if case .success(let reply) = result {
+                        reply.closeFileDescriptors()
+                        if reply.body.count == 2, let mtu = reply.body[1].intValue, mtu > 23 { emit(.mtuChanged(peer, mtu: mtu)) }
+                    }
+                    release()
+                }
+            } else {
+                release()
+            }
         }
         if let name = changed["Name"]?.stringValue, let peer = Self.peer(properties),
            state.load().links[peer.address] != nil {
@@ -514,11 +537,32 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// A Write Command is WriteValue with `type` command; bluetoothd answers once it queued it for the link. At
+    /// most ``commandWindow`` unanswered ones: the one that fills the window is sent and the answer is "no room",
+    /// and `readyToSendWriteWithoutResponse` follows when bluetoothd answered enough of them (CoreBluetooth's
+    /// `canSendWriteWithoutResponse` and `peripheralIsReady(toSendWriteWithoutResponse:)`).
     func writeWithoutResponse(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8]) -> Bool {
-        if let path = attributePath(peer, handle) {
-            call(path, Self.characteristicInterface, "WriteValue", [.bytes(value), .properties(["type": .string("command")])]) { _ in }
+        guard let path = attributePath(peer, handle) else { return true }
+        let room = state.withLock { state -> Bool in
+            guard var link = state.links[peer.address] else { return true }
+            link.commandsInFlight += 1
+            let room = link.commandsInFlight < Self.commandWindow
+            if !room { link.owesReady = true }
+            state.links[peer.address] = link
+            return room
         }
-        return true
+        call(path, Self.characteristicInterface, "WriteValue", [.bytes(value), .properties(["type": .string("command")])]) { [self] _ in
+            let ready = state.withLock { state -> Bool in
+                guard var link = state.links[peer.address] else { return false }
+                link.commandsInFlight = max(0, link.commandsInFlight - 1)
+                let ready = link.owesReady && link.commandsInFlight < Self.commandWindow / 2
+                if ready { link.owesReady = false }
+                state.links[peer.address] = link
+                return ready
+            }
+            if ready { emit(.readyToSendWriteWithoutResponse(peer)) }
+        }
+        return room
     }
 
     func setNotifications(_ peer: CBBackendPeer, characteristic: CBBackendCharacteristic, cccdHandle: UInt16?, enabled: Bool,

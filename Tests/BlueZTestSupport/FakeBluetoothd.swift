@@ -59,6 +59,9 @@ public final class FakeBluetoothd: @unchecked Sendable {
     private var _calls: [String] = []
     private var values: [String: [UInt8]] = [:]
     private var paired = false
+    /// When set, WriteValue with type command is answered only by ``releaseCommandWrites()``.
+    private var holdingCommands = false
+    private var heldCommands: [DBusMessage] = []
     /// The GATT application registered with GattManager1 (its bus name and root), and the advertisement.
     private var application: (sender: String, root: String)?
     private var advertisement: (sender: String, path: String)?
@@ -105,6 +108,24 @@ public final class FakeBluetoothd: @unchecked Sendable {
         for path in paths {
             connection.export(path: path) { [weak self] call in self?.answer(call) }
         }
+    }
+
+    // MARK: Write Commands
+
+    /// Holds the answers to Write Commands (WriteValue type command) until ``releaseCommandWrites()``.
+    public func holdCommandWrites() { lock.withLock { holdingCommands = true } }
+
+    /// How many Write Commands wait for their answer.
+    public var heldCommandWrites: Int { lock.withLock { heldCommands.count } }
+
+    /// Answers the held Write Commands and stops holding.
+    public func releaseCommandWrites() {
+        let held = lock.withLock { () -> [DBusMessage] in
+            holdingCommands = false
+            defer { heldCommands = [] }
+            return heldCommands
+        }
+        for call in held { _ = try? connection.send(call.methodReturn()) }
     }
 
     // MARK: Asking the agent
@@ -285,6 +306,8 @@ public final class FakeBluetoothd: @unchecked Sendable {
             return call.methodReturn([.bytes(lock.withLock { values[path] } ?? [])])
         case "WriteValue":
             if let bytes = call.body.first?.bytesValue { lock.withLock { values[path] = bytes } }
+            let command = call.body.count > 1 && call.body[1].dictionaryValue?["type"]?.stringValue == "command"
+            if command, lock.withLock({ holdingCommands ? { heldCommands.append(call); return true }() : false }) { return nil }
             return call.methodReturn()
         case "StartNotify":
             _ = try? connection.send(call.methodReturn())

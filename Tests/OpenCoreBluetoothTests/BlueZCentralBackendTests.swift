@@ -1,4 +1,5 @@
 import BlueZTestSupport
+import BluetoothCore
 import BluetoothRuntime
 import DBus
 import Foundation
@@ -108,5 +109,59 @@ struct BlueZCentralBackendTests {
         #expect(BlueZPairingAgent.fromEnvironment([:]) == nil)
         #expect(BlueZPairingAgent.fromEnvironment(["OCB_BLUEZ_AGENT": "Telepathy"]) == nil)
         #expect(BlueZPairingAgent.fromEnvironment(["OCB_BLUEZ_AGENT": "NoInputNoOutput", "OCB_BLUEZ_PASSKEY": "1234567"])?.passkey == nil)
+    }
+
+    /// Write Commands: at most `commandWindow` unanswered by bluetoothd; the one that fills the window says "no room",
+    /// and readiness comes back once bluetoothd answered.
+    @Test func writeCommandsWaitForBluetoothd() async throws {
+        guard let bus = try await TestDBusDaemon.start() else {
+            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
+            return
+        }
+        defer { Task { await bus.stop() } }
+        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        defer { bluetoothd.connection.close() }
+        let events = LockedValue<[String]>([])
+        let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
+        backend.start { event in
+            let text: String
+            switch event {
+            case .stateChanged(let state): text = "state \(state.rawValue)"
+            case .advertisement: text = "advertisement"
+            case .connected: text = "connected"
+            case .readyToSendWriteWithoutResponse: text = "ready"
+            default: return
+            }
+            events.withLock { $0.append(text) }
+        }
+        defer { backend.shutdown() }
+        #expect(await poll(within: .seconds(20)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
+        backend.startScan(CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: false, solicitedServiceUUIDs: []))
+        #expect(await poll(within: .seconds(10)) { events.load().contains("advertisement") })
+        backend.stopScan()
+        let peer = CBBackendPeer(address: try BluetoothAddress(string: FakeBluetoothd.deviceAddress, type: .public))
+        backend.connect(peer)
+        #expect(await poll(within: .seconds(10)) { events.load().contains("connected") })
+        let services = LockedValue<[CBBackendService]?>(nil)
+        backend.discoverServices(peer, uuids: nil) { services.store(try? $0.get()) }
+        #expect(await poll(within: .seconds(10)) { services.load() != nil })
+        let service = try #require(services.load()?.first)
+        let characteristics = LockedValue<[CBBackendCharacteristic]?>(nil)
+        backend.discoverCharacteristics(peer, in: service, uuids: nil) { characteristics.store(try? $0.get()) }
+        #expect(await poll(within: .seconds(10)) { characteristics.load() != nil })
+        let characteristic = try #require(characteristics.load()?.first)
+
+        bluetoothd.holdCommandWrites()
+        var answers: [Bool] = []
+        for index in 0..<BlueZCentralBackend.commandWindow {
+            answers.append(backend.writeWithoutResponse(peer, handle: characteristic.valueHandle, value: [UInt8(index)]))
+        }
+        #expect(answers == Array(repeating: true, count: BlueZCentralBackend.commandWindow - 1) + [false])
+        #expect(await poll(within: .seconds(10)) { bluetoothd.heldCommandWrites == BlueZCentralBackend.commandWindow })
+        #expect(!events.load().contains("ready"))
+        bluetoothd.releaseCommandWrites()
+        #expect(await poll(within: .seconds(10)) { events.load().contains("ready") })
+        #expect(events.load().filter { $0 == "ready" }.count == 1)
+        #expect(bluetoothd.value(of: 0x0011) == [UInt8(BlueZCentralBackend.commandWindow - 1)])
     }
 }
