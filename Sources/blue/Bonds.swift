@@ -2,6 +2,7 @@ import ArgumentParser
 import BluetoothCore
 import Foundation
 import Host
+import OpenCoreBluetooth
 
 /// `blue bonds list|remove`: the bonds of the ``FileBondStore`` (Core 5.4 Vol 3 Part H §2.4.1 keys kept per peer
 /// identity; Vol 3 Part G §3.3.3.3 CCCDs of bonded clients), in its default directory or `--directory`.
@@ -12,10 +13,25 @@ struct Bonds: ParsableCommand, Sendable {
         defaultSubcommand: BondsList.self)
 }
 
-/// `--directory`, shared by the bonds subcommands.
+/// `--directory` (our host's bonds) or `--hci bluez[:hciN]` (bluetoothd's), shared by the bonds subcommands.
 struct BondDirectoryOption: ParsableArguments, Sendable {
     @Option(help: "The bond directory (default: $XDG_DATA_HOME/opencorebluetooth/bonds).")
     var directory: String?
+
+    @Option(name: .customLong("hci"), help: ArgumentHelp("bluez or bluez:hciN: the bonds bluetoothd keeps instead.", valueName: "transport"))
+    var hci: String?
+
+    func validate() throws {
+        if let hci, bluezAdapter == nil { throw ValidationError("--hci \(hci): bonds come from our bond directory, or from bluetoothd (bluez, bluez:hciN)") }
+        if hci != nil, directory != nil { throw ValidationError("give --directory or --hci bluez, not both") }
+    }
+
+    /// The adapter when `--hci` names bluetoothd (`.some(nil)`: its first adapter).
+    var bluezAdapter: String?? {
+        guard let hci else { return nil }
+        if case .bluez(let adapter) = HostBackend.transport(named: hci) { return .some(adapter) }
+        return nil
+    }
 
     var store: FileBondStore { FileBondStore(directory: directory ?? FileBondStore.defaultDirectory()) }
 }
@@ -33,6 +49,10 @@ struct BondsList: ParsableCommand, Sendable {
     var json = false
 
     func run() throws {
+        if case .some(let adapter) = location.bluezAdapter {
+            let json = json
+            return try runCommand { () async throws(CLIFailure) in try await BlueZBonds.list(adapter: adapter, json: json) }
+        }
         let contents = location.store.loadBonds()
         let bonds = contents.bonds.sorted { $0.identityAddress.value < $1.identityAddress.value }
         if json {
@@ -94,6 +114,10 @@ struct BondsRemove: ParsableCommand, Sendable {
         } catch {
             printError("bad address \"\(address)\": expected AA:BB:CC:DD:EE:FF")
             throw ExitCode(64)
+        }
+        if case .some(let adapter) = location.bluezAdapter {
+            let json = json
+            return try runCommand { () async throws(CLIFailure) in try await BlueZBonds.remove(adapter: adapter, address: parsed, json: json) }
         }
         let store = location.store
         let matching = store.loadBonds().bonds.filter { $0.identityAddress.value == parsed.value }

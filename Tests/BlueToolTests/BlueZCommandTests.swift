@@ -13,12 +13,12 @@ import Testing
 struct BlueZCommandTests {
     /// Runs `body` with a bus and the stand-in on it; nothing when dbus-daemon is missing (a failure when the
     /// interop tools are required).
-    private func withBluetoothd(_ body: (FakeBluetoothd, [String: String]) async throws -> Void) async throws {
+    private func withBluetoothd(pairedAtStart: Bool = false, _ body: (FakeBluetoothd, [String: String]) async throws -> Void) async throws {
         guard let bus = try await TestDBusDaemon.start() else {
             if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
             return
         }
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
+        let bluetoothd = try await FakeBluetoothd(bus: bus, pairedAtStart: pairedAtStart)
         do {
             try await body(bluetoothd, ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         } catch {
@@ -215,5 +215,29 @@ struct BlueZCommandTests {
             #expect(serve.output.contains("stopping"))
             #expect(!serve.output.contains("write 2A39 Heart Rate Control Point by \(FakeBluetoothd.deviceAddress): 01 02"))
         }
+    }
+
+    @Test func bondsListsAndRemovesBluetoothdsBonds() async throws {
+        try await withBluetoothd(pairedAtStart: true) { bluetoothd, environment in
+            let list = try await BlueProcess.run(["bonds", "list", "--hci", "bluez", "--json"], environment: environment)
+            #expect(list.status == 0, "\(list.standardError)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(list.standardOutput.utf8)) as? [String: Any])
+            let bonds = try #require(object["bonds"] as? [[String: Any]])
+            #expect(bonds.count == 1)
+            #expect(bonds.first?["address"] as? String == FakeBluetoothd.deviceAddress)
+            #expect(bonds.first?["name"] as? String == "Fake")
+
+            let unknown = try await BlueProcess.run(["bonds", "remove", "--hci", "bluez", "0A:1B:00:00:00:99"], environment: environment)
+            #expect(unknown.status == 2)
+            #expect(unknown.standardError.contains("bluetoothd has no device paired with 0A:1B:00:00:00:99"), "\(unknown.standardError)")
+
+            let removed = try await BlueProcess.run(["bonds", "remove", "--hci", "bluez", FakeBluetoothd.deviceAddress], environment: environment)
+            #expect(removed.status == 0, "\(removed.standardError)")
+            #expect(removed.standardOutput.contains("Removed \(FakeBluetoothd.deviceAddress) and its bond from bluetoothd"))
+            #expect(bluetoothd.calls.contains { $0.hasPrefix("RemoveDevice") }, "\(bluetoothd.calls)")
+        }
+        let wrong = try await BlueProcess.run(["bonds", "list", "--hci", "hci0"], limit: .seconds(30))
+        #expect(wrong.status == 64)
+        #expect(wrong.standardError.contains("--hci hci0: bonds come from our bond directory, or from bluetoothd"), "\(wrong.standardError)")
     }
 }

@@ -89,16 +89,24 @@ public final class FakeBluetoothd: @unchecked Sendable {
                        readError: ("org.bluez.Error.NotPermitted", "Read not permitted")),
     ]
 
-    public init(bus: TestDBusDaemon, name: String = "Fake", characteristics: [Characteristic] = standardCharacteristics) async throws {
+    /// `pairedAtStart`: the device is already known and paired (in GetManagedObjects), as after an earlier pairing.
+    public init(bus: TestDBusDaemon, name: String = "Fake", characteristics: [Characteristic] = standardCharacteristics,
+                pairedAtStart: Bool = false) async throws {
         self.name = name
         self.characteristics = characteristics
+        paired = pairedAtStart
         connection = try await DBusConnection.connect(address: bus.address)
         _ = try await connection.call(.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                             interface: "org.freedesktop.DBus", member: "RequestName",
                                             body: [.string("org.bluez"), .uint32(4)]))
         for characteristic in characteristics { values[Self.path(characteristic)] = characteristic.value }
+        let known: [(String, String, [String: DBusValue])] = pairedAtStart
+            ? [(Self.device, "org.bluez.Device1", ["Address": .string(Self.deviceAddress), "AddressType": .string("public"),
+                                                   "Name": .string(name), "Paired": .boolean(true), "Bonded": .boolean(true),
+                                                   "Trusted": .boolean(false), "Connected": .boolean(false)])]
+            : []
         connection.export(path: "/") { call in
-            call.methodReturn([Self.managed([(Self.adapter, "org.bluez.Adapter1", ["Address": .string("00:AA:01:00:00:23"), "Powered": .boolean(true)])])])
+            call.methodReturn([Self.managed([(Self.adapter, "org.bluez.Adapter1", ["Address": .string("00:AA:01:00:00:23"), "Powered": .boolean(true)])] + known)])
         }
         var paths = [Self.adapter, Self.device, "/org/bluez"]
         for characteristic in characteristics {

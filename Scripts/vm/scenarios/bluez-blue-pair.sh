@@ -16,6 +16,8 @@ wait_for "$OUT/serve.log" "^paired: .*authenticated" 20 || fail "blue serve did 
 
 step pair-again 150 "$BLUE" pair --hci bluez:hci0 "blue heart rate" --timeout 60 --json
 expect_output pair-again '"usedExistingBond" *: *true'
+step bonds 60 "$BLUE" bonds list --hci bluez:hci0
+expect_output bonds '"blue heart rate": paired through bluetoothd, bonded'
 
 kill -TERM "$serve_pid"; wait "$serve_pid"
 start serve-passkey "$BLUE" serve --hci hci1 --profile heart-rate --io display-only --passkey 123456 --allow-repairing
