@@ -14,20 +14,10 @@ struct BlueZCommandTests {
     /// Runs `body` with a bus and the stand-in on it; nothing when dbus-daemon is missing (a failure when the
     /// interop tools are required).
     private func withBluetoothd(pairedAtStart: Bool = false, _ body: (FakeBluetoothd, [String: String]) async throws -> Void) async throws {
-        guard let bus = try await TestDBusDaemon.start() else {
-            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
-            return
-        }
-        let bluetoothd = try await FakeBluetoothd(bus: bus, pairedAtStart: pairedAtStart)
-        do {
+        let ran = try await FakeBluetoothd.run(pairedAtStart: pairedAtStart) { bluetoothd, bus in
             try await body(bluetoothd, ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
-        } catch {
-            bluetoothd.connection.close()
-            await bus.stop()
-            throw error
         }
-        bluetoothd.connection.close()
-        await bus.stop()
+        if !ran, TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
     }
 
     private let characteristic = FakeBluetoothd.standardCharacteristics[0].uuid.uppercased()

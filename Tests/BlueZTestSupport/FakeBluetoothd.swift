@@ -387,3 +387,34 @@ public final class FakeBluetoothd: @unchecked Sendable {
         }
     }
 }
+
+extension FakeBluetoothd {
+    /// Runs `body` with a dbus-daemon of its own and the stand-in on it, both stopped afterwards (also when `body`
+    /// throws). Returns false, running nothing, when dbus-daemon is not installed (the caller decides whether that
+    /// fails the test: ``TestDBusDaemon/required``).
+    public static func run(pairedAtStart: Bool = false,
+                           _ body: (FakeBluetoothd, TestDBusDaemon) async throws -> Void) async throws -> Bool {
+        guard let (bus, bluetoothd) = try await start(pairedAtStart: pairedAtStart) else { return false }
+        do {
+            try await body(bluetoothd, bus)
+        } catch {
+            bluetoothd.connection.close()
+            await bus.stop()
+            throw error
+        }
+        bluetoothd.connection.close()
+        await bus.stop()
+        return true
+    }
+
+    /// A dbus-daemon of its own with the stand-in on it (the caller stops both); nil when dbus-daemon is not installed.
+    public static func start(pairedAtStart: Bool = false) async throws -> (TestDBusDaemon, FakeBluetoothd)? {
+        guard let bus = try await TestDBusDaemon.start() else { return nil }
+        do {
+            return (bus, try await FakeBluetoothd(bus: bus, pairedAtStart: pairedAtStart))
+        } catch {
+            await bus.stop()
+            throw error
+        }
+    }
+}

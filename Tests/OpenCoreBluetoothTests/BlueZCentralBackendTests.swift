@@ -15,13 +15,8 @@ private nonisolated(unsafe) let fakeCharacteristicUUID = CBUUID(string: FakeBlue
 @Suite(.timeLimit(.minutes(1)))
 struct BlueZCentralBackendTests {
     @Test func aCentralOnBluetoothd() async throws {
-        guard let bus = try await TestDBusDaemon.start() else {
-            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
-            return
-        }
-        defer { Task { await bus.stop() } }
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
-        defer { bluetoothd.connection.close() }
+        guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
+        defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let provider = CBBackendProvider(makeCentral: { BlueZCentralBackend(adapter: "hci0", busAddress: bus.address) },
                                          makePeripheral: { nil })
         let log = CallLog(label: "bluez.central")
@@ -77,13 +72,8 @@ struct BlueZCentralBackendTests {
     /// `OCB_BLUEZ_AGENT`: our agent becomes bluetoothd's default, confirms a Numeric Comparison (printed) and refuses
     /// a passkey to type when none is given.
     @Test func anAgentOfOursAnswersBluetoothdsPrompts() async throws {
-        guard let bus = try await TestDBusDaemon.start() else {
-            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
-            return
-        }
-        defer { Task { await bus.stop() } }
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
-        defer { bluetoothd.connection.close() }
+        guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
+        defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let lines = LockedValue<[String]>([])
         let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { line in lines.withLock { $0.append(line) } },
                                           pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil))
@@ -114,13 +104,8 @@ struct BlueZCentralBackendTests {
     /// Write Commands: at most `commandWindow` unanswered by bluetoothd; the one that fills the window says "no room",
     /// and readiness comes back once bluetoothd answered.
     @Test func writeCommandsWaitForBluetoothd() async throws {
-        guard let bus = try await TestDBusDaemon.start() else {
-            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
-            return
-        }
-        defer { Task { await bus.stop() } }
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
-        defer { bluetoothd.connection.close() }
+        guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
+        defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let events = LockedValue<[String]>([])
         let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
         backend.start { event in

@@ -15,13 +15,8 @@ import Glibc
 @Suite(.timeLimit(.minutes(1)))
 struct BlueZPeripheralBackendTests {
     @Test func updateValueWaitsForBluetoothdToReadTheSocket() async throws {
-        guard let bus = try await TestDBusDaemon.start() else {
-            if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
-            return
-        }
-        defer { Task { await bus.stop() } }
-        let bluetoothd = try await FakeBluetoothd(bus: bus)
-        defer { bluetoothd.connection.close() }
+        guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
+        defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let events = LockedValue<[String]>([])
         let backend = BlueZPeripheralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
         backend.start { event in
@@ -73,4 +68,14 @@ struct BlueZPeripheralBackendTests {
         close(acquired.fd)
         #expect(await poll(within: .seconds(5)) { events.load().contains("unsubscribed 7") })
     }
+}
+
+/// A dbus-daemon of the test's own with the bluetoothd stand-in on it; nil (an issue when the interop tools are
+/// required) when dbus-daemon is not installed. The caller stops both.
+func startBluetoothd() async throws -> (TestDBusDaemon, FakeBluetoothd)? {
+    guard let started = try await FakeBluetoothd.start() else {
+        if TestDBusDaemon.required { Issue.record("OCB_REQUIRE_INTEROP=1 but dbus-daemon is not installed") }
+        return nil
+    }
+    return started
 }
