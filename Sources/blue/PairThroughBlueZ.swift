@@ -96,15 +96,16 @@ extension Pair {
             report = try await central.findTarget(TargetMatcher(target), timeout: limit)
             device = BlueZPaths.device(adapter: session.adapterPath, address: report.address.string)
         }
-        try await central.connect(to: report.address, name: name, timeout: limit)
+        // Pair connects by itself and answers once the bond is stored and the services are resolved again (a
+        // Connect first raced with that re-resolution in the VM: the answer never came).
         let result: Result<DBusMessage, DBusError>
         do {
-            result = .success(try await session.call(device, deviceInterface, "Pair", timeout: .seconds(60)))
+            result = .success(try await session.call(device, deviceInterface, "Pair", timeout: .seconds(90)))
         } catch {
             result = .failure(error)
         }
         let after = await properties(device)
-        await central.disconnect(report.address)
+        _ = try? await session.call(device, deviceInterface, "Disconnect", timeout: .seconds(10))
         if case .failure(let error) = result {
             throw CLIFailure(.failed, "pairing with \(name) failed: \(Self.pairFailure(error))")
         }
