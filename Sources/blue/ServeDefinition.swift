@@ -103,6 +103,7 @@ struct ServeDefinition: Codable, Sendable {
     }
 
     static func decode(_ data: Data, source: String) throws(CLIFailure) -> ServeDefinition {
+        try ServeDefinitionCheck.check(data, source: source)
         do {
             return try JSONDecoder().decode(ServeDefinition.self, from: data)
         } catch let DecodingError.dataCorrupted(context) {
