@@ -38,12 +38,23 @@ struct BenchOutputOptions: ParsableArguments {
     @Flag(help: "No progress lines on stderr.")
     var quiet = false
 
+    /// Said on stderr before every measurement of a debug build (its figures are several times lower than a
+    /// release build's), even with --quiet: a figure from a debug build must not pass for the stack's speed.
+    static var buildWarning: String? {
+        #if DEBUG
+        return "blue bench: this is a debug build; measure a release build: swift run -c release blue bench ..."
+        #else
+        return nil
+        #endif
+    }
+
     /// Runs one measurement of `benchmark`: its progress lines on stderr unless --quiet, the figures on stdout
     /// (JSON with --json); a failure is one line on stderr and exit 64 (bad options) or 1.
     func report<Benchmark: ReportsProgress>(
         _ name: String, _ benchmark: Benchmark, _ measure: (Benchmark) throws(BenchError) -> BenchResult
     ) throws {
         if !quiet { benchmark.onProgress = benchLog }
+        if let warning = Self.buildWarning { benchLog(warning) }
         do throws(BenchError) {
             let result = try measure(benchmark)
             print(json ? result.json : result.text)
