@@ -158,8 +158,8 @@ struct Subscribe: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         abstract: "Subscribe to a characteristic and print its notifications or indications.",
         discussion: """
-            Runs until --count values arrived (exit 0), --timeout passed (exit 0 without --count, 1 with it when \
-            fewer arrived), or Ctrl-C (exit 0). Exit codes: 2 target or characteristic not found, 1 cannot \
+            Runs until --count values arrived (exit 0), --timeout passed (exit 0 without --count, saying so on \
+            stderr when no value arrived; 1 with --count when fewer arrived), or Ctrl-C (exit 0). Exit codes: 2 target or characteristic not found, 1 cannot \
             subscribe or disconnected, 64 bad UUID, 69 the transport is unreachable or the controller went away.
             """)
 
@@ -220,6 +220,8 @@ struct Subscribe: ParsableCommand, Sendable {
                     if let count, got < count {
                         done.fire(CLIFailure(.failed, "received \(got) of \(count) values within \(limit.secondsText)"))
                     } else {
+                        // Without --count the time limit is a normal end, but silence is said, never left to guess.
+                        if got == 0 { Console.error("blue subscribe: no value arrived within \(limit.secondsText)") }
                         done.fire(nil)
                     }
                 }

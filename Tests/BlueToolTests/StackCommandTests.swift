@@ -192,6 +192,11 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(lines.count == 3, "\(subscribe.standardOutput)")
         #expect(lines.allSatisfy { $0.hasPrefix("2A37 Heart Rate Measurement  = 16 ") && $0.contains(" bpm, contact, RR ") })
         #expect(await scene.server.waitFor("subscribe 2A37 Heart Rate Measurement by "))
+        // Battery Level notifies, but this server never changes it: the silence is said, exit 0.
+        let quiet = try await BlueProcess.run(["subscribe", scene.name, "2A19", "--timeout", "2"] + scene.hci)
+        #expect(quiet.status == 0, "\(quiet.standardError)")
+        #expect(quiet.standardOutput.isEmpty)
+        #expect(quiet.standardError == "blue subscribe: no value arrived within 2 s\n", "\(quiet.standardError)")
         let notNotifying = try await BlueProcess.run(["subscribe", scene.name, "2A38", "--count", "1"] + scene.hci)
         #expect(notNotifying.status == 1)
         #expect(notNotifying.standardError == "error: characteristic 2A38 (Body Sensor Location) does not notify or indicate\n")
