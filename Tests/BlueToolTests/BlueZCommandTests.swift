@@ -9,7 +9,7 @@ import Testing
 /// `blue scan/explore/read/write/subscribe --hci bluez` against a bluetoothd stand-in on a real dbus-daemon (the
 /// system bus address pointed at it): what each command prints and which D-Bus calls it makes. The real bluetoothd
 /// is in the VM scenario bluez-blue-commands.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(3)))
 struct BlueZCommandTests {
     /// Runs `body` with a bus and the stand-in on it; nothing when dbus-daemon is missing (a failure when the
     /// interop tools are required).
@@ -185,7 +185,7 @@ struct BlueZCommandTests {
             #expect(acquired.mtu == Int(FakeBluetoothd.mtu))
             #expect(await serve.waitFor("subscribe 2A37 Heart Rate Measurement by \(FakeBluetoothd.deviceAddress)"), "\(serve.output)")
             var values: [[UInt8]] = []
-            let notified = await poll(within: .seconds(20)) {
+            let notified = await poll(within: .seconds(60)) {
                 var buffer = [UInt8](repeating: 0, count: 512)
                 let count = recv(acquired.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
                 if count > 0 { values.append(Array(buffer[..<count])) }

@@ -32,7 +32,7 @@ final class BackgroundBlue: @unchecked Sendable {
 
     /// Waits (at most `limit`, suspending) until the output contains `text`.
     @discardableResult
-    func waitFor(_ text: String, limit: Duration = .seconds(10)) async -> Bool {
+    func waitFor(_ text: String, limit: Duration = .seconds(60)) async -> Bool {
         await poll(within: limit, every: .milliseconds(20)) { output.contains(text) || process.ended != nil }
             && output.contains(text)
     }

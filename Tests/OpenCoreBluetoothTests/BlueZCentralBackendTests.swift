@@ -12,7 +12,7 @@ private nonisolated(unsafe) let fakeCharacteristicUUID = CBUUID(string: FakeBlue
 
 /// The BlueZ backend's central role through CoreBluetooth's API, against a bluetoothd stand-in on a real dbus-daemon:
 /// scan, connect, discover, read, notify, write, disconnect, each mapped to the D-Bus calls BlueZ documents.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BlueZCentralBackendTests {
     @Test func aCentralOnBluetoothd() async throws {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
@@ -80,7 +80,7 @@ struct BlueZCentralBackendTests {
         let powered = LockedBox(false)
         backend.start { event in if case .stateChanged(.poweredOn) = event { powered.value = true } }
         defer { backend.shutdown() }
-        let ready = await poll(within: .seconds(20)) { powered.value }
+        let ready = await poll(within: .seconds(60)) { powered.value }
         #expect(ready)
         #expect(bluetoothd.agentCapability == "DisplayYesNo")
         #expect(bluetoothd.calls.contains { $0.hasPrefix("RequestDefaultAgent") }, "\(bluetoothd.calls)")
@@ -120,20 +120,20 @@ struct BlueZCentralBackendTests {
             events.withLock { $0.append(text) }
         }
         defer { backend.shutdown() }
-        #expect(await poll(within: .seconds(20)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
         backend.startScan(CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: false, solicitedServiceUUIDs: []))
-        #expect(await poll(within: .seconds(10)) { events.load().contains("advertisement") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("advertisement") })
         backend.stopScan()
         let peer = CBBackendPeer(address: try BluetoothAddress(string: FakeBluetoothd.deviceAddress, type: .public))
         backend.connect(peer)
-        #expect(await poll(within: .seconds(10)) { events.load().contains("connected") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("connected") })
         let services = LockedValue<[CBBackendService]?>(nil)
         backend.discoverServices(peer, uuids: nil) { services.store(try? $0.get()) }
-        #expect(await poll(within: .seconds(10)) { services.load() != nil })
+        #expect(await poll(within: .seconds(60)) { services.load() != nil })
         let service = try #require(services.load()?.first)
         let characteristics = LockedValue<[CBBackendCharacteristic]?>(nil)
         backend.discoverCharacteristics(peer, in: service, uuids: nil) { characteristics.store(try? $0.get()) }
-        #expect(await poll(within: .seconds(10)) { characteristics.load() != nil })
+        #expect(await poll(within: .seconds(60)) { characteristics.load() != nil })
         let characteristic = try #require(characteristics.load()?.first)
 
         bluetoothd.holdCommandWrites()
@@ -142,10 +142,10 @@ struct BlueZCentralBackendTests {
             answers.append(backend.writeWithoutResponse(peer, handle: characteristic.valueHandle, value: [UInt8(index)]))
         }
         #expect(answers == Array(repeating: true, count: BlueZCentralBackend.commandWindow - 1) + [false])
-        #expect(await poll(within: .seconds(10)) { bluetoothd.heldCommandWrites == BlueZCentralBackend.commandWindow })
+        #expect(await poll(within: .seconds(60)) { bluetoothd.heldCommandWrites == BlueZCentralBackend.commandWindow })
         #expect(!events.load().contains("ready"))
         bluetoothd.releaseCommandWrites()
-        #expect(await poll(within: .seconds(10)) { events.load().contains("ready") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("ready") })
         #expect(events.load().filter { $0 == "ready" }.count == 1)
         #expect(bluetoothd.value(of: 0x0011) == [UInt8(BlueZCentralBackend.commandWindow - 1)])
     }

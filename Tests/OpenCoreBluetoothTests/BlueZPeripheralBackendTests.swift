@@ -12,7 +12,7 @@ import Glibc
 
 /// The BlueZ peripheral backend against a bluetoothd stand-in on a real dbus-daemon: notifications through the
 /// socket bluetoothd acquires (AcquireNotify), whose full buffer is `updateValue`'s back-pressure.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BlueZPeripheralBackendTests {
     @Test func updateValueWaitsForBluetoothdToReadTheSocket() async throws {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
@@ -31,7 +31,7 @@ struct BlueZPeripheralBackendTests {
             events.withLock { $0.append(text) }
         }
         defer { backend.shutdown() }
-        #expect(await poll(within: .seconds(20)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
         let uuid = try BluetoothUUID(string: "5E570010-0000-4000-8000-0000000B1E2E")
         let service = CBBackendLocalService(id: 1, uuid: try BluetoothUUID(string: "5E570000-0000-4000-8000-0000000B1E2E"), isPrimary: true,
                                             includedServiceIDs: [], characteristics: [
@@ -39,11 +39,11 @@ struct BlueZPeripheralBackendTests {
         ])
         let added = LockedValue<Result<Void, CBBackendError>?>(nil)
         backend.addService(service) { added.store($0) }
-        #expect(await poll(within: .seconds(20)) { added.load() != nil })
+        #expect(await poll(within: .seconds(60)) { added.load() != nil })
         let path = try #require(try await bluetoothd.applicationCharacteristic(uuid.fullString.lowercased()))
 
         let acquired = try await bluetoothd.acquireNotify(path, mtu: 100)
-        #expect(await poll(within: .seconds(5)) { events.load().contains("subscribed 7") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("subscribed 7") })
         // Values longer than the MTU allows are cut to MTU - 3 (one notification each).
         #expect(backend.updateValue([UInt8](repeating: 0xAB, count: 200), characteristicID: 7, centrals: []))
         var buffer = [UInt8](repeating: 0, count: 1024)
@@ -61,12 +61,12 @@ struct BlueZPeripheralBackendTests {
         var drained = 0
         while recv(acquired.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { drained += 1 }
         #expect(drained == accepted)
-        #expect(await poll(within: .seconds(5)) { events.load().contains("ready") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("ready") })
         #expect(events.load().filter { $0 == "ready" }.count == 1)
 
         // bluetoothd closes its end when the last central unsubscribes.
         close(acquired.fd)
-        #expect(await poll(within: .seconds(5)) { events.load().contains("unsubscribed 7") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("unsubscribed 7") })
     }
 }
 

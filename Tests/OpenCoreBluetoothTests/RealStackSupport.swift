@@ -54,8 +54,14 @@ func makeOnMain<T>(with provider: CBBackendProvider, _ make: @escaping @Sendable
 /// ```swift
 /// try await waitFor("the central's read", until: { apps.value.1.log.count >= 1 }, seen: { "\(apps.value.1.log)" })
 /// ```
+/// How long a step may take by default: far beyond what any step needs (they take well under a second), because a
+/// whole test process beside a QEMU guest on a busy 2-core machine was seen to stall for about 24 s at once (every
+/// step of four suites timed out together at 20 s, the main queue unserved meanwhile). A step that never happens
+/// still fails, a minute later.
+let stepLimit: Duration = .seconds(60)
+
 func waitFor(
-    _ step: String, within limit: Duration = .seconds(20), on queue: DispatchQueue = .main,
+    _ step: String, within limit: Duration = stepLimit, on queue: DispatchQueue = .main,
     until condition: @escaping @Sendable () -> Bool, seen: @escaping @Sendable () -> String,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
@@ -68,7 +74,7 @@ func waitFor(
 /// what it started): records the same issue and returns whether the step happened in time.
 @discardableResult
 func expectStep(
-    _ step: String, within limit: Duration = .seconds(20), on queue: DispatchQueue = .main,
+    _ step: String, within limit: Duration = stepLimit, on queue: DispatchQueue = .main,
     until condition: @escaping @Sendable () -> Bool, seen: @escaping @Sendable () -> String,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async -> Bool {

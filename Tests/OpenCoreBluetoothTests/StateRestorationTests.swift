@@ -15,7 +15,7 @@ private nonisolated(unsafe) let includedServiceUUID = CBUUID(string: "180F")
 private let staticValue = Data("kept across launches".utf8)
 
 /// Waits until `condition` holds, at most `seconds` of real time (real stacks over an in-process air).
-private func eventually(_ seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+private func eventually(_ seconds: Double = 60, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }
