@@ -44,18 +44,20 @@ final class BackendCentral: Sendable {
         let first = await state.wait()
         timer.cancel()
         subscription()
-        switch first {
-        case .poweredOn?:
-            return central
-        case .poweredOff?:
+        guard first == .poweredOn else {
             central.shutdown()
-            throw CLIFailure(.unavailable, "the adapter of \(central.transportDescription) is powered off (`bluetoothctl power on`)")
-        case nil:
-            central.shutdown()
-            throw CLIFailure(.unavailable, "\(central.transportDescription) did not answer within \(startLimit.secondsText)")
-        default:
-            central.shutdown()
-            throw CLIFailure(.unavailable, reason.load() ?? "cannot use \(central.transportDescription)")
+            throw startFailure(first, description: central.transportDescription, reason: reason.load())
+        }
+        return central
+    }
+
+    /// Why bluetoothd's first state is not "powered on", as the one line a command ends with (exit 69): the adapter
+    /// off, no answer within ``startLimit`` (nil), or the backend's own reason.
+    static func startFailure(_ state: CBManagerState?, description: String, reason: String?) -> CLIFailure {
+        switch state {
+        case .poweredOff?: CLIFailure(.unavailable, "the adapter of \(description) is powered off (`bluetoothctl power on`)")
+        case nil: CLIFailure(.unavailable, "\(description) did not answer within \(startLimit.secondsText)")
+        default: CLIFailure(.unavailable, reason ?? "cannot use \(description)")
         }
     }
 

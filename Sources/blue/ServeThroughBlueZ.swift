@@ -40,11 +40,7 @@ extension Serve {
         startTimer.cancel()
         guard first == .poweredOn else {
             backend.shutdown()
-            switch first {
-            case .poweredOff?: throw CLIFailure(.unavailable, "the adapter of \(description) is powered off (`bluetoothctl power on`)")
-            case nil: throw CLIFailure(.unavailable, "\(description) did not answer within \(BackendCentral.startLimit.secondsText)")
-            default: throw CLIFailure(.unavailable, reason.load() ?? "cannot use \(description)")
-            }
+            throw BackendCentral.startFailure(first, description: description, reason: reason.load())
         }
         do throws(CLIFailure) {
             try await server.publish()
