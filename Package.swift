@@ -103,6 +103,7 @@ let package = Package(
             name: "BluetoothLE",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
+                "HCI", "SMP", "OpenCoreBluetooth",
             ],
             swiftSettings: strict
         ),
@@ -223,7 +224,7 @@ let package = Package(
             name: "BluetoothLETests",
             dependencies: [
                 "BluetoothLE", "Host", "VirtualController", "BluetoothRuntime", "BluetoothCore", "GATT", "StackLauncher",
-                "TestSupport",
+                "TestSupport", "BlueZTestSupport", "DBus",
             ],
             swiftSettings: strict
         ),

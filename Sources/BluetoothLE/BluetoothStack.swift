@@ -30,38 +30,56 @@ public import StackLauncher
 ///
 /// `init(host:)` installs the host's event handler: do not set another one.
 public final class BluetoothStack: Sendable {
-    public let host: HostStack
+    /// The stack underneath: our ``HostStack``, or bluetoothd (``init(bluez:)``).
+    let engine: any StackEngine
     let core: StackCore
     /// Routes pairing interactions to the ``PairingDelegate`` (see ``setPairingDelegate(_:)``).
     let pairing: PairingRouter
     private let handlerTasks = LockedValue<[Task<Void, Never>]>([])
-    /// Ends this wrapper's subscription to the host's events (at shutdown).
+    /// Ends this wrapper's subscription to the engine's events (at shutdown).
     private let unsubscribe: @Sendable () -> Void
     /// The launched stack this one wraps, shut down with it.
     let launched: LaunchedStack?
 
+    /// Our host under this API; nil when bluetoothd runs the stack (``init(bluez:)``).
+    public var host: HostStack? { engine as? HostStack }
+
     /// Wraps `host` (started or not; see ``start()``) and installs its event handler: do not set another.
-    public init(host: HostStack) {
-        self.host = host
-        let core = StackCore(host: host)
+    public convenience init(host: HostStack) {
+        self.init(engine: host)
+    }
+
+    /// The stack of bluetoothd over D-Bus rather than our own host (issue 16): `adapter` "hci1", or nil for
+    /// bluetoothd's first adapter. Call ``start()`` before anything else: it fails when bluetoothd or its adapter
+    /// is not there or not powered. What bluetoothd decides differently (no connection parameters, no own
+    /// address, advertising of a name and service UUIDs only, no L2CAP server on a fixed PSM...) is in
+    /// ``BlueZStackEngine``'s documentation and README.
+    public convenience init(bluez adapter: String? = nil) {
+        self.init(engine: BlueZStackEngine(adapter: adapter))
+    }
+
+    /// Wraps `engine` and installs its event handler.
+    init(engine: any StackEngine) {
+        self.engine = engine
+        let core = StackCore(engine: engine)
         self.core = core
-        let pairing = PairingRouter(host: host)
+        let pairing = PairingRouter(engine: engine)
         self.pairing = pairing
         launched = nil
-        host.setEventHandler { event in
+        engine.setEventHandler { event in
             core.handle(event)
             pairing.handle(event)
         }
-        unsubscribe = { host.setEventHandler { _ in } }
+        unsubscribe = { engine.setEventHandler { _ in } }
     }
 
     /// Wraps a stack opened by `StackLauncher` (already started, on any `--hci` transport), as one more of its
     /// event handlers. ``shutdown()`` shuts the launched stack down too.
     public init(launched: LaunchedStack) {
-        host = launched.host
-        let core = StackCore(host: launched.host)
+        engine = launched.host
+        let core = StackCore(engine: launched.host)
         self.core = core
-        let pairing = PairingRouter(host: launched.host)
+        let pairing = PairingRouter(engine: launched.host)
         self.pairing = pairing
         self.launched = launched
         let subscription = launched.addEventHandler { event in
@@ -69,6 +87,30 @@ public final class BluetoothStack: Sendable {
             pairing.handle(event)
         }
         unsubscribe = { subscription.cancel() }
+    }
+
+    /// Opens and starts the stack a `--hci` name (or `OCB_HCI`) gives: `bluez` / `bluez:hciN` for bluetoothd,
+    /// anything else for our host on that transport (`StackLauncher`: `air`, `tcp:...`, `hci0`...).
+    public static func open(_ name: String) async throws -> BluetoothStack {
+        if name == "bluez" || name.hasPrefix("bluez:") {
+            let adapter = name == "bluez" ? nil : String(name.dropFirst("bluez:".count))
+            guard adapter.map({ $0.hasPrefix("hci") && $0.count > 3 }) ?? true else {
+                throw BluetoothLEError(.invalidParameters, "\(name): bluetoothd's adapters are named bluez:hciN")
+            }
+            let stack = BluetoothStack(bluez: adapter)
+            do {
+                try await stack.start()
+            } catch {
+                await stack.shutdown()
+                throw error
+            }
+            return stack
+        }
+        do {
+            return BluetoothStack(launched: try await StackLauncher.open(name))
+        } catch {
+            throw BluetoothLEError(.notReady, "\(name): \(error)")
+        }
     }
 
     /// Sets who answers pairing on this stack's links (numeric values, passkeys, Just Works consent); nil: the
@@ -80,16 +122,16 @@ public final class BluetoothStack: Sendable {
     /// Starts the host (transport and controller initialisation) when it was not started yet.
     @discardableResult
     public func start() async throws -> ControllerInfo {
-        let host = host
+        let engine = engine
         let result: Result<ControllerInfo, BluetoothLEError> = try await PendingOperation.run { operation in
-            host.start { operation.succeed($0.mapError { BluetoothLEError($0) }) }
+            engine.start { operation.succeed($0.mapError { BluetoothLEError($0) }) }
         }
         return try result.get()
     }
 
     /// The address the stack uses on air (after ``start()``).
     public func localAddress() async -> BluetoothAddress {
-        await onLoop { [host] in host.controllerInfo.ownAddress }
+        await onLoop { [engine] in engine.controllerInfo.ownAddress }
     }
 
     /// What the stack holds now (streams, waiters, links): the leak check of tests.
@@ -100,7 +142,7 @@ public final class BluetoothStack: Sendable {
     /// Shuts the host down: every stream finishes, every link counts as disconnected, write handlers stop.
     public func shutdown() async {
         for task in handlerTasks.withLock({ tasks in defer { tasks = [] }; return tasks }) { task.cancel() }
-        host.shutdown()
+        engine.shutdown()
         let core = core, unsubscribe = unsubscribe
         await onLoop {
             unsubscribe()
@@ -160,20 +202,22 @@ public final class BluetoothStack: Sendable {
     /// none by default, like CoreBluetooth. Cancelling the task cancels the connect (a connection made anyway is
     /// dropped). The host then exchanges the ATT_MTU by itself.
     public func connect(to address: BluetoothAddress, timeout: Duration? = nil) async throws -> Peripheral {
-        let core = core, host = host
+        let core = core, engine = engine
         let started = LockedValue(false)
         return try await PendingOperation.run(onCancel: {
-            if started.load() { host.cancelConnect() }
+            if started.load() { engine.cancelConnect(completion: nil) }
         }) { operation in
             started.store(true)
-            host.connect(to: address, options: ConnectOptions(timeout: timeout)) { result in
+            engine.connect(to: address, options: ConnectOptions(timeout: timeout)) { result in
                 switch result {
                 case .success(let connection):
                     guard let peripheral = core.links[connection.handle]?.peripheral else {
                         operation.fail(BluetoothLEError.notConnected(connection.handle))
                         return
                     }
-                    if !operation.succeed(peripheral) { host.disconnect(connectionHandle: connection.handle) }
+                    if !operation.succeed(peripheral) {
+                        engine.disconnect(connectionHandle: connection.handle, reason: .remoteUserTerminatedConnection, completion: nil)
+                    }
                 case .failure(let error):
                     operation.fail(BluetoothLEError(error))
                 }
@@ -193,17 +237,9 @@ public final class BluetoothStack: Sendable {
     public func publish(deviceName: String = "OpenCoreBluetooth", @ServiceBuilder _ services: () -> [Service]) async throws {
         let list = services()
         let definitions = list.map(\.definition)
-        let host = host
+        let engine = engine
         let result: Result<[GATTServiceHandles], BluetoothLEError> = try await PendingOperation.run { operation in
-            host.modifyGATTDatabase({ database throws(GATTDatabaseError) -> [GATTServiceHandles] in
-                if database.services.isEmpty {
-                    try database.addGAPService(deviceName: deviceName)
-                    try database.addGATTService()
-                }
-                var handles: [GATTServiceHandles] = []
-                for definition in definitions { handles.append(try database.add(definition)) }
-                return handles
-            }, completion: { operation.succeed($0.mapError { BluetoothLEError($0) }) })
+            engine.publish(deviceName: deviceName, definitions) { operation.succeed($0) }
         }
         let handles = try result.get()
         var published: [(UInt16, Characteristic)] = []
@@ -217,7 +253,7 @@ public final class BluetoothStack: Sendable {
         await onLoop {
             for (handle, characteristic) in registered { core.localCharacteristics[handle] = characteristic }
             let answered = Set(core.localCharacteristics.filter { $0.value.answersRequests }.keys)
-            core.host.setGATTDeferral(answered.isEmpty ? nil : GATTDeferral(handles: answered) { request in core.deferred(request) })
+            core.engine.setGATTDeferral(answered.isEmpty ? nil : GATTDeferral(handles: answered) { request in core.deferred(request) })
         }
         for (_, characteristic) in published {
             let handlers = characteristic.state.withLock { $0.writeHandlers }
@@ -241,12 +277,12 @@ public final class BluetoothStack: Sendable {
         let units = UInt16(min(0x4000, max(0x20, (interval / .microseconds(625)).rounded())))
         let content = AdvertisingContent(localName: name, serviceUUIDs: services, manufacturerData: manufacturerData)
         let options = AdvertisingOptions(kind: connectable ? .connectable : .scannable, intervalMin: units, intervalMax: units)
-        let host = host
+        let engine = engine
         let result: Result<Void, BluetoothLEError> = try await PendingOperation.run { operation in
-            host.startAdvertising(content, options: options) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
+            engine.startAdvertising(content, options: options) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
         }
         try result.get()
-        return AdvertisingSession(host: host)
+        return AdvertisingSession(engine: engine)
     }
 
     /// The centrals that connect from now on (in connection order). Ends when the consumer stops iterating.
@@ -285,9 +321,9 @@ public final class BluetoothStack: Sendable {
         guard let handle = characteristic.valueHandle else {
             throw BluetoothLEError(.notFound, "\(characteristic) is not published")
         }
-        let host = host
+        let engine = engine
         let result: Result<[UInt16], BluetoothLEError> = try await PendingOperation.run { operation in
-            host.updateValue(value, handle: handle, to: []) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
+            engine.updateValue(value, handle: handle, to: [], requireReady: false) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
         }
         _ = try result.get()
         characteristic.stored(value)
@@ -296,11 +332,11 @@ public final class BluetoothStack: Sendable {
     /// Accepts LE credit-based channels on `psm` (0x0080...0x00FF for dynamic PSMs; Vol 3 Part A §4.22) from any
     /// connected central while the stream is iterated; ending the stream stops accepting (open channels stay).
     public func publishL2CAPChannel(psm: UInt16, mtu: UInt16 = 2048) async throws -> ValueStream<L2CAPChannel> {
-        let core = core, host = host
+        let core = core, engine = engine
         let (stream, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self, bufferingPolicy: .unbounded)
         let server = L2CAPChannelServer(psm: psm, mtu: mtu, mps: 247, initialCredits: 16)
         let result: Result<Void, BluetoothLEError> = try await PendingOperation.run { operation in
-            host.registerL2CAPServer(server) { result in
+            engine.registerL2CAPServer(server, requiresEncryption: false) { result in
                 switch result {
                 case .success:
                     core.l2capListeners[psm] = continuation
@@ -314,7 +350,7 @@ public final class BluetoothStack: Sendable {
         continuation.onTermination = { _ in
             core.onLoop {
                 core.l2capListeners[psm] = nil
-                core.host.unregisterL2CAPServer(psm: psm)
+                core.engine.unregisterL2CAPServer(psm: psm)
             }
         }
         return ValueStream(base: stream, token: StopToken { continuation.finish() })
@@ -323,16 +359,16 @@ public final class BluetoothStack: Sendable {
 
 /// Advertising in progress (Core 5.4 Vol 3 Part C §9.3). ``stop()`` ends it; a connection also ends it.
 public final class AdvertisingSession: Sendable {
-    let host: HostStack
+    let engine: any StackEngine
 
-    init(host: HostStack) {
-        self.host = host
+    init(engine: any StackEngine) {
+        self.engine = engine
     }
 
     /// Stops advertising (LE Set Advertising Enable off).
     public func stop() async {
-        let host = host
-        _ = try? await PendingOperation<Void>.run { operation in host.stopAdvertising { _ in operation.succeed(()) } }
+        let engine = engine
+        _ = try? await PendingOperation<Void>.run { operation in engine.stopAdvertising { _ in operation.succeed(()) } }
     }
 }
 
@@ -342,14 +378,14 @@ extension StackCore {
     func notify(_ value: [UInt8], handle: UInt16, targets: Set<UInt16>?, characteristic: Characteristic,
                 _ operation: PendingOperation<Void>) {
         guard !operation.isFinished else { return }
-        host.updateValue(value, handle: handle, to: targets, requireReady: true) { [self] result in
+        engine.updateValue(value, handle: handle, to: targets, requireReady: true) { [self] result in
             switch result {
             case .success:
                 characteristic.stored(value)
                 operation.succeed(())
             case .failure(let error) where error.code == .busy:
                 let candidates = (targets ?? Set(links.keys)).sorted()
-                let full = candidates.first { links[$0] != nil && !host.isReadyToSend(connectionHandle: $0) }
+                let full = candidates.first { links[$0] != nil && !engine.isReadyToSend(connectionHandle: $0) }
                 guard let full else {
                     loop.execute { [self] in notify(value, handle: handle, targets: targets, characteristic: characteristic, operation) }
                     return

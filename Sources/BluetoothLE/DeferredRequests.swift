@@ -5,22 +5,22 @@ import Host
 /// Answers the local GATT server's deferred requests (Core 5.4 Vol 3 Part F §3.4.4, §3.4.5, §3.4.6: the host
 /// holds the response until the application answers) with the async handlers of ``Characteristic``s. The host
 /// hands a request over on its loop; the handler runs on a task of its own; the answer goes back through
-/// `HostStack.respondToGATTRequest`. ATT is sequential, so at most one request per connection is outstanding.
+/// the engine's `respondToGATTRequest`. ATT is sequential, so at most one request per connection is outstanding.
 extension StackCore {
     /// On the loop (called from inside the server's request handling: must not call back into the host now).
     func deferred(_ request: GATTPendingRequest) {
         let handle = request.connection.rawValue
         let central = links[handle]?.central
-        let host = host
+        let engine = engine
         let characteristics = localCharacteristics
         Task {
-            let result = await Self.answer(request, central: central, characteristics: characteristics, host: host)
-            host.respondToGATTRequest(connectionHandle: handle, id: request.id, result: result)
+            let result = await Self.answer(request, central: central, characteristics: characteristics, engine: engine)
+            engine.respondToGATTRequest(connectionHandle: handle, id: request.id, result: result)
         }
     }
 
     private static func answer(_ request: GATTPendingRequest, central: Central?, characteristics: [UInt16: Characteristic],
-                               host: HostStack) async -> Result<[UInt8], GATTAttributeError> {
+                               engine: any StackEngine) async -> Result<[UInt8], GATTAttributeError> {
         let connection = request.connection.rawValue
         switch request.kind {
         case .read(let handle, let offset):
@@ -38,7 +38,7 @@ extension StackCore {
             guard offset <= value.count else { return .failure(GATTAttributeError(.invalidOffset)) }
             return .success(Array(value[offset...]))
         case .write(let handle, let value):
-            return await write([(handle, value)], central: central, connection: connection, characteristics: characteristics, host: host)
+            return await write([(handle, value)], central: central, connection: connection, characteristics: characteristics, engine: engine)
         case .executeWrite(let writes):
             var merged: [(UInt16, [UInt8])] = []
             for write in writes {
@@ -47,13 +47,13 @@ extension StackCore {
                 guard write.offset <= old.count else { return .failure(GATTAttributeError(.invalidOffset)) }
                 merged.append((write.handle, Array(old.prefix(write.offset)) + write.value))
             }
-            return await write(merged, central: central, connection: connection, characteristics: characteristics, host: host)
+            return await write(merged, central: central, connection: connection, characteristics: characteristics, engine: engine)
         }
     }
 
     /// Asks each write handler, then stores every value (all or nothing, as an Execute Write requires).
     private static func write(_ writes: [(handle: UInt16, value: [UInt8])], central: Central?, connection: UInt16,
-                              characteristics: [UInt16: Characteristic], host: HostStack) async -> Result<[UInt8], GATTAttributeError> {
+                              characteristics: [UInt16: Characteristic], engine: any StackEngine) async -> Result<[UInt8], GATTAttributeError> {
         var accepted: [(Characteristic, UInt16, CharacteristicWrite)] = []
         for (handle, value) in writes {
             guard let characteristic = characteristics[handle] else { return .failure(GATTAttributeError(.unlikelyError)) }
@@ -68,7 +68,7 @@ extension StackCore {
             accepted.append((characteristic, handle, write))
         }
         for (characteristic, handle, write) in accepted {
-            host.updateValue(write.value, handle: handle, to: [])
+            engine.updateValue(write.value, handle: handle, to: [], requireReady: false, completion: nil)
             characteristic.received(write)
         }
         return .success([])

@@ -33,9 +33,9 @@ public final class L2CAPChannel: Sendable, Hashable, CustomStringConvertible {
     /// Sends one SDU (at most ``peerMTU`` octets); returns once the link accepted it (it is segmented into
     /// K-frames sent as the peer's credits allow).
     public func send(_ sdu: [UInt8]) async throws {
-        let host = core.host, handle = connectionHandle, channel = info.localCID
+        let engine = core.engine, handle = connectionHandle, channel = info.localCID
         let result: Result<Void, BluetoothLEError> = try await PendingOperation.run { operation in
-            host.sendL2CAPSDU(connectionHandle: handle, channel: channel, sdu) { result in
+            engine.sendL2CAPSDU(connectionHandle: handle, channel: channel, sdu) { result in
                 operation.succeed(result.mapError { BluetoothLEError(.channelFailed, $0.reason, hciStatus: $0.status) })
             }
         }
@@ -44,9 +44,9 @@ public final class L2CAPChannel: Sendable, Hashable, CustomStringConvertible {
 
     /// Closes the channel (Disconnection Request) and waits for the peer's answer.
     public func close() async {
-        let host = core.host, handle = connectionHandle, channel = info.localCID
+        let engine = core.engine, handle = connectionHandle, channel = info.localCID
         _ = try? await PendingOperation<Void>.run { operation in
-            host.closeL2CAPChannel(connectionHandle: handle, channel: channel) { _ in operation.succeed(()) }
+            engine.closeL2CAPChannel(connectionHandle: handle, channel: channel) { _ in operation.succeed(()) }
         }
     }
 

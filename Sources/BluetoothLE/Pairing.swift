@@ -101,13 +101,13 @@ final class PairingRouter: Sendable {
     }
 
     private let state = LockedValue(State())
-    let host: HostStack
+    let engine: any StackEngine
 
-    init(host: HostStack) {
-        self.host = host
+    init(engine: any StackEngine) {
+        self.engine = engine
         Self.registry.withLock { registry in
             registry = registry.filter { $0.value.router != nil }
-            registry[ObjectIdentifier(host)] = WeakRouter(router: self)
+            registry[ObjectIdentifier(engine)] = WeakRouter(router: self)
         }
     }
 
@@ -118,8 +118,8 @@ final class PairingRouter: Sendable {
     /// The router of each wrapped host (weak), for ``Peripheral/pair(_:)``.
     private static let registry = LockedValue<[ObjectIdentifier: WeakRouter]>([:])
 
-    static func router(for host: HostStack) -> PairingRouter? {
-        registry.withLock { $0[ObjectIdentifier(host)]?.router }
+    static func router(for engine: any StackEngine) -> PairingRouter? {
+        registry.withLock { $0[ObjectIdentifier(engine)]?.router }
     }
 
     func setDelegate(_ delegate: (any PairingDelegate)?) {
@@ -149,15 +149,15 @@ final class PairingRouter: Sendable {
         case .pairingInteraction(let handle, let interaction):
             let (delegate, peer) = state.withLock { ($0.delegate, $0.peers[handle]) }
             let address = peer ?? BluetoothAddress(0, type: .public)
-            let host = host
+            let engine = engine
             Task {
                 switch interaction {
                 case .confirmNumericValue(let value):
-                    host.answerPairing(connectionHandle: handle, .confirm(await delegate?.confirmNumericValue(value, peer: address) ?? true))
+                    engine.answerPairing(connectionHandle: handle, .confirm(await delegate?.confirmNumericValue(value, peer: address) ?? true))
                 case .enterPasskey:
-                    host.answerPairing(connectionHandle: handle, .passkey(await delegate?.enterPasskey(peer: address)))
+                    engine.answerPairing(connectionHandle: handle, .passkey(await delegate?.enterPasskey(peer: address)))
                 case .confirmJustWorks:
-                    host.answerPairing(connectionHandle: handle, .confirm(await delegate?.acceptJustWorks(peer: address) ?? true))
+                    engine.answerPairing(connectionHandle: handle, .confirm(await delegate?.acceptJustWorks(peer: address) ?? true))
                 case .displayPasskey(let passkey):
                     await delegate?.displayPasskey(passkey, peer: address)
                 }
@@ -173,8 +173,8 @@ extension Peripheral {
     /// (Core 5.4 Vol 3 Part H §2.3, §2.4.4). The user side goes to the stack's ``PairingDelegate``.
     /// Throws ``PairingError`` (with the SMP reason, e.g. Confirm Value Failed on a passkey mismatch).
     public func pair(_ options: PairingOptions = PairingOptions()) async throws -> PairingOutcome {
-        try await PairingRouter.secure(link) { host, handle, completion in
-            host.pair(connectionHandle: handle, options: options, completion: completion)
+        try await PairingRouter.secure(link) { engine, handle, completion in
+            engine.pair(connectionHandle: handle, options: options, completion: completion)
         }
     }
 }
@@ -183,8 +183,8 @@ extension Central {
     /// As peripheral, asks the central to secure the link (Security Request, Core 5.4 Vol 3 Part H §3.6.7) and
     /// returns once it paired or encrypted with its bond. Throws ``PairingError`` like ``Peripheral/pair(_:)``.
     public func requestSecurity(mitm: Bool? = nil) async throws -> PairingOutcome {
-        try await PairingRouter.secure(link) { host, handle, completion in
-            host.requestSecurity(connectionHandle: handle, mitm: mitm, completion: completion)
+        try await PairingRouter.secure(link) { engine, handle, completion in
+            engine.requestSecurity(connectionHandle: handle, mitm: mitm, completion: completion)
         }
     }
 }
@@ -197,13 +197,13 @@ extension PairingRouter {
     static func secure(
         _ link: PeerLink,
         _ start: @escaping @Sendable (
-            HostStack, UInt16, _ completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void
+            any StackEngine, UInt16, _ completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void
         ) -> Void
     ) async throws -> PairingOutcome {
-        let host = link.core.host, handle = link.handle
-        let pairingRouter = Self.router(for: host)
+        let engine = link.core.engine, handle = link.handle
+        let pairingRouter = Self.router(for: engine)
         let result: Result<PairingOutcome, HostError> = try await PendingOperation.run { operation in
-            start(host, handle) { operation.succeed($0) }
+            start(engine, handle) { operation.succeed($0) }
         }
         switch result {
         case .success(let outcome):

@@ -28,9 +28,9 @@ final class PeerLink: Sendable {
     /// Disconnects (HCI Disconnect, Remote User Terminated Connection) and waits for Disconnection Complete.
     func disconnect() async throws {
         guard disconnection.value == nil else { return }
-        let host = core.host, handle = handle
+        let engine = core.engine, handle = handle
         let result: Result<HCIStatus, BluetoothLEError> = try await PendingOperation.run { operation in
-            host.disconnect(connectionHandle: handle) { result in
+            engine.disconnect(connectionHandle: handle, reason: .remoteUserTerminatedConnection) { result in
                 operation.succeed(result.mapError { BluetoothLEError($0) })
             }
         }

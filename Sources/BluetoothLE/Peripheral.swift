@@ -46,9 +46,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Runs any GATT client procedure (Vol 3 Part G §4) and returns its result.
     public func perform(_ procedure: GATTProcedure) async throws -> GATTProcedureResult {
-        let host = link.core.host, handle = link.handle
+        let engine = link.core.engine, handle = link.handle
         return try await PendingOperation.run { operation in
-            host.gatt(connectionHandle: handle, procedure) { result in
+            engine.gatt(connectionHandle: handle, procedure) { result in
                 operation.finish(result.mapError { BluetoothLEError($0) }.widened)
             }
         }
@@ -125,8 +125,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             guard value.count <= mtu - 3 else {
                 throw BluetoothLEError(.invalidParameters, "\(value.count) octets do not fit one Write Command (ATT_MTU \(mtu) − 3)")
             }
-            try await whenReady { host, connection, operation in
-                host.gatt(connectionHandle: connection, .writeWithoutResponse(handle: handle, value: value)) { result in
+            try await whenReady { engine, connection, operation in
+                engine.gatt(connectionHandle: connection, .writeWithoutResponse(handle: handle, value: value)) { result in
                     operation.finish(result.map { _ in () }.mapError { BluetoothLEError($0) }.widened)
                 }
             }
@@ -143,7 +143,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Runs `send` on the loop once the connection may send (at once, or after ``HostEvent/readyToSend(handle:)``).
     private func whenReady(
-        _ send: @escaping @Sendable (HostStack, UInt16, PendingOperation<Void>) -> Void
+        _ send: @escaping @Sendable (any StackEngine, UInt16, PendingOperation<Void>) -> Void
     ) async throws {
         let core = link.core, handle = link.handle
         let waiter = LockedValue<UInt64?>(nil)
@@ -157,7 +157,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                         operation.fail(BluetoothLEError.notConnected(handle))
                         return
                     }
-                    send(core.host, handle, operation)
+                    send(core.engine, handle, operation)
                 }
                 waiter.store(id)
             }
@@ -203,7 +203,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                     operation.succeed(())
                     return
                 }
-                core.host.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccd, configuration: configuration)) { result in
+                core.engine.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccd, configuration: configuration)) { result in
                     switch result {
                     case .success:
                         operation.succeed(())
@@ -222,7 +222,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         guard core.links[handle]?.notificationSinks[valueHandle]?.removeValue(forKey: id) != nil else { return }
         guard core.links[handle]?.notificationSinks[valueHandle]?.isEmpty ?? false else { return }
         core.links[handle]?.notificationSinks[valueHandle] = nil
-        core.host.gatt(connectionHandle: handle, .unsubscribe(cccdHandle: cccd)) { _ in }
+        core.engine.gatt(connectionHandle: handle, .unsubscribe(cccdHandle: cccd)) { _ in }
     }
 
     private func clientConfigurationHandle(of characteristic: RemoteCharacteristic) async throws -> UInt16 {
@@ -241,7 +241,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     public func openL2CAPChannel(psm: UInt16, mtu: UInt16 = 2048) async throws -> L2CAPChannel {
         let core = link.core, handle = link.handle
         return try await PendingOperation.run { operation in
-            core.host.openL2CAPChannel(connectionHandle: handle, psm: psm, mtu: mtu) { result in
+            core.engine.openChannel(connectionHandle: handle, psm: psm, mtu: mtu) { result in
                 switch result {
                 case .success(let info):
                     guard let channel = core.links[handle]?.channels[info.localCID.rawValue] else {
@@ -249,7 +249,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                         return
                     }
                     if !operation.succeed(channel) {
-                        core.host.closeL2CAPChannel(connectionHandle: handle, channel: info.localCID)
+                        core.engine.closeL2CAPChannel(connectionHandle: handle, channel: info.localCID, completion: nil)
                     }
                 case .failure(let error):
                     operation.fail(BluetoothLEError(.channelFailed, error.reason, hciStatus: error.status))

@@ -11,8 +11,9 @@ import L2CAP
 /// and jobs enqueued by ``onLoop(_:)``); that is what makes the `@unchecked Sendable` sound. Nothing here runs
 /// user code: it yields to `AsyncStream` continuations and resumes suspended tasks, which then run elsewhere.
 final class StackCore: @unchecked Sendable {
-    let host: HostStack
-    var loop: any EventLoop { host.eventLoop }
+    /// The stack underneath: our host, or bluetoothd (``StackEngine``).
+    let engine: any StackEngine
+    var loop: any EventLoop { engine.eventLoop }
 
     struct ScanSink {
         var continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation
@@ -50,8 +51,8 @@ final class StackCore: @unchecked Sendable {
     /// Times a write without response or a notification waited for send room (since start).
     var flowControlWaits = 0
 
-    init(host: HostStack) {
-        self.host = host
+    init(engine: any StackEngine) {
+        self.engine = engine
     }
 
     /// Runs `body` on the loop: now when already there, else enqueued.
@@ -112,7 +113,7 @@ final class StackCore: @unchecked Sendable {
     }
 
     private func connected(_ connection: Connection) {
-        let mtu = host.attMTU(connectionHandle: connection.handle) ?? 23
+        let mtu = engine.attMTU(connectionHandle: connection.handle) ?? 23
         let link = PeerLink(core: self, connection: connection, mtu: mtu)
         var state = LinkState(link: link)
         switch connection.role {
@@ -145,7 +146,7 @@ final class StackCore: @unchecked Sendable {
             if let listener = l2capListeners[info.psm] {
                 listener.yield(channel)
             } else {
-                host.closeL2CAPChannel(connectionHandle: handle, channel: info.localCID)
+                engine.closeL2CAPChannel(connectionHandle: handle, channel: info.localCID, completion: nil)
             }
         }
     }
@@ -172,7 +173,7 @@ final class StackCore: @unchecked Sendable {
         guard wanted != scanning else { return }
         scanTransition = true
         if wanted {
-            host.startScanning(ScanOptions(active: true, filterDuplicates: false)) { [self] result in
+            engine.startScanning(ScanOptions(active: true, filterDuplicates: false)) { [self] result in
                 scanTransition = false
                 switch result {
                 case .success:
@@ -185,7 +186,7 @@ final class StackCore: @unchecked Sendable {
                 reconcileScan()
             }
         } else {
-            host.stopScanning { [self] _ in
+            engine.stopScanning { [self] _ in
                 scanTransition = false
                 scanning = false
                 reconcileScan()
@@ -199,7 +200,7 @@ final class StackCore: @unchecked Sendable {
     /// link ends: `job` then finds no link). Returns the waiter's id, or nil when the job ran at once.
     @discardableResult
     func whenReady(_ handle: UInt16, _ job: @escaping () -> Void) -> UInt64? {
-        guard links[handle] != nil, !host.isReadyToSend(connectionHandle: handle) else {
+        guard links[handle] != nil, !engine.isReadyToSend(connectionHandle: handle) else {
             job()
             return nil
         }

@@ -617,7 +617,8 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 extension HostBackend {
     /// A central backend on bluetoothd for the package's own tools (`blue --hci bluez`), which print `report`'s
     /// lines themselves.
-    package static func bluezCentral(adapter: String?, report: @escaping @Sendable (String) -> Void) -> any CBCentralBackend {
-        BlueZCentralBackend(adapter: adapter, report: report)
+    package static func bluezCentral(adapter: String?, busAddress: String? = nil,
+                                    report: @escaping @Sendable (String) -> Void) -> any CBCentralBackend {
+        BlueZCentralBackend(adapter: adapter, busAddress: busAddress ?? DBusConnection.systemBusAddress, report: report)
     }
 }

@@ -614,7 +614,8 @@ package let authenticatedWritePermission: UInt = 0x2_0000
 extension HostBackend {
     /// A peripheral backend on bluetoothd for the package's own tools (`blue serve --hci bluez`), which print
     /// `report`'s lines themselves.
-    package static func bluezPeripheral(adapter: String?, report: @escaping @Sendable (String) -> Void) -> any CBPeripheralBackend {
-        BlueZPeripheralBackend(adapter: adapter, report: report)
+    package static func bluezPeripheral(adapter: String?, busAddress: String? = nil,
+                                    report: @escaping @Sendable (String) -> Void) -> any CBPeripheralBackend {
+        BlueZPeripheralBackend(adapter: adapter, busAddress: busAddress ?? DBusConnection.systemBusAddress, report: report)
     }
 }

@@ -109,20 +109,6 @@ final class BlueZServeState: Sendable {
         if json { Console.json(object) } else { Console.line(text) }
     }
 
-    /// CoreBluetooth's properties and permissions for a characteristic (CBCharacteristicProperties' low octet is
-    /// the GATT octet; CBAttributePermissions: readable 1, writeable 2, read/write encryption 4/8; authentication
-    /// is the package's bits beyond them).
-    static func permissions(_ permissions: GATTPermissions) -> UInt {
-        var raw: UInt = 0
-        if permissions.readable { raw |= 0x01 }
-        if permissions.writable { raw |= 0x02 }
-        if permissions.read.encryption || permissions.read.authentication { raw |= 0x04 }
-        if permissions.write.encryption || permissions.write.authentication { raw |= 0x08 }
-        if permissions.read.authentication { raw |= authenticatedReadPermission }
-        if permissions.write.authentication { raw |= authenticatedWritePermission }
-        return raw
-    }
-
     /// Publishes every service (each value dynamic, so that each access is printed).
     func publish() async throws(CLIFailure) {
         var id = 1
@@ -131,7 +117,7 @@ final class BlueZServeState: Sendable {
             for characteristic in service.characteristics {
                 characteristics.append(CBBackendLocalCharacteristic(
                     id: id, uuid: characteristic.uuid, properties: UInt(characteristic.properties.rawValue),
-                    permissions: Self.permissions(characteristic.permissions), staticValue: nil,
+                    permissions: CBBackendLocalCharacteristic.permissions(characteristic.permissions), staticValue: nil,
                     descriptors: characteristic.descriptors.map { CBBackendLocalDescriptor(uuid: $0.uuid, value: $0.value) }))
                 id += 1
             }

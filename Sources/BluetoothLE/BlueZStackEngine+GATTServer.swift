@@ -1,0 +1,242 @@
+import AdvertisingData
+import ATT
+import BluetoothCore
+import GATT
+import Host
+import OpenCoreBluetooth
+
+/// The GATT server and advertising (Core 5.4 Vol 3 Part G §3, §4.8–§4.11; Part C §9.3) on bluetoothd: published
+/// services become a GATT application of the peripheral backend (GattManager1.RegisterApplication) whose values
+/// are all answered here, from the stored value or through the ``GATTDeferral`` (the async handlers), as our host's
+/// server does; writes store the value and report it; subscriptions are bluetoothd's StartNotify / AcquireNotify;
+/// notifications wait for room in bluetoothd's notification socket (`readyToSend`).
+extension BlueZStackEngine {
+    func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
+                 completion: @escaping @Sendable (Result<[GATTServiceHandles], BluetoothLEError>) -> Void) {
+        onLoop { [self] in
+            var handles: [GATTServiceHandles] = []
+            var services: [CBBackendLocalService] = []
+            do throws(GATTDatabaseError) {
+                for definition in definitions {
+                    let added = try database.add(definition)
+                    handles.append(added)
+                    services.append(localService(definition, added))
+                }
+            } catch {
+                return completion(.failure(BluetoothLEError(error)))
+            }
+            let numbered = handles, name = description
+            addServices(services[...]) { [self] result in
+                onLoop {
+                    switch result {
+                    case .success: completion(.success(numbered))
+                    case .failure(let error):
+                        completion(.failure(BluetoothLEError(.commandFailed, "\(name) refused the services: \(error)")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A definition as the peripheral backend takes it, remembering each value (ids are the handles).
+    private func localService(_ definition: GATTServiceDefinition, _ handles: GATTServiceHandles) -> CBBackendLocalService {
+        var characteristics: [CBBackendLocalCharacteristic] = []
+        for (characteristic, numbered) in zip(definition.characteristics, handles.characteristics) {
+            var initial: [UInt8] = []
+            if case .stored(let value) = characteristic.value { initial = value }
+            localValues[numbered.value] = LocalValue(properties: characteristic.properties,
+                                                     maximumLength: characteristic.maximumLength, value: initial)
+            let descriptors = characteristic.descriptors.compactMap { descriptor -> CBBackendLocalDescriptor? in
+                guard case .stored(let value) = descriptor.value else { return nil }
+                return CBBackendLocalDescriptor(uuid: descriptor.uuid, value: value)
+            }
+            characteristics.append(CBBackendLocalCharacteristic(
+                id: Int(numbered.value), uuid: characteristic.uuid, properties: UInt(characteristic.properties.rawValue),
+                permissions: CBBackendLocalCharacteristic.permissions(characteristic.permissions), staticValue: nil,
+                descriptors: descriptors))
+        }
+        return CBBackendLocalService(id: Int(handles.start), uuid: definition.uuid, isPrimary: definition.isPrimary,
+                                     includedServiceIDs: definition.includes.map { Int($0.start) }, characteristics: characteristics)
+    }
+
+    private func addServices(_ services: ArraySlice<CBBackendLocalService>,
+                             _ completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard let first = services.first else { return completion(.success(())) }
+        let rest = services.dropFirst()
+        peripheral.addService(first) { [self] result in
+            switch result {
+            case .success: addServices(rest, completion)
+            case .failure: completion(result)
+            }
+        }
+    }
+
+    func setGATTDeferral(_ deferral: GATTDeferral?) {
+        onLoop { [self] in self.deferral = deferral }
+    }
+
+    func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>) {
+        onLoop { [self] in
+            guard let request = deferredRequests.removeValue(forKey: id) else { return }
+            switch result {
+            case .success(let value): peripheral.respond(to: request.backendID, result: 0, value: value)
+            case .failure(let error): peripheral.respond(to: request.backendID, result: error.code.rawValue, value: nil)
+            }
+        }
+    }
+
+    func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>?, requireReady: Bool,
+                     completion: (@Sendable (Result<[UInt16], HostError>) -> Void)?) {
+        onLoop { [self] in
+            guard let local = localValues[handle] else {
+                completion?(.failure(HostError(.invalidParameters, "no local characteristic has value handle \(Dissection.hex16(handle))")))
+                return
+            }
+            let centrals = links.filter { handle, link in
+                link.connection.role == .peripheral && local.subscribers.contains(link.connection.peer)
+                    && targets.map { $0.contains(handle) } ?? true
+            }
+            guard !centrals.isEmpty else {
+                localValues[handle]?.value = value
+                return completion?(.success([])) ?? ()
+            }
+            let peers = centrals.values.map(\.peer).sorted { $0.address.description < $1.address.description }
+            guard peripheral.updateValue(value, characteristicID: Int(handle), centrals: peers) else {
+                updatesFull = true
+                completion?(.failure(HostError(.busy, "\(description)'s notification queue is full")))
+                return
+            }
+            localValues[handle]?.value = value
+            completion?(.success(centrals.keys.sorted()))
+        }
+    }
+
+    // MARK: Advertising
+
+    func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions,
+                          completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { [self] in
+            if let error = notRunning() { return completion(.failure(error)) }
+            guard content.manufacturerData == nil, content.serviceData.isEmpty, options.kind == .connectable else {
+                return completion(.failure(HostError(
+                    .unsupported, "through \(description) this API advertises a name and service UUIDs, connectable")))
+            }
+            peripheral.startAdvertising(localName: content.localName, serviceUUIDs: content.serviceUUIDs, overflowServiceUUIDs: []) { result in
+                completion(result.mapError { HostError(.commandFailed, "bluetoothd refused to advertise: \($0)") })
+            }
+        }
+    }
+
+    func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { [self] in
+            peripheral.stopAdvertising()
+            completion?(.success(()))
+        }
+    }
+
+    // MARK: Events of the peripheral backend
+
+    func peripheralEvent(_ event: CBPeripheralBackendEvent) {
+        if case .closed = phase { return }
+        switch event {
+        case .stateChanged(let state):
+            stateChanged(state, central: false)
+        case .centralConnected(let peer, let mtu):
+            let handle = link(peer, role: .peripheral, mtu: mtu)
+            mtuChanged(handle, mtu)
+        case .centralDisconnected(let peer):
+            if let handle = handle(of: peer, role: .peripheral) { linkEnded(handle, reason: .remoteUserTerminatedConnection) }
+        case .mtuChanged(let peer, let mtu):
+            mtuChanged(link(peer, role: .peripheral), mtu)
+        case .readRequest(let id, let peer, let characteristicID, let offset):
+            read(id: id, connection: link(peer, role: .peripheral), handle: UInt16(truncatingIfNeeded: characteristicID), offset: offset)
+        case .writeRequests(let id, let peer, let writes, let responseRequired):
+            write(id: id, connection: link(peer, role: .peripheral), writes, responseRequired: responseRequired)
+        case .subscribed(let peer, let characteristicID), .unsubscribed(let peer, let characteristicID):
+            let handle = UInt16(truncatingIfNeeded: characteristicID)
+            guard let local = localValues[handle] else { return }
+            let connection = link(peer, role: .peripheral)
+            var configuration: GATTClientConfiguration = []
+            if case .subscribed = event {
+                localValues[handle]?.subscribers.insert(peer.address)
+                configuration = local.properties.contains(.notify) ? .notification : .indication
+            } else {
+                localValues[handle]?.subscribers.remove(peer.address)
+            }
+            emit(.gattServer(.subscriptionChanged(connection: GATTConnectionID(connection), valueHandle: handle, configuration: configuration)))
+        case .readyToUpdateSubscribers:
+            guard updatesFull else { return }
+            updatesFull = false
+            for (handle, link) in links.sorted(by: { $0.key < $1.key }) where link.connection.role == .peripheral {
+                emit(.readyToSend(handle: handle))
+            }
+        case .l2capChannelOpened(let channel):
+            channel.close()
+        }
+    }
+
+    private func mtuChanged(_ handle: UInt16, _ mtu: Int) {
+        guard let link = links[handle], link.mtu != mtu else { return }
+        links[handle]?.mtu = mtu
+        emit(.attMTUChanged(handle: handle, mtu: mtu))
+    }
+
+    /// A Read or Read Blob Request: the deferral's handler answers it, else the stored value from `offset`.
+    private func read(id: UInt64, connection: UInt16, handle: UInt16, offset: Int) {
+        guard let local = localValues[handle] else {
+            return peripheral.respond(to: id, result: ATTErrorCode.attributeNotFound.rawValue, value: nil)
+        }
+        if let deferral, deferral.handles.contains(handle) {
+            return hand(to: deferral, id: id, connection: connection, .read(handle: handle, offset: offset))
+        }
+        guard offset <= local.value.count else {
+            return peripheral.respond(to: id, result: ATTErrorCode.invalidOffset.rawValue, value: nil)
+        }
+        peripheral.respond(to: id, result: 0, value: Array(local.value[offset...]))
+    }
+
+    /// A Write Request (or one part of a long write, at its offset) or Write Commands: lengths checked against
+    /// each value's maximum (*Invalid Attribute Value Length*, *Invalid Offset*); a request on a deferred value goes
+    /// to the handler; otherwise the values are stored and reported (``GATTServerEvent/valueWritten``).
+    private func write(id: UInt64, connection: UInt16, _ writes: [CBBackendWrite], responseRequired: Bool) {
+        var updated: [(UInt16, [UInt8])] = []
+        for write in writes {
+            let handle = UInt16(truncatingIfNeeded: write.characteristicID)
+            guard let local = localValues[handle] else {
+                return refuse(id, responseRequired, .attributeNotFound)
+            }
+            let current = updated.last { $0.0 == handle }?.1 ?? local.value
+            guard write.offset <= current.count else { return refuse(id, responseRequired, .invalidOffset) }
+            guard write.offset + write.value.count <= local.maximumLength else {
+                return refuse(id, responseRequired, .invalidAttributeValueLength)
+            }
+            updated.append((handle, Array(current.prefix(write.offset)) + write.value))
+        }
+        if responseRequired, let deferral, writes.allSatisfy({ deferral.handles.contains(UInt16(truncatingIfNeeded: $0.characteristicID)) }) {
+            let kind: GATTPendingRequest.Kind
+            if writes.count == 1, writes[0].offset == 0 {
+                kind = .write(handle: UInt16(truncatingIfNeeded: writes[0].characteristicID), value: writes[0].value)
+            } else {
+                kind = .executeWrite(writes.map {
+                    GATTPreparedWrite(handle: UInt16(truncatingIfNeeded: $0.characteristicID), offset: $0.offset, value: $0.value)
+                })
+            }
+            return hand(to: deferral, id: id, connection: connection, kind)
+        }
+        for (handle, value) in updated {
+            localValues[handle]?.value = value
+            emit(.gattServer(.valueWritten(connection: GATTConnectionID(connection), handle: handle, value: value)))
+        }
+        if responseRequired { peripheral.respond(to: id, result: 0, value: nil) }
+    }
+
+    private func refuse(_ id: UInt64, _ responseRequired: Bool, _ code: ATTErrorCode) {
+        if responseRequired { peripheral.respond(to: id, result: code.rawValue, value: nil) }
+    }
+
+    private func hand(to deferral: GATTDeferral, id: UInt64, connection: UInt16, _ kind: GATTPendingRequest.Kind) {
+        nextRequestID += 1
+        deferredRequests[nextRequestID] = DeferredRequest(backendID: id, connection: connection)
+        deferral.handler(GATTPendingRequest(id: nextRequestID, connection: GATTConnectionID(connection), kind: kind))
+    }
+}

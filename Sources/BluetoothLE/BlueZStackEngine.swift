@@ -1,0 +1,418 @@
+import AdvertisingData
+import ATT
+import BluetoothCore
+import BluetoothRuntime
+import GATT
+import HCI
+import Host
+import L2CAP
+import OpenCoreBluetooth
+import SMP
+
+/// The async API on bluetoothd rather than on our host (issue 16; ``BluetoothStack/init(bluez:)``): the engine
+/// operations done by OpenCoreBluetooth's BlueZ backends (D-Bus: Adapter1, Device1, GattService1 /
+/// GattCharacteristic1 / GattDescriptor1, GattManager1, LEAdvertisingManager1), their events turned into the host's
+/// events, so that ``StackCore`` and everything above it work unchanged (Core 5.4 Vol 3 Part C GAP roles, Part G GATT).
+///
+/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): the backends' events
+/// and completions hop onto it. Links get connection handles of their own (from 0x0040), one per peer and role;
+/// attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
+/// handles a ``GATTDatabase`` of the engine numbers the published services with (bluetoothd numbers its own).
+///
+/// What bluetoothd decides differently from our host (README "BlueZ backend"): connection parameters, PHY and the
+/// own address are not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1
+/// properties); GATT procedures are those its API offers (discovery, reads and writes of whole values, Write
+/// Commands, notifications); the local GAP name is the adapter's alias; advertising carries a name and service
+/// UUIDs, connectable; pairing is bluetoothd's (its default agent, or ours with `OCB_BLUEZ_AGENT`), so `pair()` and
+/// `requestSecurity()` are refused; L2CAP channels are not offered through this API yet (OpenCoreBluetooth's
+/// managers have them on bluetoothd).
+final class BlueZStackEngine: StackEngine, @unchecked Sendable {
+    /// One link, in either role.
+    struct Link {
+        var connection: Connection
+        var mtu: Int
+        /// The last Write Command found the backend's window full; `readyToSend` follows.
+        var writesFull = false
+        /// The peer's attributes found so far (central role): services by start handle, characteristics by value
+        /// handle, and the characteristic each CCCD belongs to.
+        var services: [UInt16: CBBackendService] = [:]
+        var characteristics: [UInt16: CBBackendCharacteristic] = [:]
+        var clientConfigurations: [UInt16: CBBackendCharacteristic] = [:]
+        var disconnectWaiters: [@Sendable (Result<HCIStatus, HostError>) -> Void] = []
+
+        var peer: CBBackendPeer { CBBackendPeer(address: connection.peer) }
+    }
+
+    struct PendingConnect {
+        var peer: BluetoothAddress
+        var completion: @Sendable (Result<Connection, HostError>) -> Void
+        var timer: ScheduledJob?
+    }
+
+    /// A characteristic of the local server.
+    struct LocalValue {
+        var properties: GATTCharacteristicProperties
+        var maximumLength: Int
+        var value: [UInt8]
+        /// The centrals subscribed (bluetoothd's StartNotify / AcquireNotify).
+        var subscribers: Set<BluetoothAddress> = []
+    }
+
+    /// A request handed to the deferral's handler: the backend's request it answers.
+    struct DeferredRequest {
+        var backendID: UInt64
+        var connection: UInt16
+    }
+
+    private let loop: DispatchEventLoop
+    var eventLoop: any EventLoop { loop }
+    let central: any CBCentralBackend
+    let peripheral: any CBPeripheralBackend
+    /// "bluetoothd (hci1)".
+    let description: String
+    /// The first line a backend reported outside a call (bluetoothd unreachable, discovery refused).
+    private let reported = LockedValue<String?>(nil)
+    /// How long bluetoothd may take to say whether its adapter is there and powered.
+    static let startLimit: Duration = .seconds(15)
+
+    // MARK: Loop-confined state
+
+    private var handler: @Sendable (HostEvent) -> Void = { _ in }
+    private(set) var controllerInfo = ControllerInfo()
+    var phase = Phase.idle
+    private var startWaiters: [@Sendable (Result<ControllerInfo, HostError>) -> Void] = []
+    private var states: (central: CBManagerState?, peripheral: CBManagerState?) = (nil, nil)
+    private var startTimer: ScheduledJob?
+    var links: [UInt16: Link] = [:]
+    private var nextHandle: UInt16 = 0x0040
+    private var pendingConnect: PendingConnect?
+    private var scanning = false
+    // Server
+    var database = GATTDatabase()
+    var localValues: [UInt16: LocalValue] = [:]
+    var deferral: GATTDeferral?
+    var deferredRequests: [UInt64: DeferredRequest] = [:]
+    var nextRequestID: UInt64 = 0
+    /// bluetoothd's notification socket of some characteristic is full; `readyToUpdateSubscribers` empties it.
+    var updatesFull = false
+
+    enum Phase { case idle, starting, started, failed(HostError), closed }
+
+    init(adapter: String?, busAddress: String? = nil) {
+        loop = DispatchEventLoop(label: "BluetoothLE.bluez")
+        let reported = reported
+        let report: @Sendable (String) -> Void = { line in reported.withLock { $0 = $0 ?? line } }
+        central = HostBackend.bluezCentral(adapter: adapter, busAddress: busAddress, report: report)
+        peripheral = HostBackend.bluezPeripheral(adapter: adapter, busAddress: busAddress, report: report)
+        description = "bluetoothd (\(adapter ?? "its first adapter"))"
+    }
+
+    func onLoop(_ job: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop { job() } else { loop.execute(job) }
+    }
+
+    func emit(_ event: HostEvent) { handler(event) }
+
+    // MARK: Life cycle
+
+    func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
+        onLoop { [self] in self.handler = handler }
+    }
+
+    /// Starts both backends and waits for their first state: powered on, or a failure that says why (at most
+    /// ``startLimit``).
+    func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void) {
+        onLoop { [self] in
+            switch phase {
+            case .started: return completion(.success(controllerInfo))
+            case .failed(let error): return completion(.failure(error))
+            case .closed: return completion(.failure(HostError(.notReady, "the stack was shut down")))
+            case .starting: return startWaiters.append(completion)
+            case .idle: break
+            }
+            phase = .starting
+            startWaiters.append(completion)
+            central.start { [weak self] event in
+                guard let engine = self else { return }
+                engine.onLoop { engine.centralEvent(event) }
+            }
+            peripheral.start { [weak self] event in
+                guard let engine = self else { return }
+                engine.onLoop { engine.peripheralEvent(event) }
+            }
+            startTimer = loop.schedule(after: Self.startLimit) { [weak self] in
+                guard let self else { return }
+                finishStart(.failure(HostError(.notReady, "\(description) did not answer within \(Self.startLimit)")))
+            }
+        }
+    }
+
+    /// A backend's state: the first one of each decides the start; powered off later drops every link.
+    func stateChanged(_ state: CBManagerState, central isCentral: Bool) {
+        if case .starting = phase {
+            if isCentral { states.central = states.central ?? state } else { states.peripheral = states.peripheral ?? state }
+            for first in [states.central, states.peripheral] {
+                if let first, first != .poweredOn { return finishStart(.failure(startFailure(first))) }
+            }
+            if states.central == .poweredOn, states.peripheral == .poweredOn { finishStart(.success(controllerInfo)) }
+            return
+        }
+        guard case .started = phase, state != .poweredOn else { return }
+        for handle in links.keys.sorted() { linkEnded(handle, reason: .connectionTerminatedByLocalHost) }
+    }
+
+    private func startFailure(_ state: CBManagerState) -> HostError {
+        switch state {
+        case .poweredOff: HostError(.notReady, "the adapter of \(description) is powered off (`bluetoothctl power on`)")
+        default: HostError(.notReady, reported.load() ?? "cannot use \(description)")
+        }
+    }
+
+    private func finishStart(_ result: Result<ControllerInfo, HostError>) {
+        guard case .starting = phase else { return }
+        startTimer?.cancel()
+        startTimer = nil
+        switch result {
+        case .success: phase = .started
+        case .failure(let error): phase = .failed(error)
+        }
+        let waiters = startWaiters
+        startWaiters = []
+        for waiter in waiters { waiter(result) }
+    }
+
+    func shutdown() {
+        onLoop { [self] in
+            if case .closed = phase { return }
+            finishStart(.failure(HostError(.notReady, "the stack was shut down")))
+            phase = .closed
+            central.shutdown()
+            peripheral.shutdown()
+            if let pending = pendingConnect {
+                pendingConnect = nil
+                pending.timer?.cancel()
+                pending.completion(.failure(HostError(.cancelled, "the stack was shut down")))
+            }
+            for handle in links.keys.sorted() { linkEnded(handle, reason: .connectionTerminatedByLocalHost) }
+            for request in deferredRequests.values { peripheral.respond(to: request.backendID, result: ATTErrorCode.unlikelyError.rawValue, value: nil) }
+            deferredRequests = [:]
+        }
+    }
+
+    /// Refuses an operation before start or after shutdown: the error, or nil when the engine runs.
+    func notRunning() -> HostError? {
+        if case .started = phase { return nil }
+        return HostError(.notReady, "\(description) is not started (call start())")
+    }
+
+    // MARK: Links
+
+    /// The link to `peer` in `role`, made (and reported) when it is new.
+    @discardableResult
+    func link(_ peer: CBBackendPeer, role: ConnectionRole, mtu: Int = 23) -> UInt16 {
+        if let handle = links.first(where: { $0.value.connection.peer == peer.address && $0.value.connection.role == role })?.key {
+            return handle
+        }
+        while links[nextHandle] != nil { nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1 }
+        let handle = nextHandle
+        nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
+        let address = peer.address
+        let connection = Connection(handle: handle, role: role, peer: address,
+                                    peerAddressType: address.type == .random ? .random : .public,
+                                    parameters: ConnectionParameters(interval: 0, latency: 0, supervisionTimeout: 0))
+        links[handle] = Link(connection: connection, mtu: mtu)
+        emit(.connected(connection))
+        return handle
+    }
+
+    func handle(of peer: CBBackendPeer, role: ConnectionRole) -> UInt16? {
+        links.first { $0.value.connection.peer == peer.address && $0.value.connection.role == role }?.key
+    }
+
+    /// Forgets a link and says so: waiters for its end, subscriptions, then the event.
+    func linkEnded(_ handle: UInt16, reason: HCIStatus) {
+        guard let link = links.removeValue(forKey: handle) else { return }
+        if link.connection.role == .peripheral {
+            for key in localValues.keys { localValues[key]?.subscribers.remove(link.connection.peer) }
+            for (id, request) in deferredRequests where request.connection == handle { deferredRequests[id] = nil }
+        }
+        for waiter in link.disconnectWaiters { waiter(.success(reason)) }
+        emit(.disconnected(handle: handle, reason: reason))
+    }
+
+    func attMTU(connectionHandle handle: UInt16) -> Int? { links[handle]?.mtu }
+
+    func isReadyToSend(connectionHandle handle: UInt16) -> Bool {
+        guard let link = links[handle] else { return false }
+        return link.connection.role == .central ? !link.writesFull : !updatesFull
+    }
+
+    // MARK: GAP central
+
+    func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { [self] in
+            if let error = notRunning() { return completion(.failure(error)) }
+            scanning = true
+            central.startScan(CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: true, solicitedServiceUUIDs: []))
+            completion(.success(()))
+        }
+    }
+
+    func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { [self] in
+            if scanning { central.stopScan() }
+            scanning = false
+            completion?(.success(()))
+        }
+    }
+
+    func connect(to peer: BluetoothAddress, options: ConnectOptions, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
+        onLoop { [self] in
+            if let error = notRunning() { return completion(.failure(error)) }
+            guard pendingConnect == nil else { return completion(.failure(HostError(.busy, "a connect is already pending"))) }
+            if let handle = handle(of: CBBackendPeer(address: peer), role: .central), let link = links[handle] {
+                return completion(.success(link.connection))
+            }
+            let timer = options.timeout.map { limit in
+                loop.schedule(after: limit) { [weak self] in
+                    self?.endConnect(HostError(.timedOut, "no connection to \(peer) within \(limit)"), cancel: true)
+                }
+            }
+            pendingConnect = PendingConnect(peer: peer, completion: completion, timer: timer)
+            central.connect(CBBackendPeer(address: peer))
+        }
+    }
+
+    func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { [self] in
+            guard pendingConnect != nil else {
+                completion?(.failure(HostError(.invalidParameters, "no connect is pending")))
+                return
+            }
+            endConnect(HostError(.cancelled, "the connect was cancelled"), cancel: true)
+            completion?(.success(()))
+        }
+    }
+
+    /// Fails the pending connect (cancelling bluetoothd's Connect when asked).
+    private func endConnect(_ error: HostError, cancel: Bool) {
+        guard let pending = pendingConnect else { return }
+        pendingConnect = nil
+        pending.timer?.cancel()
+        if cancel { central.cancelConnection(CBBackendPeer(address: pending.peer)) }
+        pending.completion(.failure(error))
+    }
+
+    func disconnect(connectionHandle handle: UInt16, reason: HCIStatus, completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)?) {
+        onLoop { [self] in
+            guard let link = links[handle] else {
+                completion?(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
+                return
+            }
+            guard link.connection.role == .central else {
+                completion?(.failure(HostError(.unsupported, "bluetoothd does not let its GATT server drop a central")))
+                return
+            }
+            if let completion { links[handle]?.disconnectWaiters.append(completion) }
+            central.cancelConnection(link.peer)
+        }
+    }
+
+    private func centralEvent(_ event: CBCentralBackendEvent) {
+        if case .closed = phase { return }
+        switch event {
+        case .stateChanged(let state):
+            stateChanged(state, central: true)
+        case .advertisement(let advertisement):
+            if scanning { emit(.advertisingReport(ScanReport(advertisement))) }
+        case .connected(let peer, let mtu):
+            guard let pending = pendingConnect, pending.peer == peer.address else {
+                // Connected after the connect was given up: not ours to keep.
+                if handle(of: peer, role: .central) == nil { central.cancelConnection(peer) }
+                return
+            }
+            pendingConnect = nil
+            pending.timer?.cancel()
+            let handle = link(peer, role: .central, mtu: mtu)
+            if let connection = links[handle]?.connection { pending.completion(.success(connection)) }
+        case .connectionFailed(let peer, let error):
+            if pendingConnect?.peer == peer.address { endConnect(HostError(.commandFailed, "\(description): \(error)"), cancel: false) }
+        case .disconnected(let peer, let error):
+            if pendingConnect?.peer == peer.address {
+                endConnect(HostError(.disconnected, "\(description): the connection ended while connecting"), cancel: false)
+            }
+            guard let handle = handle(of: peer, role: .central) else { return }
+            linkEnded(handle, reason: Self.reason(error))
+        case .mtuChanged(let peer, let mtu):
+            guard let handle = handle(of: peer, role: .central) else { return }
+            links[handle]?.mtu = mtu
+            emit(.attMTUChanged(handle: handle, mtu: mtu))
+        case .valueUpdated(let peer, let attribute, let value):
+            guard let handle = handle(of: peer, role: .central) else { return }
+            emit(.gattNotification(handle: handle, attributeHandle: attribute, value: value))
+        case .readyToSendWriteWithoutResponse(let peer):
+            guard let handle = handle(of: peer, role: .central), links[handle]?.writesFull == true else { return }
+            links[handle]?.writesFull = false
+            emit(.readyToSend(handle: handle))
+        case .servicesChanged(let peer, _, _):
+            guard let handle = handle(of: peer, role: .central) else { return }
+            links[handle]?.services = [:]
+            links[handle]?.characteristics = [:]
+            links[handle]?.clientConfigurations = [:]
+        case .nameUpdated:
+            break
+        }
+    }
+
+    /// The HCI reason a backend's disconnection stands for: none given = we closed it.
+    static func reason(_ error: CBBackendError?) -> HCIStatus {
+        switch error {
+        case nil: .connectionTerminatedByLocalHost
+        case .core(.connectionTimeout, _)?: .connectionTimeout
+        default: .remoteUserTerminatedConnection
+        }
+    }
+
+    // MARK: Security (bluetoothd's)
+
+    func pair(connectionHandle handle: UInt16, options: PairingOptions,
+              completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) {
+        completion(.failure(Self.pairingRefusal))
+    }
+
+    func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
+                         completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?) {
+        completion?(.failure(Self.pairingRefusal))
+    }
+
+    func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer) {}
+
+    static let pairingRefusal = HostError(
+        .unsupported, "bluetoothd pairs by itself when a request needs it (its default agent, or ours with OCB_BLUEZ_AGENT)")
+
+    // MARK: L2CAP (not through this API on bluetoothd yet)
+
+    static let l2capRefusal = "L2CAP channels through bluetoothd are not offered by this API yet (OpenCoreBluetooth's managers have them)"
+
+    func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool,
+                             completion: (@Sendable (Result<Void, L2CAPLinkError>) -> Void)?) {
+        onLoop { completion?(.failure(L2CAPLinkError(.invalidParameters, Self.l2capRefusal))) }
+    }
+
+    func unregisterL2CAPServer(psm: UInt16) {}
+
+    func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
+                     completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
+        onLoop { completion(.failure(HostError(.unsupported, Self.l2capRefusal))) }
+    }
+
+    func sendL2CAPSDU(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier, _ sdu: [UInt8],
+                      completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { completion?(.failure(HostError(.unsupported, Self.l2capRefusal))) }
+    }
+
+    func closeL2CAPChannel(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier,
+                           completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { completion?(.success(())) }
+    }
+}
