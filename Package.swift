@@ -39,6 +39,7 @@ let package = Package(
         .executable(name: "Seed004Central", targets: ["Seed004Central"]),
         .executable(name: "ChatPeripheral", targets: ["ChatPeripheral"]),
         .executable(name: "L2CAPEcho", targets: ["L2CAPEcho"]),
+        .executable(name: "BatteryLE", targets: ["BatteryLE"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -149,6 +150,7 @@ let package = Package(
         // A CoreBluetooth L2CAP channel between two programs (publish, PSM characteristic, open, echo): the BlueZ
         // backend's kernel sockets are checked with it in the VM.
         .executableTarget(name: "L2CAPEcho", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/L2CAPEcho", swiftSettings: strict),
+        .executableTarget(name: "BatteryLE", dependencies: ["BluetoothLE", "ExampleSupport"], path: "Examples/BatteryLE", swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["BluetoothCore"], path: "Tests/TestSupport", swiftSettings: strict),
         // A bluetoothd stand-in on a test dbus-daemon, for the BlueZ backend's tests (OpenCoreBluetooth, blue).
         .target(name: "BlueZTestSupport", dependencies: ["DBus", "TestSupport"], path: "Tests/BlueZTestSupport", swiftSettings: strict),

@@ -53,9 +53,9 @@ if [ -z "$blue" ]; then
     blue=$root/.build-static/release/blue
 fi
 [ -x "$blue" ] || { say "no static blue at $blue"; exit 1; }
-# Seed 001's two programs and the L2CAP echo example, static too, for the BlueZ backend's scenarios (the guest
+# Seed 001's two programs, the L2CAP echo and BatteryLE examples, static too, for the BlueZ backend's scenarios (the guest
 # finds them through the repository share).
-for seed in Seed001Central Seed001Peripheral L2CAPEcho; do
+for seed in Seed001Central Seed001Peripheral L2CAPEcho BatteryLE; do
     if [ ! -x ".build-static/release/$seed" ] || [ -z "${OCB_VM_BLUE:-}" ]; then
         say "building a static $seed"
         Scripts/build-static.sh --product "$seed" > "$work/build-static-$seed.log" 2>&1 \

@@ -4,6 +4,7 @@ import BluetoothRuntime
 import GATT
 public import Host
 import L2CAP
+import OpenCoreBluetooth
 public import StackLauncher
 
 /// The async/await API over one ``HostStack`` (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part A L2CAP
@@ -89,14 +90,12 @@ public final class BluetoothStack: Sendable {
         unsubscribe = { subscription.cancel() }
     }
 
-    /// Opens and starts the stack a `--hci` name (or `OCB_HCI`) gives: `bluez` / `bluez:hciN` for bluetoothd,
-    /// anything else for our host on that transport (`StackLauncher`: `air`, `tcp:...`, `hci0`...).
+    /// Opens and starts the stack a `--hci` name (or `OCB_HCI`) gives, as OpenCoreBluetooth reads it: `bluez` /
+    /// `bluez:hciN` for bluetoothd; empty or `virtual` for the shared air (its hub started when none runs), `air:PATH`,
+    /// `in-process`, or any `--hci` transport of our host (`tcp:HOST:PORT`, `hci0`...).
     public static func open(_ name: String) async throws -> BluetoothStack {
-        if name == "bluez" || name.hasPrefix("bluez:") {
-            let adapter = name == "bluez" ? nil : String(name.dropFirst("bluez:".count))
-            guard adapter.map({ $0.hasPrefix("hci") && $0.count > 3 }) ?? true else {
-                throw BluetoothLEError(.invalidParameters, "\(name): bluetoothd's adapters are named bluez:hciN")
-            }
+        let transport = HostBackend.transport(named: name)
+        if case .bluez(let adapter) = transport {
             let stack = BluetoothStack(bluez: adapter)
             do {
                 try await stack.start()
@@ -107,9 +106,9 @@ public final class BluetoothStack: Sendable {
             return stack
         }
         do {
-            return BluetoothStack(launched: try await StackLauncher.open(name))
+            return BluetoothStack(launched: try await HostBackend.launch(transport, options: StackLaunchOptions(label: "BluetoothLE.stack")))
         } catch {
-            throw BluetoothLEError(.notReady, "\(name): \(error)")
+            throw BluetoothLEError(.notReady, "\(name.isEmpty ? "virtual" : name): \(error.reason)")
         }
     }
 

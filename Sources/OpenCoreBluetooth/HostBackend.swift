@@ -102,6 +102,22 @@ public enum HostBackend {
         SharedAirHub.executable(environment: environment, programPath: programPath, isExecutable: isExecutable)
     }
 
+    /// Opens our host on `transport` (starting the air hub when it names one that does not run yet); bluetoothd's
+    /// stack is not ours to launch (``Transport/bluez(adapter:)`` throws).
+    package static func launch(_ transport: Transport, options: StackLaunchOptions) async throws(StackLaunchError) -> LaunchedStack {
+        switch transport {
+        case .inProcess(let air):
+            return try await air.makeStack(options: options)
+        case .hub(let path):
+            try await ensureHub(at: path)
+            return try await StackLauncher.open(spec: .air(path: path), options: options)
+        case .specification(let text):
+            return try await StackLauncher.open(text, options: options)
+        case .bluez:
+            throw StackLaunchError(.invalidSpecification, "bluez is bluetoothd's stack, not ours")
+        }
+    }
+
     private static let startedHubs = LockedValue<[Int32]>([])
 
     /// The process ids of the hubs this process started (in order). They outlive the process, as the hubs `blue`
@@ -240,23 +256,15 @@ final class HostBackendStack: Sendable {
                 options.host.security.bondStore = FileBondStore(directory: directory)
                 options.identity = .persistent(directory: directory)
             }
-            let result: Result<LaunchedStack, StackLaunchError>
-            switch transport {
-            case .inProcess(let air):
+            if case .inProcess(let air) = transport {
                 options.host.address = .publicAddress
                 state.withLock { $0.air = air }
-                do throws(StackLaunchError) { result = .success(try await air.makeStack(options: options)) } catch { result = .failure(error) }
-            case .hub(let path):
-                do throws(StackLaunchError) {
-                    try await HostBackend.ensureHub(at: path)
-                    result = .success(try await StackLauncher.open(spec: .air(path: path), options: options))
-                } catch {
-                    result = .failure(error)
-                }
-            case .specification(let text):
-                do throws(StackLaunchError) { result = .success(try await StackLauncher.open(text, options: options)) } catch { result = .failure(error) }
-            case .bluez:
-                result = .failure(StackLaunchError(.invalidSpecification, "bluez is bluetoothd's stack, not ours"))
+            }
+            let result: Result<LaunchedStack, StackLaunchError>
+            do throws(StackLaunchError) {
+                result = .success(try await HostBackend.launch(transport, options: options))
+            } catch {
+                result = .failure(error)
             }
             switch result {
             case .success(let stack):
