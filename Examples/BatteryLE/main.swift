@@ -5,8 +5,9 @@
 //        BatteryLE --role central [--hci NAME] [--count N] [--timeout SECONDS]
 // The peripheral publishes the Battery Service (0x180F) with a Battery Level (0x2A19: read, write, notify),
 // advertises it, prints "ready", notifies a falling level every 100 ms to a subscribed central, prints each value
-// written, and exits 0 once its first central has gone. The central finds the service, connects, reads the level,
-// takes --count notifications (default 3), writes 50, reads it back, disconnects and exits 0. Either exits 1 with one
+// written, echoes SDUs on an L2CAP channel (PSM 0x0081) with "echo: " in front, and exits 0 once its first central
+// has gone. The central finds the service, connects, reads the level, takes --count notifications (default 3),
+// writes 50, reads it back, sends a line on an L2CAP channel and prints the echo, disconnects and exits 0. Either exits 1 with one
 // line on a failure or at the timeout (default 60 s).
 import BluetoothLE
 import ExampleSupport
@@ -15,6 +16,7 @@ import Foundation
 let example = ExampleProgram("BatteryLE")
 let batteryService = BluetoothUUID(0x180F)
 let batteryLevel = BluetoothUUID(0x2A19)
+let echoPSM: UInt16 = 0x0081
 
 func log(_ text: String) { example.log(text) }
 
@@ -43,6 +45,15 @@ func servePeripheral(_ stack: BluetoothStack) async throws {
         .onWrite { write in print("wrote \(write.value)") }
     try await stack.publish(deviceName: "BatteryLE") { Service(batteryService) { level } }
     let centrals = stack.connections()
+    let channels = try await stack.publishL2CAPChannel(psm: echoPSM)
+    let echo = Task {
+        for await channel in channels {
+            Task {
+                for await sdu in channel.incoming { try await channel.send(Array("echo: ".utf8) + sdu) }
+            }
+        }
+    }
+    defer { echo.cancel() }
     let advertising = try await stack.advertise(name: "BatteryLE", services: [batteryService])
     // Unbuffered, for whoever waits for it through a pipe.
     FileHandle.standardOutput.write(Data("ready\n".utf8))
@@ -85,6 +96,12 @@ func runCentral(_ stack: BluetoothStack, count: Int) async throws {
     print("notified \(received)")
     try await peripheral.write(level, value: [50])
     print("read back \(try await peripheral.read(level))")
+    let channel = try await peripheral.openL2CAPChannel(psm: echoPSM)
+    try await channel.send(Array("hello over L2CAP".utf8))
+    var replies = channel.incoming.makeAsyncIterator()
+    guard let reply = await replies.next() else { example.fail("the channel closed without an echo") }
+    print("L2CAP \(String(decoding: reply, as: UTF8.self)) (peer MTU \(channel.peerMTU))")
+    await channel.close()
     try await peripheral.disconnect()
     print("disconnected")
 }

@@ -171,7 +171,7 @@ extension BlueZStackEngine {
                 emit(.readyToSend(handle: handle))
             }
         case .l2capChannelOpened(let channel):
-            channel.close()
+            incomingChannel(channel)
         }
     }
 

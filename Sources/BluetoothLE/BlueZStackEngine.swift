@@ -19,13 +19,13 @@ import SMP
 /// attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
 /// handles a ``GATTDatabase`` of the engine numbers the published services with (bluetoothd numbers its own).
 ///
-/// What bluetoothd decides differently from our host (README "BlueZ backend"): connection parameters, PHY and the
-/// own address are not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1
-/// properties); GATT procedures are those its API offers (discovery, reads and writes of whole values, Write
+/// What bluetoothd decides differently from our host (README "BlueZ backend"): connection parameters and PHY are
+/// not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1
+/// properties); the own address is the adapter's (Adapter1.Address); GATT procedures are those its API offers (discovery, reads and writes of whole values, Write
 /// Commands, notifications); the local GAP name is the adapter's alias; advertising carries a name and service
 /// UUIDs, connectable; pairing is bluetoothd's (its default agent, or ours with `OCB_BLUEZ_AGENT`), so `pair()` and
-/// `requestSecurity()` are refused; L2CAP channels are not offered through this API yet (OpenCoreBluetooth's
-/// managers have them on bluetoothd).
+/// `requestSecurity()` are refused; L2CAP channels are the kernel's L2CAP sockets on bluetoothd's links (CIDs
+/// here are the engine's own names for them; the kernel does not tell the real ones).
 final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     /// One link, in either role.
     struct Link {
@@ -95,6 +95,10 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     var nextRequestID: UInt64 = 0
     /// bluetoothd's notification socket of some characteristic is full; `readyToUpdateSubscribers` empties it.
     var updatesFull = false
+    // L2CAP
+    var channels: [ChannelKey: OpenChannel] = [:]
+    var l2capServers: [UInt16: L2CAPChannelServer] = [:]
+    var nextChannelID: UInt16 = 0x0040
 
     enum Phase { case idle, starting, started, failed(HostError), closed }
 
@@ -154,7 +158,13 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
             for first in [states.central, states.peripheral] {
                 if let first, first != .poweredOn { return finishStart(.failure(startFailure(first))) }
             }
-            if states.central == .poweredOn, states.peripheral == .poweredOn { finishStart(.success(controllerInfo)) }
+            if states.central == .poweredOn, states.peripheral == .poweredOn {
+                if let address = (central as? any BackendAdapterAddress)?.adapterAddress {
+                    controllerInfo.publicAddress = address
+                    controllerInfo.ownAddress = address
+                }
+                finishStart(.success(controllerInfo))
+            }
             return
         }
         guard case .started = phase, state != .poweredOn else { return }
@@ -235,6 +245,11 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         if link.connection.role == .peripheral {
             for key in localValues.keys { localValues[key]?.subscribers.remove(link.connection.peer) }
             for (id, request) in deferredRequests where request.connection == handle { deferredRequests[id] = nil }
+        }
+        for (key, channel) in channels where key.connection == handle {
+            channels[key] = nil
+            channel.backend.close()
+            for waiting in channel.waiting { waiting.completion?(.failure(HostError(.disconnected, "the link ended"))) }
         }
         for waiter in link.disconnectWaiters { waiter(.success(reason)) }
         emit(.disconnected(handle: handle, reason: reason))
@@ -389,30 +404,4 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
 
     static let pairingRefusal = HostError(
         .unsupported, "bluetoothd pairs by itself when a request needs it (its default agent, or ours with OCB_BLUEZ_AGENT)")
-
-    // MARK: L2CAP (not through this API on bluetoothd yet)
-
-    static let l2capRefusal = "L2CAP channels through bluetoothd are not offered by this API yet (OpenCoreBluetooth's managers have them)"
-
-    func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool,
-                             completion: (@Sendable (Result<Void, L2CAPLinkError>) -> Void)?) {
-        onLoop { completion?(.failure(L2CAPLinkError(.invalidParameters, Self.l2capRefusal))) }
-    }
-
-    func unregisterL2CAPServer(psm: UInt16) {}
-
-    func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
-                     completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
-        onLoop { completion(.failure(HostError(.unsupported, Self.l2capRefusal))) }
-    }
-
-    func sendL2CAPSDU(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier, _ sdu: [UInt8],
-                      completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
-        onLoop { completion?(.failure(HostError(.unsupported, Self.l2capRefusal))) }
-    }
-
-    func closeL2CAPChannel(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier,
-                           completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
-        onLoop { completion?(.success(())) }
-    }
 }

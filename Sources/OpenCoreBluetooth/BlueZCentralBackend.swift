@@ -54,6 +54,12 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     private let state = LockedValue(State())
     private let events = DispatchQueue(label: "OpenCoreBluetooth.bluez.events")
 
+    /// The adapter's address (Adapter1.Address), once found (``BackendAdapterAddress``).
+    package var adapterAddress: BluetoothAddress? {
+        let (tree, adapter) = state.withLock { ($0.tree, $0.adapterPath) }
+        return BlueZL2CAPSocket.adapterAddress(tree, adapter)
+    }
+
     static let deviceInterface = BlueZAdapterSession.deviceInterface
     static let adapterInterface = BlueZAdapterSession.adapterInterface
     static let serviceInterface = "org.bluez.GattService1"

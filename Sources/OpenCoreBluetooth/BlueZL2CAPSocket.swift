@@ -128,7 +128,7 @@ enum BlueZL2CAPSocket {
 /// An open channel on a kernel L2CAP socket (``BlueZL2CAPSocket``): a reader thread polls it (and a wake pipe) and
 /// reports each SDU, room to send again after a full send buffer (EAGAIN), and the end; `send` writes one SDU of at
 /// most the peer's MTU without blocking.
-final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable {
+final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable, L2CAPChannelPeerMTU {
     private struct State {
         var sink: (@Sendable (CBL2CAPChannelBackendEvent) -> Void)?
         var waitingToSend = false
@@ -140,6 +140,7 @@ final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable {
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let sendMTU: Int
+    var peerMTU: Int { sendMTU }
     private let state = LockedValue(State())
     private let queue = DispatchQueue(label: "OpenCoreBluetooth.bluez.l2cap")
 

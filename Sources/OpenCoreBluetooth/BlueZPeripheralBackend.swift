@@ -20,7 +20,7 @@ import Foundation
 /// central; they are reported for the central connected most recently. Services added or removed re-register the
 /// application (bluetoothd reads an application once). Published L2CAP channels are listening kernel L2CAP sockets
 /// (``BlueZL2CAPListener``). Not yet: connection latency.
-final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
+final class BlueZPeripheralBackend: CBPeripheralBackend, L2CAPFixedPSMPublishing, Sendable {
     private struct Published {
         var service: CBBackendLocalService
         var path: String
@@ -570,13 +570,19 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, Sendable {
     /// A listening kernel L2CAP socket on a PSM the kernel picks (LE dynamic range, Core 5.4 Vol 3 Part A §4.22),
     /// encryption required when asked (BT_SECURITY medium: the kernel refuses an unencrypted link).
     func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
+        publishL2CAPChannel(psm: 0, encryptionRequired: encryptionRequired, completion: completion)
+    }
+
+    /// As ``publishL2CAPChannel(encryptionRequired:completion:)`` on `psm` (0: the kernel picks one).
+    func publishL2CAPChannel(psm: UInt16, encryptionRequired: Bool,
+                             completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
         let (tree, adapter) = state.withLock { ($0.tree, $0.adapterPath) }
         guard let local = BlueZL2CAPSocket.adapterAddress(tree, adapter) else {
             return completion(.failure(.core(.unknown, "bluetoothd does not say the adapter's address")))
         }
         let fd: Int32
         do throws(BlueZL2CAPSocket.Failure) {
-            fd = try BlueZL2CAPSocket.open(local: local, psm: 0, encrypted: encryptionRequired)
+            fd = try BlueZL2CAPSocket.open(local: local, psm: psm, encrypted: encryptionRequired)
         } catch {
             return completion(.failure(.core(.unknown, error.description)))
         }

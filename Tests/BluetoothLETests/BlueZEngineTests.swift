@@ -35,6 +35,8 @@ struct BlueZEngineTests {
 
     @Test func aCentralThroughBluetoothd() async throws {
         try await withStack { stack, bluetoothd in
+            // The adapter's Address property.
+            #expect(await stack.localAddress().description == "00:AA:01:00:00:23")
             var found: Advertisement?
             for try await advertisement in stack.scan(services: [Self.service]) {
                 found = advertisement
@@ -144,6 +146,9 @@ struct BlueZEngineTests {
             #expect(await eventually { bluetoothd.signalled(levelPath).contains([42]) }, "\(bluetoothd.signalled(levelPath))")
 
             await advertising.stop()
+            // An L2CAP server is a kernel socket bound to the adapter's address and the PSM: here (no such adapter
+            // in the kernel) the kernel refuses it, and the refusal reaches the caller.
+            await #expect(throws: BluetoothLEError.self) { _ = try await stack.publishL2CAPChannel(psm: 0x0081) }
             _ = central
         }
     }

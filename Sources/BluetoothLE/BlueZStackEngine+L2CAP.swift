@@ -1,0 +1,164 @@
+import BluetoothCore
+import Host
+import L2CAP
+import OpenCoreBluetooth
+
+/// LE credit-based channels (Core 5.4 Vol 3 Part A §4.22) on bluetoothd's links: the kernel's L2CAP sockets,
+/// through OpenCoreBluetooth's BlueZ backends (a connecting socket to open one; a listening socket bound to the
+/// server's PSM to accept them). The kernel runs the credits and segmentation: one SOCK_SEQPACKET write is one SDU,
+/// a full socket holds an SDU back until it drains (`canSend`). Channel identifiers are the engine's own (the kernel
+/// does not give the CIDs); the peer's MTU is the socket's send MTU; MPS values are not known (0).
+extension BlueZStackEngine {
+    struct ChannelKey: Hashable {
+        var connection: UInt16
+        var channel: UInt16
+    }
+
+    /// An open channel and the SDUs waiting for room in its socket.
+    struct OpenChannel {
+        var backend: any CBL2CAPChannelBackend
+        var info: L2CAPChannelInfo
+        var waiting: [(sdu: [UInt8], completion: (@Sendable (Result<Void, HostError>) -> Void)?)] = []
+    }
+
+    func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool,
+                             completion: (@Sendable (Result<Void, L2CAPLinkError>) -> Void)?) {
+        onLoop { [self] in
+            guard l2capServers[server.psm] == nil else {
+                completion?(.failure(L2CAPLinkError(.psmInUse, "PSM \(server.psm) is already published")))
+                return
+            }
+            guard let publisher = peripheral as? any L2CAPFixedPSMPublishing else {
+                completion?(.failure(L2CAPLinkError(.invalidParameters, "this backend cannot publish a PSM of its choosing")))
+                return
+            }
+            l2capServers[server.psm] = server
+            publisher.publishL2CAPChannel(psm: server.psm, encryptionRequired: requiresEncryption) { [self] result in
+                onLoop { [self] in
+                    switch result {
+                    case .success:
+                        completion?(.success(()))
+                    case .failure(let error):
+                        l2capServers[server.psm] = nil
+                        completion?(.failure(L2CAPLinkError(.psmInUse, "the kernel refused PSM \(server.psm): \(error)")))
+                    }
+                }
+            }
+        }
+    }
+
+    func unregisterL2CAPServer(psm: UInt16) {
+        onLoop { [self] in
+            guard l2capServers.removeValue(forKey: psm) != nil else { return }
+            peripheral.unpublishL2CAPChannel(psm) { _ in }
+        }
+    }
+
+    func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
+                     completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
+        onLoop { [self] in
+            guard let link = links[handle] else {
+                return completion(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
+            }
+            guard link.connection.role == .central else {
+                return completion(.failure(HostError(.unsupported, "through bluetoothd a channel is opened from the central's side")))
+            }
+            central.openL2CAPChannel(link.peer, psm: psm) { [self] result in
+                onLoop { [self] in
+                    switch result {
+                    case .success(let backend):
+                        guard links[handle] != nil else {
+                            backend.close()
+                            return completion(.failure(HostError(.disconnected, "the link ended while the channel opened")))
+                        }
+                        completion(.success(adopt(backend, on: handle, psm: psm, localMTU: mtu, initiator: true)))
+                    case .failure(let error):
+                        completion(.failure(HostError(.commandFailed, "no channel on PSM \(psm): \(error)")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A central opened a channel on a published PSM (on the loop).
+    func incomingChannel(_ backend: any CBL2CAPChannelBackend) {
+        guard let server = l2capServers[backend.psm] else { return backend.close() }
+        let handle = link(backend.peer, role: .peripheral)
+        _ = adopt(backend, on: handle, psm: backend.psm, localMTU: server.mtu, initiator: false)
+    }
+
+    /// Names a new channel, listens to it and reports it open.
+    private func adopt(_ backend: any CBL2CAPChannelBackend, on handle: UInt16, psm: UInt16, localMTU: UInt16,
+                       initiator: Bool) -> L2CAPChannelInfo {
+        while channels.keys.contains(where: { $0.channel == nextChannelID }) {
+            nextChannelID = nextChannelID >= 0x00FF ? 0x0040 : nextChannelID + 1
+        }
+        let cid = nextChannelID
+        nextChannelID = nextChannelID >= 0x00FF ? 0x0040 : nextChannelID + 1
+        let peerMTU = (backend as? any L2CAPChannelPeerMTU)?.peerMTU ?? 23
+        let info = L2CAPChannelInfo(localCID: L2CAPChannelIdentifier(cid), remoteCID: L2CAPChannelIdentifier(cid), psm: psm,
+                                    localMTU: localMTU, localMPS: 0, remoteMTU: UInt16(clamping: peerMTU), remoteMPS: 0,
+                                    isInitiator: initiator)
+        let key = ChannelKey(connection: handle, channel: cid)
+        channels[key] = OpenChannel(backend: backend, info: info)
+        emit(.l2capChannelOpened(handle: handle, info))
+        backend.start { [weak self] event in
+            guard let engine = self else { return }
+            engine.onLoop { engine.channelEvent(key, event) }
+        }
+        return info
+    }
+
+    private func channelEvent(_ key: ChannelKey, _ event: CBL2CAPChannelBackendEvent) {
+        guard channels[key] != nil else { return }
+        switch event {
+        case .received(let sdu):
+            emit(.l2capSDU(handle: key.connection, channel: L2CAPChannelIdentifier(key.channel), sdu: sdu))
+        case .canSend:
+            flush(key)
+        case .closed:
+            guard let channel = channels.removeValue(forKey: key) else { return }
+            for waiting in channel.waiting { waiting.completion?(.failure(HostError(.disconnected, "the channel closed"))) }
+            emit(.l2capChannelClosed(handle: key.connection, channel: L2CAPChannelIdentifier(key.channel), .peerRequest))
+        }
+    }
+
+    func sendL2CAPSDU(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier, _ sdu: [UInt8],
+                      completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { [self] in
+            let key = ChannelKey(connection: handle, channel: channel.rawValue)
+            guard let open = channels[key] else {
+                completion?(.failure(HostError(.invalidParameters, "no open channel \(channel.rawValue) on \(Dissection.hex16(handle))")))
+                return
+            }
+            guard !sdu.isEmpty, sdu.count <= Int(open.info.remoteMTU) else {
+                completion?(.failure(HostError(.invalidParameters, "an SDU of \(sdu.count) octets (the peer takes 1 to \(open.info.remoteMTU))")))
+                return
+            }
+            channels[key]?.waiting.append((sdu, completion))
+            flush(key)
+        }
+    }
+
+    /// Writes the waiting SDUs while the socket takes them.
+    private func flush(_ key: ChannelKey) {
+        while let channel = channels[key], let first = channel.waiting.first {
+            let written = channel.backend.send(first.sdu)
+            if written == 0 { return }
+            channels[key]?.waiting.removeFirst()
+            if written == first.sdu.count {
+                first.completion?(.success(()))
+            } else {
+                first.completion?(.failure(HostError(.protocolError, "the kernel took \(written) of \(first.sdu.count) octets of one SDU")))
+            }
+        }
+    }
+
+    func closeL2CAPChannel(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier,
+                           completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { [self] in
+            channels[ChannelKey(connection: handle, channel: channel.rawValue)]?.backend.close()
+            completion?(.success(()))
+        }
+    }
+}
