@@ -2,12 +2,12 @@
 //
 // What it is: `BluetoothStack` wraps one stack engine (`StackEngine`: the host operations it uses, with the host's
 // signatures): our `HostStack` on any transport, or bluetoothd (`BlueZStackEngine`, over OpenCoreBluetooth's BlueZ
-// backends, which turns their events into the host's events so that nothing above the seam knows). It offers the
-// GAP central and peripheral roles (Core 5.4 Vol 3 Part C §9), the GATT client and server (Vol 3 Part G) and LE
-// credit-based L2CAP channels (Vol 3 Part A §4.22) with Swift concurrency: scanning, notifications, incoming centrals and channel SDUs are
-// `AsyncSequence`s; connect, discovery, reads, writes, notify and channel sends are `async throws`; servers are
-// declared with result builders (`Service { Characteristic(...) }`). Errors are `BluetoothLEError` (code, reason,
-// ATT error, HCI status); cancellation throws `CancellationError`.
+// backends, which turns their events into the host's events so that nothing above the seam knows). It offers the GAP
+// central and peripheral roles (Core 5.4 Vol 3 Part C §9), the GATT client and server (Vol 3 Part G) and LE
+// credit-based L2CAP channels (Vol 3 Part A §4.22) with Swift concurrency: scanning, notifications, incoming centrals
+// and channel SDUs are `AsyncSequence`s; connect, discovery, reads, writes, notify and channel sends are `async
+// throws`; servers are declared with result builders (`Service { Characteristic(...) }`). Errors are `BluetoothLEError`
+// (code, reason, ATT error, HCI status); cancellation throws `CancellationError`.
 //
 // Who owns the state: `StackCore`, confined to the engine's event loop (the `EventLoop` the `HostStack` was built
 // on: `DispatchEventLoop` in production, `ManualEventLoop` in deterministic tests; the BlueZ engine's own
