@@ -104,7 +104,7 @@ let package = Package(
             name: "BluetoothLE",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
-                "HCI", "SMP", "OpenCoreBluetooth",
+                "HCI", "SMP", "OpenCoreBluetooth", "BlueZ",
             ],
             swiftSettings: strict
         ),

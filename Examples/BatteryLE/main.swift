@@ -2,11 +2,11 @@
 // names: our host on a transport ("virtual": the shared air, "hci1", "tcp:..."), or bluetoothd ("bluez", "bluez:hciN").
 //
 // Usage: BatteryLE --role peripheral [--hci NAME] [--timeout SECONDS]
-//        BatteryLE --role central [--hci NAME] [--count N] [--timeout SECONDS]
+//        BatteryLE --role central [--hci NAME] [--count N] [--pair] [--timeout SECONDS]
 // The peripheral publishes the Battery Service (0x180F) with a Battery Level (0x2A19: read, write, notify),
 // advertises it, prints "ready", notifies a falling level every 100 ms to a subscribed central, prints each value
 // written, echoes SDUs on an L2CAP channel (PSM 0x0081) with "echo: " in front, and exits 0 once its first central
-// has gone. The central finds the service, connects, reads the level, takes --count notifications (default 3),
+// has gone. The central finds the service, connects (and pairs, with --pair), reads the level, takes --count notifications (default 3),
 // writes 50, reads it back, sends a line on an L2CAP channel and prints the echo, disconnects and exits 0. Either exits 1 with one
 // line on a failure or at the timeout (default 60 s).
 import BluetoothLE
@@ -86,6 +86,10 @@ func runCentral(_ stack: BluetoothStack, count: Int) async throws {
     print("found \(advertisement.address) \(advertisement.localName ?? "(no name)")")
     let peripheral = try await stack.connect(to: advertisement, timeout: .seconds(30))
     print("connected, ATT_MTU \(peripheral.mtu)")
+    if example.flag("--pair") {
+        let outcome = try await peripheral.pair()
+        print("paired: \(outcome.method.map { "\($0)" } ?? "existing bond"), \(outcome.bonded ? "bonded" : "not bonded")")
+    }
     let level = try await peripheral.characteristic(batteryLevel, service: batteryService)
     print("level \(try await peripheral.read(level))")
     var received: [[UInt8]] = []

@@ -6,6 +6,7 @@ import GATT
 import HCI
 import Host
 import L2CAP
+import BlueZ
 import OpenCoreBluetooth
 import SMP
 
@@ -23,8 +24,9 @@ import SMP
 /// not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1
 /// properties); the own address is the adapter's (Adapter1.Address); GATT procedures are those its API offers (discovery, reads and writes of whole values, Write
 /// Commands, notifications); the local GAP name is the adapter's alias; advertising carries a name and service
-/// UUIDs, connectable; pairing is bluetoothd's (its default agent, or ours with `OCB_BLUEZ_AGENT`), so `pair()` and
-/// `requestSecurity()` are refused; L2CAP channels are the kernel's L2CAP sockets on bluetoothd's links (CIDs
+/// UUIDs, connectable; `pair()` is Device1.Pair with our agent (bluetoothd chooses the method and keeps the bond),
+/// pairings bluetoothd starts by itself are answered by its default agent (or ours with `OCB_BLUEZ_AGENT`), and
+/// `requestSecurity()` is refused (bluetoothd has no call for a Security Request); L2CAP channels are the kernel's L2CAP sockets on bluetoothd's links (CIDs
 /// here are the engine's own names for them; the kernel does not tell the real ones).
 final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     /// One link, in either role.
@@ -99,6 +101,9 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     var channels: [ChannelKey: OpenChannel] = [:]
     var l2capServers: [UInt16: L2CAPChannelServer] = [:]
     var nextChannelID: UInt16 = 0x0040
+    // Pairing: the agent's prompt awaiting the delegate's answer, and the method each pairing showed, per link.
+    var pendingPrompts: [UInt16: @Sendable (BlueZAgent.Answer) -> Void] = [:]
+    var pairingMethods: [UInt16: SMPPairingMethod] = [:]
 
     enum Phase { case idle, starting, started, failed(HostError), closed }
 
@@ -246,6 +251,8 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
             for key in localValues.keys { localValues[key]?.subscribers.remove(link.connection.peer) }
             for (id, request) in deferredRequests where request.connection == handle { deferredRequests[id] = nil }
         }
+        pendingPrompts.removeValue(forKey: handle)?(.reject)
+        pairingMethods[handle] = nil
         for (key, channel) in channels where key.connection == handle {
             channels[key] = nil
             channel.backend.close()
@@ -387,21 +394,4 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         default: .remoteUserTerminatedConnection
         }
     }
-
-    // MARK: Security (bluetoothd's)
-
-    func pair(connectionHandle handle: UInt16, options: PairingOptions,
-              completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) {
-        completion(.failure(Self.pairingRefusal))
-    }
-
-    func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
-                         completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?) {
-        completion?(.failure(Self.pairingRefusal))
-    }
-
-    func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer) {}
-
-    static let pairingRefusal = HostError(
-        .unsupported, "bluetoothd pairs by itself when a request needs it (its default agent, or ours with OCB_BLUEZ_AGENT)")
 }

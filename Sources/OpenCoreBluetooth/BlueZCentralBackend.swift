@@ -158,6 +158,66 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
     }
 
+    /// Pairs with a connected `peer` (Device1.Pair, at most ``pairLimit``): bluetoothd chooses the method and keeps
+    /// the bond; its prompts go to `prompts` through an agent of ours registered for this backend's calls (not as the
+    /// default: the desktop's agent keeps answering the rest), or to the `OCB_BLUEZ_AGENT` agent when that one runs
+    /// (bluetoothd takes one agent per client). Already paired: success (bluetoothd's AlreadyExists).
+    package func pair(_ peer: CBBackendPeer, prompts: @escaping BlueZAgent.Handler,
+                      completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        guard let path = devicePath(peer), let connection = state.load().tree?.connection else {
+            return completion(.failure(.core(.notConnected, "bluetoothd does not know \(peer)")))
+        }
+        Task { [self] in
+            if registeredAgent.load() == nil {
+                do throws(DBusError) {
+                    let agent = try await BlueZAgent.register(on: connection, path: Self.agentPath(), capability: .keyboardDisplay,
+                                                              handler: prompts)
+                    let keep = registeredAgent.withLock { current -> Bool in
+                        guard current == nil else { return false }
+                        current = agent
+                        return true
+                    }
+                    if !keep { await agent.unregister() }
+                } catch {
+                    return completion(.failure(.core(.unknown, "bluetoothd did not take our pairing agent: \(error)")))
+                }
+            }
+            // bluetoothd 5.66 answers Pair on a link whose services are resolved only after resolving them again,
+            // which never ends (found in the VM: bonding completes, the reply never comes): the Paired property
+            // turning true is the success too, whichever comes first.
+            let finished = LockedValue(false)
+            let finish: @Sendable (Result<Void, CBBackendError>) -> Void = { result in
+                if finished.withLock({ value in defer { value = true }; return !value }) { completion(result) }
+            }
+            watchPaired(path, until: finished, finish)
+            call(path, Self.deviceInterface, "Pair", timeout: Self.pairLimit) { result in
+                switch result {
+                case .success:
+                    finish(.success(()))
+                case .failure(let error) where error.name == "org.bluez.Error.AlreadyExists":
+                    finish(.success(()))
+                case .failure(let error):
+                    finish(.failure(.core(error.code == .timedOut ? .connectionTimeout : .unknown, "bluetoothd: \(error)")))
+                }
+            }
+        }
+    }
+
+    /// Checks the device's Paired property every 200 ms until `finished`; true calls `finish` with success.
+    private func watchPaired(_ path: String, until finished: LockedValue<Bool>,
+                             _ finish: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
+            guard let self, !finished.load(), !state.load().closed else { return }
+            if state.load().tree?.properties(path, Self.deviceInterface)?["Paired"]?.boolValue == true {
+                return finish(.success(()))
+            }
+            watchPaired(path, until: finished, finish)
+        }
+    }
+
+    /// How long bluetoothd may take to pair (a person types a passkey within it).
+    static let pairLimit: Duration = .seconds(90)
+
     private static let agentCounter = LockedValue(0)
 
     /// A path of its own for each backend's agent (bluetoothd tells agents apart by bus name and path).

@@ -1,6 +1,7 @@
 import BlueZTestSupport
 import BluetoothCore
 @testable import BluetoothLE
+import BluetoothRuntime
 import DBus
 import Foundation
 import GATT
@@ -82,12 +83,18 @@ struct BlueZEngineTests {
             await #expect(throws: BluetoothLEError.self) {
                 _ = try await peripheral.perform(.readMultipleCharacteristicValues(handles: [0x0012, 0x0015]))
             }
-            do {
-                _ = try await peripheral.pair()
-                Issue.record("pair() through bluetoothd should be refused")
-            } catch let error as PairingError {
-                #expect(error.reason.contains("bluetoothd pairs by itself"), "\(error)")
-            }
+            // pair(): Device1.Pair with our agent; its Numeric Comparison prompt reaches the stack's delegate. Refused
+            // first (bluetoothd's AuthenticationRejected), then confirmed.
+            let delegate = ComparisonDelegate()
+            stack.setPairingDelegate(delegate)
+            delegate.accept.store(false)
+            await #expect(throws: PairingError.self) { _ = try await peripheral.pair() }
+            delegate.accept.store(true)
+            let outcome = try await peripheral.pair()
+            #expect(outcome.method == .numericComparison && outcome.authenticated && outcome.bonded)
+            #expect(delegate.values.load() == [FakeBluetoothd.comparisonValue, FakeBluetoothd.comparisonValue])
+            #expect(bluetoothd.agentCapability == "KeyboardDisplay")
+            #expect(bluetoothd.calls.filter { $0 == "Pair " }.count == 2)
 
             try await peripheral.disconnect()
             #expect(!peripheral.isConnected)
@@ -149,6 +156,8 @@ struct BlueZEngineTests {
             // An L2CAP server is a kernel socket bound to the adapter's address and the PSM: here (no such adapter
             // in the kernel) the kernel refuses it, and the refusal reaches the caller.
             await #expect(throws: BluetoothLEError.self) { _ = try await stack.publishL2CAPChannel(psm: 0x0081) }
+            // A Security Request has no D-Bus call: refused with the reason.
+            await #expect(throws: PairingError.self) { _ = try await central.requestSecurity() }
             _ = central
         }
     }
@@ -159,4 +168,17 @@ struct BlueZEngineTests {
         await stack.shutdown()
         #expect(await stack.resources().isQuiescent)
     }
+}
+
+/// Answers Numeric Comparison as told and records the values shown.
+private final class ComparisonDelegate: PairingDelegate {
+    let accept = LockedValue(true)
+    let values = LockedValue<[UInt32]>([])
+    func confirmNumericValue(_ value: UInt32, peer: BluetoothAddress) async -> Bool {
+        values.withLock { $0.append(value) }
+        return accept.load()
+    }
+    func enterPasskey(peer: BluetoothAddress) async -> UInt32? { nil }
+    func displayPasskey(_ passkey: UInt32, peer: BluetoothAddress) async {}
+    func acceptJustWorks(peer: BluetoothAddress) async -> Bool { true }
 }

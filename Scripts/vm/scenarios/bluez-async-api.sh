@@ -1,6 +1,6 @@
 # The async API (BluetoothLE) on bluetoothd (issue 16): the BatteryLE example in both roles, one end through
 # bluetoothd (`--hci bluez:hci0`), the other on our host on hci1 (user channel). The central finds the Battery
-# Service, connects, reads the level, takes three notifications, writes 50 and reads it back, sends a line on an
+# Service, connects (the central on bluetoothd also pairs: Device1.Pair with our agent), reads the level, takes three notifications, writes 50 and reads it back, sends a line on an
 # L2CAP channel (PSM 0x0081: through bluetoothd a kernel L2CAP socket, connecting or listening on that PSM) and gets
 # it echoed, disconnects; the peripheral prints the write and ends when its central has gone. bluetoothd's battery plugin reads the Battery
 # Level and subscribes by itself as soon as it resolved the services (btmon shows its CCCD write before ours), so the
@@ -14,7 +14,8 @@ bluez_with_powered_adapter 0
 
 start battery-peripheral "$program" --role peripheral --hci hci1 --timeout 150
 wait_for "$OUT/battery-peripheral.log" "^ready" 60 || fail "the peripheral on our host did not advertise"
-step battery-central-bluez 150 "$program" --role central --hci bluez:hci0 --timeout 120
+step battery-central-bluez 150 "$program" --role central --hci bluez:hci0 --pair --timeout 120
+expect_output battery-central-bluez '^paired: Just Works, bonded'
 expect_output battery-central-bluez '^level \[[0-9]+\]'
 expect_output battery-central-bluez '^notified \[\[[0-9]+\], \[[0-9]+\], \[[0-9]+\]\]'
 expect_output battery-central-bluez '^read back \[50\]'

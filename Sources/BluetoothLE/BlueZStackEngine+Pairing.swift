@@ -1,0 +1,101 @@
+import BlueZ
+import BluetoothCore
+import Host
+import OpenCoreBluetooth
+import SMP
+
+/// Pairing (Core 5.4 Vol 3 Part H §2.3) on bluetoothd: ``Peripheral/pair(_:)`` is Device1.Pair with an agent of ours
+/// (org.bluez.Agent1, KeyboardDisplay) whose prompts become the host's `pairingInteraction` events, so that the
+/// stack's ``PairingDelegate`` answers them as on our host. bluetoothd chooses LE Secure Connections or legacy
+/// pairing and the method, and keeps the bond; the outcome says what the prompts showed (Numeric Comparison: Secure
+/// Connections and authenticated; a passkey: authenticated; none: Just Works) and nothing about keys.
+extension BlueZStackEngine {
+    func pair(connectionHandle handle: UInt16, options: PairingOptions,
+              completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) {
+        onLoop { [self] in
+            guard let link = links[handle] else {
+                return completion(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
+            }
+            guard link.connection.role == .central, let pairing = central as? any BackendPairing else {
+                return completion(.failure(HostError(.unsupported, "through bluetoothd the central pairs (a Security Request has no call)")))
+            }
+            pairingMethods[handle] = nil
+            pairing.pair(link.peer, prompts: { [weak self] request, answer in
+                guard let engine = self else { return answer(.reject) }
+                engine.onLoop { engine.prompt(request, answer) }
+            }, completion: { [weak self] result in
+                guard let engine = self else { return }
+                engine.onLoop {
+                    let method = engine.pairingMethods.removeValue(forKey: handle) ?? .justWorks
+                    engine.pendingPrompts.removeValue(forKey: handle)?(.reject)
+                    switch result {
+                    case .success:
+                        completion(.success(PairingOutcome(
+                            usedExistingBond: false, method: method, secureConnections: method == .numericComparison,
+                            authenticated: method.isAuthenticated, keySize: 16, bonded: true, identityAddress: link.connection.peer)))
+                    case .failure(let error):
+                        completion(.failure(HostError(.securityFailed, "pairing through bluetoothd failed: \(error)")))
+                    }
+                }
+            })
+        }
+    }
+
+    func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
+                         completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?) {
+        completion?(.failure(HostError(.unsupported, "bluetoothd has no call for a Security Request: the central pairs")))
+    }
+
+    /// One of the agent's prompts (on the loop): to the delegate as the host's event, or answered here.
+    private func prompt(_ request: BlueZAgent.Request, _ answer: @escaping @Sendable (BlueZAgent.Answer) -> Void) {
+        let interaction: PairingInteraction
+        let device: String
+        switch request {
+        case .confirmValue(let path, let value):
+            (device, interaction) = (path, .confirmNumericValue(value))
+        case .displayPasskey(let path, let passkey, let entered):
+            guard entered == 0 else { return }
+            (device, interaction) = (path, .displayPasskey(passkey))
+        case .enterPasskey(let path):
+            (device, interaction) = (path, .enterPasskey)
+        case .authorizePairing(let path):
+            (device, interaction) = (path, .confirmJustWorks)
+        case .authorizeService:
+            return answer(.accept)
+        case .cancelled:
+            for waiting in pendingPrompts.values { waiting(.reject) }
+            pendingPrompts = [:]
+            return
+        case .enterPinCode, .displayPinCode:
+            return answer(.reject)
+        }
+        let address = device.split(separator: "/").last.map { $0.dropFirst(4).replacingOccurrences(of: "_", with: ":") }
+        guard let handle = links.first(where: { $0.value.connection.peer.description.hasPrefix(address ?? "-") })?.key else {
+            return answer(.reject)
+        }
+        switch interaction {
+        case .confirmNumericValue: pairingMethods[handle] = .numericComparison
+        case .displayPasskey: pairingMethods[handle] = .passkeyEntry(.initiatorDisplays)
+        case .enterPasskey: pairingMethods[handle] = .passkeyEntry(.responderDisplays)
+        case .confirmJustWorks: pairingMethods[handle] = .justWorks
+        }
+        if case .displayPasskey = interaction {
+            answer(.accept)
+        } else {
+            pendingPrompts.removeValue(forKey: handle)?(.reject)
+            pendingPrompts[handle] = answer
+        }
+        emit(.pairingInteraction(handle: handle, interaction))
+    }
+
+    func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer) {
+        onLoop { [self] in
+            guard let waiting = pendingPrompts.removeValue(forKey: handle) else { return }
+            switch answer {
+            case .confirm(let accepted): waiting(accepted ? .accept : .reject)
+            case .passkey(let passkey?): waiting(.passkey(passkey))
+            case .passkey(nil): waiting(.reject)
+            }
+        }
+    }
+}
