@@ -395,6 +395,13 @@ enum Console {
     /// Whether standard output is a terminal.
     static var isTerminal: Bool { isatty(1) == 1 }
 
+    /// The terminal's columns and rows (standard output), nil when it is not a terminal or does not say.
+    static var terminalSize: (columns: Int, rows: Int)? {
+        var size = winsize()
+        guard isTerminal, ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return nil }
+        return (Int(size.ws_col), Int(size.ws_row))
+    }
+
     /// One JSON object on one line (keys sorted).
     static func json(_ object: [String: Any]) {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {

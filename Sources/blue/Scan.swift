@@ -13,8 +13,10 @@ struct Scan: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         abstract: "Scan for advertising devices: name, address, RSSI, services, manufacturer.",
         discussion: """
-            On a terminal the table is redrawn in place; otherwise one line per device (again when its name or \
-            services change), or with --json one object per advertising report. Runs until --timeout or Ctrl-C \
+            On a terminal the table is redrawn in place, fitted to its width and height (--sort orders it); \
+            otherwise one line per device (again when its name or services change; --timestamps starts each with \
+            the time), or with --json one object per advertising report (with its time). --service, --name, \
+            --address, --rssi-min and --manufacturer keep the reports that match all of them. Runs until --timeout or Ctrl-C \
             (exit 0), or until the controller goes away (one line, exit 69). With --hci virtual (the default) the command joins the shared air hub, starting it in the \
             background when none runs ($OCB_AIR_SOCKET overrides its socket path).
             """
@@ -25,6 +27,28 @@ struct Scan: ParsableCommand, Sendable {
     @Option(name: .customLong("service"), help: ArgumentHelp("Only devices advertising this service UUID (repeatable).",
                                                              valueName: "uuid"))
     var services: [String] = []
+
+    @Option(help: ArgumentHelp("Only devices whose name contains this text (any case).", valueName: "text"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("Only this device, or the devices whose address starts with these octets (AA:BB).",
+                               valueName: "address"))
+    var address: String?
+
+    @Option(name: .customLong("rssi-min"), parsing: .unconditional,
+            help: ArgumentHelp("Only reports at least this strong (e.g. -70).", valueName: "dBm"))
+    var rssiMin: Int?
+
+    @Option(help: ArgumentHelp("Only devices with manufacturer data of this company identifier (0x004C or 76).",
+                               valueName: "company"))
+    var manufacturer: String?
+
+    @Option(help: ArgumentHelp("Order of the live table: first (first heard), rssi (strongest first) or name.",
+                               valueName: "order"))
+    var sort: String = ScanOrder.first.rawValue
+
+    @Flag(help: "Start each printed line with the time of the report (JSON objects always carry \"time\").")
+    var timestamps = false
 
     @Flag(help: "Report every advertisement, not only the first of each device.")
     var duplicates = false
@@ -44,24 +68,18 @@ struct Scan: ParsableCommand, Sendable {
     }
 
     func scan() async throws(CLIFailure) {
-        var filter: [BluetoothUUID] = []
-        for text in services {
-            do {
-                filter.append(try BluetoothUUID(string: text))
-            } catch {
-                throw CLIFailure(.usage, "bad UUID \"\(text)\": expected 4 or 8 hex digits, or 8-4-4-4-12 hex digits")
-            }
+        let filter = try ScanFilter(services: services, name: name, address: address, rssiMin: rssiMin, manufacturer: manufacturer)
+        guard let order = ScanOrder(rawValue: sort) else {
+            throw CLIFailure(.usage, "--sort \(sort): expected \(ScanOrder.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates, order: order, timestamps: timestamps)
         if let adapter = try stack.bluezAdapter() {
-            return try await scanThroughBlueZ(adapter, filter: filter)
+            return try await scanThroughBlueZ(adapter, filter: filter, table: table)
         }
         let launched = try await stack.open(label: "scan")
         defer { launched.shutdown() }
-        let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates)
-        let wanted = filter
         let subscription = launched.addEventHandler { event in
-            guard case .advertisingReport(let report) = event else { return }
-            if !wanted.isEmpty, !report.advertisingData.serviceUUIDs.contains(where: wanted.contains) { return }
+            guard case .advertisingReport(let report) = event, filter.accepts(report) else { return }
             table.add(report)
         }
         if Console.isTerminal && !json {
@@ -75,12 +93,11 @@ struct Scan: ParsableCommand, Sendable {
 
     /// The same scan through bluetoothd: its discovery (Adapter1.SetDiscoveryFilter and StartDiscovery), each
     /// device's properties as a report. bluetoothd decides active or passive scanning (`--passive` is refused).
-    private func scanThroughBlueZ(_ adapter: BlueZAdapterChoice, filter: [BluetoothUUID]) async throws(CLIFailure) {
+    private func scanThroughBlueZ(_ adapter: BlueZAdapterChoice, filter: ScanFilter, table: ScanTable) async throws(CLIFailure) {
         if passive { throw CLIFailure(.usage, "--passive: bluetoothd decides how it scans (--hci \(stack.hci))") }
         let central = try await BackendCentral.openBlueZ(adapter)
         defer { central.shutdown() }
-        let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates)
-        let wanted = filter
+        let wanted = filter.services
         let lost = OneShot<Void>()
         // bluetoothd tells every change of a device's RSSI; without --duplicates a device is reported again only
         // when what it advertises changed, as our host's duplicate filter does.
@@ -90,7 +107,7 @@ struct Scan: ParsableCommand, Sendable {
             switch event {
             case .advertisement(let advertisement):
                 let report = ScanReport(advertisement)
-                if !wanted.isEmpty, !report.advertisingData.serviceUUIDs.contains(where: wanted.contains) { return }
+                guard filter.accepts(report) else { return }
                 let fresh = heard.withLock { heard in
                     defer { heard[report.address] = report.advertisingData }
                     return heard[report.address] != report.advertisingData
@@ -175,16 +192,22 @@ final class ScanTable: Sendable {
     let live: Bool
     let json: Bool
     let duplicates: Bool
+    let order: ScanOrder
+    let timestamps: Bool
 
-    init(live: Bool, json: Bool, duplicates: Bool) {
+    init(live: Bool, json: Bool, duplicates: Bool, order: ScanOrder = .first, timestamps: Bool = false) {
         self.live = live
         self.json = json
         self.duplicates = duplicates
+        self.order = order
+        self.timestamps = timestamps
     }
 
     func add(_ report: ScanReport) {
         if json {
-            Console.json(Self.json(report))
+            var object = Self.json(report)
+            object["time"] = Timestamp.iso()
+            Console.json(object)
             return
         }
         state.withLock { state in
@@ -202,23 +225,52 @@ final class ScanTable: Sendable {
                 let line = Self.line(report)
                 if duplicates || state.printed[report.address] != line {
                     state.printed[report.address] = line
-                    Console.line(line)
+                    Console.line(timestamps ? Timestamp.clock() + "  " + line : line)
                 }
             }
         }
     }
 
+    /// Redraws the table in place, fitted to the terminal: at most its width less one column (a row never wraps, so
+    /// moving the cursor up over the rows drawn stays right), the RSSI bar dropped below 80 columns, and at most its
+    /// height less two rows (the rest counted on the last line).
     private func redraw(_ state: inout State) {
+        let size = Console.terminalSize ?? (columns: 80, rows: 24)
+        let width = max(20, size.columns - 1)
+        let withBar = size.columns >= 80
         var text = state.linesDrawn > 0 ? "\u{1B}[\(state.linesDrawn)A" : ""
-        let header = Self.pad("NAME", 20) + "  " + Self.pad("ADDRESS", 17) + "  " + Self.pad("RSSI", 17) + "  SERVICES / MANUFACTURER"
+        let header = Self.pad("NAME", 20) + "  " + Self.pad("ADDRESS", 17) + "  " + Self.pad("RSSI", withBar ? 17 : 9)
+            + "  SERVICES / MANUFACTURER"
+        let rows = Self.sorted(state.order.compactMap { state.rows[$0] }, by: order)
+        let room = max(1, size.rows - 2)
         var lines = [header]
-        for address in state.order {
-            guard let row = state.rows[address] else { continue }
-            lines.append(Self.line(row.report))
-        }
-        for line in lines { text += "\u{1B}[2K" + line + "\n" }
-        state.linesDrawn = lines.count
+        for row in rows.prefix(room - 1) { lines.append(Self.line(row.report, bar: withBar)) }
+        if rows.count > room - 1 { lines.append("... and \(rows.count - (room - 1)) more (--sort rssi shows the strongest)") }
+        for line in lines { text += "\u{1B}[2K" + String(line.prefix(width)) + "\n" }
+        // Rows that no longer fit (the terminal shrank) are cleared rather than left behind.
+        for _ in lines.count..<max(lines.count, state.linesDrawn) { text += "\u{1B}[2K\n" }
+        state.linesDrawn = max(lines.count, state.linesDrawn)
         Console.write(text)
+    }
+
+    /// The rows in the table's order.
+    static func sorted(_ rows: [Row], by order: ScanOrder) -> [Row] {
+        switch order {
+        case .first:
+            return rows
+        case .rssi:
+            let strength = { (row: Row) -> Int in row.report.rssi == rssiNotAvailable ? Int.min : Int(row.report.rssi) }
+            return rows.enumerated().sorted { strength($0.element) != strength($1.element) ? strength($0.element) > strength($1.element) : $0.offset < $1.offset }.map(\.element)
+        case .name:
+            return rows.sorted { lhs, rhs in
+                switch (lhs.report.localName, rhs.report.localName) {
+                case let (left?, right?) where left != right: left.localizedCaseInsensitiveCompare(right) == .orderedAscending
+                case (nil, _?): false
+                case (_?, nil): true
+                default: lhs.report.address.string < rhs.report.address.string
+                }
+            }
+        }
     }
 
     static func pad(_ text: String, _ width: Int) -> String {
@@ -250,14 +302,14 @@ final class ScanTable: Sendable {
         uuid.assignedName.map { "\(uuid.uuidString) \($0)" } ?? uuid.uuidString
     }
 
-    static func line(_ report: ScanReport) -> String {
+    static func line(_ report: ScanReport, bar withBar: Bool = true) -> String {
         var extras = report.advertisingData.serviceUUIDs.map(serviceText)
         if let manufacturer = report.advertisingData.manufacturerData {
             extras.append("\(manufacturer.company) \(Hex.encode(manufacturer.data))")
         }
         let name = report.localName ?? "(no name)"
-        let rssi = rssiText(report.rssi).padding(toLength: 9, withPad: " ", startingAt: 0) + " " + bar(report.rssi)
-        return pad(name, 20) + "  " + pad(report.address.string, 17) + "  " + pad(rssi, 17) + "  "
+        let rssi = rssiText(report.rssi).padding(toLength: 9, withPad: " ", startingAt: 0) + (withBar ? " " + bar(report.rssi) : "")
+        return pad(name, 20) + "  " + pad(report.address.string, 17) + "  " + pad(rssi, withBar ? 17 : 9) + "  "
             + (extras.isEmpty ? "-" : extras.joined(separator: ", "))
     }
 

@@ -139,6 +139,31 @@ final class HeartRateScene: @unchecked Sendable {
         let none = try await BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--service", "FFF0"])
         #expect(none.status == 0)
         #expect(none.standardOutput.isEmpty)
+        // Each report of --json says when it was heard.
+        #expect(mine.allSatisfy { ($0["time"] as? String)?.hasSuffix("Z") == true }, "\(mine)")
+        // Name (any case), address prefix, RSSI and company filters; --timestamps starts lines with the time.
+        let address = try #require(mine.first?["address"] as? String)
+        let named = try await BlueProcess.run(["scan"] + scene.hci + [
+            "--timeout", "2", "--name", scene.name.uppercased(), "--address", String(address.prefix(5)), "--rssi-min", "-127",
+            "--timestamps"])
+        #expect(named.status == 0, "\(named.standardError)")
+        let lines = named.standardOutput.split(separator: "\n")
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.contains(scene.name) }, "\(named.standardOutput)")
+        #expect(lines.allSatisfy { $0.range(of: #"^\d\d:\d\d:\d\d\.\d\d\d  "#, options: .regularExpression) != nil },
+                "\(named.standardOutput)")
+        let strong = try await BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--name", scene.name, "--rssi-min", "10"])
+        #expect(strong.status == 0 && strong.standardOutput.isEmpty, "\(strong.standardOutput)")
+        let company = try await BlueProcess.run(["scan"] + scene.hci + ["--timeout", "2", "--name", scene.name, "--manufacturer", "0x004C"])
+        #expect(company.status == 0 && company.standardOutput.isEmpty, "\(company.standardOutput)")
+        for (arguments, message) in [
+            (["--rssi-min", "50"], "error: --rssi-min 50: expected dBm from -127 to 20 (e.g. -70)\n"),
+            (["--address", "AA:B"], "error: --address AA:B: expected an address or its first octets (AA:BB:CC)\n"),
+            (["--sort", "loud"], "error: --sort loud: expected first, rssi, name\n"),
+            (["--manufacturer", "apple"], "error: --manufacturer apple: expected a company identifier (0x004C or 76)\n"),
+        ] {
+            let refused = try await BlueProcess.run(["scan"] + scene.hci + arguments)
+            #expect(refused.status == 64 && refused.standardError == message, "\(refused.standardError)")
+        }
 
         let explore = try await BlueProcess.run(["explore", scene.name] + scene.hci + ["--timeout", "5"])
         #expect(explore.status == 0, "\(explore.standardError)")
