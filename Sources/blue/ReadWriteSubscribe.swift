@@ -171,12 +171,16 @@ struct Subscribe: ParsableCommand, Sendable {
     @Option(help: "Seconds to find the target (and to connect); with --count or alone, also the time to receive.")
     var timeout: Double?
 
+    @Flag(help: "Start each value's line with the time it arrived (JSON objects always carry \"time\").")
+    var timestamps = false
+
     func run() throws {
         let command = self
         try runCommand { () async throws(CLIFailure) in try await command.subscribe() }
     }
 
     func subscribe() async throws(CLIFailure) {
+        let timestamps = timestamps
         if let count, count < 1 { throw CLIFailure(.usage, "--count must be at least 1") }
         let count = count
         let receiveTimeout = timeout.map { duration(seconds: $0) }
@@ -202,9 +206,11 @@ struct Subscribe: ParsableCommand, Sendable {
                         var object = GATTTree.uuidJSON(uuid)
                         object["handle"] = Int(valueHandle)
                         object.merge(GATTTree.valueJSON(value, error: nil, uuid: uuid)) { $1 }
+                        object["time"] = Timestamp.iso()
                         Console.json(object)
                     } else {
-                        Console.line(ValueDecoding.label(uuid) + GATTTree.valueText(value, error: nil, uuid: uuid))
+                        let line = ValueDecoding.label(uuid) + GATTTree.valueText(value, error: nil, uuid: uuid)
+                        Console.line(timestamps ? Timestamp.clock() + "  " + line : line)
                     }
                     if let count, number >= count { done.fire(nil) }
                 case .disconnected(let reason):

@@ -217,6 +217,15 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(lines.count == 3, "\(subscribe.standardOutput)")
         #expect(lines.allSatisfy { $0.hasPrefix("2A37 Heart Rate Measurement  = 16 ") && $0.contains(" bpm, contact, RR ") })
         #expect(await scene.server.waitFor("subscribe 2A37 Heart Rate Measurement by "))
+        // With --timestamps each line starts with the time it arrived; JSON objects always say it.
+        let timed = try await BlueProcess.run(["subscribe", scene.name, "2A37", "--count", "2", "--timeout", "8", "--timestamps"] + scene.hci)
+        #expect(timed.status == 0, "\(timed.standardError)")
+        #expect(timed.standardOutput.split(separator: "\n").allSatisfy {
+            $0.range(of: #"^\d\d:\d\d:\d\d\.\d\d\d  2A37 Heart Rate Measurement  = "#, options: .regularExpression) != nil
+        }, "\(timed.standardOutput)")
+        let json = try await BlueProcess.run(["subscribe", scene.name, "2A37", "--count", "1", "--timeout", "8", "--json"] + scene.hci)
+        let object = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        #expect((object?["time"] as? String)?.hasSuffix("Z") == true, "\(json.standardOutput)")
         // Battery Level notifies, but this server never changes it: the silence is said, exit 0.
         let quiet = try await BlueProcess.run(["subscribe", scene.name, "2A19", "--timeout", "2"] + scene.hci)
         #expect(quiet.status == 0, "\(quiet.standardError)")
