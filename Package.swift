@@ -131,8 +131,11 @@ let package = Package(
                 "Seed001PeripheralApp", "Seed001CentralApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            plugins: ["BuildInfo"]
         ),
+        // `blue --version`'s commit, from git at build time.
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // The harness the example programs share (their name on log and failure lines, --timeout, the main queue).
         .target(name: "ExampleSupport", path: "Examples/ExampleSupport", swiftSettings: strict),
         // The seed apps (issue 5 item 2): CoreBluetooth programs with `import OpenCoreBluetooth`, run by ExamplesTests.

@@ -14,7 +14,7 @@ struct Blue: ParsableCommand {
             subscribe, serve a GATT database, pair, measure throughput, and decode packets and captures. \
             Every command that talks to a controller takes --hci (default: the virtual air).
             """,
-        version: "0.1.0",
+        version: Blue.version,
         subcommands: [
             Demo.self, Decode.self, Snoop.self, Air.self, Bench.self,
             Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self,
@@ -23,4 +23,17 @@ struct Blue: ParsableCommand {
             Chat.self,
         ]
     )
+}
+
+extension Blue {
+    /// "0.1.0 (commit 1a2b3c4d5e6f, release build)": the commit from git at build time (BuildInfo, "+changes" when the
+    /// tree differed from it) and whether the build is optimised (a debug build's `bench` figures are not the stack's).
+    static var version: String {
+        #if DEBUG
+        let configuration = "debug build"
+        #else
+        let configuration = "release build"
+        #endif
+        return "0.1.0 (commit \(BuildInfo.commit), \(configuration))"
+    }
 }
