@@ -438,6 +438,16 @@ extension HostStack {
         }
     }
 
+    /// The link's parameters, PHYs, data length and ATT_MTU as known now (``LinkInfo``); nil for no such link.
+    public func linkInfo(connectionHandle handle: UInt16, completion: @escaping @Sendable (LinkInfo?) -> Void) {
+        onLoop { [self] in
+            guard let record = connections[handle] else { return completion(nil) }
+            completion(LinkInfo(connection: record.connection, txPHY: record.phys.tx, rxPHY: record.phys.rx,
+                                maxTxOctets: record.payloadOctets.tx, maxRxOctets: record.payloadOctets.rx,
+                                attMTU: attMTU(connectionHandle: handle) ?? 23))
+        }
+    }
+
     /// Reads the RSSI of a connection (Read RSSI, §7.5.4). Controllers without it (Bumble's) fail with
     /// ``HostError/Code/unsupported``; later calls then fail at once.
     public func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {

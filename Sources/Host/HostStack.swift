@@ -49,6 +49,9 @@ public final class HostStack: @unchecked Sendable {
         var session: ConnectionSession?
         /// A machine asked for the link to be dropped and the Disconnect was sent.
         var droppingLink = false
+        /// The PHYs and maximum payload octets as the controller last reported them (§7.7.65.12, §7.7.65.7).
+        var phys: (tx: LEPhy, rx: LEPhy) = (.le1M, .le1M)
+        var payloadOctets: (tx: UInt16, rx: UInt16) = (27, 27)
 
         init(connection: Connection) {
             self.connection = connection
@@ -401,8 +404,10 @@ public final class HostStack: @unchecked Sendable {
             answerParameterRequest(handle: handle, LEConnectionParameters(
                 intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: latency, supervisionTimeout: timeout))
         case .dataLengthChange(let handle, let txOctets, _, let rxOctets, _):
+            connections[handle]?.payloadOctets = (txOctets, rxOctets)
             emit(.dataLengthChanged(handle: handle, maxTxOctets: txOctets, maxRxOctets: rxOctets))
         case .phyUpdateComplete(let status, let handle, let tx, let rx):
+            if status == .success { connections[handle]?.phys = (tx, rx) }
             emit(.phyUpdated(handle: handle, status: status, tx: tx, rx: rx))
         case .extendedAdvertisingReport(let reports):
             guard isScanning else { return }

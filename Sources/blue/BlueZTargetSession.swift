@@ -33,6 +33,9 @@ struct BlueZTargetSession: GATTClientSession {
 
     var attMTU: Int { central.attMTU(report.address) }
 
+    /// bluetoothd tells the ATT_MTU only (no connection parameters, PHY, data length or RSSI of a connected peer).
+    func link() async -> LinkDescription { LinkDescription(info: nil, attMTU: attMTU, rssi: nil) }
+
     func discover(readValues: Bool) async throws(CLIFailure) -> GATTTree {
         let backend = central.backend
         let peer = peer

@@ -43,19 +43,21 @@ struct Explore: ParsableCommand, Sendable {
             throw error
         }
         let mtu = session.attMTU
+        let link = await session.link()
         await session.close()
         let report = session.report
         if json {
             var object: [String: Any] = [
                 "address": report.address.string, "addressType": report.address.type.description,
                 "identifier": PeerIdentifierFormat.identifier(for: report.address), "rssi": ScanTable.rssiJSON(report.rssi),
-                "mtu": mtu, "services": tree.json(),
+                "mtu": mtu, "services": tree.json(), "link": link.json,
             ]
             if let name = report.localName { object["name"] = name }
             Console.json(object)
             return
         }
         Console.line("\(session.displayName)  \(report.address)  RSSI \(ScanTable.rssiText(report.rssi))  ATT MTU \(mtu)")
+        Console.line("Link: " + link.text)
         for line in tree.renderText() { Console.line(line) }
     }
 }

@@ -22,6 +22,8 @@ protocol GATTClientSession: Sendable {
     /// subscribe to `events`, until the returned cancellation is called.
     func subscribe(_ characteristic: GATTTree.Characteristic, indications: Bool,
                    _ events: @escaping @Sendable (SubscriptionEvent) -> Void) -> @Sendable () -> Void
+    /// What is known of the link: parameters, PHYs, data length, ATT_MTU, RSSI (``LinkDescription``).
+    func link() async -> LinkDescription
     /// Disconnects and lets the stack (or the bus connection) go.
     func close() async
 }

@@ -30,6 +30,8 @@ struct TargetSession: GATTClientSession {
 
     var attMTU: Int { stack.attMTU(connection.handle) }
 
+    func link() async -> LinkDescription { await stack.link(connection.handle) }
+
     func discover(readValues: Bool) async throws(CLIFailure) -> GATTTree {
         try await GATTTree.discover(on: stack, connection: connection.handle, readValues: readValues)
     }

@@ -168,6 +168,10 @@ final class HeartRateScene: @unchecked Sendable {
         let explore = try await BlueProcess.run(["explore", scene.name] + scene.hci + ["--timeout", "5"])
         #expect(explore.status == 0, "\(explore.standardError)")
         #expect(explore.standardOutput.contains("Service 180D Heart Rate"))
+        // The link it used: parameters, PHYs, data length, ATT_MTU, RSSI, encryption.
+        #expect(explore.standardOutput.range(
+            of: #"\nLink: interval [0-9.]+ ms, latency \d+, timeout \d+ ms, PHY 1M/1M, data \d+/\d+ octets, ATT MTU \d+, RSSI -?\d+ dBm, not encrypted\n"#,
+            options: .regularExpression) != nil, "\(explore.standardOutput)")
         #expect(explore.standardOutput.contains("2A37 Heart Rate Measurement  [notify]"))
         #expect(explore.standardOutput.contains("2A38 Body Sensor Location  [read]"))
         #expect(explore.standardOutput.contains("= 01  (Chest)"))
@@ -176,6 +180,11 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(explore.standardOutput.contains("2A19 Battery Level  [read, notify]"))
         #expect(explore.standardOutput.contains("= 57  (87 %)"))
         #expect(await scene.server.waitFor("read 2A38 Body Sensor Location by "))
+        let exploreJSON = try await BlueProcess.run(["explore", scene.name, "--json"] + scene.hci + ["--timeout", "5"])
+        let tree = try JSONSerialization.jsonObject(with: Data(exploreJSON.standardOutput.utf8)) as? [String: Any]
+        let link = tree?["link"] as? [String: Any]
+        #expect(link?["txPHY"] as? String == "1M" && link?["intervalMs"] is Double && link?["encrypted"] as? Bool == false,
+                "\(exploreJSON.standardOutput)")
         let stopped = await scene.stop()
         #expect(stopped.clean && stopped.status == 0, "serve must exit 0 on SIGTERM")
     }
