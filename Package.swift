@@ -235,7 +235,7 @@ let package = Package(
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),
         .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport", "BlueZTestSupport"], swiftSettings: strict),
+        .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport", "BlueZTestSupport", "AdvertisingData", "BluetoothCore"], swiftSettings: strict),
         .testTarget(
             name: "BluetoothCoreTests",
             dependencies: ["BluetoothCore", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
