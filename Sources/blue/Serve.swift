@@ -117,7 +117,11 @@ struct Serve: ParsableCommand, Sendable {
         let compiled = try definition.compile()
         let advertised = try definition.advertisedUUIDs(compiled)
         let deviceName = definition.name ?? "blue serve"
+        let wanted = try definition.advertisingContent(name: deviceName, services: advertised)
         if let adapter = try stack.bluezAdapter() {
+            if definition.advertisingData != nil {
+                throw CLIFailure(.usage, "advertisingData: through bluetoothd (--hci \(stack.hci)) the advertisement carries the name and service UUIDs only")
+            }
             return try await serveThroughBlueZ(adapter, compiled: compiled, advertised: advertised, deviceName: deviceName)
         }
         let server = GATTServeState(json: json)
@@ -135,7 +139,7 @@ struct Serve: ParsableCommand, Sendable {
         _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
             launched.host.setGATTDatabase(database) { done(.success(())) }
         }
-        let content = try await server.advertise(name: deviceName, services: advertised)
+        let content = try await server.advertise(wanted)
         server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
                      "address": launched.ownAddress, "services": content.serviceUUIDs.map(\.uuidString)],
                     text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(launched.ownAddress)"
@@ -358,16 +362,18 @@ final class GATTServeState: Sendable {
         }
     }
 
-    /// Advertises (retrying with fewer service UUIDs when they do not fit 31 octets).
-    func advertise(name: String, services: [BluetoothUUID]) async throws(CLIFailure) -> AdvertisingContent {
+    /// Advertises `wanted` (retrying with fewer service UUIDs when they do not fit 31 octets).
+    func advertise(_ wanted: AdvertisingContent) async throws(CLIFailure) -> AdvertisingContent {
         guard let stack = stackBox.load() else { throw CLIFailure(.failed, "no stack") }
+        let services = wanted.serviceUUIDs
         var candidates = [services]
         let short = services.filter { $0.uuid16 != nil }
         if short != services { candidates.append(short) }
         candidates.append([])
         var lastError = ""
         for list in candidates {
-            let content = AdvertisingContent(localName: name, serviceUUIDs: list)
+            var content = wanted
+            content.serviceUUIDs = list
             let result = await stack.awaitCompletion { stack.host.startAdvertising(content, completion: $0) }
             switch result {
             case .success:

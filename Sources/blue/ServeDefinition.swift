@@ -1,6 +1,8 @@
 import BluetoothCore
 import Foundation
+import AdvertisingData
 import GATT
+import Host
 
 /// The JSON definition `blue serve FILE.json` reads (the format is documented in Docs/serve-format.md): the device
 /// name, what to advertise, and the services (Core 5.4 Vol 3 Part G §3) with their characteristics, values,
@@ -11,6 +13,24 @@ struct ServeDefinition: Codable, Sendable {
     /// Service UUIDs to advertise; default: every primary service but GAP and GATT.
     var advertise: [String]?
     var services: [Service]
+    /// More advertising data: manufacturer data, service data, TX power (Core Supplement Part A §1.4, §1.11, §1.5).
+    var advertisingData: AdvertisingExtras?
+
+    struct AdvertisingExtras: Codable, Sendable {
+        var manufacturer: Manufacturer?
+        var serviceData: [ServiceDataEntry]?
+        var txPower: Int8?
+
+        struct Manufacturer: Codable, Sendable {
+            var company: UInt16
+            var hex: String
+        }
+
+        struct ServiceDataEntry: Codable, Sendable {
+            var uuid: String
+            var hex: String
+        }
+    }
 
     struct Service: Codable, Sendable {
         var uuid: String
@@ -245,6 +265,26 @@ extension ServeDefinition {
             result.append(compiled)
         }
         return result
+    }
+
+    /// The advertising content: the name, `services`, and the definition's advertising data.
+    func advertisingContent(name: String, services: [BluetoothUUID]) throws(CLIFailure) -> AdvertisingContent {
+        var content = AdvertisingContent(localName: name, serviceUUIDs: services)
+        guard let extras = advertisingData else { return content }
+        if let manufacturer = extras.manufacturer {
+            content.manufacturerData = (CompanyIdentifier(rawValue: manufacturer.company), try Self.hex(manufacturer.hex, "advertisingData.manufacturer.hex"))
+        }
+        for (index, entry) in (extras.serviceData ?? []).enumerated() {
+            let context = "advertisingData.serviceData[\(index)]"
+            content.serviceData.append(AdvertisingContent.ServiceData(uuid: try Self.uuid(entry.uuid, context),
+                                                                      data: try Self.hex(entry.hex, context + ".hex")))
+        }
+        content.txPowerLevel = extras.txPower
+        return content
+    }
+
+    private static func hex(_ text: String, _ context: String) throws(CLIFailure) -> [UInt8] {
+        do { return try Hex.decode(text) } catch { throw CLIFailure(.usage, "\(context): \"\(text)\" is not hex octets") }
     }
 
     /// The UUIDs to advertise.

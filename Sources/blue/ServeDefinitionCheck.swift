@@ -19,12 +19,19 @@ enum ServeDefinitionCheck {
 
     /// The objects of the format and their keys.
     enum Kind: String {
-        case definition, service, characteristic, descriptor, value, generator
+        case definition, service, characteristic, descriptor, value, generator, advertisingData, manufacturer, serviceData
 
         var keys: [String: Expected] {
             switch self {
             case .definition:
-                ["name": .string, "appearance": .integer(0...65_535), "advertise": .strings, "services": .objects(.service)]
+                ["name": .string, "appearance": .integer(0...65_535), "advertise": .strings, "services": .objects(.service),
+                 "advertisingData": .object(.advertisingData)]
+            case .advertisingData:
+                ["manufacturer": .object(.manufacturer), "serviceData": .objects(.serviceData), "txPower": .integer(-127...127)]
+            case .manufacturer:
+                ["company": .integer(0...65_535), "hex": .string]
+            case .serviceData:
+                ["uuid": .string, "hex": .string]
             case .service:
                 ["uuid": .string, "primary": .bool, "characteristics": .objects(.characteristic)]
             case .characteristic:

@@ -54,6 +54,35 @@ import Testing
         #expect(plain.uptimeDeciseconds >= 10 && plain.advertisementCount > 0, "\(plain)")
     }
 
+    /// `blue serve`'s definition carries advertising data too (issue 14 item 5, JSON part).
+    @Test func aServedDefinitionAdvertisesItsData() async throws {
+        let tag = UUID().uuidString.prefix(6).lowercased()
+        let socket = testTemporaryPath("ocb-adv-\(tag).sock")
+        let path = testTemporaryPath("adv-\(tag).json")
+        try """
+            {"name": "adv-\(tag)", "services": [{"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": ["read"]}]}],
+             "advertisingData": {"manufacturer": {"company": 65535, "hex": "0102"}, "serviceData": [{"uuid": "180F", "hex": "32"}],
+                                 "txPower": -4}}
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let hub = try BackgroundBlue(["air", "--socket", socket, "--stats-interval", "0"])
+        defer { hub.stopInBackground() }
+        guard await hub.waitFor("listening") else { throw AdvertiseError.notReady("hub: \(hub.errors)") }
+        let server = try BackgroundBlue(["serve", path, "--hci", "air:\(socket)"])
+        defer { server.stopInBackground() }
+        guard await server.waitFor("serving") else { throw AdvertiseError.notReady("serve: \(server.errors)") }
+        let scan = try await BlueProcess.run(["scan", "--hci", "air:\(socket)", "--timeout", "3", "--json", "--name", "adv-\(tag)"])
+        let report = scan.standardOutput.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.last
+        #expect((report?["manufacturer"] as? [String: Any])?["data"] as? String == "0102", "\(scan.standardOutput)")
+        #expect((report?["manufacturer"] as? [String: Any])?["company"] as? Int == 65535)
+        #expect(report?["serviceData"] as? [String: String] == ["180F": "32"])
+        #expect(report?["txPower"] as? Int == -4)
+        _ = await server.stop()
+        await hub.stop()
+    }
+
     @Test func whatCannotBeSentIsOneLine() async throws {
         for (arguments, message) in [
             ([String](), "error: nothing to advertise: give --name, --service, --service-data, --manufacturer or a beacon\n"),

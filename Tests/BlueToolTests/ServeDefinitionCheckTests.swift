@@ -33,6 +33,10 @@ struct ServeDefinitionCheckTests {
         expectOneLine(try await serve("""
             {"services": [{"uuid": "180D", "characteristics": [{"uuid": "2A37", "properties": ["read"], "value": {"int8": 1}}]}]}
             """), #"unknown key "int8" in .services[0].characteristics[0].value (did you mean "uint8"?)"#)
+        expectOneLine(try await serve(#"{"services": [], "advertisingData": {"manufacturer": {"compan": 1, "hex": ""}}}"#),
+                      #"unknown key "compan" in .advertisingData.manufacturer (did you mean "company"?)"#)
+        expectOneLine(try await serve(#"{"services": [], "advertisingData": {"txPower": -200}}"#),
+                      ".advertisingData.txPower: -200 is out of range (-127...127)")
     }
 
     @Test func aSyntaxErrorHasItsLineAndColumn() async throws {
