@@ -91,5 +91,5 @@ extension PacketKind: ExpressibleByArgument {}
 
 /// Writes a line to standard error.
 func printError(_ message: String) {
-    Console.error("error: \(message)")
+    Console.error(TerminalStyle.red("error:", .error) + " \(message)")
 }

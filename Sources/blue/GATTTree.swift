@@ -123,7 +123,7 @@ struct GATTTree: Sendable {
         var lines: [String] = []
         for (serviceIndex, service) in services.enumerated() {
             let lastService = serviceIndex == services.count - 1
-            lines.append("\(lastService ? "└─" : "├─") Service \(ValueDecoding.label(service.uuid))  "
+            lines.append("\(lastService ? "└─" : "├─") " + TerminalStyle.bold("Service \(ValueDecoding.label(service.uuid))") + "  "
                          + "[\(Dissection.hex16(service.discovered.startHandle))-\(Dissection.hex16(service.discovered.endHandle))]")
             let servicePrefix = lastService ? "   " : "│  "
             for (index, characteristic) in service.characteristics.enumerated() {

@@ -246,7 +246,20 @@ final class ScanTable: Sendable {
         var lines = [header]
         for row in rows.prefix(room - 1) { lines.append(Self.line(row.report, bar: withBar)) }
         if rows.count > room - 1 { lines.append("... and \(rows.count - (room - 1)) more (--sort rssi shows the strongest)") }
-        for line in lines { text += "\u{1B}[2K" + String(line.prefix(width)) + "\n" }
+        // Cut first, colour after: an escape sequence never counts as a column nor gets cut.
+        for (index, line) in lines.enumerated() {
+            var shown = String(line.prefix(width))
+            if index == 0 {
+                shown = TerminalStyle.bold(shown)
+            } else if withBar, index <= rows.count, case let rssi = rows[index - 1].report.rssi, rssi != Self.rssiNotAvailable {
+                let bar = Self.bar(rssi)
+                if let range = shown.range(of: bar) {
+                    let colour = rssi >= -60 ? TerminalStyle.green(bar) : rssi >= -80 ? TerminalStyle.yellow(bar) : TerminalStyle.red(bar)
+                    shown.replaceSubrange(range, with: colour)
+                }
+            }
+            text += "\u{1B}[2K" + shown + "\n"
+        }
         // Rows that no longer fit (the terminal shrank) are cleared rather than left behind.
         for _ in lines.count..<max(lines.count, state.linesDrawn) { text += "\u{1B}[2K\n" }
         state.linesDrawn = max(lines.count, state.linesDrawn)
