@@ -46,7 +46,11 @@ struct GATTTree: Sendable {
         case .failure(let error): throw fail("service discovery", error)
         default: throw CLIFailure(.failed, "service discovery: unexpected result")
         }
+        let progress = DiscoveryProgress()
+        defer { progress.finish() }
+        var attributes = tree.services.count
         for serviceIndex in tree.services.indices {
+            progress.update(service: serviceIndex + 1, of: tree.services.count, attributes: attributes)
             let service = tree.services[serviceIndex].discovered
             switch await stack.gatt(handle, .discoverAllCharacteristics(of: service)) {
             case .success(.characteristics(let list)):
@@ -84,6 +88,8 @@ struct GATTTree: Sendable {
                     }
                 }
                 tree.services[serviceIndex].characteristics[index] = characteristic
+                attributes += 2 + characteristic.descriptors.count
+                progress.update(service: serviceIndex + 1, of: tree.services.count, attributes: attributes)
             }
         }
         return tree
