@@ -20,8 +20,8 @@ final class LineEditor: @unchecked Sendable {
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
         raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
-        tcsetattr(0, TCSAFLUSH, &raw)
-        defer { tcsetattr(0, TCSAFLUSH, &saved) }
+        tcsetattr(0, TCSADRAIN, &raw)
+        defer { tcsetattr(0, TCSADRAIN, &saved) }
 
         var line: [Character] = []
         var cursor = 0

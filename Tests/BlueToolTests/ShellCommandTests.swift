@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `blue shell` reading a script from standard input (issue 14 items 1 and 3): every command on one connection (the
@@ -41,6 +42,25 @@ import Testing
         #expect(await scene.server.waitFor("disconnected"))
         let connections = scene.server.output.split(separator: "\n").filter { $0.hasPrefix("connected: ") }
         #expect(connections.count == 1, "\(scene.server.output)")
+        _ = await scene.stop()
+    }
+
+    /// On a terminal (a pty from util-linux's script): Tab completes a command, Backspace edits, Up walks the history.
+    @Test func theLineEditorCompletesEditsAndRemembers() async throws {
+        // Octal escapes: the shell's printf (dash) has no \x.
+        let keys = #"he\tXX\177\177\rlin\tx\177\r\033[A\033[A\r\004"#
+        let command = "printf '\(keys)' | script -qec \"'\(BlueProcess.executable.path)' shell --hci air:/nonexistent-dir/air.sock\" /dev/null"
+        // Without a hub the shell never starts: use one of the test's own.
+        let scene = try await HeartRateScene()
+        let session = command.replacingOccurrences(of: "air:/nonexistent-dir/air.sock", with: scene.hci[1])
+        let result = try await runToCompletion(URL(fileURLWithPath: "/bin/sh"), ["-c", session], limit: .seconds(60))
+        let screen = result.output.replacingOccurrences(of: "\r", with: "\n")
+        // "he" + Tab became "help "; the two X were erased; "lin" + Tab became "link " (not connected); Up, Up went
+        // back to "help".
+        #expect(screen.contains("blue> help \n"), "\(screen)")
+        #expect(screen.contains("blue> link \n"), "\(screen)")
+        #expect(screen.components(separatedBy: "connect TARGET [SECONDS]").count == 3, "help ran twice: \(screen)")
+        #expect(screen.contains("not connected (connect TARGET)"))
         _ = await scene.stop()
     }
 
