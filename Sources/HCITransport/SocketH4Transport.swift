@@ -17,9 +17,12 @@ import Darwin
 /// ``HCITransportError/Code/framingError`` naming the stream offset.
 public final class SocketH4Transport: DescriptorBackedTransport {
     let core: DescriptorTransportCore
+    /// The process at the other end, for an accepted UNIX socket (nil otherwise, or when the kernel does not say).
+    public let peerProcess: PeerProcess?
 
-    private init(core: DescriptorTransportCore) {
+    private init(core: DescriptorTransportCore, peerProcess: PeerProcess? = nil) {
         self.core = core
+        self.peerProcess = peerProcess
     }
 
     /// Takes ownership of a connected stream socket (from `accept`, `socketpair`...). TCP sockets get TCP_NODELAY.
@@ -34,10 +37,11 @@ public final class SocketH4Transport: DescriptorBackedTransport {
         POSIX.disableSIGPIPE(fd)
         let peer = Self.describePeer(fd)
         if peer.isTCP { POSIX.setNoDelay(fd) }
+        let process = peer.isTCP ? nil : PeerProcess.of(socket: fd)
         let core = try DescriptorTransportCore(
             fd: fd, name: name ?? peer.name, isSocket: true, writeStyle: .socket,
             readMode: .stream(maximumPayloadLength: maximumPayloadLength))
-        self.init(core: core)
+        self.init(core: core, peerProcess: process)
     }
 
     /// Connects to an H4 server over TCP (IPv4; "localhost" and names resolve to their IPv4 address), with
@@ -117,7 +121,8 @@ public final class SocketH4Transport: DescriptorBackedTransport {
             let path = withUnsafeBytes(of: local.sun_path) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            return ("unix:\(path) (accepted)", false)
+            let process = PeerProcess.of(socket: fd).map { ", \($0)" } ?? ""
+            return ("unix:\(path) (accepted\(process))", false)
         default:
             return ("fd:\(fd)", false)
         }

@@ -25,7 +25,9 @@ import Darwin
 ///   disconnected (a ``AirHubEvent/warning(_:)``, then ``AirHubEvent/left(_:reason:)``) instead of stalling the air.
 /// - When the host's socket closes the controller powers off (its peers see a supervision timeout, reason 0x08)
 ///   and leaves the air (``VirtualAir/detach(_:)``): a long-running hub holds only the devices present.
-/// - With a snoop directory, each controller's HCI traffic goes to `devN.btsnoop` there (host → controller
+/// - With a snoop directory, each controller's HCI traffic goes to `devN-PROGRAM.btsnoop` there (PROGRAM: the
+///   connecting process's command, "blue-serve", from the socket's peer credentials; `devN.btsnoop` when unknown;
+///   host → controller
 ///   recorded as *sent*, controller → host as *received*, as btsnoop defines them).
 /// - ``onEvent`` reports joins, leaves, connections (read from the LE Connection Complete / Disconnection Complete /
 ///   Encryption Change events each controller sends), and traffic summaries every
@@ -197,11 +199,11 @@ public final class AirHub: @unchecked Sendable {
 
     /// Adds a host connection coming from elsewhere (an in-process transport, a socket the caller accepted):
     /// the hub starts it and the host joins like one from a listener. `origin` names where it came from.
-    public func adopt(_ transport: any HCITransport, origin: String) {
+    public func adopt(_ transport: any HCITransport, origin: String, fileLabel: String? = nil) {
         let member = state.withLock { state -> Member? in
             guard state.phase == .running || state.phase == .starting else { return nil }
             state.nextSerial += 1
-            let member = Member(serial: state.nextSerial, transport: transport, origin: origin,
+            let member = Member(serial: state.nextSerial, transport: transport, origin: origin, fileLabel: fileLabel,
                                 queueLimit: configuration.hostQueueLimit)
             state.pending[member.serial] = member
             return member
@@ -230,7 +232,8 @@ public final class AirHub: @unchecked Sendable {
         }
         do {
             return try H4Listener.listen(unixPath: path) { [weak self] transport in
-                self?.adopt(transport, origin: "unix:\(path)")
+                self?.adopt(transport, origin: transport.peerProcess.map { "\($0)" } ?? "unix:\(path)",
+                            fileLabel: transport.peerProcess?.slug)
             }
         } catch {
             if Self.isRunning(at: path) {
@@ -296,7 +299,8 @@ public final class AirHub: @unchecked Sendable {
             let device = AirHubDevice(
                 number: number, address: Self.address(forDevice: number),
                 position: Self.position(forDevice: number, spacing: configuration.spacing),
-                origin: member.origin, snoopPath: configuration.snoopDirectory.map { "\($0)/dev\(number).btsnoop" })
+                origin: member.origin,
+                snoopPath: configuration.snoopDirectory.map { "\($0)/dev\(number)" + (member.fileLabel.map { "-\($0)" } ?? "") + ".btsnoop" })
             let joined = Joined(device: device, controller: VirtualController(air: air, address: device.address,
                                                                               position: device.position))
             state.joined[number] = joined
@@ -435,14 +439,17 @@ private final class Member: Sendable {
     let serial: Int
     let transport: any HCITransport
     let origin: String
+    /// What names the member's snoop file after the device number ("blue-serve"), when known.
+    let fileLabel: String?
     let joined = LockedValue<Joined?>(nil)
     /// Frames to the host: the air's loop never blocks on a host's socket.
     let outbox: AirHubOutbox
 
-    init(serial: Int, transport: any HCITransport, origin: String, queueLimit: Int) {
+    init(serial: Int, transport: any HCITransport, origin: String, fileLabel: String?, queueLimit: Int) {
         self.serial = serial
         self.transport = transport
         self.origin = origin
+        self.fileLabel = fileLabel
         self.outbox = AirHubOutbox(transport: transport, limit: queueLimit, label: "OpenCoreBluetooth.air-hub.host\(serial)")
     }
 }

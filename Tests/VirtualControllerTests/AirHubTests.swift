@@ -113,7 +113,13 @@ struct AirHubTests {
         #expect(devices.map(\.address) == [AirHub.address(forDevice: 1), AirHub.address(forDevice: 2)])
         #expect(devices[0].address.string == "0A:1B:00:00:00:01")
         #expect(devices[1].position == AirPosition(x: 2))
-        #expect(devices[0].snoopPath == snoop + "/dev1.btsnoop")
+        // Each capture is named after its device and the process that connected it (this test's).
+        let expectedName = "dev1-" + (ProcessInfo.processInfo.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
+            .map { $0.isLetter || $0.isNumber ? String($0) : "-" }.joined()
+        #expect(devices[0].snoopPath?.hasPrefix(snoop + "/" + expectedName) == true, "\(devices[0].snoopPath ?? "none")")
+        #expect(devices[0].snoopPath?.hasSuffix(".btsnoop") == true)
+        let capturePaths = devices.compactMap(\.snoopPath)
+        #expect(capturePaths.count == 2)
 
         // dev1 advertises a name; dev2 scans passively.
         let data: [UInt8] = [0x02, 0x01, 0x06, 0x04, 0x09, 0x48, 0x75, 0x62]  // flags, "Hub"
@@ -156,8 +162,8 @@ struct AirHubTests {
         #expect(events.all.contains { if case .left(let device, "hub stopped") = $0 { device.number == 2 } else { false } })
 
         // Each controller's capture: btsnoop, the host's Reset first (sent), its Command Complete next (received).
-        for number in [1, 2] {
-            let bytes = try #require(FileManager.default.contents(atPath: snoop + "/dev\(number).btsnoop"))
+        for path in capturePaths {
+            let bytes = try #require(FileManager.default.contents(atPath: path))
             let capture = try BTSnoopReader.readAll(Array(bytes))
             #expect(capture.error == nil)
             #expect(capture.records.count >= 2)
