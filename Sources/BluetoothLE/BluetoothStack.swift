@@ -7,7 +7,7 @@ import L2CAP
 import OpenCoreBluetooth
 public import StackLauncher
 
-/// The async/await API over one ``HostStack`` (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part A L2CAP
+/// The async/await API over one `HostStack` (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part A L2CAP
 /// credit-based channels): scanning as an `AsyncSequence`, async connect and GATT client procedures on
 /// ``Peripheral``, notifications as streams, a declaratively built GATT server (``Service``, ``Characteristic``),
 /// advertising, incoming ``Central``s as a stream, backpressured notifications, and L2CAP channels as streams.
@@ -31,7 +31,7 @@ public import StackLauncher
 ///
 /// `init(host:)` installs the host's event handler: do not set another one.
 public final class BluetoothStack: Sendable {
-    /// The stack underneath: our ``HostStack``, or bluetoothd (``init(bluez:)``).
+    /// The stack underneath: our `HostStack`, or bluetoothd (``init(bluez:)``).
     let engine: any StackEngine
     let core: StackCore
     /// Routes pairing interactions to the ``PairingDelegate`` (see ``setPairingDelegate(_:)``).
@@ -54,7 +54,7 @@ public final class BluetoothStack: Sendable {
     /// bluetoothd's first adapter. Call ``start()`` before anything else: it fails when bluetoothd or its adapter
     /// is not there or not powered. What bluetoothd decides differently (no connection parameters, no own
     /// address, advertising of a name and service UUIDs only, no L2CAP server on a fixed PSM...) is in
-    /// ``BlueZStackEngine``'s documentation and README.
+    /// `BlueZStackEngine`'s documentation and README.
     public convenience init(bluez adapter: String? = nil) {
         self.init(engine: BlueZStackEngine(adapter: adapter))
     }

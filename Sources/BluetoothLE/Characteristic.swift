@@ -68,7 +68,7 @@ public final class Characteristic: Sendable, CustomStringConvertible {
 
     /// Makes reads of the value ask `handler` (Read Request, and each Read Blob Request of a long read, with its
     /// offset): it returns the whole value, which is answered from the request's offset; throw a
-    /// ``GATTAttributeError`` (e.g. an application error 0x80...0x9F) to answer an Error Response. Runs on a task
+    /// `GATTAttributeError` (e.g. an application error 0x80...0x9F) to answer an Error Response. Runs on a task
     /// of its own. Returns self, for use inside a ``Service`` builder.
     @discardableResult
     public func onRead(_ handler: @escaping @Sendable (CharacteristicRead) async throws -> [UInt8]) -> Characteristic {
@@ -78,7 +78,7 @@ public final class Characteristic: Sendable, CustomStringConvertible {
 
     /// Makes Write Requests (and Execute Writes of long writes, with the whole new value) ask `handler` before they
     /// are answered: returning stores the value and answers success (then ``writes()`` and ``onWrite(_:)`` hear of
-    /// it); throwing a ``GATTAttributeError`` refuses the write with that ATT error. Runs on a task of its own.
+    /// it); throwing a `GATTAttributeError` refuses the write with that ATT error. Runs on a task of its own.
     @discardableResult
     public func onWriteRequest(_ handler: @escaping @Sendable (CharacteristicWrite) async throws -> Void) -> Characteristic {
         state.withLock { $0.writeRequestHandler = handler }

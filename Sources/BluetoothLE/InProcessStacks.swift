@@ -1,7 +1,7 @@
 public import Host
 public import StackLauncher
 
-/// `count` started ``BluetoothStack``s on a private in-process virtual air (StackLauncher's ``InProcessAir``: one
+/// `count` started ``BluetoothStack``s on a private in-process virtual air (StackLauncher's `InProcessAir`: one
 /// air on its own loop, each stack on its own loop and virtual controller), for demos and tests that want devices
 /// that see each other without a hub or hardware (DESIGN.md "The virtual controller and the air").
 ///

@@ -4,12 +4,12 @@ public import Host
 import SMP
 
 /// The user side of pairing (Core 5.4 Vol 3 Part H §2.3.5.1 association models): what a person would see and
-/// answer. Set one with ``BluetoothStack/setPairingDelegate(_:)``; every ``HostEvent/pairingInteraction(handle:_:)``
+/// answer. Set one with ``BluetoothStack/setPairingDelegate(_:)``; every `HostEvent/pairingInteraction(handle:_:)`
 /// of the stack's links is routed to it and its answer goes back to the host
-/// (``HostStack/answerPairing(connectionHandle:_:)``).
+/// (`HostStack/answerPairing(connectionHandle:_:)`).
 ///
 /// Which method runs depends on both sides' IO capabilities, MITM and Secure Connections flags
-/// (``HostSecurityConfiguration``, §2.3.5.1 Tables 2.7/2.8). Without a delegate, numeric values are confirmed,
+/// (`HostSecurityConfiguration`, §2.3.5.1 Tables 2.7/2.8). Without a delegate, numeric values are confirmed,
 /// Just Works is accepted, and a passkey to enter is cancelled (pairing then fails with Passkey Entry Failed).
 /// Each method is called in a task of its own, off the stack's loop; it may take as long as the user needs, up to
 /// the 30 s SMP timeout (§3.4).
@@ -22,7 +22,7 @@ public protocol PairingDelegate: Sendable {
     func enterPasskey(peer: BluetoothAddress) async -> UInt32?
     /// Passkey Entry: show `passkey` to be typed on the peer (no answer).
     func displayPasskey(_ passkey: UInt32, peer: BluetoothAddress) async
-    /// Just Works (§2.3.5.6.1), when ``HostSecurityConfiguration/justWorksConsent`` asks for consent: true to
+    /// Just Works (§2.3.5.6.1), when `HostSecurityConfiguration/justWorksConsent` asks for consent: true to
     /// accept an unauthenticated pairing.
     func acceptJustWorks(peer: BluetoothAddress) async -> Bool
 }
@@ -91,7 +91,7 @@ public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Routes a stack's pairing interactions to its ``PairingDelegate`` and keeps the last SMP failure reason per
-/// link for ``Peripheral/pair(_:)`` (the host emits ``HostEvent/pairingFailed(handle:reason:error:)`` before it
+/// link for ``Peripheral/pair(_:)`` (the host emits `HostEvent/pairingFailed(handle:reason:error:)` before it
 /// completes the pair request). Events come on the host's loop; the lock makes the delegate settable from anywhere.
 final class PairingRouter: Sendable {
     private struct State {

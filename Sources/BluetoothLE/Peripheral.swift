@@ -141,7 +141,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         _ = try await perform(procedure)
     }
 
-    /// Runs `send` on the loop once the connection may send (at once, or after ``HostEvent/readyToSend(handle:)``).
+    /// Runs `send` on the loop once the connection may send (at once, or after `HostEvent/readyToSend(handle:)`).
     private func whenReady(
         _ send: @escaping @Sendable (any StackEngine, UInt16, PendingOperation<Void>) -> Void
     ) async throws {

@@ -196,7 +196,7 @@ final class StackCore: @unchecked Sendable {
 
     // MARK: Send room (on the loop)
 
-    /// Runs `job` now when the connection may send, else when ``HostEvent/readyToSend(handle:)`` comes (or the
+    /// Runs `job` now when the connection may send, else when `HostEvent/readyToSend(handle:)` comes (or the
     /// link ends: `job` then finds no link). Returns the waiter's id, or nil when the job ran at once.
     @discardableResult
     func whenReady(_ handle: UInt16, _ job: @escaping () -> Void) -> UInt64? {

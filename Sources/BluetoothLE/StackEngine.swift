@@ -6,9 +6,9 @@ import Host
 import L2CAP
 import SMP
 
-/// What a ``BluetoothStack`` asks of the Bluetooth stack underneath it: the operations of our ``HostStack`` that the
+/// What a ``BluetoothStack`` asks of the Bluetooth stack underneath it: the operations of our `HostStack` that the
 /// async API uses, with the host's own signatures, so that `HostStack` is an engine as it is and bluetoothd can be
-/// another (``BlueZStackEngine``, issue 16). Core 5.4 Vol 3 Part C (GAP), Part G (GATT), Part A (L2CAP), Part H
+/// another (`BlueZStackEngine`, issue 16). Core 5.4 Vol 3 Part C (GAP), Part G (GATT), Part A (L2CAP), Part H
 /// (SMP) name what each operation does.
 ///
 /// Contract (the host's): every method may be called from any thread and hops onto ``eventLoop``; completions and

@@ -289,7 +289,7 @@ public protocol CBPeripheralBackend: AnyObject, Sendable {
     func removeService(id: Int)
     func removeAllServices()
     /// Advertises the name and service UUIDs (the two keys CoreBluetooth accepts), connectable; the
-    /// `overflowServiceUUIDs` in the overflow area (``ServiceOverflowArea``: an app in the background). While
+    /// `overflowServiceUUIDs` in the overflow area (`ServiceOverflowArea`: an app in the background). While
     /// advertising, replaces what is advertised.
     func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID],
                           completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)

@@ -24,7 +24,7 @@ import BluetoothRuntime
 /// `connect` reaches one by its stored address without scanning.
 ///
 /// State restoration (corebluetooth-api.md §2.11): created with `CBCentralManagerOptionRestoreIdentifierKey`, the
-/// manager keeps the peripherals it is connected or connecting to and the scan it runs (``StateRestorationStore``)
+/// manager keeps the peripherals it is connected or connecting to and the scan it runs (`StateRestorationStore`)
 /// while it lives; a manager created later (another process) with the same identifier calls
 /// `centralManager(_:willRestoreState:)` first, on its queue, with those peripherals (`.connecting`: the links did
 /// not outlive the process), the scan's services and options, then, once powered on and before
@@ -68,7 +68,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
     private var restoredScan: CBBackendScanParameters?
 
     /// Whether the device supports `features`, as its controller and host say: `.extendedScanAndConnect` needs a
-    /// controller with LE Extended Advertising and a host that drives it (``HostStack/drivesExtendedAdvertising``,
+    /// controller with LE Extended Advertising and a host that drives it (`HostStack/drivesExtendedAdvertising`,
     /// not yet: the host speaks legacy advertising to every controller), so it answers false today, also on a
     /// Bluetooth 5 controller; before any manager's stack opened, false.
     @discardableResult

@@ -16,7 +16,7 @@ import BluetoothRuntime
 ///
 /// State restoration (corebluetooth-api.md §2.11): created with `CBPeripheralManagerOptionRestoreIdentifierKey`,
 /// the manager keeps its published services (characteristics with properties, permissions and static values,
-/// descriptors) and its advertising data (``StateRestorationStore``) while it lives; a manager created later
+/// descriptors) and its advertising data (`StateRestorationStore`) while it lives; a manager created later
 /// (another process) with the same identifier calls `peripheralManager(_:willRestoreState:)` first, on its queue,
 /// with new `CBMutableService` objects for them and the advertisement dictionary, then, once powered on and before
 /// `peripheralManagerDidUpdateState`, publishes them again and advertises again without further callbacks (a

@@ -5,7 +5,7 @@ import Host
 public import StackLauncher
 import VirtualController
 
-/// The production backend: CoreBluetooth managers on this package's own ``HostStack`` (Core 5.4 Vol 3 Part C
+/// The production backend: CoreBluetooth managers on this package's own `HostStack` (Core 5.4 Vol 3 Part C
 /// GAP, Part G GATT over Part F ATT), on a virtual controller or on real hardware.
 ///
 /// **One stack per manager.** Each `CBCentralManager` and each `CBPeripheralManager` gets its own `HostStack`
@@ -18,30 +18,30 @@ import VirtualController
 ///   two devices do — the `blue air` hub at its default socket (`$OCB_AIR_SOCKET`, else the hub's default path).
 ///   When no hub runs there, one is started in the background (`blue air --socket PATH`, the `blue` that
 ///   ``hubExecutable(environment:programPath:isExecutable:)`` finds; it outlives the program, for the next ones)
-///   and joined; without any `blue`, this process hosts the hub until it exits (``SharedAirHub``);
+///   and joined; without any `blue`, this process hosts the hub until it exits (`SharedAirHub`);
 /// - `air:PATH`: the hub at PATH, started the same way when PATH's directory exists;
 /// - `in-process`: an air private to this process (``sharedAir``): its managers meet only each other (public
 ///   addresses `0A:1C:00:00:00:nn`, stable across runs), as `blue demo` and the tests do;
-/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (``BlueZCentralBackend``,
-///   ``BlueZPeripheralBackend``);
-/// - anything else: a `--hci` transport specification for ``StackLauncher`` (`tcp:HOST:PORT`, `unix:PATH`,
+/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (`BlueZCentralBackend`,
+///   `BlueZPeripheralBackend`);
+/// - anything else: a `--hci` transport specification for `StackLauncher` (`tcp:HOST:PORT`, `unix:PATH`,
 ///   `serial:…`, `hci0`…).
 ///
 /// When the stack cannot be opened, the manager reports `.unsupported` and the reason goes to standard error.
-/// Programs and tests can choose explicitly with ``provider(_:)`` (for example a private ``InProcessAir`` per
+/// Programs and tests can choose explicitly with ``provider(_:)`` (for example a private `InProcessAir` per
 /// test) and `CBBackendRegistry.setDefault(_:)` or the task-local provider.
 public enum HostBackend {
     /// Where a manager's stack runs.
     public enum Transport: Sendable {
         /// A new device on this in-process air.
         case inProcess(InProcessAir)
-        /// A new device on the air hub listening at `socketPath` (``AirHub``), started in the background first
+        /// A new device on the air hub listening at `socketPath` (`AirHub`), started in the background first
         /// when none runs there.
         case hub(socketPath: String)
-        /// A stack opened by ``StackLauncher`` from a `--hci` specification.
+        /// A stack opened by `StackLauncher` from a `--hci` specification.
         case specification(String)
-        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; ``BlueZCentralBackend``,
-        /// ``BlueZPeripheralBackend``).
+        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; `BlueZCentralBackend`,
+        /// `BlueZPeripheralBackend`).
         case bluez(adapter: String?)
     }
 
@@ -94,7 +94,7 @@ public enum HostBackend {
 
     /// The `blue` that starts an air hub (`blue air --socket PATH`): `$OCB_BLUE` when set, else `blue` beside
     /// `programPath`, else the first executable `blue` on `$PATH`; nil when there is none
-    /// (``SharedAirHub/executable(environment:programPath:isExecutable:)``).
+    /// (`SharedAirHub/executable(environment:programPath:isExecutable:)`).
     public static func hubExecutable(environment: [String: String] = ProcessInfo.processInfo.environment,
                                      programPath: String = StackLauncher.currentExecutablePath,
                                      isExecutable: (String) -> Bool = { FileManager.default.isExecutableFile(atPath: $0) })
@@ -124,7 +124,7 @@ public enum HostBackend {
     /// starts do; a program (or a test) that wants them gone stops them with SIGTERM.
     public static var hubsStarted: [Int32] { startedHubs.load() }
 
-    /// Makes sure a hub listens at `path`, starting one when none does (``SharedAirHub``, on a thread of its own).
+    /// Makes sure a hub listens at `path`, starting one when none does (`SharedAirHub`, on a thread of its own).
     /// Only the default socket's directory is created; a hub is not started at a path whose directory does not
     /// exist (a mistyped `air:PATH` fails instead of creating directories).
     static func ensureHub(at path: String) async throws(StackLaunchError) {
@@ -171,7 +171,7 @@ public enum HostBackend {
     }
 
     /// The environment variable that makes bonds persistent: set (to anything but an absolute path), bonds and the
-    /// local identity are kept in ``FileBondStore/defaultDirectory()``; set to an absolute path, in that directory.
+    /// local identity are kept in `FileBondStore/defaultDirectory()`; set to an absolute path, in that directory.
     /// Unset, bonds live in memory for the life of the process (each manager's stack has its own store), as a
     /// fresh, never-paired device.
     public static let bondsEnvironmentVariable = "OCB_BONDS"
@@ -213,7 +213,7 @@ public enum HostBackend {
 }
 
 /// Opens one stack for a backend, asynchronously, and reports it once (Host's `start`, through
-/// ``StackLauncher`` or ``InProcessAir``), and takes it off the air when the backend is done.
+/// `StackLauncher` or `InProcessAir`), and takes it off the air when the backend is done.
 ///
 /// Closing a stack on an in-process air also powers its ``VirtualController`` off: closing the host's transport
 /// leaves the controller on the air, still advertising and accepting connections, with nobody behind it (a

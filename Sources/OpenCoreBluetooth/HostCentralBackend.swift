@@ -7,7 +7,7 @@ import HCI
 import Host
 public import StackLauncher
 
-/// The GAP central and GATT client of a `CBCentralManager` on its own ``HostStack`` (see ``HostBackend``): scanning
+/// The GAP central and GATT client of a `CBCentralManager` on its own `HostStack` (see ``HostBackend``): scanning
 /// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (one
 /// LE Create Connection at a time, others queued; never timing out, as CoreBluetooth), the Exchange MTU the host
 /// sends on connect (reported with `.connected`, Vol 3 Part F §3.4.2), discovery, long reads and writes, CCCD

@@ -7,16 +7,16 @@ import Host
 import L2CAP
 public import StackLauncher
 
-/// The GAP peripheral and GATT server of a `CBPeripheralManager` on its own ``HostStack`` (see ``HostBackend``).
+/// The GAP peripheral and GATT server of a `CBPeripheralManager` on its own `HostStack` (see ``HostBackend``).
 ///
 /// - Services (Core 5.4 Vol 3 Part G §3): each `CBMutableService` becomes a `GATTServiceDefinition` after the GAP
 ///   and GATT services; the database is rebuilt in publication order on every change (handles of earlier
 ///   services stay; a removal indicates Service Changed for the whole range, §7.1). Cached values are stored
-///   values the server answers itself; other values are deferred (``GATTDeferral``): Read, Read Blob, Write and
+///   values the server answers itself; other values are deferred (`GATTDeferral`): Read, Read Blob, Write and
 ///   Execute Write become request events the app answers with `respond(to:withResult:)`; Write Commands become
 ///   write events without response. CCCD writes become subscriptions.
 /// - Advertising (Vol 3 Part C §11): name and service UUIDs laid out as CoreBluetooth does
-///   (``PeripheralAdvertisement``: UUIDs in the advertising data, the name in the scan response), connectable,
+///   (`PeripheralAdvertisement`: UUIDs in the advertising data, the name in the scan response), connectable,
 ///   resumed after each connection while the app advertises.
 /// - `updateValue`: at most 4 updates handed to the loop at once; the host's send-queue readiness blocks further
 ///   updates (false) until `.readyToSend`, then `.readyToUpdateSubscribers`.

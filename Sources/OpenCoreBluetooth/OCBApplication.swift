@@ -51,7 +51,7 @@ public struct OCBBackgroundModes: OptionSet, Sendable, Hashable {
 /// - Scanning: a scan without service UUIDs finds nothing; `CBCentralManagerScanOptionAllowDuplicatesKey` is
 ///   ignored (each device once per scan); the controller scans 60 ms of every 1.28 s instead of half the time.
 /// - Advertising: the local name is left out and the service UUIDs go to the overflow area
-///   (``ServiceOverflowArea``), which only a central scanning for one of them explicitly discovers.
+///   (`ServiceOverflowArea`), which only a central scanning for one of them explicitly discovers.
 ///
 /// The managers made from one ``CBBackendProvider`` belong to its application (``CBBackendProvider/application``):
 /// the process's default one is ``process``; a test's private provider has one of its own, so tests that change

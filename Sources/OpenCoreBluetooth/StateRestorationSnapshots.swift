@@ -1,7 +1,7 @@
 import BluetoothCore
 import Foundation
 
-/// What a central manager's restoration file holds (``StateRestorationStore``): the peripherals it was connected
+/// What a central manager's restoration file holds (`StateRestorationStore`): the peripherals it was connected
 /// or connecting to (GAP connection establishment, Core 5.4 Vol 3 Part C §9.3: identity address and type, so the
 /// identifier and the connection target are the same in the next process; the last known name) and the scan it
 /// was running (the service filter of §9.2, duplicates, solicited services).
@@ -73,7 +73,7 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
     }
 }
 
-/// What a peripheral manager's restoration file holds (``StateRestorationStore``): the local GATT database it
+/// What a peripheral manager's restoration file holds (`StateRestorationStore`): the local GATT database it
 /// published (Core 5.4 Vol 3 Part G §3: services in publication order with their included services,
 /// characteristics with properties, permissions and static value, descriptors with their value) and the
 /// advertising data it was advertising (local name and service UUIDs, Core Supplement Part A §1.1, §1.2).
