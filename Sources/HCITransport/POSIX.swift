@@ -15,7 +15,7 @@ package enum POSIX {
     }
 
     /// The current errno as text.
-    static var lastErrorText: String { errorText(errno) }
+    package static var lastErrorText: String { errorText(errno) }
 
     /// How a descriptor is written: `send(MSG_NOSIGNAL)` for sockets (a closed peer must not raise SIGPIPE),
     /// `write` for ttys.

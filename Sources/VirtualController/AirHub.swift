@@ -118,14 +118,23 @@ public final class AirHub: @unchecked Sendable {
                 for listener in listeners { listener.close() }
                 throw error
             }
+            // The monitor socket is a convenience: a hub without one still runs.
+            let monitor = configuration.socketPath.flatMap { path in
+                try? AirHubMonitor.listen(at: path + ".monitor") { [weak self] in
+                    self?.state.withLock { $0.joined.values.map(\.device) }.sorted { $0.number < $1.number }
+                        .map { AirHubEvent.joined($0).text } ?? []
+                }
+            }
             let stopped = state.withLock { state in
                 state.listeners = listeners
+                state.monitor = monitor
                 let stopped = state.phase == .stopped
                 if !stopped { state.phase = .running }
                 return stopped
             }
             if stopped {
                 for listener in listeners { listener.close() }
+                monitor?.close()
                 throw AirHubError(.invalidState, "the hub was stopped while starting")
             }
             for listener in listeners { emit(.listening(listener.name)) }
@@ -146,19 +155,21 @@ public final class AirHub: @unchecked Sendable {
     /// socket file and emits ``AirHubEvent/stopped(_:)``. Idempotent; returns the final statistics.
     @discardableResult
     public func stop() -> AirHubStatistics {
-        let taken = state.withLock { state -> (listeners: [H4Listener], members: [Member], timer: ScheduledJob?)? in
+        let taken = state.withLock { state -> (listeners: [H4Listener], members: [Member], timer: ScheduledJob?, monitor: AirHubMonitor?)? in
             guard state.phase != .stopped else { return nil }
             state.phase = .stopped
             defer {
                 state.listeners = []
                 state.pending = [:]
                 state.statisticsTimer = nil
+                state.monitor = nil
             }
-            return (state.listeners, Array(state.pending.values), state.statisticsTimer)
+            return (state.listeners, Array(state.pending.values), state.statisticsTimer, state.monitor)
         }
         guard let taken else { return statistics }
         taken.timer?.cancel()
         for listener in taken.listeners { listener.close() }
+        defer { taken.monitor?.close() }
         for member in taken.members.sorted(by: { (a: Member, b: Member) in a.serial < b.serial }) {
             leave(member, reason: "hub stopped")
             member.transport.close()
@@ -275,7 +286,9 @@ public final class AirHub: @unchecked Sendable {
     /// Every frame from a host; the first one creates the controller.
     private func frameFromHost(_ frame: H4Frame, member: Member) {
         guard let joined = controllerFor(member) else { return }
-        joined.sink?.record(frame, direction: .sent, unixMicroseconds: SnoopingTransport.realTimeClock())
+        let now = SnoopingTransport.realTimeClock()
+        joined.sink?.record(frame, direction: .sent, unixMicroseconds: now)
+        monitor?.record(device: joined.device.number, frame, direction: .sent, unixMicroseconds: now)
         let randomAddress = Self.randomAddressSet(by: frame)
         state.withLock { state in
             guard state.joined[joined.device.number] != nil else { return }
@@ -323,7 +336,9 @@ public final class AirHub: @unchecked Sendable {
         let number = joined.device.number
         let outbox = member.outbox
         joined.controller.toHost = { [weak self, weak member] frame in
-            sink?.record(frame, direction: .received, unixMicroseconds: SnoopingTransport.realTimeClock())
+            let now = SnoopingTransport.realTimeClock()
+            sink?.record(frame, direction: .received, unixMicroseconds: now)
+            self?.monitor?.record(device: number, frame, direction: .received, unixMicroseconds: now)
             self?.frameToHost(frame, device: number)
             guard outbox.offer(frame) == .overflow, let self, let member else { return }
             self.emit(.warning("dev\(number): the host does not read its connection (more than \(outbox.limit) frames waiting); disconnected"))
@@ -417,7 +432,14 @@ public final class AirHub: @unchecked Sendable {
         if !keep { job.cancel() }
     }
 
+    /// The monitor socket's readers, if the hub has one.
+    private var monitor: AirHubMonitor? { state.withLock { $0.monitor } }
+
     private func emit(_ event: AirHubEvent) {
+        switch event {
+        case .joined, .left: monitor?.note(event.text, unixMicroseconds: SnoopingTransport.realTimeClock())
+        default: break
+        }
         guard let handler = onEvent else { return }
         eventLock.withLock { _ in handler(event) }
     }
@@ -473,6 +495,8 @@ private struct HubState {
     enum Phase { case created, starting, running, stopped }
     var phase = Phase.created
     var listeners: [H4Listener] = []
+    /// `SOCKET.monitor`: the traffic for `blue monitor` (``AirHubMonitor``).
+    var monitor: AirHubMonitor?
     var pending: [Int: Member] = [:]
     var joined: [Int: Joined] = [:]
     var nextSerial = 0

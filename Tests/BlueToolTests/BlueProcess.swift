@@ -24,7 +24,8 @@ struct BlueProcess {
     /// `environment`: variables added to ours.
     static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:],
                     limit: Duration = .seconds(180)) async throws -> Result {
-        let merged = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // FORCE_COLOR from the runner's environment would colour every pipe: cleared unless a test sets it.
+        let merged = ProcessInfo.processInfo.environment.merging(["FORCE_COLOR": ""].merging(environment) { $1 }) { $1 }
         let completed = try await runToCompletion(executable, arguments, environment: merged, input: Data((input ?? "").utf8),
                                                   limit: limit)
         return Result(status: completed.status, standardOutput: completed.output, standardError: completed.errors)

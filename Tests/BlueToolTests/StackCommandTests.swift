@@ -181,7 +181,7 @@ final class HeartRateScene: @unchecked Sendable {
         #expect(explore.standardOutput.contains("= 57  (87 %)"))
         #expect(await scene.server.waitFor("read 2A38 Body Sensor Location by "))
         // Service lines in bold when colours are forced (never in a pipe otherwise, as above).
-        let coloured = try await BlueProcess.run(["explore", scene.name] + scene.hci + ["--timeout", "5"], environment: ["FORCE_COLOR": "1"])
+        let coloured = try await BlueProcess.run(["explore", scene.name] + scene.hci + ["--timeout", "5"], environment: ["FORCE_COLOR": "1", "NO_COLOR": ""])
         #expect(coloured.standardOutput.contains("\u{1B}[1mService 180D Heart Rate\u{1B}[0m"), "\(coloured.standardOutput)")
         #expect(!explore.standardOutput.contains("\u{1B}"))
         let exploreJSON = try await BlueProcess.run(["explore", scene.name, "--json"] + scene.hci + ["--timeout", "5"])

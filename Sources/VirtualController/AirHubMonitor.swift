@@ -1,0 +1,143 @@
+import BluetoothRuntime
+import Dispatch
+import Foundation
+import HCI
+import HCITransport
+
+/// The hub's monitor socket (`SOCKET.monitor`): every controller's HCI traffic, and each join and leave, for any
+/// number of readers (`blue monitor`). The stream is a sequence of records, each the device number (2 octets,
+/// little-endian) followed by one btsnoop record (btsnoop's own layout, datalink 1002: the data starts with the H4
+/// indicator; the direction flag says host → controller "sent" or controller → host "received"). Device number 0
+/// carries a note of the hub (UTF-8 text: "joined: dev1 ..."). The air never waits for a reader: each has a queue,
+/// and one that falls ``backlogLimit`` records behind is disconnected.
+final class AirHubMonitor: Sendable {
+    /// Records a reader may leave unread before it is dropped.
+    static let backlogLimit = 4_096
+
+    private final class Reader: Sendable {
+        let fd: Int32
+        let queue = DispatchQueue(label: "OpenCoreBluetooth.air-hub.monitor")
+        let pending = LockedValue(0)
+        let closed = LockedValue(false)
+
+        init(fd: Int32) {
+            self.fd = fd
+        }
+
+        func close() {
+            guard closed.withLock({ value in defer { value = true }; return !value }) else { return }
+            queue.async { [fd] in POSIX.closeDescriptor(fd) }
+        }
+    }
+
+    let path: String
+    private let fd: Int32
+    private let wake: (read: Int32, write: Int32)
+    private let readers = LockedValue<[Reader]>([])
+    /// The notes a new reader gets first: the devices joined before it came ("joined: dev1 ... via blue serve").
+    private let greeting: @Sendable () -> [String]
+
+    private init(path: String, fd: Int32, wake: (read: Int32, write: Int32), greeting: @escaping @Sendable () -> [String]) {
+        self.path = path
+        self.fd = fd
+        self.wake = wake
+        self.greeting = greeting
+    }
+
+    /// Listens at `path` (a stale socket file there is replaced) and accepts readers on a thread of its own; each
+    /// new reader first gets `greeting`'s notes.
+    static func listen(at path: String, greeting: @escaping @Sendable () -> [String]) throws(AirHubError) -> AirHubMonitor {
+        let address: sockaddr_un
+        do { address = try SocketAddress.unix(path: path) } catch { throw AirHubError(.listenFailed, "monitor: \(error.reason)") }
+        unlink(path)
+        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
+            throw AirHubError(.listenFailed, "monitor: cannot create a socket: \(POSIX.lastErrorText)")
+        }
+        if let code = SocketAddress.bind(fd, address) {
+            POSIX.closeDescriptor(fd)
+            throw AirHubError(.listenFailed, "monitor: cannot bind \(path): \(POSIX.errorText(code))")
+        }
+        guard Glibc.listen(fd, 8) == 0, let wake = POSIX.makeWakePipe() else {
+            POSIX.closeDescriptor(fd)
+            unlink(path)
+            throw AirHubError(.listenFailed, "monitor: cannot listen on \(path): \(POSIX.lastErrorText)")
+        }
+        let monitor = AirHubMonitor(path: path, fd: fd, wake: wake, greeting: greeting)
+        let thread = Thread { [monitor] in monitor.acceptReaders() }
+        thread.name = "OpenCoreBluetooth.air-hub.monitor-accept"
+        thread.start()
+        return monitor
+    }
+
+    private func acceptReaders() {
+        while true {
+            var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0, descriptors[1].revents == 0 else { break }
+            let accepted = POSIX.acceptCloseOnExec(fd)
+            guard accepted >= 0 else { continue }
+            POSIX.disableSIGPIPE(accepted)
+            let reader = Reader(fd: accepted)
+            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            for text in greeting() {
+                let record = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: BTSnoop.timestamp(unixMicroseconds: now), data: Array(text.utf8))
+                _ = POSIX.writeAll(accepted, [0, 0] + record.encode(), style: .socket)
+            }
+            readers.withLock { $0.append(reader) }
+        }
+        POSIX.closeDescriptor(fd)
+        POSIX.closeDescriptor(wake.read)
+    }
+
+    /// Whether anyone reads (so that the hub skips encoding when nobody does).
+    var hasReaders: Bool { !readers.load().isEmpty }
+
+    /// One frame of device `number`.
+    func record(device number: Int, _ frame: H4Frame, direction: BTSnoopDirection, unixMicroseconds: Int64) {
+        guard hasReaders else { return }
+        let record = BTSnoopRecord(flags: BTSnoopFlags(type: frame.type, direction: direction),
+                                   timestamp: BTSnoop.timestamp(unixMicroseconds: unixMicroseconds), data: frame.encode())
+        send(device: number, record)
+    }
+
+    /// A note of the hub (a device joined or left).
+    func note(_ text: String, unixMicroseconds: Int64) {
+        guard hasReaders else { return }
+        send(device: 0, BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: BTSnoop.timestamp(unixMicroseconds: unixMicroseconds),
+                                      data: Array(text.utf8)))
+    }
+
+    private func send(device number: Int, _ record: BTSnoopRecord) {
+        let bytes = [UInt8(truncatingIfNeeded: number), UInt8(truncatingIfNeeded: number >> 8)] + record.encode()
+        for reader in readers.load() {
+            let behind = reader.pending.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            guard behind <= Self.backlogLimit else {
+                drop(reader)
+                continue
+            }
+            reader.queue.async { [weak self] in
+                reader.pending.withLock { $0 -= 1 }
+                guard !reader.closed.load() else { return }
+                if POSIX.writeAll(reader.fd, bytes, style: .socket) != nil { self?.drop(reader) }
+            }
+        }
+    }
+
+    private func drop(_ reader: Reader) {
+        readers.withLock { $0.removeAll { $0 === reader } }
+        reader.close()
+    }
+
+    /// Stops accepting, disconnects every reader and removes the socket file.
+    func close() {
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+        POSIX.closeDescriptor(wake.write)
+        for reader in readers.withLock({ readers in defer { readers = [] }; return readers }) { reader.close() }
+        unlink(path)
+    }
+}

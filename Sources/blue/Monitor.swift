@@ -1,0 +1,235 @@
+import ArgumentParser
+import BluetoothCore
+import BluetoothDissector
+import BluetoothRuntime
+import Foundation
+import HCI
+import HCITransport
+import OpenCoreBluetooth
+
+/// `blue monitor`: the live, decoded HCI traffic of every controller on the shared air (btmon for the virtual air;
+/// Core 5.4 Vol 4 Part E HCI packets, decoded down to L2CAP, ATT and SMP), read from the hub's monitor socket
+/// (`SOCKET.monitor`, ``AirHubMonitor``'s record stream).
+struct Monitor: ParsableCommand, Sendable {
+    static let configuration = CommandConfiguration(
+        abstract: "Watch the decoded HCI traffic of every controller on the shared air, live.",
+        discussion: """
+            Each packet: the time, the device (dev1 and the program that joined it), < host to controller or > \
+            controller to host, and the decoded packet (its fields with --verbose). --device and --layer keep some; \
+            --json prints one object per packet; --write FILE also records the packets shown as a btsnoop capture. \
+            Runs until --timeout, Ctrl-C or the hub stops. The hub is --hci virtual (the default) or air:PATH; a \
+            kernel controller's traffic is btmon's to show.
+            """)
+
+    @Option(help: "The air hub: virtual (the default hub) or air:PATH.")
+    var hci = "virtual"
+
+    @Option(help: "Only this device (its number, as blue air shows it).")
+    var device: Int?
+
+    @Option(help: ArgumentHelp("Only packets carrying this layer: hci (commands and events), acl, l2cap, att or smp.", valueName: "layer"))
+    var layer: String?
+
+    @Flag(help: "Print the decoded fields of each packet, not only its summary.")
+    var verbose = false
+
+    @Flag(help: "One JSON object per packet.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Also write the packets shown to this btsnoop file.", valueName: "file"))
+    var write: String?
+
+    @Option(help: "Stop after this many seconds.")
+    var timeout: Double?
+
+    func run() throws {
+        let command = self
+        try runCommand { () async throws(CLIFailure) in try await command.monitor() }
+    }
+
+    static let layers = ["hci", "acl", "l2cap", "att", "smp"]
+
+    func monitor() async throws(CLIFailure) {
+        guard case .hub(let socketPath) = HostBackend.transport(named: hci) else {
+            throw CLIFailure(.usage, "--hci \(hci): blue monitor reads the shared air's hub (virtual or air:PATH); btmon shows a kernel controller")
+        }
+        if let layer, !Self.layers.contains(layer) {
+            throw CLIFailure(.usage, "--layer \(layer): expected \(Self.layers.joined(separator: ", "))")
+        }
+        let path = socketPath + ".monitor"
+        let fd = try Self.connect(path)
+        var output: Int32?
+        if let write {
+            let file = open(write, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard file >= 0 else { throw CLIFailure(.failed, "cannot write \(write): \(String(cString: strerror(errno)))") }
+            output = file
+            _ = POSIX.writeAll(file, BTSnoopWriter(datalink: .hciUART).bytes, style: .file)
+        }
+        let printer = MonitorPrinter(device: device, layer: layer, verbose: verbose, json: json, output: output)
+        let ended = OneShot<String?>()
+        let reader = Thread { Self.read(fd, printer) { ended.fire($0) } }
+        reader.name = "blue.monitor"
+        reader.start()
+        if Console.isTerminal && !json { Console.error("Monitoring \(socketPath)... (Ctrl-C to stop)") }
+        let watcher = SignalWatcher { _ in ended.fire(nil) }
+        let timer = timeout.map { seconds in
+            DispatchWorkItem { ended.fire(nil) }.also { DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: $0) }
+        }
+        let reason = await ended.wait()
+        watcher.cancel()
+        timer?.cancel()
+        shutdown(fd, Int32(SHUT_RDWR))
+        if let output { POSIX.closeDescriptor(output) }
+        if let reason { throw CLIFailure(.unavailable, reason) }
+    }
+
+    /// Connects to the hub's monitor socket.
+    private static func connect(_ path: String) throws(CLIFailure) -> Int32 {
+        let address: sockaddr_un
+        do { address = try SocketAddress.unix(path: path) } catch { throw CLIFailure(.usage, error.reason) }
+        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
+            throw CLIFailure(.unavailable, "cannot create a socket: \(POSIX.lastErrorText)")
+        }
+        let result = withUnsafePointer(to: address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            let reason = POSIX.lastErrorText
+            POSIX.closeDescriptor(fd)
+            throw CLIFailure(.unavailable, "no air hub monitor at \(path) (\(reason)): is `blue air` running there?")
+        }
+        return fd
+    }
+
+    /// Reads records until the hub closes the socket (or it is shut down here): 2 octets of device number, then a
+    /// btsnoop record (24-octet header, big-endian lengths).
+    private static func read(_ fd: Int32, _ printer: MonitorPrinter, ended: @escaping @Sendable (String?) -> Void) {
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return ended(count == 0 ? "the hub stopped" : nil) }
+            buffer.append(contentsOf: chunk[..<count])
+            var offset = 0
+            while buffer.count - offset >= 26 {
+                let included = buffer[offset + 6..<offset + 10].reduce(0) { $0 << 8 | Int($1) }
+                guard included <= 65_540 else { return ended("the hub sent a malformed record") }
+                guard buffer.count - offset >= 26 + included else { break }
+                let device = Int(buffer[offset]) | Int(buffer[offset + 1]) << 8
+                var reader = ByteReader(buffer[offset + 2..<offset + 26])
+                guard let original = try? reader.readBigEndian(UInt32.self, "original length"),
+                      (try? reader.readBigEndian(UInt32.self, "included length")) != nil,
+                      let flags = try? reader.readBigEndian(UInt32.self, "flags"),
+                      let drops = try? reader.readBigEndian(UInt32.self, "drops"),
+                      let time = try? reader.readBigEndian(UInt64.self, "timestamp") else { return ended("the hub sent a malformed record") }
+                let record = BTSnoopRecord(originalLength: original, flags: BTSnoopFlags(rawValue: flags), cumulativeDrops: drops,
+                                           timestamp: Int64(bitPattern: time), data: Array(buffer[offset + 26..<offset + 26 + included]))
+                printer.show(device: device, record)
+                offset += 26 + included
+            }
+            buffer.removeFirst(offset)
+        }
+    }
+}
+
+extension DispatchWorkItem {
+    fileprivate func also(_ body: (DispatchWorkItem) -> Void) -> DispatchWorkItem {
+        body(self)
+        return self
+    }
+}
+
+/// What `blue monitor` prints of each record, and the device names the hub's notes give.
+final class MonitorPrinter: Sendable {
+    private struct State {
+        var names: [Int: String] = [:]
+        var number = 0
+    }
+
+    private let state = LockedValue(State())
+    let device: Int?
+    let layer: String?
+    let verbose: Bool
+    let json: Bool
+    let output: Int32?
+
+    init(device: Int?, layer: String?, verbose: Bool, json: Bool, output: Int32?) {
+        self.device = device
+        self.layer = layer
+        self.verbose = verbose
+        self.json = json
+        self.output = output
+    }
+
+    func show(device number: Int, _ record: BTSnoopRecord) {
+        guard number != 0 else { return note(String(decoding: record.data, as: UTF8.self)) }
+        if let device, device != number { return }
+        let node = SnoopFormatter.dissection(of: record, datalink: .hciUART)
+        let (summary, protocolName) = Self.summary(node, indicator: record.data.first)
+        if let layer, !Self.carries(layer, indicator: record.data.first, protocolName: protocolName) { return }
+        let (sequence, name) = state.withLock { state -> (Int, String?) in
+            state.number += 1
+            return (state.number, state.names[number])
+        }
+        if let output {
+            var writer = BTSnoopWriter(datalink: .hciUART)
+            _ = writer.takeBytes()
+            writer.write(record)
+            _ = POSIX.writeAll(output, writer.takeBytes(), style: .file)
+        }
+        if json {
+            var text = SnoopFormatter.json(record, number: sequence, datalink: .hciUART)
+            text.removeLast()
+            Console.line(text + ",\"device\":\(number)" + (name.map { ",\"program\":" + Dissection.jsonString($0) } ?? "") + "}")
+            return
+        }
+        let time = Timestamp.clock(Date(timeIntervalSince1970: Double(record.unixMicroseconds) / 1e6))
+        let arrow = record.direction == .received ? TerminalStyle.green(">") : TerminalStyle.yellow("<")
+        let who = "dev\(number)" + (name.map { " \($0)" } ?? "")
+        Console.line("\(time) \(TerminalStyle.dim(who)) \(arrow) \(summary)")
+        if verbose { for child in node.children { Console.line(child.renderText(indent: 4)) } }
+    }
+
+    /// "joined: dev1 0A:1B:00:00:00:01 via blue serve (pid 42) ..." names dev1 "blue serve"; notes are printed as they are.
+    private func note(_ text: String) {
+        let words = text.split(separator: " ")
+        if words.count > 1, words[1].hasPrefix("dev"), let number = Int(words[1].dropFirst(3)),
+           let via = text.range(of: " via "), let pid = text.range(of: " (pid ", range: via.upperBound..<text.endIndex) {
+            let name = String(text[via.upperBound..<pid.lowerBound])
+            state.withLock { $0.names[number] = name }
+        }
+        if json {
+            Console.line("{\"note\":" + Dissection.jsonString(text) + "}")
+        } else if device == nil || text.contains("dev\(device ?? 0) ") {
+            Console.line(Timestamp.clock() + " " + TerminalStyle.bold(text))
+        }
+    }
+
+    /// The line a packet gets: a command or an event by its name; ACL data by its handle, the protocol of its L2CAP
+    /// channel (ATT 0x0004, L2CAP signaling 0x0005, SMP 0x0006) and the innermost PDU's name. The protocol is
+    /// returned for the --layer filter.
+    static func summary(_ node: Dissection, indicator: UInt8?) -> (String, String?) {
+        let plain = node.label + (node.value.map { ": \($0)" } ?? "")
+        guard indicator == 0x02, let frame = node.children.first(where: { $0.label.hasPrefix("L2CAP") }) else { return (plain, nil) }
+        let channel = frame.children.first { $0.label == "Channel ID" }?.value ?? ""
+        let name = channel.contains("(0x0004)") ? "ATT" : channel.contains("(0x0006)") ? "SMP"
+            : channel.contains("(0x0005)") ? "L2CAP signaling" : "L2CAP"
+        let handle = node.children.first { $0.label == "Handle" }?.value ?? "?"
+        let inner = frame.children.last { !$0.children.isEmpty }?.label ?? channel
+        return ("ACL \(handle) \(name) \(inner)", name)
+    }
+
+    /// Whether the packet is (or carries) `layer`: hci = commands and events, acl = ACL data, l2cap = any L2CAP
+    /// frame, att / smp = those channels.
+    static func carries(_ layer: String, indicator: UInt8?, protocolName: String?) -> Bool {
+        switch layer {
+        case "hci": indicator == 0x01 || indicator == 0x04
+        case "acl": indicator == 0x02
+        case "l2cap": protocolName != nil
+        case "att": protocolName == "ATT"
+        case "smp": protocolName == "SMP"
+        default: false
+        }
+    }
+}
