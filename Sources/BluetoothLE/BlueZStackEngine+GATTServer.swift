@@ -142,6 +142,9 @@ extension BlueZStackEngine {
         case .stateChanged(let state):
             stateChanged(state, central: false)
         case .centralConnected(let peer, let mtu):
+            // bluetoothd does not say who initiated a link: a device we connect to as central shows up connected
+            // to the peripheral backend too. That one is ours, not a central's.
+            if pendingConnectPeer == peer.address || handle(of: peer, role: .central) != nil { return }
             let handle = link(peer, role: .peripheral, mtu: mtu)
             mtuChanged(handle, mtu)
         case .centralDisconnected(let peer):

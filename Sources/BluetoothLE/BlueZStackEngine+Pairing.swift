@@ -70,7 +70,9 @@ extension BlueZStackEngine {
             return answer(.reject)
         }
         let address = device.split(separator: "/").last.map { $0.dropFirst(4).replacingOccurrences(of: "_", with: ":") }
-        guard let handle = links.first(where: { $0.value.connection.peer.description.hasPrefix(address ?? "-") })?.key else {
+        // The link to that device: ours as central first (the pairing we asked for), else a central's link to us.
+        let candidates = links.filter { $0.value.connection.peer.description.hasPrefix(address ?? "-") }
+        guard let handle = (candidates.first { $0.value.connection.role == .central } ?? candidates.first)?.key else {
             return answer(.reject)
         }
         switch interaction {

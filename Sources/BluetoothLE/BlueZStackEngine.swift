@@ -240,6 +240,9 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         return handle
     }
 
+    /// The device a connect is under way to (on the loop).
+    var pendingConnectPeer: BluetoothAddress? { pendingConnect?.peer }
+
     func handle(of peer: CBBackendPeer, role: ConnectionRole) -> UInt16? {
         links.first { $0.value.connection.peer == peer.address && $0.value.connection.role == role }?.key
     }

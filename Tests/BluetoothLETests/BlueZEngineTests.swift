@@ -91,10 +91,14 @@ struct BlueZEngineTests {
             await #expect(throws: PairingError.self) { _ = try await peripheral.pair() }
             delegate.accept.store(true)
             let outcome = try await peripheral.pair()
-            #expect(outcome.method == .numericComparison && outcome.authenticated && outcome.bonded)
+            #expect(outcome.method == .numericComparison && outcome.authenticated && outcome.bonded, "\(outcome); bluetoothd saw \(bluetoothd.calls)")
             #expect(delegate.values.load() == [FakeBluetoothd.comparisonValue, FakeBluetoothd.comparisonValue])
             #expect(bluetoothd.agentCapability == "KeyboardDisplay")
             #expect(bluetoothd.calls.filter { $0 == "Pair " }.count == 2)
+
+            // bluetoothd does not say who initiated a link: the device we connected to must not also appear as a
+            // central connected to us.
+            #expect(await stack.resources().links == 1)
 
             try await peripheral.disconnect()
             #expect(!peripheral.isConnected)
