@@ -1,3 +1,4 @@
+import BluetoothRuntime
 import Foundation
 import TestSupport
 import Testing
@@ -29,22 +30,31 @@ import Testing
         struct Refused: Error, Equatable {}
         let onMainThread = await blockingWork { Thread.isMainThread }
         #expect(!onMainThread)
-        // Four bodies blocking 1.5 s at once (the pool has one thread per core) leave the pool free: a poller
-        // meanwhile ticks about every 10 ms.
+        // Four bodies block at once (the pool has one thread per core) until a poller on the pool has ticked three
+        // times: a pool the bodies took could never tick and they would wait out their 60 s bound. No timing is
+        // asserted: a busy machine only makes it slower.
+        let release = DispatchSemaphore(value: 0)
+        let waitedOut = LockedValue(0)
         let ticks = await withTaskGroup(of: Int.self) { group in
-            for _ in 0..<4 { group.addTask { _ = await blockingWork { usleep(1_500_000) }; return -1 } }
+            for _ in 0..<4 {
+                group.addTask {
+                    _ = await blockingWork {
+                        if release.wait(timeout: .now() + 60) == .timedOut { waitedOut.withLock { $0 += 1 } }
+                    }
+                    return -1
+                }
+            }
             group.addTask {
                 var ticks = 0
-                _ = await poll(within: .seconds(1)) { ticks += 1; return false }
+                _ = await poll(within: .seconds(60)) { ticks += 1; return ticks >= 3 }
+                for _ in 0..<4 { release.signal() }
                 return ticks
             }
             var found = 0
             for await value in group where value >= 0 { found = value }
             return found
         }
-        // A stalled pool polls once or not at all before the blocking bodies end; a free one many times (fewer than
-        // 100 on a machine running the whole suite: 18 were seen).
-        #expect(ticks > 2, "the pool stalled: \(ticks) polls in 1 s")
+        #expect(ticks >= 3 && waitedOut.load() == 0, "the pool stalled: \(ticks) polls, \(waitedOut.load()) bodies waited out")
         await #expect(throws: Refused()) { try await blockingWork { () throws(Refused) -> Int in throw Refused() } }
         #expect(await blockingWork(within: .milliseconds(50)) { usleep(2_000_000); return 1 } == nil)
         #expect(await blockingWork(within: .seconds(5)) { 7 } == 7)
