@@ -27,8 +27,9 @@ import Darwin
 ///   and leaves the air (``VirtualAir/detach(_:)``): a long-running hub holds only the devices present.
 /// - With a snoop directory, each controller's HCI traffic goes to `devN-PROGRAM.btsnoop` there (PROGRAM: the
 ///   connecting process's command, "blue-serve", from the socket's peer credentials; `devN.btsnoop` when unknown;
-///   host → controller
-///   recorded as *sent*, controller → host as *received*, as btsnoop defines them).
+///   host → controller recorded as *sent*, controller → host as *received*, as btsnoop defines them).
+/// - Beside a UNIX socket, `SOCKET.monitor` streams every controller's traffic and each join and leave to readers
+///   (`blue monitor`; ``AirHubMonitor``), each with a bounded queue so that a slow reader is dropped, never waited for.
 /// - ``onEvent`` reports joins, leaves, connections (read from the LE Connection Complete / Disconnection Complete /
 ///   Encryption Change events each controller sends), and traffic summaries every
 ///   ``AirHubConfiguration/statisticsInterval`` and at ``stop()``.
