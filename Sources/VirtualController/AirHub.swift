@@ -289,10 +289,10 @@ public final class AirHub: @unchecked Sendable {
         guard let joined = controllerFor(member) else { return }
         let now = SnoopingTransport.realTimeClock()
         joined.sink?.record(frame, direction: .sent, unixMicroseconds: now)
-        monitor?.record(device: joined.device.number, frame, direction: .sent, unixMicroseconds: now)
         let randomAddress = Self.randomAddressSet(by: frame)
-        state.withLock { state in
-            guard state.joined[joined.device.number] != nil else { return }
+        // The monitor comes with the state lock this frame takes anyway: no lock of its own per frame.
+        let monitor = state.withLock { state -> AirHubMonitor? in
+            guard state.joined[joined.device.number] != nil else { return nil }
             switch frame.type {
             case .command: state.joined[joined.device.number]?.traffic.commands &+= 1
             case .aclData: state.joined[joined.device.number]?.traffic.aclToController &+= 1
@@ -300,7 +300,9 @@ public final class AirHub: @unchecked Sendable {
             }
             state.joined[joined.device.number]?.traffic.octets &+= frame.packet.count &+ 1
             if let randomAddress { state.joined[joined.device.number]?.randomAddress = randomAddress }
+            return state.monitor
         }
+        monitor?.record(device: joined.device.number, frame, direction: .sent, unixMicroseconds: now)
         joined.controller.receiveFromHost(frame)
     }
 
@@ -336,10 +338,12 @@ public final class AirHub: @unchecked Sendable {
         let sink = joined.sink
         let number = joined.device.number
         let outbox = member.outbox
+        // The monitor is set when the hub starts, before any device joins: taken once here, not per frame.
+        let monitor = self.monitor
         joined.controller.toHost = { [weak self, weak member] frame in
             let now = SnoopingTransport.realTimeClock()
             sink?.record(frame, direction: .received, unixMicroseconds: now)
-            self?.monitor?.record(device: number, frame, direction: .received, unixMicroseconds: now)
+            monitor?.record(device: number, frame, direction: .received, unixMicroseconds: now)
             self?.frameToHost(frame, device: number)
             guard outbox.offer(frame) == .overflow, let self, let member else { return }
             self.emit(.warning("dev\(number): the host does not read its connection (more than \(outbox.limit) frames waiting); disconnected"))
