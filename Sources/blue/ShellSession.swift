@@ -1,3 +1,4 @@
+import ATT
 import BluetoothCore
 import BluetoothRuntime
 import Foundation
@@ -131,7 +132,7 @@ final class ShellSession: Sendable {
             let connection = try connected()
             // ATT allows one exchange per connection (Vol 3 Part F §3.4.2), which the host makes at connection.
             let current = stack.attMTU(connection.handle)
-            if current > ATTMTUDefault.value { return Console.line("ATT MTU \(current) (exchanged at connection: once per connection)") }
+            if current > ATTMTU.leDefault { return Console.line("ATT MTU \(current) (exchanged at connection: once per connection)") }
             let result = await stack.awaitCompletion { stack.host.exchangeMTU(connectionHandle: connection.handle, completion: $0) }
             switch result {
             case .success(let mtu): Console.line("ATT MTU \(mtu)")
@@ -376,9 +377,4 @@ extension Result {
         if case .failure(let error) = self { return error }
         return nil
     }
-}
-
-/// The ATT_MTU before an exchange (Core 5.4 Vol 3 Part F §3.2.8: 23 on LE).
-enum ATTMTUDefault {
-    static let value = 23
 }
