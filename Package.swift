@@ -47,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         // `swift package generate-documentation`: DocC catalogs of BluetoothLE and OpenCoreBluetooth.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The library logs through swift-log (a label per layer, LogLabel); programs route it.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Foundation-free value types shared by every layer.
@@ -72,7 +74,7 @@ let package = Package(
         // SMP PDUs (Vol 3 Part H §3).
         .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime"], swiftSettings: strict),
         // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
-        .target(name: "BluetoothRuntime", swiftSettings: strict),
+        .target(name: "BluetoothRuntime", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
         .target(name: "GATT", dependencies: ["BluetoothCore", "ATT", "BluetoothRuntime"], swiftSettings: strict),
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
@@ -90,7 +92,7 @@ let package = Package(
             name: "Host",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
-                "AdvertisingData", "BluetoothCrypto",
+                "AdvertisingData", "BluetoothCrypto", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -98,7 +100,8 @@ let package = Package(
         // serial, Linux user channel).
         .target(
             name: "StackLauncher",
-            dependencies: ["BluetoothCore", "BluetoothRuntime", "Host", "HCITransport", "VirtualController"],
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "Host", "HCITransport", "VirtualController",
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // The modern async API: scanning and notifications as AsyncSequences, async GATT, declarative servers.
@@ -115,7 +118,7 @@ let package = Package(
             name: "OpenCoreBluetooth",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "VirtualController", "StackLauncher", "DBus", "BlueZ",
+                "VirtualController", "StackLauncher", "DBus", "BlueZ", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -132,6 +135,7 @@ let package = Package(
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ",
                 "Seed001PeripheralApp", "Seed001CentralApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict,
             plugins: ["BuildInfo"]
@@ -139,7 +143,7 @@ let package = Package(
         // `blue --version`'s commit, from git at build time.
         .plugin(name: "BuildInfo", capability: .buildTool()),
         // The harness the example programs share (their name on log and failure lines, --timeout, the main queue).
-        .target(name: "ExampleSupport", path: "Examples/ExampleSupport", swiftSettings: strict),
+        .target(name: "ExampleSupport", dependencies: ["BluetoothRuntime"], path: "Examples/ExampleSupport", swiftSettings: strict),
         // The seed apps (issue 5 item 2): CoreBluetooth programs with `import OpenCoreBluetooth`, run by ExamplesTests.
         // Seed 001's two apps, the seed's code in one copy each (both call their types BluetoothManager: a module
         // each), run by the Seed001 programs and `blue demo`, tested by OpenCoreBluetoothTests.
@@ -205,7 +209,7 @@ let package = Package(
             name: "HostTests",
             dependencies: [
                 "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
-                "VirtualController", "BluetoothCrypto", "TestSupport",
+                "VirtualController", "BluetoothCrypto", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -1,9 +1,11 @@
 // The harness the example programs share (not the seeds' own code): the program's name on its log and failure
 // lines, its command-line options, and the time limit that ends it. The seed code in each program calls its
 // `log` / `fail` as before; those forward here.
+import BluetoothRuntime
 import Foundation
 
-/// One example program run as a process: labelled log lines and a one-line failure on standard error, the
+/// One example program run as a process: labelled log lines and a one-line failure on standard error (the
+/// library's own logging routed there too), the
 /// `--timeout SECONDS` option, and the main dispatch queue that runs its CoreBluetooth callbacks (`queue: nil`)
 /// until a callback exits or the time limit passes. Not a Bluetooth type: no Core 5.4 section applies; the
 /// programs drive the CoreBluetooth API (shared/reference/corebluetooth-api.md).
@@ -13,10 +15,19 @@ public struct ExampleProgram: Sendable {
     /// The command-line arguments after the program's path.
     public let arguments: [String]
 
+    /// Also routes the library's logging to standard error (`$OCB_LOG_LEVEL`, else notice), the first time a
+    /// program is made in the process: the library logs, the program decides where it goes.
     public init(_ name: String, arguments: [String] = Array(CommandLine.arguments.dropFirst())) {
         self.name = name
         self.arguments = arguments
+        Self.routeLogging.withLock { routed in
+            guard !routed else { return }
+            routed = true
+            StandardErrorLogHandler.bootstrap()
+        }
     }
+
+    private static let routeLogging = LockedValue(false)
 
     /// "[NAME] text" on standard error.
     public func log(_ text: String) {

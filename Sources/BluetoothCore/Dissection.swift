@@ -93,3 +93,32 @@ extension Dissection {
         return uuid.uuidString
     }
 }
+
+extension Dissection {
+    /// The packet on one line, for logs: the label, then each field as `Label=value` (nested groups by their label),
+    /// the opcode, code and length fields left out and long values cut at `maximumValueLength` characters with "…".
+    /// "ATT Read Request Handle=0x0003".
+    public func renderLine(maximumValueLength: Int = 48) -> String {
+        var line = label + (value.map { " (\($0))" } ?? "")
+        for child in children { child.appendFields(to: &line, maximumValueLength: maximumValueLength) }
+        return line
+    }
+
+    /// Fields the label already says (the opcode, the event code, the packet type).
+    private static let lineOmits: Set<String> = ["Opcode", "Code", "Event_Code", "Subevent_Code", "Packet Type"]
+
+    private func appendFields(to line: inout String, maximumValueLength: Int) {
+        if children.isEmpty {
+            guard let value, !Self.lineOmits.contains(label), !label.hasSuffix("Length") else { return }
+            let shown = value.count > maximumValueLength ? value.prefix(maximumValueLength) + "…" : Substring(value)
+            line += " \(label.replacingSpaces)=\(shown)"
+        } else {
+            line += " " + label + (value.map { " (\($0))" } ?? "")
+            for child in children { child.appendFields(to: &line, maximumValueLength: maximumValueLength) }
+        }
+    }
+}
+
+private extension String {
+    var replacingSpaces: String { String(map { $0 == " " ? "_" : $0 }) }
+}

@@ -34,6 +34,12 @@
 //   refused gets a command timeout for its Connection Complete; a Disconnect whose Disconnection Complete does not
 //   come ends the connection locally after the supervision timeout plus a command timeout.
 //
+// - Logging (`HostStack+Logging.swift`, swift-log): one logger per layer (`HostLoggers`, labels in LogLabel, made by
+//   `HostConfiguration.makeLogger`); every command and event, and every L2CAP PDU by its channel's protocol (ATT,
+//   SMP, L2CAP), at debug with the connection handle and peer as metadata; ACL fragments at trace; link events at
+//   debug. Keys never reach a log (the commands that carry one and SMP key distribution are named only). A
+//   disabled level costs one check: messages are autoclosures.
+//
 // State: all of it is confined to the host's `EventLoop` (ManualEventLoop in tests, DispatchEventLoop in
 // production); no locks, no tasks. Completions and handlers run on that loop. Time comes only from the loop;
 // one `ScheduledJob` is armed for the earliest deadline (command timeouts, a credit starvation, a connect's own time

@@ -1,4 +1,5 @@
 public import BluetoothCore
+public import Logging
 
 /// How a ``HostStack`` behaves: timeouts, the address it uses and its policies.
 public struct HostConfiguration: Sendable {
@@ -21,6 +22,10 @@ public struct HostConfiguration: Sendable {
     /// Two unresponsive steps end the initialisation, so a dead controller costs at most twice this.
     public var initialisationCommandTimeout: Duration = .seconds(5)
     public var address: AddressPolicy = .randomStatic(seed: nil)
+    /// Makes each layer's logger from its label (``LogLabel``): `Logger(label:)` by default, so the process's
+    /// `LoggingSystem` routes and filters it. A program with several stacks can add metadata to tell them apart
+    /// (`{ var logger = Logger(label: $0); logger[metadataKey: "stack"] = "left"; return logger }`).
+    public var makeLogger: @Sendable (String) -> Logger = { Logger(label: $0) }
     /// Answer LE Remote Connection Parameter Request with the requested values (true) or reject it with
     /// Unacceptable Connection Parameters (false).
     public var acceptsConnectionParameterRequests = true

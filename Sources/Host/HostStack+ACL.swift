@@ -30,6 +30,7 @@ extension HostStack {
                 completion?(.failure(HostError(.invalidParameters, "cannot fragment the PDU: \(error)")))
                 return
             }
+            logL2CAP(pdu, handle: connectionHandle, sent: true)
             outbound.enqueue(fragments, handle: connectionHandle, completion: completion)
             pumpACL()
     }
@@ -41,7 +42,11 @@ extension HostStack {
         guard lifecycle == .ready else { return }
         let (packets, completed) = outbound.takeSendable()
         stats.sentACLPackets += packets.count
-        for packet in packets { sendFrame(packet.frame) }
+        for packet in packets {
+            let frame = packet.frame
+            logACL(frame, sent: true)
+            sendFrame(frame)
+        }
         for completion in completed { completion(.success(())) }
         if !packets.isEmpty { reportSendRoom() }
         announceDeliveredPairings()
@@ -63,6 +68,7 @@ extension HostStack {
         if output.error != nil { stats.reassemblyErrors += 1 }
         guard let pdu = output.pdu else { return }
         stats.receivedL2CAPPDUs += 1
+        logL2CAP(pdu.bytes, handle: packet.handle, sent: false)
         if let l2capHandler {
             l2capHandler(record.connection, pdu.bytes)
         } else {

@@ -152,6 +152,10 @@ extension HostStack {
         fragmenter = try? ACLFragmenter(maximumDataLength: info.leACLDataPacketLength)
         outbound = ACLOutbound(totalBuffers: info.totalNumLEACLDataPackets)
         lifecycle = .ready
+        loggers.hci.debug("controller ready on \(transport.name)", metadata: [
+            "address": "\(info.ownAddress)", "aclBuffers": "\(info.totalNumLEACLDataPackets)x\(info.leACLDataPacketLength)",
+        ])
+        for warning in info.warnings { loggers.hci.debug("\(warning)") }
         completion(.success(info))
     }
 }

@@ -34,6 +34,8 @@ public final class HostStack: @unchecked Sendable {
     public let eventLoop: any EventLoop
     public let configuration: HostConfiguration
     let transport: any HCITransport
+    /// The logger of each layer (`HostStack+Logging.swift`).
+    let loggers: HostLoggers
 
     enum Lifecycle { case idle, starting, ready, closed }
 
@@ -114,6 +116,7 @@ public final class HostStack: @unchecked Sendable {
         self.transport = transport
         self.eventLoop = eventLoop
         self.configuration = configuration
+        loggers = HostLoggers(configuration.makeLogger)
         pipe = CommandPipe(timeout: configuration.commandTimeout)
         reassembler = ACLReassembler(maximumPDULength: configuration.maximumReassembledPDULength)
         scanMerger = ScanReportMerger(capacity: configuration.maximumScanCacheEntries)
@@ -138,6 +141,7 @@ public final class HostStack: @unchecked Sendable {
     }
 
     func emit(_ event: HostEvent) {
+        logEvent(event)
         eventHandler?(event)
     }
 
@@ -239,6 +243,7 @@ public final class HostStack: @unchecked Sendable {
     func pumpCommands() {
         let now = eventLoop.now
         while let command = pipe.takeSendable(now: now) {
+            logSent(command)
             sendFrame(H4Frame(type: .command, packet: command.encode()))
         }
         armTimer()
@@ -310,8 +315,10 @@ public final class HostStack: @unchecked Sendable {
                 undecodableEvent(frame.packet, error)
                 return
             }
+            logReceived(event)
             handle(event)
         case .aclData:
+            logACL(frame, sent: false)
             receiveACL(frame)
         default:
             stats.ignoredFrames += 1

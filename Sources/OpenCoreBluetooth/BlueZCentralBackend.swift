@@ -70,16 +70,20 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
     let busAddress: String
 
     /// Where the backend says what went wrong outside any call (bluetoothd unreachable or gone, discovery refused):
-    /// one line, without the "OpenCoreBluetooth: " prefix.
+    /// one line (logged as an error by default).
     private let report: @Sendable (String) -> Void
     /// The pairing agent asked for (`OCB_BLUEZ_AGENT`, ``BlueZPairingAgent``), registered while the backend runs.
     private let pairingAgent: BlueZPairingAgent?
+    /// Where the agent's prompts go (the value to compare, the passkey to type): logged at notice by default.
+    private let prompt: @Sendable (String) -> Void
     private let registeredAgent = LockedValue<BlueZAgent?>(nil)
 
     init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
-         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) },
-         pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment()) {
+         report: @escaping @Sendable (String) -> Void = { Log.bluez.error("\($0)") },
+         pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment(),
+         prompt: @escaping @Sendable (String) -> Void = { Log.bluez.notice("\($0)") }) {
         self.pairingAgent = pairingAgent
+        self.prompt = prompt
         adapterName = adapter
         self.busAddress = busAddress
         self.report = report
@@ -116,7 +120,7 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
             connection.onClose { [weak self] error in self?.lost(error) }
             if let pairingAgent {
                 do {
-                    registeredAgent.store(try await pairingAgent.register(on: connection, path: Self.agentPath(), report: report))
+                    registeredAgent.store(try await pairingAgent.register(on: connection, path: Self.agentPath(), report: prompt))
                 } catch {
                     report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
                 }

@@ -9,7 +9,7 @@ import Foundation
 /// bluetoothd refuses pairings that need one). With `OCB_BLUEZ_AGENT=CAPABILITY` (DisplayOnly, DisplayYesNo,
 /// KeyboardOnly, NoInputNoOutput, KeyboardDisplay) the backend registers an agent of its own as the default
 /// (BlueZ's doc/org.bluez.AgentManager.rst RequestDefaultAgent) for as long as it runs: Just Works and Numeric
-/// Comparison are accepted, each value printed on standard error; a passkey to display is printed; a passkey to type
+/// Comparison are accepted, each value logged (notice, label opencorebluetooth.bluez); a passkey to display is logged; a passkey to type
 /// is `OCB_BLUEZ_PASSKEY` (six digits), else the request is refused.
 struct BlueZPairingAgent: Sendable {
     static let environmentVariable = "OCB_BLUEZ_AGENT"
@@ -18,19 +18,19 @@ struct BlueZPairingAgent: Sendable {
     var capability: BlueZAgent.Capability
     var passkey: UInt32?
 
-    /// The agent the environment asks for, nil when none (or an unknown capability, said on standard error).
+    /// The agent the environment asks for, nil when none (or an unknown capability, logged as a warning).
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> BlueZPairingAgent? {
         guard let text = environment[environmentVariable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
         guard let capability = BlueZAgent.Capability.allCases.first(where: { $0.rawValue.caseInsensitiveCompare(text) == .orderedSame }) else {
-            StandardError.line("OpenCoreBluetooth: \(environmentVariable)=\(text) is not an IO capability ("
-                               + BlueZAgent.Capability.allCases.map(\.rawValue).joined(separator: ", ") + "); bluetoothd's agent answers")
+            let capabilities = BlueZAgent.Capability.allCases.map(\.rawValue).joined(separator: ", ")
+            Log.bluez.warning("\(environmentVariable)=\(text) is not an IO capability (\(capabilities)); bluetoothd's agent answers")
             return nil
         }
         let passkey = environment[passkeyVariable].flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 <= 999_999 ? $0 : nil }
         return BlueZPairingAgent(capability: capability, passkey: passkey)
     }
 
-    /// Registers the agent at `path` as bluetoothd's default; prompts and refusals go to `report`.
+    /// Registers the agent at `path` as bluetoothd's default; prompts and refusals go to `report` (the backend's prompt).
     func register(on connection: DBusConnection, path: String,
                   report: @escaping @Sendable (String) -> Void) async throws(DBusError) -> BlueZAgent {
         let passkey = passkey

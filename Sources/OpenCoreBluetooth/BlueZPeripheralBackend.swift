@@ -63,16 +63,20 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, L2CAPFixedPSMPublishing
     /// The bus bluetoothd is on (the system bus unless a test gives another).
     let busAddress: String
 
-    /// Where the backend says what went wrong outside any call: one line, without the "OpenCoreBluetooth: " prefix.
+    /// Where the backend says what went wrong outside any call: one line (logged as an error by default).
     private let report: @Sendable (String) -> Void
     /// The pairing agent asked for (`OCB_BLUEZ_AGENT`, ``BlueZPairingAgent``), registered while the backend runs.
     private let pairingAgent: BlueZPairingAgent?
+    /// Where the agent's prompts go (the value to compare, the passkey to type): logged at notice by default.
+    private let prompt: @Sendable (String) -> Void
     private let registeredAgent = LockedValue<BlueZAgent?>(nil)
 
     init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
-         report: @escaping @Sendable (String) -> Void = { StandardError.line("OpenCoreBluetooth: " + $0) },
-         pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment()) {
+         report: @escaping @Sendable (String) -> Void = { Log.bluez.error("\($0)") },
+         pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment(),
+         prompt: @escaping @Sendable (String) -> Void = { Log.bluez.notice("\($0)") }) {
         self.pairingAgent = pairingAgent
+        self.prompt = prompt
         adapterName = adapter
         self.busAddress = busAddress
         self.report = report
@@ -120,7 +124,7 @@ final class BlueZPeripheralBackend: CBPeripheralBackend, L2CAPFixedPSMPublishing
             }
             if let pairingAgent {
                 do {
-                    registeredAgent.store(try await pairingAgent.register(on: connection, path: root + "/agent", report: report))
+                    registeredAgent.store(try await pairingAgent.register(on: connection, path: root + "/agent", report: prompt))
                 } catch {
                     report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
                 }

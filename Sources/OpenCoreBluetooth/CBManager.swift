@@ -55,11 +55,11 @@ open class CBManager: NSObject, @unchecked Sendable {
         "0x" + String(UInt(bitPattern: ObjectIdentifier(object).hashValue), radix: 16)
     }
 
-    /// Logs an API misuse as CoreBluetooth does (one line on stderr) and keeps it for tests.
+    /// Logs an API misuse as CoreBluetooth does (one line, logged as a warning) and keeps it for tests.
     func misuse(_ message: String) {
         let line = "[CoreBluetooth] API MISUSE: \(message)"
         misuseBox.withLock { $0.append(line) }
-        StandardError.line(line)
+        Log.coreBluetooth.warning("\(line)")
     }
 
     /// The misuse lines logged by this manager and its peripherals (tests).

@@ -99,6 +99,6 @@ public final class CBUUID: NSObject, NSCopying {
 
     /// Apple raises NSInternalInconsistencyException here; we log the same reason and go on (no crash from input).
     private static func logInvalid(_ reason: String) {
-        StandardError.line("[CoreBluetooth] API MISUSE: Invalid UUID string: \(reason)")
+        Log.coreBluetooth.warning("[CoreBluetooth] API MISUSE: Invalid UUID string: \(reason)")
     }
 }

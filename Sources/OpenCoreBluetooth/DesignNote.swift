@@ -42,8 +42,10 @@
 // state sits in a LockedValue changed on its stack's loop; the stack opens asynchronously and the first state
 // (`.poweredOn`, or `.unsupported` when it cannot open) follows; a stack whose controller goes away (hub stopped
 // or killed, TCP peer closed, adapter unplugged: StackLauncher's StackLoss) takes its manager to `.poweredOff`,
-// with one line on stderr, as iOS does when Bluetooth is turned off. The library's own diagnostics go through
-// StandardError (never FileHandle.write, which traps on a closed stderr). The peripheral side serves cached values from the
+// with one error logged, as iOS does when Bluetooth is turned off. The library never writes to stderr itself: its
+// diagnostics are swift-log messages (`Log`: labels opencorebluetooth.corebluetooth and .bluez, LogLabel), routed
+// by the program (`blue` and the examples bootstrap BluetoothRuntime's StandardErrorLogHandler; an app that does
+// not bootstrap gets swift-log's default, standard output from info up). The peripheral side serves cached values from the
 // GATT database and defers every other read/write to the app through the GATT server's deferred requests
 // (GATTDeferral, Core 5.4 Vol 3 Part F §3.4.4–§3.4.6), answered by `respond(to:withResult:)`.
 //
@@ -60,7 +62,7 @@
 // `$XDG_DATA_HOME/opencorebluetooth/known-peers.json` (else `~/.local/share/opencorebluetooth/known-peers.json`);
 // OCB_KNOWN_PEERS=/path/file.json names another file, OCB_KNOWN_PEERS=off keeps them in memory. The file is read
 // when the manager is created and written whole (temporary file, mode 0600, rename) at once on connect and
-// debounced on discovery; private addresses are not kept; a corrupt file is reported once on stderr and never
+// debounced on discovery; private addresses are not kept; a corrupt file is logged once (warning) and never
 // overwritten. `retrievePeripherals(withIdentifiers:)` answers from it (disconnected, stored name, order asked)
 // and `connect` reaches such a peer by its stored address without scanning (LE Create Connection).
 //
@@ -90,6 +92,6 @@
 // calls) and from call completions; events go to the façade through a serial queue of their own, in order. The
 // peripheral backend exports its GATT application and advertisement under /org/opencorebluetooth/peripheralN and
 // answers bluetoothd's ReadValue/WriteValue later for dynamic values (the façade's respond). With OCB_BLUEZ_AGENT
-// each backend also registers a BlueZAgent as bluetoothd's default agent (BlueZPairingAgent: prompts answered, printed
-// on standard error); otherwise bluetoothd's own default agent answers, as iOS's system prompts do. `blue` reaches
+// each backend also registers a BlueZAgent as bluetoothd's default agent (BlueZPairingAgent: prompts answered, each value
+// logged at notice); otherwise bluetoothd's own default agent answers, as iOS's system prompts do. `blue` reaches
 // the backends through HostBackend.bluezCentral/bluezPeripheral (package), which take its one-line reporter.

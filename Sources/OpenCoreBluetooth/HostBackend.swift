@@ -27,7 +27,7 @@ import VirtualController
 /// - anything else: a `--hci` transport specification for `StackLauncher` (`tcp:HOST:PORT`, `unix:PATH`,
 ///   `serial:…`, `hci0`…).
 ///
-/// When the stack cannot be opened, the manager reports `.unsupported` and the reason goes to standard error.
+/// When the stack cannot be opened, the manager reports `.unsupported` and the reason is logged (error).
 /// Programs and tests can choose explicitly with ``provider(_:)`` (for example a private `InProcessAir` per
 /// test) and `CBBackendRegistry.setDefault(_:)` or the task-local provider.
 public enum HostBackend {
@@ -48,7 +48,7 @@ public enum HostBackend {
     /// The environment variable that chooses the transport.
     public static let environmentVariable = "OCB_HCI"
 
-    /// Whether a manager whose controller goes away says so on standard error (one line, besides its move to
+    /// Whether a manager whose controller goes away logs it (one error, besides its move to
     /// `.poweredOff`). On by default; a program that reports the loss itself (the `blue` tool) turns it off, so
     /// its user reads one line.
     public static var reportsControllerLoss: Bool {
@@ -244,7 +244,7 @@ final class HostBackendStack: Sendable {
         stack.eventLoop.execute { body(stack) }
     }
 
-    /// Opens the stack in a task; `ready` gets it (nil on failure, after printing why to standard error), on the
+    /// Opens the stack in a task; `ready` gets it (nil on failure, after logging why), on the
     /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
     func open(ready: @escaping @Sendable (LaunchedStack?) -> Void) {
         Task { [self] in
@@ -280,14 +280,14 @@ final class HostBackendStack: Sendable {
                 }
                 stack.eventLoop.execute { ready(stack) }
             case .failure(let error):
-                StandardError.line("OpenCoreBluetooth: no Bluetooth stack: \(error.reason)")
+                Log.coreBluetooth.error("no Bluetooth stack: \(error.reason)")
                 ready(nil)
             }
         }
     }
 
     /// When `stack` loses its controller (the hub stopped or killed, a TCP peer closed, an adapter unplugged):
-    /// says so once on standard error and calls `lost` on the stack's loop, after the events already queued there.
+    /// logs it once (error) and calls `lost` on the stack's loop, after the events already queued there.
     /// The managers then leave `.poweredOn` for `.poweredOff` — as iOS does when Bluetooth goes away: links end
     /// without `didDisconnect`, scanning and advertising stop, pending requests fail — instead of staying
     /// `.poweredOn` on a stack that can no longer do anything. Not after ``close()`` (no loss then).
@@ -295,7 +295,7 @@ final class HostBackendStack: Sendable {
         let label = label
         stack.onLoss { [weak self] loss in
             guard let self, !self.state.load().closed else { return }
-            if HostBackend.reportsControllerLoss { StandardError.line("\(label): \(loss); Bluetooth is off") }
+            if HostBackend.reportsControllerLoss { Log.coreBluetooth.error("\(label): \(loss); Bluetooth is off") }
             stack.eventLoop.execute { lost() }
         }
     }

@@ -19,7 +19,7 @@ import Host
 /// wrote meanwhile. It is written when a peer is connected (at once) and when a peer is discovered for the first
 /// time or under a new name (debounced: at most once per ``discoveryWriteDelay``). Private addresses (resolvable or
 /// not) are not kept: they change, so their identifier would not find the device again. A file that cannot be read
-/// as known peers is reported once on stderr and never overwritten; the manager then starts with no known peers.
+/// as known peers is logged once (warning) and never overwritten; the manager then starts with no known peers.
 ///
 /// Thread safety: the entries are under a lock; writes happen on the caller's thread (connect, flush) or on a
 /// private serial queue (debounced discovery writes).
@@ -96,7 +96,7 @@ public final class KnownPeersStore: Sendable {
         case .failure(let error):
             let first = Self.reported.withLock { $0.insert(path).inserted }
             if first {
-                StandardError.line("OpenCoreBluetooth: \(error); starting with no known peers and leaving the file as it is")
+                Log.coreBluetooth.warning("\(error); starting with no known peers and leaving the file as it is")
             }
         }
     }
@@ -181,7 +181,7 @@ public final class KnownPeersStore: Sendable {
                 try Self.write(state.entries, to: path)
             } catch {
                 let first = Self.reported.withLock { $0.insert(path).inserted }
-                if first { StandardError.line("OpenCoreBluetooth: \(error)") }
+                if first { Log.coreBluetooth.warning("\(error)") }
             }
         }
     }

@@ -69,13 +69,13 @@ public final class OCBApplication: Sendable {
     /// The environment variable standing in for Info.plist's `UIBackgroundModes` (comma-separated).
     public static let backgroundModesEnvironmentVariable = "OCB_BACKGROUND_MODES"
 
-    /// The process's application, from the environment (a bad value is reported once on standard error and the
+    /// The process's application, from the environment (a bad value is logged once as a warning and the
     /// default kept: foreground, no background mode).
     public static let process: OCBApplication = {
         do throws(ConfigurationError) {
             return try OCBApplication(environment: ProcessInfo.processInfo.environment)
         } catch {
-            StandardError.line("OpenCoreBluetooth: \(error.reason); the app stays in the foreground")
+            Log.coreBluetooth.warning("\(error.reason); the app stays in the foreground")
             return OCBApplication()
         }
     }()

@@ -20,7 +20,7 @@ import Glibc
 /// `~/.local/state/opencorebluetooth/restoration`); `OCB_RESTORATION=/path/dir` names another directory,
 /// `OCB_RESTORATION=off` keeps nothing. A file is written whole (temporary file, mode 0600, fsync, rename) each
 /// time the state to restore changes, removed when there is nothing left to restore, and read once when a manager
-/// with the identifier is created. A file that cannot be read as a snapshot is reported once on stderr and
+/// with the identifier is created. A file that cannot be read as a snapshot is logged once (warning) and
 /// ignored (nothing is restored); the manager's next change replaces it.
 ///
 /// Thread safety: the last written snapshot is under a lock held through each write, so writes from any thread
@@ -147,7 +147,7 @@ final class StateRestorationStore: Sendable {
 
     private func report(_ error: StateRestorationError, then consequence: String) {
         guard Self.reported.withLock({ $0.insert(path).inserted }) else { return }
-        StandardError.line("OpenCoreBluetooth: \(error); \(consequence)")
+        Log.coreBluetooth.warning("\(error); \(consequence)")
     }
 
     /// Writes `data` whole with Host's ``PrivateFile`` (mode 0600, temporary file renamed over it; the directory
@@ -176,7 +176,7 @@ protocol RestorationSnapshot {
     func validate() throws(StateRestorationError)
 }
 
-/// Why a restoration file could not be used (reported on stderr; the manager goes on without it).
+/// Why a restoration file could not be used (logged as a warning; the manager goes on without it).
 public struct StateRestorationError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
         case corrupt, unreadable, ioFailed

@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import Logging
 public import Foundation
 import VirtualController
 #if canImport(Glibc)
@@ -80,8 +81,8 @@ public enum SharedAirHub {
             if let executable = executable() { return try spawn(executable, at: path) }
             let outcome = try host(at: path)
             if outcome == .hostedHere {
-                DescriptorWriter.errorLine("OpenCoreBluetooth: no `blue` to start the shared air (set \(executableEnvironmentVariable) "
-                                        + "or put blue on PATH); this process hosts it at \(path) until it exits")
+                Logger(label: LogLabel.launcher).notice(
+                    "no `blue` to start the shared air (set \(executableEnvironmentVariable) or put blue on PATH); this process hosts it at \(path) until it exits")
             }
             return outcome
         }

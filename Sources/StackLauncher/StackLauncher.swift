@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import Logging
 public import HCITransport
 import Host
 import VirtualController
@@ -113,6 +114,14 @@ public enum StackLauncher {
         // Outermost, so that the loss is known (and the capture written) before the host hears of it.
         let watch = LossWatchingTransport(wrapping: wired, spec: spec.description)
         let loop = DispatchEventLoop(label: options.label)
+        // Every log line of the stack names it (a program may run several: `blue demo` runs two).
+        let makeLogger = hostConfiguration.makeLogger
+        let stackLabel = options.label
+        hostConfiguration.makeLogger = { label in
+            var logger = makeLogger(label)
+            logger[metadataKey: "stack"] = "\(stackLabel)"
+            return logger
+        }
         let host = HostStack(transport: watch, eventLoop: loop, configuration: hostConfiguration)
         let handlers = LaunchedStack.makeHandlerTable(for: host)
         let result = await startHost(host, loop: loop, timeout: options.startTimeout)

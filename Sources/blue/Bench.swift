@@ -38,6 +38,8 @@ struct BenchOutputOptions: ParsableArguments {
     @Flag(help: "No progress lines on stderr.")
     var quiet = false
 
+    @OptionGroup var log: LogOptions
+
     /// Said on stderr before every measurement of a debug build (its figures are several times lower than a
     /// release build's), even with --quiet: a figure from a debug build must not pass for the stack's speed.
     static var buildWarning: String? {

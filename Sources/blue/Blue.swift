@@ -1,4 +1,5 @@
 import ArgumentParser
+import BluetoothRuntime
 
 /// `blue`: the OpenCoreBluetooth command-line tool.
 ///
@@ -26,6 +27,13 @@ struct Blue: ParsableCommand {
 }
 
 extension Blue {
+    /// Routes the library's logging to standard error (`$OCB_LOG_LEVEL`, else notice; `--log-level` on a command),
+    /// then parses and runs the command.
+    static func main() {
+        StandardErrorLogHandler.bootstrap()
+        main(nil)
+    }
+
     /// "0.1.0 (commit 1a2b3c4d5e6f, release build)": the commit from git at build time (BuildInfo, "+changes" when the
     /// tree differed from it) and whether the build is optimised (a debug build's `bench` figures are not the stack's).
     static var version: String {

@@ -37,6 +37,8 @@ struct ChatOptions: ParsableArguments {
     @Option(help: "Seconds before giving up (exit 1).")
     var timeout: Double = 60
 
+    @OptionGroup var log: LogOptions
+
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be between 0 and 86400 seconds") }
     }

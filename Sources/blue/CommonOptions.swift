@@ -19,6 +19,8 @@ struct StackOptions: ParsableArguments, Sendable {
                                                            valueName: "file"))
     var snoop: String?
 
+    @OptionGroup var log: LogOptions
+
     /// Opens the stack. `virtual` joins the shared air hub, this `blue` starting it in the background when none
     /// runs: `$OCB_AIR_SOCKET` or the default socket path.
     func open(label: String) async throws(CLIFailure) -> LaunchedStack {

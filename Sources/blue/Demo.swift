@@ -30,6 +30,8 @@ struct Demo: ParsableCommand {
     @Option(help: "Seconds before giving up (exit 1).")
     var timeout: Double = 20
 
+    @OptionGroup var log: LogOptions
+
     func validate() throws {
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
     }

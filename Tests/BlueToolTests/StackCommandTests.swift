@@ -222,6 +222,37 @@ final class HeartRateScene: @unchecked Sendable {
         _ = await scene.stop()
     }
 
+    /// The library logs through swift-log; `blue` routes it to stderr at `--log-level`, else `$OCB_LOG_LEVEL`, else
+    /// notice (nothing on a successful read).
+    @Test func logLevelRoutesTheLibrarysLogging() async throws {
+        let scene = try await HeartRateScene()
+        let quiet = try await BlueProcess.run(["read", scene.name, "2A38"] + scene.hci)
+        #expect(quiet.status == 0 && quiet.standardError.isEmpty, "\(quiet.standardError)")
+        let debug = try await BlueProcess.run(["read", scene.name, "2A38", "--log-level", "debug"] + scene.hci)
+        #expect(debug.status == 0, "\(debug.standardError)")
+        #expect(debug.standardOutput == quiet.standardOutput)
+        let lines = debug.standardError.split(separator: "\n")
+        #expect(lines.contains { $0.contains(" debug opencorebluetooth.hci: sent Reset") })
+        #expect(lines.contains { $0.contains(" debug opencorebluetooth.att: sent Read Request") && $0.contains(" connection=0x") && $0.contains(" peer=") })
+        #expect(lines.contains { $0.contains(" debug opencorebluetooth.gap: connected as central") })
+        #expect(lines.allSatisfy { $0.range(of: #"^\d\d:\d\d:\d\d\.\d{6} (trace|debug|info|notice|warning|error|critical) opencorebluetooth\.[a-z]+: "#, options: .regularExpression) != nil },
+                "\(lines.prefix(3))")
+        let variable = try await BlueProcess.run(["read", scene.name, "2A38"] + scene.hci, environment: ["OCB_LOG_LEVEL": "DEBUG"])
+        #expect(variable.status == 0)
+        #expect(variable.standardError.contains(" debug opencorebluetooth.gap: connected as central"))
+        #expect(!variable.standardError.contains(" trace "))
+        let overridden = try await BlueProcess.run(["read", scene.name, "2A38", "--log-level", "error"] + scene.hci,
+                                                   environment: ["OCB_LOG_LEVEL": "debug"])
+        #expect(overridden.status == 0 && overridden.standardError.isEmpty, "\(overridden.standardError)")
+        let badVariable = try await BlueProcess.run(["read", scene.name, "2A38"] + scene.hci, environment: ["OCB_LOG_LEVEL": "loud"])
+        #expect(badVariable.status == 0)
+        #expect(badVariable.standardError == "OCB_LOG_LEVEL=loud is not a log level (trace, debug, info, notice, warning, error, critical); using notice\n")
+        let badOption = try await BlueProcess.run(["read", scene.name, "2A38", "--log-level", "loud"] + scene.hci)
+        #expect(badOption.status == 64)
+        #expect(badOption.standardError.hasPrefix("Error: --log-level loud is not a level (trace, debug, info, notice, warning, error, critical)\n"))
+        _ = await scene.stop()
+    }
+
     @Test func subscribeGetsThreeNotifications() async throws {
         let scene = try await HeartRateScene()
         let subscribe = try await BlueProcess.run(["subscribe", scene.name, "2A37", "--count", "3", "--timeout", "8"] + scene.hci)

@@ -36,11 +36,14 @@ final class SecureStacks: @unchecked Sendable {
     }()
 
     init(central: HostSecurityConfiguration = HostSecurityConfiguration(),
-         peripheral: HostSecurityConfiguration = HostSecurityConfiguration()) {
+         peripheral: HostSecurityConfiguration = HostSecurityConfiguration(),
+         configure: (inout HostConfiguration, _ role: String) -> Void = { _, _ in }) {
         var c = HostConfiguration(address: .randomStatic(seed: 2))
+        configure(&c, "central")
         c.security = central
         if c.security.keySource is SystemSMPKeySource { c.security.keySource = SeededSMPKeySource(SplitMixGenerator(state: 11)) }
         var p = HostConfiguration(address: .randomStatic(seed: 1))
+        configure(&p, "peripheral")
         p.security = peripheral
         if p.security.keySource is SystemSMPKeySource { p.security.keySource = SeededSMPKeySource(SplitMixGenerator(state: 22)) }
         stacks = TwoStacks(database: Self.database.0, central: c, peripheral: p)

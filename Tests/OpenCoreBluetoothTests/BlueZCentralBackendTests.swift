@@ -75,8 +75,9 @@ struct BlueZCentralBackendTests {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let lines = LockedValue<[String]>([])
-        let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { line in lines.withLock { $0.append(line) } },
-                                          pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil))
+        let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in },
+                                          pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil),
+                                          prompt: { line in lines.withLock { $0.append(line) } })
         let powered = LockedBox(false)
         backend.start { event in if case .stateChanged(.poweredOn) = event { powered.value = true } }
         defer { backend.shutdown() }

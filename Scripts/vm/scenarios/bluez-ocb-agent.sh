@@ -21,7 +21,7 @@ start serve "$BLUE" serve --hci hci1 /tmp/encrypted-blueear.json --io display-ye
 wait_for "$OUT/serve.log" "^serving" 60 || fail "blue serve did not start on hci1"
 bluez_with_powered_adapter 0
 step seed001-central 200 env OCB_HCI=bluez:hci0 OCB_KNOWN_PEERS=off OCB_BLUEZ_AGENT=DisplayYesNo "$central" --timeout 180
-expect_output seed001-central 'OpenCoreBluetooth: pairing with .*: numeric comparison [0-9]{6} \(confirmed\)'
+expect_output seed001-central 'opencorebluetooth.bluez: pairing with .*: numeric comparison [0-9]{6} \(confirmed\)'
 expect_output seed001-central 'didDisconnectPeripheral'
 wait_for "$OUT/serve.log" '^paired: .*Numeric Comparison' 20 || fail "blue serve did not pair by numeric comparison"
 step seed001-bonded 200 env OCB_HCI=bluez:hci0 OCB_KNOWN_PEERS=off OCB_BLUEZ_AGENT=DisplayYesNo "$central" --timeout 180
