@@ -7,13 +7,16 @@ public import Host
 public struct Advertisement: Hashable, Sendable, CustomStringConvertible {
     /// The advertiser's address (public or random), as `connect(to:)` takes it.
     public var address: BluetoothAddress
+    /// The RSSI of the packet that produced this report, in dBm (127: not available).
     public var rssi: Int8
+    /// Whether the advertising event type was connectable.
     public var isConnectable: Bool
     /// The AD structures of the advertising data followed by those of the scan response.
     public var data: AdvertisingData
     /// The host's report, with the raw packets.
     public var report: ScanReport
 
+    /// The advertisement of a host scan report.
     public init(_ report: ScanReport) {
         address = report.address
         rssi = report.rssi
@@ -26,8 +29,11 @@ public struct Advertisement: Hashable, Sendable, CustomStringConvertible {
     public var localName: String? { data.localName }
     /// The service UUIDs listed (16-, 32- and 128-bit lists, complete or not).
     public var serviceUUIDs: [BluetoothUUID] { data.serviceUUIDs }
+    /// The Manufacturer Specific Data: the company identifier and the bytes after it.
     public var manufacturerData: (company: CompanyIdentifier, data: [UInt8])? { data.manufacturerData }
+    /// Service data, by service UUID.
     public var serviceData: [BluetoothUUID: [UInt8]] { data.serviceData }
+    /// The advertised TX Power Level, in dBm.
     public var txPowerLevel: Int8? { data.txPowerLevel }
 
     public var description: String {

@@ -10,6 +10,7 @@ import L2CAP
 ///
 /// Cancelling the task that awaits an operation throws `CancellationError`, not this type.
 public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure it was.
     public enum Code: String, Hashable, Sendable {
         /// The stack is not started, or was shut down.
         case notReady
@@ -44,7 +45,9 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
         case securityFailed
     }
 
+    /// What kind of failure it was.
     public var code: Code
+    /// What happened, in words, for a person to read.
     public var reason: String
     /// The ATT error code of an Error Response.
     public var attError: ATTErrorCode?
@@ -53,6 +56,7 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
     /// Why securing the link failed (``Code/securityFailed``; ``Code/timedOut`` for the SMP timeout).
     public var securityFailure: GATTSecurityFailure?
 
+    /// An error with a code, a reason and what lies behind it, if anything.
     public init(_ code: Code, _ reason: String, attError: ATTErrorCode? = nil, hciStatus: HCIStatus? = nil,
                 securityFailure: GATTSecurityFailure? = nil) {
         self.code = code

@@ -17,10 +17,15 @@ public import GATT
 /// The object is the handle to the characteristic once published: ``BluetoothStack/notify(_:value:to:)`` and
 /// ``BluetoothStack/setValue(_:_:)`` take it. Publish it in one stack only.
 public final class Characteristic: Sendable, CustomStringConvertible {
+    /// The characteristic type.
     public let uuid: BluetoothUUID
+    /// The properties in the characteristic declaration: how a client may use the value.
     public let properties: GATTCharacteristicProperties
+    /// What the server allows on the value (read, write, and the security each needs).
     public let permissions: GATTPermissions
+    /// The longest value a client may write, in octets (512 by default, the ATT maximum).
     public let maximumLength: Int
+    /// The descriptors declared with the characteristic, besides the CCCD the database adds.
     public let descriptors: [Descriptor]
     let initialValue: [UInt8]
 
@@ -162,7 +167,9 @@ public final class Characteristic: Sendable, CustomStringConvertible {
 public struct CharacteristicWrite: Sendable, CustomStringConvertible {
     /// The central, when it is still connected when the write is reported.
     public var central: Central?
+    /// The connection the write came on.
     public var connectionHandle: UInt16
+    /// The characteristic's whole new value.
     public var value: [UInt8]
 
     public var description: String { "write of \(value.count) octets from \(Dissection.hex16(connectionHandle))" }
@@ -173,6 +180,7 @@ public struct CharacteristicWrite: Sendable, CustomStringConvertible {
 public struct CharacteristicRead: Sendable, CustomStringConvertible {
     /// The central, when it is still connected when the read is reported.
     public var central: Central?
+    /// The connection the read came on.
     public var connectionHandle: UInt16
     /// 0 for a Read Request; the Read Blob offset of a long read's later parts.
     public var offset: Int
@@ -182,10 +190,14 @@ public struct CharacteristicRead: Sendable, CustomStringConvertible {
 
 /// A descriptor of a local characteristic (Core 5.4 Vol 3 Part G §3.3.3), value-backed.
 public struct Descriptor: Sendable {
+    /// The descriptor type.
     public var uuid: BluetoothUUID
+    /// What the server allows on the value.
     public var permissions: GATTPermissions
+    /// The value, kept by the server.
     public var value: [UInt8]
 
+    /// A descriptor with a value, read-only by default.
     public init(_ uuid: BluetoothUUID, permissions: GATTPermissions = .readOnly, value: [UInt8]) {
         self.uuid = uuid
         self.permissions = permissions

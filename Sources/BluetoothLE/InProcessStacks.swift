@@ -12,7 +12,9 @@ public import StackLauncher
 /// await world.shutdown()
 /// ```
 public final class InProcessStacks: Sendable {
+    /// The virtual air the stacks share.
     public let air: InProcessAir
+    /// The started stacks, each on its own virtual controller.
     public let stacks: [BluetoothStack]
 
     init(air: InProcessAir, stacks: [BluetoothStack]) {

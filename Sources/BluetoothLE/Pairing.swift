@@ -37,6 +37,7 @@ extension PairingDelegate {
 /// Why ``Peripheral/pair(_:)`` failed (Core 5.4 Vol 3 Part H §3.5.5 Pairing Failed reasons, §3.4 SMP timeout;
 /// Vol 4 Part E §7.7.8 encryption), with the host error behind it.
 public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure it was.
     public enum Code: String, Hashable, Sendable {
         /// SMP failed: see ``PairingError/smpReason`` and ``PairingError/isRemote`` (sent by the peer, or by us:
         /// detected here, or the ``PairingDelegate`` rejected or cancelled).
@@ -53,12 +54,16 @@ public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
         case bondLost
     }
 
+    /// What kind of failure it was.
     public var code: Code
+    /// What happened, in words, for a person to read.
     public var reason: String
     /// The SMP Pairing Failed reason, when SMP gave one (Confirm Value Failed, Passkey Entry Failed...).
     public var smpReason: SMPPairingFailedReason?
+    /// The host error behind the failure, if any.
     public var hostError: HostError?
 
+    /// An error with a code, a reason and what lies behind it, if anything.
     public init(_ code: Code, _ reason: String, smpReason: SMPPairingFailedReason? = nil, hostError: HostError? = nil) {
         self.code = code
         self.reason = reason

@@ -37,6 +37,7 @@ public struct AdvertisementStream: AsyncSequence, Sendable {
     /// Ends the subscription (the sequence then finishes).
     public func stop() { token.stop() }
 
+    /// Iterates the advertisements; when released, it stops the scan subscription.
     public struct Iterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<Advertisement, any Error>.Iterator
         let token: IteratorToken
@@ -68,6 +69,7 @@ public struct ValueStream<Element: Sendable>: AsyncSequence, Sendable {
     /// Ends the subscription (the sequence then finishes).
     public func stop() { token.stop() }
 
+    /// Iterates the values; when released, it ends the subscription.
     public struct Iterator: AsyncIteratorProtocol {
         var base: AsyncStream<Element>.Iterator
         let token: IteratorToken

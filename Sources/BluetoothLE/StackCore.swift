@@ -224,14 +224,21 @@ final class StackCore: @unchecked Sendable {
 
 /// What a ``BluetoothStack`` holds right now: the leak check of tests ("nothing left") and a diagnostic.
 public struct BluetoothLEResources: Hashable, Sendable, CustomStringConvertible {
+    /// Scan streams (`scan(services:duplicates:)`) still subscribed.
     public var scanStreams: Int
     /// The controller scans, or a start/stop is in flight.
     public var isScanning: Bool
+    /// Open connections, in either role.
     public var links: Int
+    /// Notification streams still subscribed.
     public var notificationStreams: Int
+    /// Writes without response or notifications waiting for room in a connection's send queue.
     public var readyWaiters: Int
+    /// Open L2CAP channels.
     public var l2capChannels: Int
+    /// Streams of incoming centrals (`connections()`) still subscribed.
     public var connectionStreams: Int
+    /// PSMs published with `publishL2CAPChannel(psm:mtu:)` and still listened on.
     public var l2capListeners: Int
     /// Times a write without response or a notification waited for send room, since start (a statistic, not
     /// part of the quiescence check).

@@ -30,8 +30,12 @@ open class CBService: CBAttribute, @unchecked Sendable {
         super.init(uuid: uuid)
     }
 
+    /// Whether this is a primary service; false for a secondary service that is only reachable through inclusion.
     public var isPrimary: Bool { _isPrimary }
+    /// The services this service includes; nil until `CBPeripheral.discoverIncludedServices(_:for:)` succeeds.
     public var includedServices: [CBService]? { _includedServices }
+    /// The service's characteristics in handle order; nil until `CBPeripheral.discoverCharacteristics(_:for:)`
+    /// succeeds.
     public var characteristics: [CBCharacteristic]? { _characteristics }
 
     public override var description: String {
@@ -44,15 +48,18 @@ open class CBMutableService: CBService, @unchecked Sendable {
     /// The façade's id while published.
     var localID: Int?
 
+    /// Creates a local service of type `UUID`, primary or secondary.
     public init(type UUID: CBUUID, primary isPrimary: Bool) {
         super.init(uuid: UUID, isPrimary: isPrimary)
     }
 
+    /// The services this local service includes; they must be published before it.
     open override var includedServices: [CBService]? {
         get { _includedServices }
         set { _includedServices = newValue }
     }
 
+    /// The characteristics of this local service.
     open override var characteristics: [CBCharacteristic]? {
         get { _characteristics }
         set { _characteristics = newValue }
@@ -61,6 +68,7 @@ open class CBMutableService: CBService, @unchecked Sendable {
 
 /// A characteristic (Core 5.4 Vol 3 Part G §3.3).
 open class CBCharacteristic: CBAttribute, @unchecked Sendable {
+    /// The service that contains this characteristic; nil once the service is released.
     public internal(set) weak var service: CBService?
     var _properties: CBCharacteristicProperties
     var _value: Data?
@@ -74,11 +82,16 @@ open class CBCharacteristic: CBAttribute, @unchecked Sendable {
         super.init(uuid: uuid)
     }
 
+    /// The characteristic's properties: how its value can be used and which descriptors it has.
     public var properties: CBCharacteristicProperties { _properties }
     /// The latest value read or notified (remote), or the cached value (local).
     public var value: Data? { _value }
+    /// The characteristic's descriptors; for a remote characteristic, nil until
+    /// `CBPeripheral.discoverDescriptors(for:)` succeeds.
     public var descriptors: [CBDescriptor]? { _descriptors }
+    /// Remote: whether notifications or indications are enabled for this app. Local: whether any central is subscribed.
     public var isNotifying: Bool { _isNotifying }
+    /// Whether the characteristic is broadcast (deprecated by Apple); always false here.
     @available(iOS, deprecated: 8.0)
     @available(macOS, deprecated: 10.13)
     public var isBroadcasted: Bool { false }
@@ -95,11 +108,14 @@ open class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
     var localID: Int?
     var _subscribedCentrals: [CBCentral] = []
 
+    /// Creates a local characteristic. Pass `value: nil` for a dynamic value served through the delegate;
+    /// a non-nil value is cached and then the properties must be read-only.
     public init(type UUID: CBUUID, properties: CBCharacteristicProperties, value: Data?, permissions: CBAttributePermissions) {
         _permissions = permissions
         super.init(uuid: UUID, properties: properties, value: value)
     }
 
+    /// The read, write and encryption permissions of the characteristic's value.
     open var permissions: CBAttributePermissions {
         get { _permissions }
         set { _permissions = newValue }
@@ -108,6 +124,7 @@ open class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
     /// The centrals subscribed to notifications or indications.
     public var subscribedCentrals: [CBCentral]? { _subscribedCentrals }
 
+    /// The properties to publish with the characteristic.
     open override var properties: CBCharacteristicProperties {
         get { _properties }
         set { _properties = newValue }
@@ -118,6 +135,7 @@ open class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
         set { _value = newValue }
     }
 
+    /// The descriptors to publish with the characteristic: User Description and Presentation Format only.
     open override var descriptors: [CBDescriptor]? {
         get { _descriptors }
         set { _descriptors = newValue }
@@ -127,6 +145,7 @@ open class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
 /// A characteristic descriptor (Core 5.4 Vol 3 Part G §3.3.3). `value` is an `NSNumber` for Extended Properties,
 /// CCCD and SCCD, a `String` for User Description, `Data` otherwise.
 open class CBDescriptor: CBAttribute, @unchecked Sendable {
+    /// The characteristic that contains this descriptor; nil once the characteristic is released.
     public internal(set) weak var characteristic: CBCharacteristic?
     var _value: Any?
     var remote: CBBackendDescriptor?
@@ -136,6 +155,8 @@ open class CBDescriptor: CBAttribute, @unchecked Sendable {
         super.init(uuid: uuid)
     }
 
+    /// The descriptor's value, of a type that depends on its UUID (see the type's overview); nil until read for a
+    /// remote descriptor.
     public var value: Any? { _value }
 
     /// The app-facing value of descriptor bytes read from a peer (Core 5.4 Vol 3 Part G §3.3.3).
@@ -170,6 +191,8 @@ open class CBDescriptor: CBAttribute, @unchecked Sendable {
 /// A descriptor of the local database: only User Description (0x2901) and Presentation Format (0x2904), as on
 /// Apple platforms; the stack adds the CCCD and Extended Properties itself.
 open class CBMutableDescriptor: CBDescriptor, @unchecked Sendable {
+    /// Creates a local descriptor with a fixed value, e.g. a `String` for User Description (0x2901) or `Data` for
+    /// Presentation Format (0x2904); other descriptor types make `CBPeripheralManager.add(_:)` fail.
     public init(type UUID: CBUUID, value: Any?) {
         super.init(uuid: UUID, value: value)
     }

@@ -18,7 +18,9 @@ import BluetoothRuntime
 /// A remote device as a backend names it: its identity address (Core 5.4 Vol 6 Part B §1.3). The façade derives
 /// the `CBPeer.identifier` from it (``CBPeerIdentifier``).
 public struct CBBackendPeer: Hashable, Sendable, CustomStringConvertible {
+    /// The device's identity address (public or static random).
     public var address: BluetoothAddress
+    /// Names the device with identity address `address`.
     public init(address: BluetoothAddress) { self.address = address }
     public var description: String { address.description }
 }
@@ -26,7 +28,9 @@ public struct CBBackendPeer: Hashable, Sendable, CustomStringConvertible {
 /// Why a backend operation failed: an ATT Error Response from the peer (Core 5.4 Vol 3 Part F §3.4.1.1), which
 /// reaches the app as a `CBATTError`, or a local condition, which reaches it as a `CBError`.
 public enum CBBackendError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The peer answered with an ATT Error Response carrying this error code.
     case att(UInt8)
+    /// A local failure: the `CBError` code to report and the reason, in words.
     case core(CBError.Code, String)
 
     /// The error delivered to the app's delegate.
@@ -49,19 +53,29 @@ public enum CBBackendError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// One advertising report (advertising data merged with the scan response), decoded (Core Supplement Part A).
 public struct CBBackendAdvertisement: Sendable, Hashable {
+    /// The advertiser.
     public var peer: CBBackendPeer
     /// dBm; 127 = not available.
     public var rssi: Int
+    /// Whether the advertising event type was connectable (`CBAdvertisementDataIsConnectable`).
     public var isConnectable: Bool
+    /// The advertised local name, if any.
     public var localName: String?
+    /// The service UUIDs advertised.
     public var serviceUUIDs: [BluetoothUUID]
+    /// Service UUIDs offered through an overflow area (`CBAdvertisementDataOverflowServiceUUIDsKey`); the façade
+    /// adds those it finds in the overflow area of Apple manufacturer data.
     public var overflowServiceUUIDs: [BluetoothUUID]
+    /// The service solicitation UUIDs advertised.
     public var solicitedServiceUUIDs: [BluetoothUUID]
+    /// Service data by service UUID.
     public var serviceData: [BluetoothUUID: [UInt8]]
     /// Company identifier first, little-endian, as on the air.
     public var manufacturerData: [UInt8]?
+    /// The advertised TX Power Level in dBm, if any.
     public var txPowerLevel: Int?
 
+    /// Creates a report; only the advertiser and RSSI are required.
     public init(peer: CBBackendPeer, rssi: Int, isConnectable: Bool = true, localName: String? = nil,
                 serviceUUIDs: [BluetoothUUID] = [], overflowServiceUUIDs: [BluetoothUUID] = [],
                 solicitedServiceUUIDs: [BluetoothUUID] = [], serviceData: [BluetoothUUID: [UInt8]] = [:],
@@ -82,11 +96,15 @@ public struct CBBackendAdvertisement: Sendable, Hashable {
 /// What the app asked to scan for. The façade filters and coalesces reports itself; a backend may use these to
 /// program the controller (duplicate filtering) but must not rely on the façade not filtering.
 public struct CBBackendScanParameters: Sendable, Hashable {
+    /// The services to scan for; nil for every device.
     public var serviceUUIDs: [BluetoothUUID]?
+    /// Whether every report is wanted (`CBCentralManagerScanOptionAllowDuplicatesKey`) rather than one per device.
     public var allowDuplicates: Bool
+    /// Devices soliciting these services match too (`CBCentralManagerScanOptionSolicitedServiceUUIDsKey`).
     public var solicitedServiceUUIDs: [BluetoothUUID]
     /// Scan less often (an app in the background, on iOS): a long scan interval for a short window.
     public var lowDutyCycle: Bool
+    /// Creates scan parameters; `lowDutyCycle` defaults to false.
     public init(serviceUUIDs: [BluetoothUUID]?, allowDuplicates: Bool, solicitedServiceUUIDs: [BluetoothUUID],
                 lowDutyCycle: Bool = false) {
         self.serviceUUIDs = serviceUUIDs
@@ -98,10 +116,15 @@ public struct CBBackendScanParameters: Sendable, Hashable {
 
 /// A remote service: its declaration's handle range (Core 5.4 Vol 3 Part G §4.4).
 public struct CBBackendService: Sendable, Hashable {
+    /// The service type.
     public var uuid: BluetoothUUID
+    /// Whether the declaration is a primary (not secondary) service.
     public var isPrimary: Bool
+    /// The handle of the service declaration.
     public var startHandle: UInt16
+    /// The last handle of the service.
     public var endHandle: UInt16
+    /// Creates a service over the handle range `startHandle...endHandle`; primary by default.
     public init(uuid: BluetoothUUID, isPrimary: Bool = true, startHandle: UInt16, endHandle: UInt16) {
         self.uuid = uuid
         self.isPrimary = isPrimary
@@ -112,12 +135,17 @@ public struct CBBackendService: Sendable, Hashable {
 
 /// A remote characteristic: declaration (Core 5.4 Vol 3 Part G §3.3.1) and the last handle of its definition.
 public struct CBBackendCharacteristic: Sendable, Hashable {
+    /// The characteristic type.
     public var uuid: BluetoothUUID
     /// The GATT Characteristic Properties octet.
     public var properties: UInt8
+    /// The handle of the characteristic declaration.
     public var declarationHandle: UInt16
+    /// The handle of the characteristic value, the one reads, writes and notifications use.
     public var valueHandle: UInt16
+    /// The last handle of the characteristic's definition; its descriptors lie after `valueHandle` up to here.
     public var endHandle: UInt16
+    /// Creates a characteristic from its declaration and the end of its definition.
     public init(uuid: BluetoothUUID, properties: UInt8, declarationHandle: UInt16, valueHandle: UInt16, endHandle: UInt16) {
         self.uuid = uuid
         self.properties = properties
@@ -129,8 +157,11 @@ public struct CBBackendCharacteristic: Sendable, Hashable {
 
 /// A remote characteristic descriptor (Core 5.4 Vol 3 Part G §3.3.3).
 public struct CBBackendDescriptor: Sendable, Hashable {
+    /// The descriptor type.
     public var uuid: BluetoothUUID
+    /// The descriptor's attribute handle.
     public var handle: UInt16
+    /// Creates a descriptor at `handle`.
     public init(uuid: BluetoothUUID, handle: UInt16) {
         self.uuid = uuid
         self.handle = handle
@@ -139,14 +170,18 @@ public struct CBBackendDescriptor: Sendable, Hashable {
 
 /// What a central backend reports, in order.
 public enum CBCentralBackendEvent: Sendable {
+    /// The adapter's state changed; leaving `.poweredOn` stops the scan and ends every connection, with no
+    /// `didDisconnectPeripheral` (as on iOS 10 and later).
     case stateChanged(CBManagerState)
     /// Every advertising report while scanning (the façade filters by service and coalesces duplicates).
     case advertisement(CBBackendAdvertisement)
     /// A connection exists and the ATT MTU is `mtu` (23 until an exchange; later changes come as `mtuChanged`).
     case connected(CBBackendPeer, mtu: Int)
+    /// A connection attempt failed; reported as `centralManager(_:didFailToConnect:error:)`.
     case connectionFailed(CBBackendPeer, CBBackendError)
     /// The link is gone: `nil` after `cancelConnection`, an error otherwise (supervision timeout, remote close).
     case disconnected(CBBackendPeer, CBBackendError?)
+    /// The ATT MTU of a connection changed; it sets `CBPeripheral.maximumWriteValueLength(for:)`.
     case mtuChanged(CBBackendPeer, mtu: Int)
     /// A Handle Value Notification or Indication (the backend confirms indications itself).
     case valueUpdated(CBBackendPeer, handle: UInt16, value: [UInt8])
@@ -161,10 +196,13 @@ public enum CBCentralBackendEvent: Sendable {
 /// A stack that can play the GAP central and GATT client roles for the façade. Handles come from discovery;
 /// long reads and writes (Read Blob, Prepare/Execute Write) are the backend's business.
 public protocol CBCentralBackend: AnyObject, Sendable {
+    /// Hands the backend its event sink; the first `.stateChanged` follows.
     func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void)
     /// The manager is gone: stop scanning, drop every connection, deliver nothing more.
     func shutdown()
+    /// Starts scanning, or replaces the parameters of the running scan.
     func startScan(_ parameters: CBBackendScanParameters)
+    /// Stops scanning; does nothing when not scanning.
     func stopScan()
     /// Connects and waits as long as it takes (CoreBluetooth connections never time out); reports `.connected`
     /// (after exchanging the MTU or not) or `.connectionFailed`.
@@ -173,12 +211,16 @@ public protocol CBCentralBackend: AnyObject, Sendable {
     func cancelConnection(_ peer: CBBackendPeer)
     /// Devices the backend knows from an earlier run or a bond (for `retrievePeripherals(withIdentifiers:)`).
     func knownPeers() -> [CBBackendPeer]
+    /// Discovers the primary services of a connected peer; `uuids` nil for all of them.
     func discoverServices(_ peer: CBBackendPeer, uuids: [BluetoothUUID]?,
                           completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void)
+    /// Discovers the services `service` includes; `uuids` nil for all of them.
     func discoverIncludedServices(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
                                   completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void)
+    /// Discovers the characteristics of `service`; `uuids` nil for all of them.
     func discoverCharacteristics(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
                                  completion: @escaping @Sendable (Result<[CBBackendCharacteristic], CBBackendError>) -> Void)
+    /// Discovers the descriptors of `characteristic`.
     func discoverDescriptors(_ peer: CBBackendPeer, for characteristic: CBBackendCharacteristic,
                              completion: @escaping @Sendable (Result<[CBBackendDescriptor], CBBackendError>) -> Void)
     /// Reads a whole value (Read, then Read Blob while responses are full).
@@ -193,7 +235,9 @@ public protocol CBCentralBackend: AnyObject, Sendable {
     /// indications when the characteristic cannot notify) on or off.
     func setNotifications(_ peer: CBBackendPeer, characteristic: CBBackendCharacteristic, cccdHandle: UInt16?, enabled: Bool,
                           completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
+    /// Reads the RSSI of a connection, in dBm.
     func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void)
+    /// Opens an LE credit-based channel to `psm` on a connected peer.
     func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                           completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void)
 }
@@ -202,11 +246,17 @@ public protocol CBCentralBackend: AnyObject, Sendable {
 
 /// A local service to publish, flattened from `CBMutableService` (ids are the façade's, stable while published).
 public struct CBBackendLocalService: Sendable, Hashable {
+    /// The façade's id for the service.
     public var id: Int
+    /// The service type.
     public var uuid: BluetoothUUID
+    /// Whether to declare a primary (not secondary) service.
     public var isPrimary: Bool
+    /// The ids of already published services this one includes.
     public var includedServiceIDs: [Int]
+    /// The service's characteristics, in order.
     public var characteristics: [CBBackendLocalCharacteristic]
+    /// Creates a service definition.
     public init(id: Int, uuid: BluetoothUUID, isPrimary: Bool, includedServiceIDs: [Int], characteristics: [CBBackendLocalCharacteristic]) {
         self.id = id
         self.uuid = uuid
@@ -219,14 +269,19 @@ public struct CBBackendLocalService: Sendable, Hashable {
 /// A local characteristic. `staticValue` non-nil: the backend serves reads itself and never asks the façade
 /// (CoreBluetooth's cached values); nil: every read and write becomes a request event.
 public struct CBBackendLocalCharacteristic: Sendable, Hashable {
+    /// The façade's id for the characteristic, used by request events, `updateValue` and subscriptions.
     public var id: Int
+    /// The characteristic type.
     public var uuid: BluetoothUUID
     /// `CBCharacteristicProperties` raw value (the low octet is the GATT properties octet).
     public var properties: UInt
     /// `CBAttributePermissions` raw value.
     public var permissions: UInt
+    /// The cached value the backend serves itself, or nil for a dynamic value.
     public var staticValue: [UInt8]?
+    /// The static descriptors to add besides those the backend derives from the properties.
     public var descriptors: [CBBackendLocalDescriptor]
+    /// Creates a characteristic definition.
     public init(id: Int, uuid: BluetoothUUID, properties: UInt, permissions: UInt, staticValue: [UInt8]?,
                 descriptors: [CBBackendLocalDescriptor]) {
         self.id = id
@@ -241,8 +296,11 @@ public struct CBBackendLocalCharacteristic: Sendable, Hashable {
 /// A static descriptor (User Description 0x2901 or Presentation Format 0x2904; the CCCD and Extended Properties
 /// are the backend's to add from the properties).
 public struct CBBackendLocalDescriptor: Sendable, Hashable {
+    /// The descriptor type.
     public var uuid: BluetoothUUID
+    /// The descriptor's value bytes.
     public var value: [UInt8]
+    /// Creates a static descriptor.
     public init(uuid: BluetoothUUID, value: [UInt8]) {
         self.uuid = uuid
         self.value = value
@@ -251,9 +309,13 @@ public struct CBBackendLocalDescriptor: Sendable, Hashable {
 
 /// One write of a request batch.
 public struct CBBackendWrite: Sendable, Hashable {
+    /// The id of the written characteristic.
     public var characteristicID: Int
+    /// Where in the value the bytes go (non-zero for prepared writes of a long value).
     public var offset: Int
+    /// The bytes written.
     public var value: [UInt8]
+    /// Creates a write.
     public init(characteristicID: Int, offset: Int, value: [UInt8]) {
         self.characteristicID = characteristicID
         self.offset = offset
@@ -263,9 +325,13 @@ public struct CBBackendWrite: Sendable, Hashable {
 
 /// What a peripheral backend reports, in order.
 public enum CBPeripheralBackendEvent: Sendable {
+    /// The adapter's state changed; leaving `.poweredOn` stops advertising and forgets centrals and subscriptions.
     case stateChanged(CBManagerState)
+    /// A central connected, with ATT MTU `mtu`; there is no delegate callback for this.
     case centralConnected(CBBackendPeer, mtu: Int)
+    /// A central's link is gone; the façade reports each of its subscriptions as ended.
     case centralDisconnected(CBBackendPeer)
+    /// The ATT MTU with a central changed; it sets `CBCentral.maximumUpdateValueLength`.
     case mtuChanged(CBBackendPeer, mtu: Int)
     /// A Read or Read Blob Request on a dynamic value; answer with `respond(to:result:value:)`. Long reads arrive
     /// as several requests with growing offsets, each answered with the bytes from that offset.
@@ -273,7 +339,9 @@ public enum CBPeripheralBackendEvent: Sendable {
     /// A Write Request (one write), an Execute Write (the prepared writes, in order) or Write Commands
     /// (`responseRequired` false). Answered once for the whole batch.
     case writeRequests(id: UInt64, central: CBBackendPeer, writes: [CBBackendWrite], responseRequired: Bool)
+    /// A central enabled notifications or indications of a characteristic (wrote its CCCD).
     case subscribed(CBBackendPeer, characteristicID: Int)
+    /// A central disabled notifications and indications of a characteristic.
     case unsubscribed(CBBackendPeer, characteristicID: Int)
     /// The update queue has room again after `updateValue` returned false.
     case readyToUpdateSubscribers
@@ -283,16 +351,22 @@ public enum CBPeripheralBackendEvent: Sendable {
 
 /// A stack that can play the GAP peripheral and GATT server roles for the façade.
 public protocol CBPeripheralBackend: AnyObject, Sendable {
+    /// Hands the backend its event sink; the first `.stateChanged` follows.
     func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void)
+    /// The manager is gone: stop advertising and serving, deliver nothing more.
     func shutdown()
+    /// Publishes a service in the GATT database.
     func addService(_ service: CBBackendLocalService, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
+    /// Removes a published service from the GATT database.
     func removeService(id: Int)
+    /// Removes every service this backend published.
     func removeAllServices()
     /// Advertises the name and service UUIDs (the two keys CoreBluetooth accepts), connectable; the
     /// `overflowServiceUUIDs` in the overflow area (`ServiceOverflowArea`: an app in the background). While
     /// advertising, replaces what is advertised.
     func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID],
                           completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
+    /// Stops advertising; does nothing when not advertising.
     func stopAdvertising()
     /// Answers a request batch: an ATT error code (0 = success) and, for reads, the value from the request's offset
     /// (the backend fits it into the response PDU).
@@ -300,8 +374,12 @@ public protocol CBPeripheralBackend: AnyObject, Sendable {
     /// Queues a notification (or indication) of `value` to each of `centrals`, truncated to each one's MTU - 3.
     /// Returns false, queueing nothing, when the queue is full; `.readyToUpdateSubscribers` follows.
     func updateValue(_ value: [UInt8], characteristicID: Int, centrals: [CBBackendPeer]) -> Bool
+    /// Asks a central for connection parameters that suit `latency`.
     func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBBackendPeer)
+    /// Listens for LE credit-based channels on a free PSM of the backend's choosing (requiring encryption if
+    /// `encryptionRequired`) and completes with that PSM.
     func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void)
+    /// Stops listening on `psm` and closes the channels open on it.
     func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
 }
 
@@ -319,11 +397,15 @@ public enum CBL2CAPChannelBackendEvent: Sendable {
 
 /// An open LE credit-based channel (Core 5.4 Vol 3 Part A §10.1).
 public protocol CBL2CAPChannelBackend: AnyObject, Sendable {
+    /// The channel's PSM.
     var psm: CBL2CAPPSM { get }
+    /// The device at the other end.
     var peer: CBBackendPeer { get }
+    /// Hands the channel its event sink.
     func start(_ events: @escaping @Sendable (CBL2CAPChannelBackendEvent) -> Void)
     /// Offers bytes to send; returns how many were accepted (0 when out of credits).
     func send(_ bytes: [UInt8]) -> Int
+    /// Disconnects the channel; `.closed` follows.
     func close()
 }
 
@@ -332,7 +414,9 @@ public protocol CBL2CAPChannelBackend: AnyObject, Sendable {
 /// Makes the backends new managers use. The managers made from one provider form one "system" (one device's
 /// Bluetooth, as iOS sees it): they share ``connections``.
 public struct CBBackendProvider: Sendable {
+    /// Makes the backend of a new `CBCentralManager`; nil leaves the manager `.unsupported`.
     public var makeCentral: @Sendable () -> (any CBCentralBackend)?
+    /// Makes the backend of a new `CBPeripheralManager`; nil leaves the manager `.unsupported`.
     public var makePeripheral: @Sendable () -> (any CBPeripheralBackend)?
     /// The links of this provider's managers, for connection events and `retrieveConnectedPeripherals`.
     public let connections = SystemConnections()
@@ -353,6 +437,7 @@ public struct CBBackendProvider: Sendable {
 /// `CBBackendRegistry.$taskProvider.withValue(p) { ... }`), else the process-wide default, else the
 /// ``HostBackend`` chosen by the environment (`OCB_HCI`). A provider that makes no backend gives `.unsupported`.
 public enum CBBackendRegistry {
+    /// The provider bound to the current task, if any; it wins over the process-wide default.
     @TaskLocal public static var taskProvider: CBBackendProvider?
     private static let defaultProvider = LockedValue<CBBackendProvider?>(nil)
 

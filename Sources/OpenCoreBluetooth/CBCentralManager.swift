@@ -35,9 +35,11 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
     public struct Feature: OptionSet, Sendable, Hashable {
         public let rawValue: UInt
         public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Scanning for and connecting to devices that use LE extended advertising (Bluetooth 5).
         public static let extendedScanAndConnect = Feature(rawValue: 1 << 0)
     }
 
+    /// The object that receives the manager's events, on its queue; held weakly.
     open weak var delegate: (any CBCentralManagerDelegate)?
 
     let backend: (any CBCentralBackend)?
@@ -85,6 +87,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         self.init(delegate: nil, queue: nil, options: nil)
     }
 
+    /// A manager with `delegate`, calling it on `queue` (nil: the main queue).
     public convenience init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?) {
         self.init(delegate: delegate, queue: queue, options: nil)
     }
@@ -128,6 +131,8 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
 
     // MARK: Commands
 
+    /// Scans for peripherals advertising one of `serviceUUIDs` (nil or empty: all), reporting them with
+    /// `centralManager(_:didDiscover:advertisementData:rssi:)`. A new call replaces the services and options.
     open func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
         guard requirePoweredOn(), let backend else { return }
         let allowDuplicates = (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? Bool)
@@ -148,6 +153,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         backend.startScan(parameters)
     }
 
+    /// Stops scanning.
     open func stopScan() {
         guard requirePoweredOn(), let backend else { return }
         isScanning = false
@@ -198,6 +204,8 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         saveRestorableState()
     }
 
+    /// The peripherals with these identifiers that the manager knows (seen in this run, known to the backend or
+    /// stored from an earlier run), disconnected unless already connected; unknown identifiers are left out.
     @discardableResult
     open func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
         guard state == .poweredOn, let backend else { return [] }

@@ -20,12 +20,17 @@ public let CBCentralManagerScanOptionSolicitedServiceUUIDsKey: String = "kCBScan
 
 // MARK: Connect options
 
+/// Bool: a system alert on connection while the app is suspended. Accepted and ignored on Linux.
 public let CBConnectPeripheralOptionNotifyOnConnectionKey: String = "kCBConnectOptionNotifyOnConnection"
+/// Bool: a system alert on disconnection while the app is suspended. Accepted and ignored on Linux.
 public let CBConnectPeripheralOptionNotifyOnDisconnectionKey: String = "kCBConnectOptionNotifyOnDisconnection"
+/// Bool: a system alert for each notification while the app is suspended. Accepted and ignored on Linux.
 public let CBConnectPeripheralOptionNotifyOnNotificationKey: String = "kCBConnectOptionNotifyOnNotification"
 /// NSNumber seconds to wait before starting the connection.
 public let CBConnectPeripheralOptionStartDelayKey: String = "kCBConnectOptionStartDelay"
+/// Bool: bring up BR/EDR profiles when the LE link connects. Accepted and ignored (LE only).
 public let CBConnectPeripheralOptionEnableTransportBridgingKey: String = "kCBConnectOptionEnableTransportBridging"
+/// Bool: the peripheral requires the Apple Notification Center Service. Accepted and ignored (no ANCS on Linux).
 public let CBConnectPeripheralOptionRequiresANCS: String = "kCBConnectOptionRequiresANCS"
 /// Bool: reconnect automatically when the link drops (reported through the iOS 17 disconnect callback).
 public let CBConnectPeripheralOptionEnableAutoReconnect: String = "kCBConnectOptionEnableAutoReconnect"
@@ -42,6 +47,7 @@ public let CBCentralManagerRestoredStateScanOptionsKey: String = "kCBRestoredSta
 
 // MARK: Peripheral manager options and restoration keys
 
+/// Bool: warn when Bluetooth is off at init. Accepted and ignored on Linux (there is no system alert).
 public let CBPeripheralManagerOptionShowPowerAlertKey: String = "kCBInitOptionShowPowerAlert"
 /// String: state restoration identifier. The published services and the advertising are kept under it and handed
 /// to the next manager created with it (`peripheralManager(_:willRestoreState:)`; `StateRestorationStore`).
@@ -73,18 +79,29 @@ public let CBAdvertisementDataSolicitedServiceUUIDsKey: String = "kCBAdvDataSoli
 
 // MARK: Descriptor UUID strings
 
+/// Characteristic Extended Properties descriptor (0x2900); its value is an `NSNumber`.
 public let CBUUIDCharacteristicExtendedPropertiesString: String = "2900"
+/// Characteristic User Description descriptor (0x2901); its value is a `String`.
 public let CBUUIDCharacteristicUserDescriptionString: String = "2901"
+/// Client Characteristic Configuration descriptor (CCCD, 0x2902); its value is an `NSNumber`. Use
+/// `setNotifyValue(_:for:)` rather than writing it.
 public let CBUUIDClientCharacteristicConfigurationString: String = "2902"
+/// Server Characteristic Configuration descriptor (0x2903); its value is an `NSNumber`.
 public let CBUUIDServerCharacteristicConfigurationString: String = "2903"
+/// Characteristic Presentation Format descriptor (0x2904); its value is `Data`.
 public let CBUUIDCharacteristicFormatString: String = "2904"
+/// Characteristic Aggregate Format descriptor (0x2905); its value is `Data`.
 public let CBUUIDCharacteristicAggregateFormatString: String = "2905"
+/// Valid Range descriptor (0x2906); its value is `Data`.
 public let CBUUIDCharacteristicValidRangeString: String = "2906"
+/// Observation Schedule descriptor (0x2910); its value is `Data`.
 public let CBUUIDCharacteristicObservationScheduleString: String = "2910"
 /// A characteristic carrying the L2CAP PSM (little-endian UInt16) of its service.
 public let CBUUIDL2CAPPSMCharacteristicString: String = "ABDD3056-28FA-441D-A470-55A75A52553A"
 
 // MARK: Error domains
 
+/// The error domain of `CBError`.
 public let CBErrorDomain: String = "CBErrorDomain"
+/// The error domain of `CBATTError`.
 public let CBATTErrorDomain: String = "CBATTErrorDomain"

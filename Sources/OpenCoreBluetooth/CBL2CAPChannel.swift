@@ -42,9 +42,13 @@ public class CBL2CAPChannel: NSObject, @unchecked Sendable {
         backend.close()
     }
 
+    /// The device at the other end: a `CBPeripheral` (central side) or a `CBCentral` (peripheral manager side).
     public var peer: CBPeer! { _peer }
+    /// The stream of received bytes, SDU after SDU.
     public var inputStream: InputStream! { input }
+    /// The stream whose written bytes are sent on the channel.
     public var outputStream: OutputStream! { output }
+    /// The Protocol/Service Multiplexer the channel was opened on.
     public var psm: CBL2CAPPSM { backend.psm }
 }
 

@@ -11,6 +11,8 @@ public class CBPeer: NSObject, NSCopying, @unchecked Sendable {
         super.init()
     }
 
+    /// The peer's identifier, derived from its identity address: the same in every run and process
+    /// (`CBPeerIdentifier`).
     public var identifier: UUID { _identifier }
 
     public func copy(with zone: NSZone? = nil) -> Any { self }
@@ -48,7 +50,9 @@ public class CBATTRequest: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    /// The central that sent the request.
     public var central: CBCentral { _central }
+    /// The local characteristic to read or write.
     public var characteristic: CBCharacteristic { _characteristic }
     /// The index of the first byte to read or write (non-zero for Read Blob and long writes).
     public var offset: Int { _offset }

@@ -10,6 +10,7 @@ import BluetoothRuntime
 /// connecting peripheral cancels its connection. After a disconnection, discovered services are dropped and
 /// callbacks of commands still in flight are not delivered.
 public class CBPeripheral: CBPeer, @unchecked Sendable {
+    /// The object that receives the peripheral's events, on the manager's queue; held weakly.
     public weak var delegate: (any CBPeripheralDelegate)?
     weak var manager: CBCentralManager?
     let backend: (any CBCentralBackend)?
@@ -50,6 +51,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
 
     /// The GAP Device Name if read, else the advertised local name.
     public var name: String? { gapName ?? advertisedName }
+    /// The connection state, as this manager sees it.
     public internal(set) var state: CBPeripheralState {
         get { link.withLock { $0.state } }
         set { link.withLock { $0.state = newValue } }
@@ -60,7 +62,10 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
     @available(iOS, deprecated: 8.0, message: "Use peripheral(_:didReadRSSI:error:)")
     @available(macOS, deprecated: 10.13, message: "Use peripheral(_:didReadRSSI:error:)")
     public var rssi: NSNumber? { _rssi }
+    /// Whether a write without response would be queued now; when false, wait for
+    /// `peripheralIsReady(toSendWriteWithoutResponse:)`. False while not connected.
     public var canSendWriteWithoutResponse: Bool { link.withLock { $0.canSendWriteWithoutResponse } }
+    /// Whether the peripheral may use the Apple Notification Center Service; always false on Linux.
     public var ancsAuthorized: Bool { false }
 
     var mtu: Int {
@@ -135,6 +140,8 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
 
     // MARK: Discovery
 
+    /// Discovers the peripheral's primary services (nil or empty: all); `peripheral(_:didDiscoverServices:)` follows
+    /// and `services` holds them, in handle order.
     public func discoverServices(_ serviceUUIDs: [CBUUID]?) {
         guard let (backend, generation) = commandContext() else { return }
         let filter = serviceUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) }
@@ -167,6 +174,8 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         return result.sorted { ($0.remote?.startHandle ?? 0) < ($1.remote?.startHandle ?? 0) }
     }
 
+    /// Discovers the services `service` includes (nil or empty: all);
+    /// `peripheral(_:didDiscoverIncludedServicesFor:error:)` follows.
     public func discoverIncludedServices(_ includedServiceUUIDs: [CBUUID]?, for service: CBService) {
         guard let (backend, generation) = commandContext(), let remote = service.remote else { return }
         let filter = includedServiceUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) }
@@ -184,6 +193,8 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         }
     }
 
+    /// Discovers the characteristics of `service` (nil or empty: all);
+    /// `peripheral(_:didDiscoverCharacteristicsFor:error:)` follows.
     public func discoverCharacteristics(_ characteristicUUIDs: [CBUUID]?, for service: CBService) {
         guard let (backend, generation) = commandContext(), let remote = service.remote else { return }
         let filter = characteristicUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) }
@@ -214,6 +225,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         }
     }
 
+    /// Discovers the descriptors of `characteristic`; `peripheral(_:didDiscoverDescriptorsFor:error:)` follows.
     public func discoverDescriptors(for characteristic: CBCharacteristic) {
         guard let (backend, generation) = commandContext(), let remote = characteristic.remote else { return }
         backend.discoverDescriptors(peer, for: remote) { [weak self, characteristicRef = WeakRef(characteristic)] result in
@@ -256,6 +268,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         }
     }
 
+    /// Reads the descriptor's value; `peripheral(_:didUpdateValueFor:error:)` (the descriptor variant) follows.
     public func readValue(for descriptor: CBDescriptor) {
         guard let (backend, generation) = commandContext(), let remote = descriptor.remote else { return }
         backend.read(peer, handle: remote.handle) { [weak self, descriptorRef = WeakRef(descriptor)] result in
@@ -344,6 +357,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         }
     }
 
+    /// Reads the RSSI of the connection; `peripheral(_:didReadRSSI:error:)` follows (127 on failure).
     public func readRSSI() {
         guard let (backend, generation) = commandContext() else { return }
         backend.readRSSI(peer) { [weak self] result in

@@ -23,6 +23,7 @@ import BluetoothRuntime
 /// failure is reported through `didAdd` / `didStartAdvertising`). Subscriptions do not survive: their links
 /// ended with the process. Leaving `.poweredOn` forgets the advertising (and, below `.poweredOff`, the services).
 open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked Sendable {
+    /// The object that receives the manager's events, on its queue; held weakly.
     open weak var delegate: (any CBPeripheralManagerDelegate)?
 
     let backend: (any CBPeripheralBackend)?
@@ -55,14 +56,17 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
     private var restoredServices: [CBMutableService] = []
     private var restoredAdvertisement: [String: Any]?
 
+    /// The app's authorization to use Bluetooth in the peripheral role; always `.authorized` on Linux.
     @available(iOS, deprecated: 13.0, message: "Use CBManager.authorization")
     @available(macOS, deprecated: 10.15, message: "Use CBManager.authorization")
     public class func authorizationStatus() -> CBPeripheralManagerAuthorizationStatus { .authorized }
 
+    /// A manager with no delegate, on the main queue.
     public convenience init() {
         self.init(delegate: nil, queue: nil, options: nil)
     }
 
+    /// A manager with `delegate`, calling it on `queue` (nil: the main queue).
     public convenience init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?) {
         self.init(delegate: delegate, queue: queue, options: nil)
     }
@@ -91,6 +95,7 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
     /// This manager's links from centrals, as "the system" knows them (``SystemConnections``).
     let postedLinks: PostedLinks
 
+    /// True from `startAdvertising(_:)` until `stopAdvertising()`, a failure to start, or leaving `.poweredOn`.
     public internal(set) var isAdvertising: Bool {
         get { shared.withLock { $0.isAdvertising } }
         set { shared.withLock { $0.isAdvertising = newValue } }
@@ -198,6 +203,7 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         }
     }
 
+    /// Removes a published service from the local database; no callback follows.
     open func remove(_ service: CBMutableService) {
         guard requirePoweredOn(), let backend, let id = service.localID else { return }
         forget(service)
@@ -205,6 +211,7 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         backend.removeService(id: id)
     }
 
+    /// Removes every service this manager published.
     open func removeAllServices() {
         guard requirePoweredOn(), let backend else { return }
         let all = shared.withLock { Array($0.published.values) }
@@ -258,6 +265,7 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         }
     }
 
+    /// Stops advertising.
     open func stopAdvertising() {
         guard requirePoweredOn(), let backend else { return }
         isAdvertising = false
@@ -266,6 +274,7 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         backend.stopAdvertising()
     }
 
+    /// Asks `central` for connection parameters that suit `latency`; the central decides.
     open func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBCentral) {
         guard requirePoweredOn(), let backend else { return }
         backend.setDesiredConnectionLatency(latency, for: central.peer)
@@ -326,6 +335,7 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         }
     }
 
+    /// Stops accepting channels on `PSM` and closes those open on it; `didUnpublishL2CAPChannel` follows.
     open func unpublishL2CAPChannel(_ PSM: CBL2CAPPSM) {
         guard requirePoweredOn(), let backend else { return }
         backend.unpublishL2CAPChannel(PSM) { [weak self] result in

@@ -66,6 +66,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     // MARK: Lifecycle
 
+    /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened, `.poweredOff` if it is lost
+    /// later.
     public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
         opener.open { [weak self] stack in
@@ -98,6 +100,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     // MARK: Scanning
 
+    /// Starts active scanning, restarting the scan to apply new parameters; a low duty cycle scans 60 ms of
+    /// every 1.28 s.
     public func startScan(_ parameters: CBBackendScanParameters) {
         opener.onStack { [self] stack in
             let previous = state.withLock { state -> CBBackendScanParameters? in
@@ -119,6 +123,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// Stops scanning if a scan runs.
     public func stopScan() {
         opener.onStack { [self] stack in
             guard state.withLock({ state -> Bool in defer { state.scanning = nil }; return state.scanning != nil }) else { return }
@@ -417,6 +422,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         .failure(.core(.unknown, "unexpected GATT result \(result)"))
     }
 
+    /// Discover All Primary Services (Core 5.4 Vol 3 Part G §4.4.1), filtered by `uuids`.
     public func discoverServices(_ peer: CBBackendPeer, uuids: [BluetoothUUID]?,
                                  completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
         gatt(peer, .discoverAllPrimaryServices) { result in
@@ -429,6 +435,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// Find Included Services in the service's handle range (Core 5.4 Vol 3 Part G §4.5.1), filtered by `uuids`.
     public func discoverIncludedServices(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
                                          completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
         gatt(peer, .findIncludedServices(range: ATTHandleRange(start: service.startHandle, end: service.endHandle))) { result in
@@ -441,6 +448,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// Discover All Characteristics of a Service (Core 5.4 Vol 3 Part G §4.6.1), filtered by `uuids`.
     public func discoverCharacteristics(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
                                         completion: @escaping @Sendable (Result<[CBBackendCharacteristic], CBBackendError>) -> Void) {
         gatt(peer, .discoverAllCharacteristics(range: ATTHandleRange(start: service.startHandle, end: service.endHandle))) { result in
@@ -454,6 +462,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// Discover All Characteristic Descriptors after the value handle (Core 5.4 Vol 3 Part G §4.7.1).
     public func discoverDescriptors(_ peer: CBBackendPeer, for characteristic: CBBackendCharacteristic,
                                     completion: @escaping @Sendable (Result<[CBBackendDescriptor], CBBackendError>) -> Void) {
         guard characteristic.valueHandle < characteristic.endHandle else { return completion(.success([])) }
@@ -545,6 +554,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
+    /// HCI Read RSSI on the connection (Core 5.4 Vol 4 Part E §7.5.4).
     public func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running"))) }
         stack.eventLoop.execute { [self] in

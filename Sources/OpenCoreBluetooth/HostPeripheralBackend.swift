@@ -69,6 +69,8 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     // MARK: Lifecycle
 
+    /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened, `.poweredOff` if it is lost
+    /// later.
     public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
         opener.open { [weak self] stack in
@@ -80,6 +82,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
+    /// Stops delivering events and closes the stack.
     public func shutdown() {
         state.withLock { state in
             state.closed = true
@@ -95,6 +98,8 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     // MARK: Services
 
+    /// Adds the service to the GATT database, which is rebuilt; fails with `CBError.outOfSpace` if the database refuses
+    /// it.
     public func addService(_ service: CBBackendLocalService, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         guard opener.stack != nil else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
         opener.onStack { [self] stack in
@@ -106,6 +111,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
+    /// Removes the service and rebuilds the GATT database.
     public func removeService(id: Int) {
         opener.onStack { [self] stack in
             state.withLock { $0.services.removeAll { $0.id == id } }
@@ -113,6 +119,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
+    /// Removes every service and rebuilds the GATT database, if there was any.
     public func removeAllServices() {
         opener.onStack { [self] stack in
             let had = state.withLock { state -> Bool in
@@ -274,6 +281,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
+    /// Stops advertising if it runs.
     public func stopAdvertising() {
         opener.onStack { [self] stack in
             let was = state.withLock { state -> Bool in
@@ -373,6 +381,8 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
+    /// Unregisters the PSM's server and closes the channels open on it; fails with `CBError.invalidParameters` for a
+    /// PSM not published.
     public func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
         stack.eventLoop.execute { [self] in

@@ -33,16 +33,21 @@ public final class KnownPeersStore: Sendable {
 
     /// Where the entries live.
     public enum Location: Hashable, Sendable {
+        /// In memory only, for the life of the store (`OCB_KNOWN_PEERS=off`).
         case memory
+        /// In the JSON file at this path.
         case file(String)
     }
 
     /// One known peer.
     public struct Entry: Hashable, Sendable {
+        /// The peer's identity address, with its type.
         public var address: BluetoothAddress
+        /// The last name the peer was known by, if any.
         public var name: String?
         /// Whether this central ever connected to it.
         public var connected: Bool
+        /// The peer's `CBPeer.identifier`, derived from `address`.
         public var identifier: UUID { CBPeerIdentifier.identifier(for: address) }
     }
 
@@ -78,12 +83,15 @@ public final class KnownPeersStore: Sendable {
         var writeScheduled = false
     }
 
+    /// Where the entries live.
     public let location: Location
     private let state = LockedValue(State())
     private let writer = DispatchQueue(label: "OpenCoreBluetooth.knownPeers")
     /// Corrupt files already reported by this process.
     private static let reported = LockedValue<Set<String>>([])
 
+    /// Reads the entries at `location`; a file that cannot be read is logged once and left as it is, and the store
+    /// starts empty.
     public init(location: Location) {
         self.location = location
         guard case .file(let path) = location else { return }
@@ -279,14 +287,21 @@ public final class KnownPeersStore: Sendable {
 
 /// Why the known peers file could not be used.
 public struct KnownPeersError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
     public enum Code: String, Sendable, Hashable {
+        /// `corrupt`: the file is not a known peers file (bad JSON, version, address or identifier); `unreadable`: it
+        /// exists but cannot be read; `ioFailed`: writing it failed.
         case corrupt, unreadable, ioFailed
     }
 
+    /// What went wrong.
     public let code: Code
+    /// Details, in words.
     public let reason: String
+    /// The file concerned.
     public let path: String
 
+    /// An error for the file at `path`.
     public init(_ code: Code, _ reason: String, path: String) {
         self.code = code
         self.reason = reason

@@ -59,7 +59,9 @@ public struct OCBBackgroundModes: OptionSet, Sendable, Hashable {
 public final class OCBApplication: Sendable {
     /// A bad `OCB_APP_STATE` or `OCB_BACKGROUND_MODES` value.
     public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// What is wrong with the value, in words.
         public var reason: String
+        /// An error with this reason.
         public init(_ reason: String) { self.reason = reason }
         public var description: String { reason }
     }
@@ -92,6 +94,7 @@ public final class OCBApplication: Sendable {
 
     private let storage: LockedValue<State>
 
+    /// An application in `state` with `backgroundModes` (defaults: foreground, no background mode).
     public init(state: OCBApplicationState = .foreground, backgroundModes: OCBBackgroundModes = []) {
         storage = LockedValue(State(state: state, modes: backgroundModes))
     }

@@ -178,14 +178,21 @@ protocol RestorationSnapshot {
 
 /// Why a restoration file could not be used (logged as a warning; the manager goes on without it).
 public struct StateRestorationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
     public enum Code: String, Sendable, Hashable {
+        /// `corrupt`: the file is not a snapshot this version can use (bad JSON, version or field); `unreadable`: it
+        /// exists but cannot be read; `ioFailed`: writing it failed.
         case corrupt, unreadable, ioFailed
     }
 
+    /// What went wrong.
     public let code: Code
+    /// Details, in words.
     public let reason: String
+    /// The file concerned (empty when not known).
     public let path: String
 
+    /// An error for the file at `path`.
     public init(_ code: Code, _ reason: String, path: String = "") {
         self.code = code
         self.reason = reason

@@ -13,6 +13,7 @@ import Foundation
 /// Links of other processes on the air are not visible (each process has its own stacks, as each phone has).
 /// Thread-safe (one lock); the observers are called from the thread posting and hop to their own queues.
 public final class SystemConnections: Sendable {
+    /// An empty system: no links, nothing learnt.
     public init() {}
 
     private struct Observer {
