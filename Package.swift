@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The library logs through swift-log (a label per layer, LogLabel); programs route it.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The air's schedule of advertising and connection events is a heap (HeapModule).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // Foundation-free value types shared by every layer.
@@ -84,7 +86,8 @@ let package = Package(
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime"],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime",
+                           .product(name: "HeapModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -133,13 +136,15 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ",
-                "Seed001PeripheralApp", "Seed001CentralApp",
+                "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict,
             plugins: ["BuildInfo"]
         ),
+        // glibc's allocation statistics (`blue bench connections`: bytes allocated per link).
+        .target(name: "CMallocStatistics"),
         // `blue --version`'s commit, from git at build time.
         .plugin(name: "BuildInfo", capability: .buildTool()),
         // The harness the example programs share (their name on log and failure lines, --timeout, the main queue).

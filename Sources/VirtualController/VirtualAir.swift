@@ -1,6 +1,7 @@
 public import BluetoothCore
 public import BluetoothRuntime
 public import HCI
+import HeapModule
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -38,6 +39,10 @@ public final class VirtualAir: @unchecked Sendable {
 
     var random: AirRandom
     var devices: [VirtualController] = []
+    /// ``devices`` by their identifier (an advertising event finds its advertiser without a scan of the air).
+    private var devicesByIdentifier: [Int: VirtualController] = [:]
+    /// The devices scanning or initiating, in identifier (attach) order: who an advertising event can reach.
+    private var listeners: [VirtualController] = []
     var links: [Int: AirLink] = [:]
     private var nextLinkIdentifier = 1
 
@@ -46,12 +51,25 @@ public final class VirtualAir: @unchecked Sendable {
         case connectionEvent(Int)
     }
 
-    private struct Entry {
+    /// One scheduling of a task: earlier deadline first, then earlier scheduling.
+    private struct Entry: Comparable {
         var deadline: StackInstant
         var sequence: UInt64
+        var task: Task
+
+        static func < (lhs: Entry, rhs: Entry) -> Bool {
+            lhs.deadline < rhs.deadline || (lhs.deadline == rhs.deadline && lhs.sequence < rhs.sequence)
+        }
+
+        static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.sequence == rhs.sequence }
     }
 
-    private var tasks: [Task: Entry] = [:]
+    /// The sequence number of each task's current scheduling. Entries of ``queue`` whose sequence is not here any
+    /// more (cancelled, or scheduled again) are dropped when they come to the top: scheduling, cancelling and
+    /// finding the earliest are O(log n) with a thousand devices on the air, where a scan of every task per event
+    /// made the air quadratic (issue 13).
+    private var tasks: [Task: UInt64] = [:]
+    private var queue = Heap<Entry>()
     private var sequence: UInt64 = 0
     private var timer: ScheduledJob?
     private var armedDeadline: StackInstant?
@@ -80,10 +98,15 @@ public final class VirtualAir: @unchecked Sendable {
 
     func attach(_ device: VirtualController) {
         if eventLoop.inEventLoop {
-            devices.append(device)
+            add(device)
         } else {
-            eventLoop.execute { [self] in devices.append(device) }
+            eventLoop.execute { [self] in add(device) }
         }
+    }
+
+    private func add(_ device: VirtualController) {
+        devices.append(device)
+        devicesByIdentifier[device.identifier] = device
     }
 
     /// Takes `controller` off this air for good (any thread): it powers off as with
@@ -95,7 +118,17 @@ public final class VirtualAir: @unchecked Sendable {
         eventLoop.execute { [self] in
             controller.shutDown()
             devices.removeAll { $0 === controller }
+            if devicesByIdentifier[controller.identifier] === controller { devicesByIdentifier[controller.identifier] = nil }
+            listeners.removeAll { $0 === controller }
         }
+    }
+
+    /// `device` started (true) or stopped listening for advertisements (on the loop).
+    func setListening(_ device: VirtualController, _ listening: Bool) {
+        listeners.removeAll { $0 === device }
+        guard listening else { return }
+        let index = listeners.firstIndex { $0.identifier > device.identifier } ?? listeners.endIndex
+        listeners.insert(device, at: index)
     }
 
     /// Controllers on this air, powered or not (for leak checks and the hub).
@@ -137,7 +170,8 @@ public final class VirtualAir: @unchecked Sendable {
 
     private func schedule(_ task: Task, at deadline: StackInstant) {
         sequence &+= 1
-        tasks[task] = Entry(deadline: deadline, sequence: sequence)
+        tasks[task] = sequence
+        queue.insert(Entry(deadline: deadline, sequence: sequence, task: task))
         rearm()
     }
 
@@ -146,21 +180,18 @@ public final class VirtualAir: @unchecked Sendable {
         rearm()
     }
 
-    private func earliest() -> (Task, Entry)? {
-        var best: (Task, Entry)?
-        for (task, entry) in tasks {
-            if let current = best {
-                if (entry.deadline, entry.sequence) < (current.1.deadline, current.1.sequence) { best = (task, entry) }
-            } else {
-                best = (task, entry)
-            }
+    /// The earliest current scheduling, stale entries dropped on the way.
+    private func earliest() -> Entry? {
+        while let top = queue.min {
+            if tasks[top.task] == top.sequence { return top }
+            queue.removeMin()
         }
-        return best
+        return nil
     }
 
     private func rearm() {
         guard !firing else { return }
-        let next = earliest()?.1.deadline
+        let next = earliest()?.deadline
         if let timer, !timer.isCancelled, next == armedDeadline { return }
         timer?.cancel()
         timer = nil
@@ -173,9 +204,10 @@ public final class VirtualAir: @unchecked Sendable {
         timer = nil
         armedDeadline = nil
         firing = true
-        while let (task, entry) = earliest(), entry.deadline <= eventLoop.now {
-            tasks[task] = nil
-            switch task {
+        while let entry = earliest(), entry.deadline <= eventLoop.now {
+            queue.removeMin()
+            tasks[entry.task] = nil
+            switch entry.task {
             case .advertising(let identifier): runAdvertisingEvent(identifier)
             case .connectionEvent(let identifier): runConnectionEvent(identifier)
             }
@@ -200,10 +232,10 @@ public final class VirtualAir: @unchecked Sendable {
     }
 
     private func runAdvertisingEvent(_ identifier: Int) {
-        guard let advertiser = devices.first(where: { $0.identifier == identifier }), advertiser.powered,
+        guard let advertiser = devicesByIdentifier[identifier], advertiser.powered,
               let advertisement = advertiser.currentAdvertisement(now: eventLoop.now) else { return }
         record(.advertising(advertisement.type), from: advertisement.address, advertisement.data)
-        for listener in devices where listener !== advertiser && listener.isListening(now: eventLoop.now) {
+        for listener in listeners where listener !== advertiser && listener.isListening(now: eventLoop.now) {
             guard let rssi = hear(advertiser, listener) else { continue }
             listener.receiveAdvertisement(advertisement, rssi: rssi, from: advertiser, now: eventLoop.now)
             guard advertiser.settings.advertising else { break }

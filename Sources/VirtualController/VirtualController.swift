@@ -35,9 +35,11 @@ public final class VirtualController: @unchecked Sendable {
     }
 
     // Loop-confined state.
-    var settings = ControllerSettings()
+    var settings = ControllerSettings() { didSet { updateListening() } }
     var connections: [UInt16: ConnectionRecord] = [:]
-    var powered = true
+    var powered = true { didSet { updateListening() } }
+    /// Whether the air counts this controller among its listeners (scanning or initiating, powered).
+    private var listensOnAir = false
     var nextHandle: UInt16 = 0x0001
     /// Host ACL packets not yet reported in Number Of Completed Packets.
     var bufferedHostPackets: Int { connections.values.reduce(0) { $0 + $1.link.outstandingHostPackets } }
@@ -91,6 +93,15 @@ public final class VirtualController: @unchecked Sendable {
             powered = true
             settings = ControllerSettings()
         }
+    }
+
+    /// Tells the air when this controller starts or stops listening for advertisements (scanning or initiating,
+    /// powered), so that an advertising event visits only listeners, not every device on the air.
+    private func updateListening() {
+        let listens = powered && (settings.scanning || settings.initiating != nil)
+        guard listens != listensOnAir else { return }
+        listensOnAir = listens
+        air.setListening(self, listens)
     }
 
     /// The number of live connections (for leak checks).

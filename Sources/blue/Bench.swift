@@ -12,7 +12,7 @@ struct Bench: ParsableCommand {
             Setup (start, connect, MTU exchange, data length, subscribe) is not timed. Progress goes to stderr \
             about once a second; figures to stdout (one JSON object with --json).
             """,
-        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self]
+        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self, BenchAdvertisers.self]
     )
 }
 
@@ -55,11 +55,30 @@ struct BenchOutputOptions: ParsableArguments {
     func report<Benchmark: ReportsProgress>(
         _ name: String, _ benchmark: Benchmark, _ measure: (Benchmark) throws(BenchError) -> BenchResult
     ) throws {
+        try report(name, benchmark) { benchmark throws(BenchError) -> (json: String, text: String) in
+            let result = try measure(benchmark)
+            return (result.json, result.text)
+        }
+    }
+
+    /// ``report(_:_:_:)`` for the scale benchmarks' figures.
+    func report<Benchmark: ReportsProgress>(
+        _ name: String, _ benchmark: Benchmark, _ measure: (Benchmark) throws(BenchError) -> BenchFigures
+    ) throws {
+        try report(name, benchmark) { benchmark throws(BenchError) -> (json: String, text: String) in
+            let figures = try measure(benchmark)
+            return (figures.json, figures.text)
+        }
+    }
+
+    private func report<Benchmark: ReportsProgress>(
+        _ name: String, _ benchmark: Benchmark, _ measure: (Benchmark) throws(BenchError) -> (json: String, text: String)
+    ) throws {
         if !quiet { benchmark.onProgress = benchLog }
         if let warning = Self.buildWarning { benchLog(warning) }
         do throws(BenchError) {
-            let result = try measure(benchmark)
-            print(json ? result.json : result.text)
+            let output = try measure(benchmark)
+            print(json ? output.json : output.text)
         } catch {
             benchLog("blue bench \(name): \(error)")
             throw ExitCode(error.code == .badOptions ? 64 : 1)
@@ -119,6 +138,28 @@ struct BenchAir: ParsableCommand {
     func run() throws {
         try output.report("air", RadioBenchmark()) { benchmark throws(BenchError) in
             try benchmark.runAdvertising(count: reports)
+        }
+    }
+}
+
+/// `blue bench advertisers`.
+struct BenchAdvertisers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "advertisers",
+        abstract: "How long one scanner takes to hear --count advertising devices on one air (wall clock and air time).")
+
+    @Option(help: "How many advertising devices.")
+    var count = 1000
+
+    @Option(help: "Their advertising interval in milliseconds (20...10240).")
+    var interval = 100.0
+
+    @OptionGroup var output: BenchOutputOptions
+
+    func run() throws {
+        let units = UInt16(clamping: Int((interval / 0.625).rounded()))
+        try output.report("advertisers", AdvertisersBenchmark(count: count, interval: units)) { benchmark throws(BenchError) in
+            try benchmark.run()
         }
     }
 }
