@@ -96,6 +96,7 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
                 "AdvertisingData", "BluetoothCrypto", .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),

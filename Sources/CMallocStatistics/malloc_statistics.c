@@ -1,5 +1,7 @@
 #include "malloc_statistics.h"
 
+#include <stdlib.h>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

@@ -1,4 +1,5 @@
 import ATT
+import BluetoothRuntime
 import BluetoothCore
 import GATT
 import L2CAP
@@ -19,8 +20,15 @@ final class ConnectionSession {
     typealias ChannelCloseCompletion = (Result<Void, HostError>) -> Void
     typealias ParameterUpdateCompletion = (Result<Bool, HostError>) -> Void
 
-    var link: L2CAPLink
-    var bearer: ATTBearer
+    /// The connection's handle.
+    let handle: UInt16
+    /// Where the session reports that its deadlines may have moved.
+    unowned let deadlines: SessionDeadlines
+    /// Reported to ``deadlines`` and not asked again yet.
+    var deadlineChanged = false
+
+    var link: L2CAPLink { didSet { noteDeadlineChange() } }
+    var bearer: ATTBearer { didSet { noteDeadlineChange() } }
     var client: GATTClient
     /// Bearer requests enqueued for the GATT client (their results go to the client through the bridge).
     var clientRequests: Set<ATTBearerRequestID> = []
@@ -39,12 +47,30 @@ final class ConnectionSession {
     /// Test hook: requests from the peer are dropped unanswered (to provoke the peer's ATT timeout).
     var ignoresATTRequests = false
     /// The connection's Security Manager (nil when security is disabled).
-    var securityLink: SecurityLink?
+    var securityLink: SecurityLink? { didSet { noteDeadlineChange() } }
 
-    init(role: ConnectionRole, preferredMTU: Int) {
+    init(handle: UInt16, role: ConnectionRole, preferredMTU: Int, deadlines: SessionDeadlines) {
+        self.handle = handle
+        self.deadlines = deadlines
         link = L2CAPLink(role: role == .central ? .central : .peripheral)
         bearer = ATTBearer(preferredMTU: preferredMTU)
         client = GATTClient(mtu: ATTMTU.leDefault)
+        noteDeadlineChange()
+    }
+
+    /// The earliest deadline of the link, the bearer and the Security Manager.
+    var nextDeadline: StackInstant? {
+        var earliest = link.nextDeadline
+        for deadline in [bearer.nextDeadline, securityLink?.smp.nextDeadline] {
+            if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        return earliest
+    }
+
+    private func noteDeadlineChange() {
+        guard !deadlineChanged else { return }
+        deadlineChanged = true
+        deadlines.noteChange(self)
     }
 
     /// Operations of the owner waiting for an answer on this connection.

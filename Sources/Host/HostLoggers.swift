@@ -1,5 +1,5 @@
 import BluetoothRuntime
-public import Logging
+import Logging
 
 /// The host's loggers, one per layer it drives (labels in ``LogLabel``), made by
 /// ``HostConfiguration/makeLogger`` when the stack is created. Not a Bluetooth type: what each logs and at which

@@ -18,7 +18,8 @@ extension HostStack {
     /// Complete.
     func openSession(for connection: Connection) {
         guard l2capHandler == nil else { return }
-        let session = ConnectionSession(role: connection.role, preferredMTU: configuration.preferredATTMTU)
+        let session = ConnectionSession(handle: connection.handle, role: connection.role,
+                                        preferredMTU: configuration.preferredATTMTU, deadlines: sessionDeadlines)
         if configuration.disconnectsOnSignalingTimeout {
             session.link = L2CAPLink(configuration: L2CAPLinkConfiguration(
                 role: connection.role == .central ? .central : .peripheral, disconnectLinkOnSignalingTimeout: true))
@@ -45,6 +46,7 @@ extension HostStack {
     /// the connection. The record is already out of the table, so nothing is sent.
     func closeSession(_ session: ConnectionSession?, handle: UInt16, reason: HCIStatus, error: HostError) {
         gattServer.disconnect(GATTConnectionID(handle))
+        sessionDeadlines.remove(handle)
         guard let session else { return }
         let linkActions = session.link.linkDisconnected()
         let bearerActions = session.bearer.close(reason: "\(error)")
@@ -278,21 +280,10 @@ extension HostStack {
 
     // MARK: Timers
 
-    /// The earliest deadline of every connection's link and bearer.
+    /// The earliest deadline of every connection's link, bearer and Security Manager (``SessionDeadlines``: only
+    /// the sessions that changed are asked again).
     var sessionsNextDeadline: StackInstant? {
-        // Runs after every packet: no array per connection.
-        var earliest: StackInstant?
-        func consider(_ deadline: StackInstant?) {
-            guard let deadline else { return }
-            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
-        }
-        for record in connections.values {
-            guard let session = record.session else { continue }
-            consider(session.link.nextDeadline)
-            consider(session.bearer.nextDeadline)
-            consider(session.securityLink?.smp.nextDeadline)
-        }
-        return earliest
+        sessionDeadlines.earliest { [connections] session in connections[session.handle]?.session === session }
     }
 
     /// The timer fired: every link and bearer whose deadline passed handles its timeout.

@@ -111,6 +111,8 @@ public final class HostStack: @unchecked Sendable {
     var encryptedChannelServers: Set<UInt16> = []
     /// Bonds, our identity and the RPA timer (`HostStack+Security.swift`).
     var securityState = SecurityState()
+    /// The sessions' earliest deadline, kept up to date as they change.
+    let sessionDeadlines = SessionDeadlines()
 
     public init(transport: any HCITransport, eventLoop: any EventLoop, configuration: HostConfiguration = HostConfiguration()) {
         self.transport = transport

@@ -6,7 +6,7 @@ public import Foundation
 /// - `init(string:)` takes 4, 8 or 36 hex digits (any case); `init(data:)` 2, 4 or 16 bytes in big-endian (text)
 ///   order; `init(nsuuid:)` a `UUID`. Apple stops the program on an invalid string or length; here, since the
 ///   bytes may come from a peer or a user, the misuse is logged with Apple's message ("Invalid UUID string") and
-///   the value is ``invalid`` (the all-zero 128-bit UUID, which names no service or attribute), never a crash.
+///   the value is ``invalidValue`` (the all-zero 128-bit UUID, which names no service or attribute), never a crash.
 ///   Code handling user input should use ``init(validating:)``, which throws.
 /// - Values on the Bluetooth Base UUID are canonicalised: `CBUUID(string: "0000180D-0000-1000-8000-00805F9B34FB")`
 ///   equals `CBUUID(string: "180D")` and prints `uuidString` "180D"; 128-bit values print upper case, hyphenated.

@@ -28,7 +28,7 @@ import VirtualController
 ///   `serial:…`, `hci0`…).
 ///
 /// When the stack cannot be opened, the manager reports `.unsupported` and the reason is logged (error).
-/// Programs and tests can choose explicitly with ``provider(_:)`` (for example a private `InProcessAir` per
+/// Programs and tests can choose explicitly with ``provider(_:application:)`` (for example a private `InProcessAir` per
 /// test) and `CBBackendRegistry.setDefault(_:)` or the task-local provider.
 public enum HostBackend {
     /// Where a manager's stack runs.

@@ -17,7 +17,7 @@ import Host
 /// The file is JSON (`{"version": 1, "peers": [{"identifier", "address", "addressType", "name", "connected"}]}`),
 /// written whole to a temporary file (mode 0600) then renamed over the old one, merged with what another process
 /// wrote meanwhile. It is written when a peer is connected (at once) and when a peer is discovered for the first
-/// time or under a new name (debounced: at most once per ``discoveryWriteDelay``). Private addresses (resolvable or
+/// time or under a new name (debounced: at most once per `discoveryWriteDelay`, half a second). Private addresses (resolvable or
 /// not) are not kept: they change, so their identifier would not find the device again. A file that cannot be read
 /// as known peers is logged once (warning) and never overwritten; the manager then starts with no known peers.
 ///

@@ -12,7 +12,7 @@ struct Bench: ParsableCommand {
             Setup (start, connect, MTU exchange, data length, subscribe) is not timed. Progress goes to stderr \
             about once a second; figures to stdout (one JSON object with --json).
             """,
-        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self, BenchAdvertisers.self]
+        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self, BenchAdvertisers.self, BenchConnections.self]
     )
 }
 
@@ -161,6 +161,33 @@ struct BenchAdvertisers: ParsableCommand {
         try output.report("advertisers", AdvertisersBenchmark(count: count, interval: units)) { benchmark throws(BenchError) in
             try benchmark.run()
         }
+    }
+}
+
+/// `blue bench connections`.
+struct BenchConnections: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "connections",
+        abstract: "One central connected to --count peripherals at once, each notifying: links lost, notifications/s, memory per link.")
+
+    @Option(help: "How many peripherals (links).")
+    var count = 100
+
+    @Option(help: "Notifications each peripheral sends.")
+    var perLink = 1000
+
+    @Option(help: "Notification size in octets (4...244).")
+    var size = 20
+
+    @Option(help: "Connection interval in milliseconds (7.5...4000).")
+    var interval = 30.0
+
+    @OptionGroup var output: BenchOutputOptions
+
+    func run() throws {
+        let units = UInt16(clamping: Int((interval / 1.25).rounded()))
+        let benchmark = ConnectionsBenchmark(ConnectionsBenchmark.Parameters(count: count, perLink: perLink, size: size, interval: units))
+        try output.report("connections", benchmark) { benchmark throws(BenchError) in try benchmark.run() }
     }
 }
 

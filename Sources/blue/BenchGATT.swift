@@ -196,14 +196,14 @@ final class GATTBenchmark: @unchecked Sendable {
     // MARK: Measurement
 
     /// The value of packet `sequence`: its sequence number (little-endian, up to 4 octets) then a fill pattern.
-    private static func value(_ sequence: Int, size: Int) -> [UInt8] {
+    static func value(_ sequence: Int, size: Int) -> [UInt8] {
         var value = [UInt8](repeating: 0x5A, count: size)
         let number = UInt32(truncatingIfNeeded: sequence)
         for index in 0..<min(4, size) { value[index] = UInt8(truncatingIfNeeded: number >> (8 * UInt32(index))) }
         return value
     }
 
-    private static func sequence(of value: [UInt8]) -> UInt32 {
+    static func sequence(of value: [UInt8]) -> UInt32 {
         var number: UInt32 = 0
         for index in 0..<min(4, value.count) { number |= UInt32(value[index]) << (8 * UInt32(index)) }
         return number
