@@ -4,7 +4,7 @@ import ArgumentParser
 /// never asserted; `Scripts/bench.sh` runs these next to the same scenario on Bumble and prints the ratio.
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure throughput: GATT notifications and writes between two of our stacks, the virtual radio.",
+        abstract: "Measure the stack: GATT throughput, the virtual radio, scale (advertisers, connections) and latency.",
         discussion: """
             Everything runs in this process on the virtual air, on one thread: a ManualEventLoop whose virtual \
             clock jumps to the next timer whenever no work is left, so radio time (connection intervals, \
@@ -12,7 +12,7 @@ struct Bench: ParsableCommand {
             Setup (start, connect, MTU exchange, data length, subscribe) is not timed. Progress goes to stderr \
             about once a second; figures to stdout (one JSON object with --json).
             """,
-        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self, BenchAdvertisers.self, BenchConnections.self]
+        subcommands: [BenchNotify.self, BenchWrite.self, BenchAir.self, BenchACL.self, BenchAdvertisers.self, BenchConnections.self, BenchLatency.self]
     )
 }
 
@@ -188,6 +188,19 @@ struct BenchConnections: ParsableCommand {
         let units = UInt16(clamping: Int((interval / 1.25).rounded()))
         let benchmark = ConnectionsBenchmark(ConnectionsBenchmark.Parameters(count: count, perLink: perLink, size: size, interval: units))
         try output.report("connections", benchmark) { benchmark throws(BenchError) in try benchmark.run() }
+    }
+}
+
+/// `blue bench latency`.
+struct BenchLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "latency",
+        abstract: "Scan, connect, discover, subscribe and first notification between two stacks: each step's time.")
+
+    @OptionGroup var output: BenchOutputOptions
+
+    func run() throws {
+        try output.report("latency", LatencyBenchmark()) { benchmark throws(BenchError) in try benchmark.run() }
     }
 }
 

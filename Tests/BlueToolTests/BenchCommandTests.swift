@@ -80,4 +80,56 @@ import Testing
         #expect(result.standardError.contains("--size"))
         #expect(result.standardOutput.isEmpty)
     }
+
+    /// Issue 13 item 1: every advertiser is reported, each by its own address; the scan takes about one
+    /// advertising interval of air time (they are spread over it).
+    @Test func advertisersAreAllFound() async throws {
+        let result = try await BlueProcess.run(["bench", "advertisers", "--count", "60", "--interval", "50", "--json", "--quiet"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try object(result.standardOutput)
+        #expect(json["benchmark"] as? String == "advertisers")
+        #expect(json["advertisers"] as? Int == 60)
+        #expect(json["found"] as? Int == 60)
+        #expect(try #require(json["reports"] as? Int) >= 60)
+        let air = try #require(json["airSeconds"] as? Double)
+        #expect(air > 0 && air < 0.2, "about one 50 ms interval, plus the scanner's window: \(air)")
+        let bad = try await BlueProcess.run(["bench", "advertisers", "--count", "0", "--quiet"])
+        #expect(bad.status == 64)
+        #expect(bad.standardError.contains("blue bench advertisers: badOptions: --count must be 1...100000"), "\(bad.standardError)")
+    }
+
+    /// Issue 13 item 2: one central, several peripherals notifying at once: every link established and kept,
+    /// every value received in order, memory figures present.
+    @Test func connectionsCarryEveryNotification() async throws {
+        let result = try await BlueProcess.run(["bench", "connections", "--count", "6", "--per-link", "40", "--json", "--quiet"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try object(result.standardOutput)
+        #expect(json["benchmark"] as? String == "connections")
+        #expect(json["links"] as? Int == 6)
+        #expect(json["established"] as? Int == 6)
+        #expect(json["lost"] as? Int == 0)
+        #expect(json["sent"] as? Int == 240)
+        #expect(json["received"] as? Int == 240)
+        #expect(json["outOfOrder"] as? Int == 0)
+        #expect(json["residentBytesPerLink"] is Int)
+        #expect(try #require(json["heapBytesPerLink"] as? Int) > 0, "the stack allocates something per link")
+        #expect(try #require(json["notificationsPerSecond"] as? Double) > 0)
+    }
+
+    /// Issue 13 item 3: the steps from scanning to the first notification, each timed on both clocks; the air's
+    /// timing gives each step at least some time (connection events every 7.5 ms), the total adds up.
+    @Test func latencyTimesEveryStep() async throws {
+        let result = try await BlueProcess.run(["bench", "latency", "--json", "--quiet"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try object(result.standardOutput)
+        let steps = try #require(json["steps"] as? [String: [String: Double]])
+        #expect(Set(steps.keys) == ["scan", "connect", "discover", "subscribe", "first notification", "total"])
+        for name in ["connect", "discover", "subscribe"] {
+            #expect(try #require(steps[name]?["airSeconds"]) >= 0.0075, "\(name) spans connection events")
+        }
+        let total = try #require(steps["total"]?["airSeconds"])
+        let sum = steps.filter { $0.key != "total" }.values.compactMap { $0["airSeconds"] }.reduce(0, +)
+        #expect(abs(total - sum) < 1e-5)
+        #expect(try #require(json["airSeconds"] as? Double) == total)
+    }
 }
