@@ -43,7 +43,10 @@
 // State: all of it is confined to the host's `EventLoop` (ManualEventLoop in tests, DispatchEventLoop in
 // production); no locks, no tasks. Completions and handlers run on that loop. Time comes only from the loop;
 // one `ScheduledJob` is armed for the earliest deadline (command timeouts, a credit starvation, a connect's own time
-// limit, overdue Disconnection Completes, sessions' and security timers).
+// limit, overdue Disconnection Completes, sessions' and security timers). The sessions' deadlines are not asked
+// of every connection after every packet: a session reports changes of its link, bearer or Security Manager to
+// `SessionDeadlines`, which asks only those again and keeps each one's earliest in a heap (issue 13: a hundred
+// links cost a hundred times one link, `blue bench connections`).
 //
 // L2CAP / ATT / GATT wiring (`HostStack+Wiring.swift`, Core 5.4 Vol 3 Parts A, F, G): each connection gets a
 // `ConnectionSession` in its record, created synchronously on Connection Complete: an `L2CAPLink` (role from the

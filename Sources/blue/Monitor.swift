@@ -9,7 +9,8 @@ import OpenCoreBluetooth
 
 /// `blue monitor`: the live, decoded HCI traffic of every controller on the shared air (btmon for the virtual air;
 /// Core 5.4 Vol 4 Part E HCI packets, decoded down to L2CAP, ATT and SMP), read from the hub's monitor socket
-/// (`SOCKET.monitor`, ``AirHubMonitor``'s record stream).
+/// (`SOCKET.monitor`, ``AirHubMonitor``'s record stream), or of the kernel's controllers from its HCI monitor
+/// channel (`--hci hciN` or `kernel`, ``HCIMonitorChannel``, as btmon reads it).
 struct Monitor: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         abstract: "Watch the decoded HCI traffic of every controller on the shared air, live.",
@@ -17,11 +18,13 @@ struct Monitor: ParsableCommand, Sendable {
             Each packet: the time, the device (dev1 and the program that joined it), < host to controller or > \
             controller to host, and the decoded packet (its fields with --verbose). --device and --layer keep some; \
             --json prints one object per packet; --write FILE also records the packets shown as a btsnoop capture. \
-            Runs until --timeout, Ctrl-C or the hub stops. The hub is --hci virtual (the default) or air:PATH; a \
-            kernel controller's traffic is btmon's to show.
+            Runs until --timeout, Ctrl-C or the hub stops. The hub is --hci virtual (the default) or air:PATH; \
+            --hci hciN shows a kernel controller's traffic (whoever drives it: bluetoothd, a user channel) and \
+            --hci kernel every kernel controller's, from the kernel's monitor channel (root or CAP_NET_RAW). \
+            Programs of ours on other transports record with --snoop FILE (blue snoop show reads it).
             """)
 
-    @Option(help: "The air hub: virtual (the default hub) or air:PATH.")
+    @Option(help: "The air hub: virtual (the default hub) or air:PATH; or hciN / kernel: the kernel's controllers.")
     var hci = "virtual"
 
     @Option(help: "Only this device (its number, as blue air shows it).")
@@ -49,36 +52,77 @@ struct Monitor: ParsableCommand, Sendable {
 
     static let layers = ["hci", "acl", "l2cap", "att", "smp"]
 
+    /// `--hci hciN` → N, `--hci kernel` → every kernel controller (nil inside); not the kernel → nil.
+    static func kernelSelection(_ hci: String) -> UInt16?? {
+        if hci == "kernel" { return .some(nil) }
+        guard hci.hasPrefix("hci"), let index = UInt16(hci.dropFirst(3)) else { return nil }
+        return .some(index)
+    }
+
     func monitor() async throws(CLIFailure) {
-        guard case .hub(let socketPath) = HostBackend.transport(named: hci) else {
-            throw CLIFailure(.usage, "--hci \(hci): blue monitor reads the shared air's hub (virtual or air:PATH); btmon shows a kernel controller")
-        }
         if let layer, !Self.layers.contains(layer) {
             throw CLIFailure(.usage, "--layer \(layer): expected \(Self.layers.joined(separator: ", "))")
         }
+        if let selection = Self.kernelSelection(hci) {
+            if device != nil { throw CLIFailure(.usage, "--device numbers the hub's devices; with --hci \(hci) choose the controller with --hci hciN") }
+            return try await monitorKernel(selection)
+        }
+        guard case .hub(let socketPath) = HostBackend.transport(named: hci) else {
+            throw CLIFailure(.usage, "--hci \(hci): blue monitor reads the shared air's hub (virtual or air:PATH) or the kernel's "
+                             + "controllers (hciN, kernel); a program of ours on another transport records with --snoop FILE")
+        }
         let path = socketPath + ".monitor"
         let fd = try Self.connect(path)
-        var output: Int32?
-        if let write {
-            let file = open(write, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard file >= 0 else { throw CLIFailure(.failed, "cannot write \(write): \(String(cString: strerror(errno)))") }
-            output = file
-            _ = POSIX.writeAll(file, BTSnoopWriter(datalink: .hciUART).bytes, style: .file)
-        }
+        let output = try openOutput()
         let printer = MonitorPrinter(device: device, layer: layer, verbose: verbose, json: json, output: output)
+        try await follow(what: socketPath, output: output, read: { ended in Self.read(fd, printer, ended: ended) },
+                         stop: { shutdown(fd, Int32(SHUT_RDWR)) })
+    }
+
+    /// The kernel's controllers, from its monitor channel: `index` only, or all of them.
+    private func monitorKernel(_ index: UInt16?) async throws(CLIFailure) {
+        let channel: HCIMonitorChannel
+        do { channel = try HCIMonitorChannel() } catch { throw CLIFailure(.unavailable, error.reason) }
+        let output = try openOutput()
+        let printer = MonitorPrinter(device: nil, layer: layer, verbose: verbose, json: json, output: output, kernel: true)
+        try await follow(what: index.map { "hci\($0)" } ?? "the kernel's controllers", output: output, read: { ended in
+            while let (packet, error) = channel.next() {
+                if let error { return ended("the monitor channel failed: \(error)") }
+                guard let packet, index == nil || packet.index == index else { continue }
+                printer.show(kernelPacket: packet)
+            }
+            ended(nil)
+        }, stop: { channel.close() })
+    }
+
+    /// The btsnoop file of --write, its header written; nil without the option.
+    private func openOutput() throws(CLIFailure) -> Int32? {
+        guard let write else { return nil }
+        let file = open(write, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard file >= 0 else { throw CLIFailure(.failed, "cannot write \(write): \(String(cString: strerror(errno)))") }
+        _ = POSIX.writeAll(file, BTSnoopWriter(datalink: .hciUART).bytes, style: .file)
+        return file
+    }
+
+    /// Runs `read` on a thread of its own until it ends (its reason, nil for a clean end), a signal or --timeout;
+    /// then `stop` wakes it.
+    private func follow(what: String, output: Int32?, read: @escaping @Sendable (@escaping @Sendable (String?) -> Void) -> Void,
+                        stop: @escaping @Sendable () -> Void) async throws(CLIFailure) {
         let ended = OneShot<String?>()
-        let reader = Thread { Self.read(fd, printer) { ended.fire($0) } }
+        let reader = Thread { read { ended.fire($0) } }
         reader.name = "blue.monitor"
         reader.start()
-        if Console.isTerminal && !json { Console.error("Monitoring \(socketPath)... (Ctrl-C to stop)") }
+        if Console.isTerminal && !json { Console.error("Monitoring \(what)... (Ctrl-C to stop)") }
         let watcher = SignalWatcher { _ in ended.fire(nil) }
         let timer = timeout.map { seconds in
-            DispatchWorkItem { ended.fire(nil) }.also { DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: $0) }
+            let item = DispatchWorkItem { ended.fire(nil) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: item)
+            return item
         }
         let reason = await ended.wait()
         watcher.cancel()
         timer?.cancel()
-        shutdown(fd, Int32(SHUT_RDWR))
+        stop()
         if let output { POSIX.closeDescriptor(output) }
         if let reason { throw CLIFailure(.unavailable, reason) }
     }
@@ -133,13 +177,6 @@ struct Monitor: ParsableCommand, Sendable {
     }
 }
 
-extension DispatchWorkItem {
-    fileprivate func also(_ body: (DispatchWorkItem) -> Void) -> DispatchWorkItem {
-        body(self)
-        return self
-    }
-}
-
 /// What `blue monitor` prints of each record, and the device names the hub's notes give.
 final class MonitorPrinter: Sendable {
     private struct State {
@@ -154,12 +191,36 @@ final class MonitorPrinter: Sendable {
     let json: Bool
     let output: Int32?
 
-    init(device: Int?, layer: String?, verbose: Bool, json: Bool, output: Int32?) {
+    /// Devices are the kernel's controllers (number = index + 1, shown "hciN"), not the hub's.
+    let kernel: Bool
+
+    init(device: Int?, layer: String?, verbose: Bool, json: Bool, output: Int32?, kernel: Bool = false) {
         self.device = device
         self.layer = layer
         self.verbose = verbose
         self.json = json
         self.output = output
+        self.kernel = kernel
+    }
+
+    /// A packet of the kernel's monitor channel: HCI packets as records of controller index + 1, the rest as notes.
+    func show(kernelPacket packet: HCIMonitorChannel.Packet) {
+        let name = "hci\(packet.index)"
+        switch packet.kind {
+        case .frame(let frame, let fromController):
+            let now = Int64(Date().timeIntervalSince1970 * 1e6)
+            show(device: Int(packet.index) + 1, BTSnoopRecord(
+                flags: BTSnoopFlags(type: frame.type, direction: fromController ? .received : .sent),
+                timestamp: BTSnoop.timestamp(unixMicroseconds: now), data: [frame.type.rawValue] + frame.packet))
+        case .newIndex(_, _, let address, let controllerName):
+            note("\(name): controller \(address)\(controllerName.isEmpty ? "" : " (\(controllerName))")")
+        case .deleteIndex:
+            note("\(name): controller removed")
+        case .note(let text):
+            note(text)
+        case .other:
+            break
+        }
     }
 
     func show(device number: Int, _ record: BTSnoopRecord) {
@@ -181,18 +242,22 @@ final class MonitorPrinter: Sendable {
         if json {
             var text = SnoopFormatter.json(record, number: sequence, datalink: .hciUART)
             text.removeLast()
-            Console.line(text + ",\"device\":\(number)" + (name.map { ",\"program\":" + Dissection.jsonString($0) } ?? "") + "}")
+            if kernel {
+                Console.line(text + ",\"controller\":\"hci\(number - 1)\"}")
+            } else {
+                Console.line(text + ",\"device\":\(number)" + (name.map { ",\"program\":" + Dissection.jsonString($0) } ?? "") + "}")
+            }
             return
         }
         let time = Timestamp.clock(Date(timeIntervalSince1970: Double(record.unixMicroseconds) / 1e6))
         let arrow = record.direction == .received ? TerminalStyle.green(">") : TerminalStyle.yellow("<")
-        let who = "dev\(number)" + (name.map { " \($0)" } ?? "")
+        let who = kernel ? "hci\(number - 1)" : "dev\(number)" + (name.map { " \($0)" } ?? "")
         Console.line("\(time) \(TerminalStyle.dim(who)) \(arrow) \(summary)")
         if verbose { for child in node.children { Console.line(child.renderText(indent: 4)) } }
     }
 
     /// "joined: dev1 0A:1B:00:00:00:01 via blue serve (pid 42) ..." names dev1 "blue serve"; notes are printed as they are.
-    private func note(_ text: String) {
+    func note(_ text: String) {
         let words = text.split(separator: " ")
         if words.count > 1, words[1].hasPrefix("dev"), let number = Int(words[1].dropFirst(3)),
            let via = text.range(of: " via "), let pid = text.range(of: " (pid ", range: via.upperBound..<text.endIndex) {
