@@ -29,7 +29,7 @@ public final class HCIMonitorChannel: @unchecked Sendable {
             /// An HCI packet with its H4 type, and whether the controller sent it (commands 2, events 3, ACL 4/5,
             /// SCO 6/7, ISO 18/19).
             case frame(H4Frame, fromController: Bool)
-            /// A line of text from the kernel or a program (HCI_MON_SYSTEM_NOTE 12, HCI_MON_USER_LOGGING 13).
+            /// A line of text from the kernel (HCI_MON_SYSTEM_NOTE 12) or a program (HCI_MON_USER_LOGGING 13: "ident: message").
             case note(String)
             /// Any other opcode (open/close index, index info, vendor diagnostics, control channel traffic).
             case other(UInt16)
@@ -65,13 +65,25 @@ public final class HCIMonitorChannel: @unchecked Sendable {
             case 7: kind = frame(.synchronousData, true)
             case 18: kind = frame(HCIPacketType(0x05), false)
             case 19: kind = frame(HCIPacketType(0x05), true)
-            case 12, 13: kind = .note(String(decoding: payload.prefix { $0 != 0 }, as: UTF8.self))
+            case 12: kind = .note(HCIMonitorChannel.text(payload[...]))
+            case 13:
+                // struct hci_mon_user_logging { u8 priority; u8 ident_len; } then the ident, then the message.
+                var fields = ByteReader(payload[...])
+                _ = try fields.readUInt8("priority")
+                let identLength = Int(try fields.readUInt8("ident length"))
+                let ident = HCIMonitorChannel.text(try fields.readBytes(identLength, "ident")[...])
+                kind = .note((ident.isEmpty ? "" : ident + ": ") + HCIMonitorChannel.text(fields.readRemaining()[...]))
             default: kind = .other(opcode)
             }
         }
     }
 
     private let fd: Int32
+
+    /// The text of a NUL-terminated field (up to its first NUL, or all of it).
+    static func text(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+    }
 
     /// Opens the monitor channel; fails with a reason that says what is needed.
     public init() throws(HCITransportError) {

@@ -120,7 +120,11 @@ public final class HostStack: @unchecked Sendable {
         self.configuration = configuration
         loggers = HostLoggers(configuration.makeLogger)
         pipe = CommandPipe(timeout: configuration.commandTimeout)
-        reassembler = ACLReassembler(maximumPDULength: configuration.maximumReassembledPDULength)
+        // Every connection may be in the middle of a PDU at once (a central with a hundred links receiving long
+        // notifications: `blue bench connections` lost data past 64 links with the reassembler's default bound).
+        // ACL for a handle not in the table is dropped before reassembly, so the pending PDUs are bounded by the
+        // connections the controller made; the bound here is every valid handle (0x0000...0x0EFF, Vol 4 Part E §5.4.2).
+        reassembler = ACLReassembler(maximumPDULength: configuration.maximumReassembledPDULength, maximumPendingHandles: 0x0F00)
         scanMerger = ScanReportMerger(capacity: configuration.maximumScanCacheEntries)
     }
 

@@ -116,6 +116,19 @@ import Testing
         #expect(try #require(json["notificationsPerSecond"] as? Double) > 0)
     }
 
+    /// More links than the host's reassembler used to hold partial PDUs for (64): 244-octet notifications at
+    /// LE data length 27 keep every link in the middle of a PDU; none may be dropped (they were, past 64 links).
+    @Test func seventyLinksOfLongNotificationsLoseNothing() async throws {
+        let result = try await BlueProcess.run(["bench", "connections", "--count", "70", "--per-link", "10", "--size", "244",
+                                                "--json", "--quiet"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try object(result.standardOutput)
+        #expect(json["established"] as? Int == 70)
+        #expect(json["lost"] as? Int == 0)
+        #expect(json["received"] as? Int == 700)
+        #expect(json["outOfOrder"] as? Int == 0)
+    }
+
     /// Issue 13 item 3: the steps from scanning to the first notification, each timed on both clocks; the air's
     /// timing gives each step at least some time (connection events every 7.5 ms), the total adds up.
     @Test func latencyTimesEveryStep() async throws {

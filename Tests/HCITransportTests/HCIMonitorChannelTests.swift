@@ -26,6 +26,10 @@ struct HCIMonitorChannelTests {
         #expect(aclIn.kind == .frame(H4Frame(type: .aclData, packet: [0x40, 0x20]), fromController: true))
         let note = try HCIMonitorChannel.Packet(decoding: [0x0C, 0x00, 0xFF, 0xFF, 0x03, 0x00, 0x68, 0x69, 0x00])
         #expect(note.index == 0xFFFF && note.kind == .note("hi"))
+        // HCI_MON_USER_LOGGING from bluetoothd: priority 6, ident "bt" (3 octets with its NUL), message "up".
+        let logging = try HCIMonitorChannel.Packet(decoding: [0x0D, 0x00, 0xFF, 0xFF, 0x08, 0x00, 0x06, 0x03, 0x62, 0x74, 0x00, 0x75, 0x70, 0x00])
+        #expect(logging.kind == .note("bt: up"))
+        #expect(throws: DecodeError.self) { try HCIMonitorChannel.Packet(decoding: [0x0D, 0x00, 0xFF, 0xFF, 0x02, 0x00, 0x06, 0x09]) }
         let open = try HCIMonitorChannel.Packet(decoding: [0x08, 0x00, 0x00, 0x00, 0x00, 0x00])
         #expect(open.kind == .other(8))
         // A length beyond the bytes, a header cut short, a NEW_INDEX too short for its fields.
