@@ -49,7 +49,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The library logs through swift-log (a label per layer, LogLabel); programs route it.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // The air's schedule of advertising and connection events is a heap (HeapModule).
+        // DeadlineSchedule (the air's events, the host's session deadlines) is a heap (HeapModule).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
@@ -76,7 +76,11 @@ let package = Package(
         // SMP PDUs (Vol 3 Part H §3).
         .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime"], swiftSettings: strict),
         // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
-        .target(name: "BluetoothRuntime", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(
+            name: "BluetoothRuntime",
+            dependencies: [.product(name: "Logging", package: "swift-log"), .product(name: "HeapModule", package: "swift-collections")],
+            swiftSettings: strict
+        ),
         // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
         .target(name: "GATT", dependencies: ["BluetoothCore", "ATT", "BluetoothRuntime"], swiftSettings: strict),
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
@@ -86,8 +90,7 @@ let package = Package(
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime",
-                           .product(name: "HeapModule", package: "swift-collections")],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime"],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -96,7 +99,6 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
                 "AdvertisingData", "BluetoothCrypto", .product(name: "Logging", package: "swift-log"),
-                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),

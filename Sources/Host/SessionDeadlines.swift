@@ -1,33 +1,18 @@
 import BluetoothRuntime
-import HeapModule
 
 /// The earliest deadline of every connection's L2CAP link, ATT bearer and Security Manager, kept up to date
 /// without visiting every connection after every packet (issue 13: with a hundred links that visit was a quarter
 /// of the host's time).
 ///
 /// A session reports itself when one of its machines changes (``ConnectionSession/link`` and the others have
-/// observers); ``earliest(isCurrent:)`` asks only those sessions again, keeps each one's deadline in a heap and
-/// drops the entries that are no longer current (a later change, a closed session) when they come to the top.
+/// observers); ``earliest(isCurrent:)`` asks only those sessions again and keeps each one's deadline in a
+/// `DeadlineSchedule` (a heap).
 /// Confined to the host's event loop, like the sessions.
 final class SessionDeadlines {
-    private struct Entry: Comparable {
-        var deadline: StackInstant
-        var sequence: UInt64
-        var handle: UInt16
-
-        static func < (lhs: Entry, rhs: Entry) -> Bool {
-            lhs.deadline < rhs.deadline || (lhs.deadline == rhs.deadline && lhs.sequence < rhs.sequence)
-        }
-
-        static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.sequence == rhs.sequence }
-    }
-
     /// Sessions changed since the last ``earliest(isCurrent:)``.
     private var changed: [ConnectionSession] = []
-    /// The sequence number of each connection's current entry in ``heap``.
-    private var current: [UInt16: UInt64] = [:]
-    private var heap = Heap<Entry>()
-    private var sequence: UInt64 = 0
+    /// Each connection's earliest deadline.
+    private var schedule = DeadlineSchedule<UInt16>()
 
     /// `session`'s machines changed: its deadline is asked again at the next ``earliest(isCurrent:)``.
     func noteChange(_ session: ConnectionSession) {
@@ -36,7 +21,7 @@ final class SessionDeadlines {
 
     /// The connection `handle` closed: its deadline no longer counts.
     func remove(_ handle: UInt16) {
-        current[handle] = nil
+        schedule.cancel(handle)
     }
 
     /// The earliest deadline of all sessions; `isCurrent` tells whether a changed session is still the one of its
@@ -46,20 +31,14 @@ final class SessionDeadlines {
             for session in changed {
                 session.deadlineChanged = false
                 guard isCurrent(session) else { continue }
-                sequence &+= 1
                 if let deadline = session.nextDeadline {
-                    current[session.handle] = sequence
-                    heap.insert(Entry(deadline: deadline, sequence: sequence, handle: session.handle))
+                    schedule.schedule(session.handle, at: deadline)
                 } else {
-                    current[session.handle] = nil
+                    schedule.cancel(session.handle)
                 }
             }
             changed.removeAll(keepingCapacity: true)
         }
-        while let top = heap.min {
-            if current[top.handle] == top.sequence { return top.deadline }
-            heap.removeMin()
-        }
-        return nil
+        return schedule.earliest()?.deadline
     }
 }

@@ -1,7 +1,6 @@
 public import BluetoothCore
 public import BluetoothRuntime
 public import HCI
-import HeapModule
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -51,26 +50,9 @@ public final class VirtualAir: @unchecked Sendable {
         case connectionEvent(Int)
     }
 
-    /// One scheduling of a task: earlier deadline first, then earlier scheduling.
-    private struct Entry: Comparable {
-        var deadline: StackInstant
-        var sequence: UInt64
-        var task: Task
-
-        static func < (lhs: Entry, rhs: Entry) -> Bool {
-            lhs.deadline < rhs.deadline || (lhs.deadline == rhs.deadline && lhs.sequence < rhs.sequence)
-        }
-
-        static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.sequence == rhs.sequence }
-    }
-
-    /// The sequence number of each task's current scheduling. Entries of ``queue`` whose sequence is not here any
-    /// more (cancelled, or scheduled again) are dropped when they come to the top: scheduling, cancelling and
-    /// finding the earliest are O(log n) with a thousand devices on the air, where a scan of every task per event
-    /// made the air quadratic (issue 13).
-    private var tasks: [Task: UInt64] = [:]
-    private var queue = Heap<Entry>()
-    private var sequence: UInt64 = 0
+    /// When each advertising and connection event is due (a heap: with a thousand devices on the air, a scan of
+    /// every task per event made the air quadratic, issue 13).
+    private var tasks = DeadlineSchedule<Task>()
     private var timer: ScheduledJob?
     private var armedDeadline: StackInstant?
     private var firing = false
@@ -169,29 +151,18 @@ public final class VirtualAir: @unchecked Sendable {
     // MARK: Scheduling (one timer for all tasks)
 
     private func schedule(_ task: Task, at deadline: StackInstant) {
-        sequence &+= 1
-        tasks[task] = sequence
-        queue.insert(Entry(deadline: deadline, sequence: sequence, task: task))
+        tasks.schedule(task, at: deadline)
         rearm()
     }
 
     private func cancel(_ task: Task) {
-        tasks[task] = nil
+        tasks.cancel(task)
         rearm()
-    }
-
-    /// The earliest current scheduling, stale entries dropped on the way.
-    private func earliest() -> Entry? {
-        while let top = queue.min {
-            if tasks[top.task] == top.sequence { return top }
-            queue.removeMin()
-        }
-        return nil
     }
 
     private func rearm() {
         guard !firing else { return }
-        let next = earliest()?.deadline
+        let next = tasks.earliest()?.deadline
         if let timer, !timer.isCancelled, next == armedDeadline { return }
         timer?.cancel()
         timer = nil
@@ -204,10 +175,8 @@ public final class VirtualAir: @unchecked Sendable {
         timer = nil
         armedDeadline = nil
         firing = true
-        while let entry = earliest(), entry.deadline <= eventLoop.now {
-            queue.removeMin()
-            tasks[entry.task] = nil
-            switch entry.task {
+        while let task = tasks.takeDue(now: eventLoop.now) {
+            switch task {
             case .advertising(let identifier): runAdvertisingEvent(identifier)
             case .connectionEvent(let identifier): runConnectionEvent(identifier)
             }

@@ -101,20 +101,7 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
     // MARK: Setup
 
     private func startStacks() throws(BenchError) -> (value: UInt16, cccd: UInt16) {
-        var database = GATTDatabase()
-        let service: GATTServiceHandles
-        do {
-            try database.addGAPService(deviceName: "bench")
-            try database.addGATTService()
-            service = try database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE00), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xBE01), properties: [.read, .notify], value: .stored([0])),
-            ]))
-        } catch {
-            throw BenchError(.setupFailed, "database: \(error)")
-        }
-        guard let characteristic = service.characteristics.first, let cccd = characteristic.clientConfiguration else {
-            throw BenchError(.setupFailed, "database: no characteristic or CCCD")
-        }
+        let (database, value, cccd) = try benchDatabase(name: "bench", properties: [.read, .notify])
         let driver = BenchDriver(loop: loop)
         let started = LockedValue<[Bool]>([])
         for stack in peripherals + [central] {
@@ -136,7 +123,7 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         guard driver.drive(until: { advertising.withLock { $0.count } == count }), !advertising.load().contains(false) else {
             throw BenchError(.setupFailed, "the peripherals did not advertise")
         }
-        return (characteristic.value, cccd)
+        return (value, cccd)
     }
 
     /// Connects to every peripheral in turn and subscribes; returns the central's handle of each link, in order.

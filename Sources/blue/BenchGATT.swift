@@ -97,23 +97,8 @@ final class GATTBenchmark: @unchecked Sendable {
     // MARK: Setup
 
     private func setUp() throws(BenchError) {
-        var database = GATTDatabase()
-        let service: GATTServiceHandles
-        do {
-            try database.addGAPService(deviceName: "bench")
-            try database.addGATTService()
-            service = try database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE00), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xBE01),
-                                             properties: [.read, .write, .writeWithoutResponse, .notify],
-                                             value: .stored([0])),
-            ]))
-        } catch {
-            throw BenchError(.setupFailed, "database: \(error)")
-        }
-        guard let characteristic = service.characteristics.first, let cccd = characteristic.clientConfiguration else {
-            throw BenchError(.setupFailed, "database: no characteristic or CCCD")
-        }
-        valueHandle = characteristic.value
+        let (database, value, cccd) = try benchDatabase(name: "bench", properties: [.read, .write, .writeWithoutResponse, .notify])
+        valueHandle = value
         cccdHandle = cccd
         peripheral.setGATTDatabase(database)
 

@@ -142,18 +142,7 @@ final class LatencyBenchmark: @unchecked Sendable, ReportsProgress {
     /// Starts both stacks; the peripheral serves 0xBE00 with a notifying characteristic, advertises, and notifies
     /// as soon as a central subscribes. Returns the value handle.
     private func setUp() throws(BenchError) -> UInt16 {
-        var database = GATTDatabase()
-        let service: GATTServiceHandles
-        do {
-            try database.addGAPService(deviceName: "latency")
-            try database.addGATTService()
-            service = try database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE00), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xBE01), properties: [.read, .notify], value: .stored([0])),
-            ]))
-        } catch {
-            throw BenchError(.setupFailed, "database: \(error)")
-        }
-        guard let valueHandle = service.characteristics.first?.value else { throw BenchError(.setupFailed, "no characteristic") }
+        let (database, valueHandle, _) = try benchDatabase(name: "latency", properties: [.read, .notify])
         peripheral.setGATTDatabase(database)
         let driver = BenchDriver(loop: loop)
         let started = LockedValue<[Bool]>([])

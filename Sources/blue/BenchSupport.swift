@@ -1,4 +1,6 @@
+import BluetoothCore
 import BluetoothRuntime
+import GATT
 import Foundation
 
 /// Why a benchmark could not run (setup failed, the stack stalled): a code and a reason.
@@ -147,4 +149,25 @@ func benchSeconds(_ duration: Duration) -> Double {
 /// Writes a line to stderr (progress, warnings).
 func benchLog(_ line: String) {
     Console.error(line)
+}
+
+/// The database every GATT benchmark serves: GAP, GATT and service 0xBE00 with one characteristic 0xBE01 of
+/// `properties` (Core 5.4 Vol 3 Part G §3), its value handle and its CCCD.
+func benchDatabase(name: String, properties: GATTCharacteristicProperties) throws(BenchError)
+    -> (database: GATTDatabase, value: UInt16, cccd: UInt16) {
+    var database = GATTDatabase()
+    let service: GATTServiceHandles
+    do {
+        try database.addGAPService(deviceName: name)
+        try database.addGATTService()
+        service = try database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE00), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xBE01), properties: properties, value: .stored([0])),
+        ]))
+    } catch {
+        throw BenchError(.setupFailed, "database: \(error)")
+    }
+    guard let characteristic = service.characteristics.first, let cccd = characteristic.clientConfiguration else {
+        throw BenchError(.setupFailed, "database: no characteristic or CCCD")
+    }
+    return (database, characteristic.value, cccd)
 }
