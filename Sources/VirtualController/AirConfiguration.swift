@@ -2,8 +2,17 @@
 /// and link-layer pacing. Defaults are those of a quiet room with BLE-class radios.
 ///
 /// RSSI (dBm) = txPower − (referenceLoss + 10 · exponent · log10(distance / 1 m)), distances below 0.1 m count as
-/// 0.1 m; plus a uniform jitter in ±``rssiJitter`` when set. A packet whose RSSI is below ``sensitivity`` is not
-/// heard; a heard packet is still lost with probability ``packetLoss``.
+/// 0.1 m; plus a uniform jitter in ±``rssiJitter`` when set. A packet whose RSSI is below ``sensitivity`` (moved by
+/// ``AirTime/sensitivityGain(_:)`` for the PHY it is sent on) is not heard; a heard packet is still lost with
+/// probability ``packetLoss``.
+///
+/// Connection events come in two models. By default (``realRadioTiming`` false) an event's exchanges all happen
+/// at its anchor, at most ``maximumExchangesPerEvent`` of them: radio time is free and the stack's own cost is
+/// what a benchmark sees. With ``realRadioTiming`` each exchange takes the air time of its two packets on their
+/// PHYs plus two T_IFS (``AirTime``), one after the other; the event goes on while both ends have more data and
+/// another exchange as long as the last one fits before the next anchor (§4.5.1, §4.5.6), and the controllers
+/// report completed packets after each exchange. Throughput and latency measured on the air's clock are then those
+/// of a real link with the same PHY, data length, MTU and interval.
 public struct AirConfiguration: Hashable, Sendable {
     /// Path loss at 1 m (dB).
     public var referenceLoss: Double
@@ -15,11 +24,16 @@ public struct AirConfiguration: Hashable, Sendable {
     public var rssiJitter: Double
     /// Probability (0...1) that a heard packet is lost anyway.
     public var packetLoss: Double
-    /// The most PDU exchanges (central packet + peripheral answer) in one connection event.
+    /// The most PDU exchanges (central packet + peripheral answer) in one connection event when radio time is
+    /// free; with ``realRadioTiming`` the interval bounds an event instead.
     public var maximumExchangesPerEvent: Int
+    /// Whether packets take their air time (see the type's notes).
+    public var realRadioTiming: Bool
 
     public init(referenceLoss: Double = 40, pathLossExponent: Double = 2.0, sensitivity: Double = -95,
-                rssiJitter: Double = 0, packetLoss: Double = 0, maximumExchangesPerEvent: Int = 32) {
+                rssiJitter: Double = 0, packetLoss: Double = 0, maximumExchangesPerEvent: Int = 32,
+                realRadioTiming: Bool = false) {
+        self.realRadioTiming = realRadioTiming
         self.referenceLoss = referenceLoss
         self.pathLossExponent = pathLossExponent
         self.sensitivity = sensitivity

@@ -13,8 +13,8 @@ enum ControllerCapabilities {
     static let lmpFeatures: UInt64 = 1 << 37 | 1 << 38
 
     /// LE Encryption (0), Extended Reject Indication (2), Peripheral-initiated Features Exchange (3),
-    /// LE Data Packet Length Extension (5), LE 2M PHY (8).
-    static let leFeatures: UInt64 = 1 << 0 | 1 << 2 | 1 << 3 | 1 << 5 | 1 << 8
+    /// LE Data Packet Length Extension (5), LE 2M PHY (8), LE Coded PHY (11).
+    static let leFeatures: UInt64 = 1 << 0 | 1 << 2 | 1 << 3 | 1 << 5 | 1 << 8 | 1 << 11
 
     /// Every legacy state and role combination (bits 0...41).
     static let supportedStates: UInt64 = (1 << 42) - 1

@@ -454,12 +454,25 @@ struct LinkLayerConnection {
                                                   maxRxOctets: rx, maxRxTime: Self.time(rx))))]
     }
 
-    static func phy(fromBits bits: UInt8) -> LEPhy { bits & 0x02 != 0 ? .le2M : .le1M }
+    /// The PHY of one bit of a PHY field (bit 0 LE 1M, bit 1 LE 2M, bit 2 LE Coded; §2.4.2.22).
+    static func phy(fromBits bits: UInt8) -> LEPhy {
+        bits & 0x02 != 0 ? .le2M : bits & 0x04 != 0 ? .leCoded : .le1M
+    }
 
+    static func bit(of phy: LEPhy) -> UInt8 {
+        switch phy {
+        case .le2M: 0x02
+        case .leCoded: 0x04
+        default: 0x01
+        }
+    }
+
+    /// The PHY one direction moves to (its bit), or 0 to stay: the fastest both ends accept (2M, then 1M, then
+    /// Coded), as the central decides in §5.1.10.
     private static func choose(_ sender: UInt8, _ receiver: UInt8, current: LEPhy) -> UInt8 {
         let both = sender & receiver
-        let wanted: UInt8 = both & 0x02 != 0 ? 0x02 : 0x01
-        return wanted == (current == .le2M ? 0x02 : 0x01) ? 0 : wanted
+        let wanted: UInt8 = both & 0x02 != 0 ? 0x02 : both & 0x01 != 0 ? 0x01 : both & 0x04 != 0 ? 0x04 : 0
+        return wanted == 0 || wanted == bit(of: current) ? 0 : wanted
     }
 
     private mutating func sendPHYUpdate(peerTx: UInt8, peerRx: UInt8) {

@@ -48,6 +48,8 @@ public final class VirtualAir: @unchecked Sendable {
     enum Task: Hashable {
         case advertising(Int)
         case connectionEvent(Int)
+        /// The next exchange of a connection event under ``AirConfiguration/realRadioTiming``.
+        case connectionExchange(Int)
     }
 
     /// When each advertising and connection event is due (a heap: with a thousand devices on the air, a scan of
@@ -122,14 +124,15 @@ public final class VirtualAir: @unchecked Sendable {
 
     // MARK: Propagation
 
-    /// The RSSI at which `receiver` hears `sender` now, or nil when it does not (off, out of range, or lost).
-    func hear(_ sender: VirtualController, _ receiver: VirtualController) -> Int8? {
-        guard sender.powered, receiver.powered, sender !== receiver else { return nil }
+    /// The RSSI at which `receiver` hears `sender` on `phy` now, or nil when it does not (off, out of range, or
+    /// lost).
+    func hear(_ sender: VirtualController, _ receiver: VirtualController, phy: LEPhy = .le1M) -> Int8? {
+        guard sender.powered, receiver.powered, sender.radioOn, receiver.radioOn, sender !== receiver else { return nil }
         let model = configuration
         let distance = max(0.1, sender.position.distance(to: receiver.position))
         var rssi = Double(sender.txPower) - (model.referenceLoss + 10 * model.pathLossExponent * log10(distance))
         if model.rssiJitter > 0 { rssi += (random.unit() * 2 - 1) * model.rssiJitter }
-        guard rssi.isFinite, rssi >= model.sensitivity else { return nil }
+        guard rssi.isFinite, rssi >= model.sensitivity - AirTime.sensitivityGain(phy) else { return nil }
         if model.packetLoss > 0, random.unit() < model.packetLoss { return nil }
         return Int8(clamping: Int(max(-128, min(127, rssi.rounded()))))
     }
@@ -179,6 +182,7 @@ public final class VirtualAir: @unchecked Sendable {
             switch task {
             case .advertising(let identifier): runAdvertisingEvent(identifier)
             case .connectionEvent(let identifier): runConnectionEvent(identifier)
+            case .connectionExchange(let identifier): runTimedExchange(identifier)
             }
         }
         firing = false
@@ -245,33 +249,102 @@ public final class VirtualAir: @unchecked Sendable {
     private func runConnectionEvent(_ identifier: Int) {
         guard let link = links[identifier] else { return }
         let now = eventLoop.now
-        let central = link.central, peripheral = link.peripheral
-        let centralHandle = link.centralHandle, peripheralHandle = link.peripheralHandle
-        if link.centralAlive { central.linkBeginEvent(centralHandle) }
-        if link.peripheralAlive { peripheral.linkBeginEvent(peripheralHandle) }
-        let limit = max(1, configuration.maximumExchangesPerEvent)
-        var exchanges = 0
-        while exchanges < limit, link.centralAlive {
-            exchanges += 1
-            guard let request = central.linkTransmit(centralHandle) else { break }
-            record(.data(link: identifier, fromCentral: true), from: central.publicAddress, request)
-            guard link.peripheralAlive, let rssi = hear(central, peripheral) else { break }
-            peripheral.linkReceive(peripheralHandle, request, rssi: rssi, now: now)
-            guard link.peripheralAlive, let response = peripheral.linkTransmit(peripheralHandle) else { break }
-            record(.data(link: identifier, fromCentral: false), from: peripheral.publicAddress, response)
-            guard link.centralAlive, let back = hear(peripheral, central) else { break }
-            central.linkReceive(centralHandle, response, rssi: back, now: now)
-            guard link.centralAlive, link.peripheralAlive,
-                  central.linkHasMoreData(centralHandle) || peripheral.linkHasMoreData(peripheralHandle) else { break }
-        }
-        if link.centralAlive { central.linkEndEvent(centralHandle, now: now) }
-        if link.peripheralAlive { peripheral.linkEndEvent(peripheralHandle, now: now) }
-        guard link.centralAlive || link.peripheralAlive else {
-            links[identifier] = nil
+        if link.centralAlive { link.central.linkBeginEvent(link.centralHandle) }
+        if link.peripheralAlive { link.peripheral.linkBeginEvent(link.peripheralHandle) }
+        link.eventStart = now
+        if configuration.realRadioTiming {
+            runTimedExchange(identifier)
             return
         }
-        let interval = link.centralAlive ? central.linkInterval(centralHandle) : peripheral.linkInterval(peripheralHandle)
-        schedule(.connectionEvent(identifier), at: now + (interval ?? .milliseconds(30)))
+        let limit = max(1, configuration.maximumExchangesPerEvent)
+        var exchanges = 0
+        while exchanges < limit {
+            exchanges += 1
+            guard exchange(on: link, now: now).more else { break }
+        }
+        endConnectionEvent(link, now: now, nextAnchor: now + interval(of: link))
+    }
+
+    /// One exchange of a timed connection event (``AirConfiguration/realRadioTiming``): it takes its air time,
+    /// and the next one follows when both ends have more to send and it would fit before the next anchor.
+    private func runTimedExchange(_ identifier: Int) {
+        guard let link = links[identifier] else { return }
+        let now = eventLoop.now
+        let (time, more) = exchange(on: link, now: now)
+        if link.centralAlive { link.central.linkExchangeEnded(link.centralHandle) }
+        if link.peripheralAlive { link.peripheral.linkExchangeEnded(link.peripheralHandle) }
+        let interval = interval(of: link)
+        let end = now + time
+        if more, link.centralAlive, link.peripheralAlive, end + time <= link.eventStart + interval {
+            schedule(.connectionExchange(identifier), at: end)
+            return
+        }
+        // An exchange longer than the interval (Coded PHY, long PDUs) overruns anchors: the next event is at the
+        // first anchor after it.
+        var anchor = link.eventStart + interval
+        if end > anchor, interval > .zero {
+            let missed = (end - anchor).nanosecondsClamped / max(1, interval.nanosecondsClamped) + 1
+            anchor = anchor + interval * Int(missed)
+        }
+        endConnectionEvent(link, now: now, nextAnchor: anchor)
+    }
+
+    /// The central's PDU and the peripheral's answer: the exchange's air time (as far as it got) and whether the
+    /// event may go on (both ends up, both packets heard, more data on either side; §4.5.6).
+    private func exchange(on link: AirLink, now: StackInstant) -> (time: Duration, more: Bool) {
+        let central = link.central, peripheral = link.peripheral
+        let centralHandle = link.centralHandle, peripheralHandle = link.peripheralHandle
+        guard link.centralAlive, let request = central.linkTransmit(centralHandle) else { return (.zero, false) }
+        let centralPHY = central.linkTransmitPHY(centralHandle)
+        var time = AirTime.packet(pduOctets: request.count, phy: centralPHY) + AirTime.interFrameSpace
+        record(.data(link: link.identifier, fromCentral: true), from: central.publicAddress, request)
+        guard !link.jammed, link.peripheralAlive, let rssi = hear(central, peripheral, phy: centralPHY) else { return (time, false) }
+        peripheral.linkReceive(peripheralHandle, request, rssi: rssi, now: now)
+        guard link.peripheralAlive, let response = peripheral.linkTransmit(peripheralHandle) else { return (time, false) }
+        let peripheralPHY = peripheral.linkTransmitPHY(peripheralHandle)
+        time += AirTime.packet(pduOctets: response.count, phy: peripheralPHY) + AirTime.interFrameSpace
+        record(.data(link: link.identifier, fromCentral: false), from: peripheral.publicAddress, response)
+        guard link.centralAlive, let back = hear(peripheral, central, phy: peripheralPHY) else { return (time, false) }
+        central.linkReceive(centralHandle, response, rssi: back, now: now)
+        let more = link.centralAlive && link.peripheralAlive
+            && (central.linkHasMoreData(centralHandle) || peripheral.linkHasMoreData(peripheralHandle))
+        return (time, more)
+    }
+
+    private func interval(of link: AirLink) -> Duration {
+        let interval = link.centralAlive ? link.central.linkInterval(link.centralHandle)
+            : link.peripheral.linkInterval(link.peripheralHandle)
+        return interval ?? .milliseconds(30)
+    }
+
+    /// Closes the event at both ends (supervision, event counter, completed packets) and schedules the next one.
+    private func endConnectionEvent(_ link: AirLink, now: StackInstant, nextAnchor: StackInstant) {
+        if link.centralAlive { link.central.linkEndEvent(link.centralHandle, now: now) }
+        if link.peripheralAlive { link.peripheral.linkEndEvent(link.peripheralHandle, now: now) }
+        guard link.centralAlive || link.peripheralAlive else {
+            links[link.identifier] = nil
+            return
+        }
+        schedule(.connectionEvent(link.identifier), at: nextAnchor)
+    }
+
+    // MARK: Faults on demand (AirHub.apply)
+
+    /// Jams every link `device` is an end of (every link when nil): from now on nothing sent on them is heard, so
+    /// both ends leave the Connection State by supervision timeout (§4.5.2), as when a link fades. On the loop;
+    /// returns how many links were jammed.
+    func jamLinks(of device: VirtualController?) -> Int {
+        var jammed = 0
+        for link in links.values where !link.jammed && (device == nil || link.central === device || link.peripheral === device) {
+            link.jammed = true
+            jammed += 1
+        }
+        return jammed
+    }
+
+    /// The live links `device` is an end of (on the loop).
+    func linkCount(of device: VirtualController) -> Int {
+        links.values.filter { ($0.central === device && $0.centralAlive) || ($0.peripheral === device && $0.peripheralAlive) }.count
     }
 
     /// Ends the other side of `link` (a MIC failure seen by one end is reported on both).
@@ -293,6 +366,10 @@ final class AirLink {
     var peripheralHandle: UInt16 = 0
     var centralAlive = true
     var peripheralAlive = true
+    /// The anchor of the current (or last) connection event.
+    var eventStart = StackInstant.zero
+    /// Nothing sent on the link is heard any more (``VirtualAir/jamLinks(of:)``).
+    var jammed = false
 
     init(identifier: Int, central: VirtualController, peripheral: VirtualController) {
         self.identifier = identifier

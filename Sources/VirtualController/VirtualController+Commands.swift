@@ -341,8 +341,8 @@ extension VirtualController {
         guard all & 0xFC == 0, tx & 0xF8 == 0, rx & 0xF8 == 0 else { return nil }
         if all & 0x01 == 0 && tx == 0 { return nil }
         if all & 0x02 == 0 && rx == 0 { return nil }
-        let txPHYs = all & 0x01 != 0 ? 0x03 : (tx & 0x03 == 0 ? 0x01 : tx & 0x03)
-        let rxPHYs = all & 0x02 != 0 ? 0x03 : (rx & 0x03 == 0 ? 0x01 : rx & 0x03)
+        let txPHYs = all & 0x01 != 0 ? 0x07 : (tx & 0x07 == 0 ? 0x01 : tx & 0x07)
+        let rxPHYs = all & 0x02 != 0 ? 0x07 : (rx & 0x07 == 0 ? 0x01 : rx & 0x07)
         return (txPHYs, rxPHYs)
     }
 

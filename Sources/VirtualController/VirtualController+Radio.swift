@@ -173,6 +173,18 @@ extension VirtualController {
         connections[handle]?.link.nextTransmission()
     }
 
+    /// The PHY this end transmits on.
+    func linkTransmitPHY(_ handle: UInt16) -> LEPhy {
+        connections[handle]?.link.txPHY ?? .le1M
+    }
+
+    /// After one exchange of a timed connection event: Number Of Completed Packets at once, so the host refills
+    /// the controller's buffers while the event goes on (a real controller reports them within the event).
+    func linkExchangeEnded(_ handle: UInt16) {
+        guard connections[handle] != nil else { return }
+        flushCompleted(handle)
+    }
+
     func linkHasMoreData(_ handle: UInt16) -> Bool {
         connections[handle]?.link.hasMoreData ?? false
     }

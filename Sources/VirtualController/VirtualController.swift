@@ -38,6 +38,9 @@ public final class VirtualController: @unchecked Sendable {
     var settings = ControllerSettings() { didSet { updateListening() } }
     var connections: [UInt16: ConnectionRecord] = [:]
     var powered = true { didSet { updateListening() } }
+    /// Whether the radio sends and hears (a hub's `power DEVICE off` turns it off; unlike ``powerOff()`` the
+    /// controller still answers its host, which sees its links time out as the peers do).
+    var radioOn = true
     /// Whether the air counts this controller among its listeners (scanning or initiating, powered).
     private var listensOnAir = false
     var nextHandle: UInt16 = 0x0001
@@ -260,8 +263,9 @@ struct ControllerSettings {
     var acceptAnonymous = false
     var suggestedTxOctets: UInt16 = 27
     var suggestedTxTime: UInt16 = 328
-    var defaultTxPHYs: UInt8 = 0x03
-    var defaultRxPHYs: UInt8 = 0x03
+    /// No preference: 1M, 2M and Coded (§7.8.48 ALL_PHYS).
+    var defaultTxPHYs: UInt8 = 0x07
+    var defaultRxPHYs: UInt8 = 0x07
     var hostACLLength = Int(aclDataPacketLength)
 
     struct ReportKey: Hashable {

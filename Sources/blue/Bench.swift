@@ -27,7 +27,47 @@ struct BenchGATTOptions: ParsableArguments {
     @Option(help: "ATT_MTU both stacks offer in the exchange (23...517).")
     var mtu = 247
 
+    @OptionGroup var radio: BenchRadioOptions
+
     @OptionGroup var output: BenchOutputOptions
+}
+
+/// The link a GATT benchmark runs on: PHY, data length, interval, and whether the air charges radio time.
+struct BenchRadioOptions: ParsableArguments {
+    @Flag(help: ArgumentHelp(
+        "Real radio timing: every packet takes its air time on its PHY and an event holds as many exchanges as "
+            + "fit in the interval; the air-time figures are then a real link's (see AirConfiguration)."))
+    var realtime = false
+
+    @Option(help: "The PHY both sides ask for after connecting: 1M, 2M or coded.")
+    var phy: BenchPHY = .le1M
+
+    @Option(name: .customLong("data-length"), help: "LE data length both sides ask for (27...251 octets).")
+    var dataLength = 251
+
+    @Option(help: ArgumentHelp("Connection interval in milliseconds (7.5...4000; default 7.5, or 50 with --realtime).",
+                               valueName: "ms"))
+    var interval: Double?
+
+    /// The interval in 1.25 ms units: longer by default on the timed air, where the gap at the end of each event
+    /// costs a share of the throughput that shrinks with the interval (§4.2 of the spec vectors).
+    var intervalUnits: UInt16 {
+        UInt16(clamping: Int(((interval ?? (realtime ? 50 : 7.5)) / 1.25).rounded()))
+    }
+}
+
+/// A PHY on the command line.
+enum BenchPHY: String, ExpressibleByArgument, CaseIterable {
+    case le1M = "1M"
+    case le2M = "2M"
+    case leCoded = "coded"
+
+    init?(argument: String) {
+        guard let phy = Self.allCases.first(where: { $0.rawValue.lowercased() == argument.lowercased() }) else { return nil }
+        self = phy
+    }
+
+    static var allValueStrings: [String] { allCases.map(\.rawValue) }
 }
 
 /// Options every `blue bench` subcommand has: how the figures and the progress are printed.
@@ -95,7 +135,10 @@ extension GATTBenchmark: ReportsProgress {}
 extension RadioBenchmark: ReportsProgress {}
 
 func runGATTBench(_ mode: GATTBenchmark.Mode, _ options: BenchGATTOptions) throws {
-    let benchmark = GATTBenchmark(GATTBenchmark.Parameters(mode: mode, size: options.size, count: options.count, mtu: options.mtu))
+    let radio = options.radio
+    let benchmark = GATTBenchmark(GATTBenchmark.Parameters(
+        mode: mode, size: options.size, count: options.count, mtu: options.mtu, dataLength: radio.dataLength,
+        interval: radio.intervalUnits, phy: radio.phy, realtime: radio.realtime))
     try options.output.report(mode.rawValue, benchmark) { benchmark throws(BenchError) in try benchmark.run() }
 }
 
@@ -197,10 +240,13 @@ struct BenchLatency: ParsableCommand {
         commandName: "latency",
         abstract: "Scan, connect, discover, subscribe and first notification between two stacks: each step's time.")
 
+    @Flag(help: "Real radio timing: every packet takes its air time (the air-time figures are a real link's).")
+    var realtime = false
+
     @OptionGroup var output: BenchOutputOptions
 
     func run() throws {
-        try output.report("latency", LatencyBenchmark()) { benchmark throws(BenchError) in try benchmark.run() }
+        try output.report("latency", LatencyBenchmark(realtime: realtime)) { benchmark throws(BenchError) in try benchmark.run() }
     }
 }
 

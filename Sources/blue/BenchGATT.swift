@@ -30,9 +30,12 @@ final class GATTBenchmark: @unchecked Sendable {
         var size: Int
         var count: Int
         var mtu: Int = 247
-        var dataLength: UInt16 = 251
+        var dataLength: Int = 251
         /// Connection interval in 1.25 ms units.
         var interval: UInt16 = 6
+        var phy: BenchPHY = .le1M
+        /// ``AirConfiguration/realRadioTiming``.
+        var realtime = false
     }
 
     /// Counters of the measured phase; touched only on the loop (one thread: the driver's).
@@ -58,11 +61,12 @@ final class GATTBenchmark: @unchecked Sendable {
     private var peripheralHandle: UInt16 = 0
     private var negotiatedMTU = 0
     private var negotiatedDataLength = 0
+    private var negotiatedPHY = LEPhy.le1M
     var onProgress: ((String) -> Void)?
 
     init(_ parameters: Parameters) {
         self.parameters = parameters
-        air = VirtualAir(eventLoop: loop, seed: 1)
+        air = VirtualAir(eventLoop: loop, seed: 1, configuration: AirConfiguration(realRadioTiming: parameters.realtime))
         let peripheralController = VirtualController(air: air, address: BluetoothAddress(0x0B_E0_00_00_00_01, type: .public))
         let centralController = VirtualController(air: air, address: BluetoothAddress(0x0B_E0_00_00_00_02, type: .public),
                                                   position: AirPosition(x: 1))
@@ -85,6 +89,8 @@ final class GATTBenchmark: @unchecked Sendable {
         guard (4...(parameters.mtu - 3)).contains(parameters.size) else {
             throw BenchError(.badOptions, "--size must be 4...\(parameters.mtu - 3) (ATT_MTU - 3) for --mtu \(parameters.mtu)")
         }
+        guard (27...251).contains(parameters.dataLength) else { throw BenchError(.badOptions, "--data-length must be 27...251") }
+        guard (6...3200).contains(parameters.interval) else { throw BenchError(.badOptions, "--interval must be 7.5...4000 ms") }
         defer {
             peripheral.shutdown()
             central.shutdown()
@@ -120,8 +126,10 @@ final class GATTBenchmark: @unchecked Sendable {
 
         let connected = LockedValue<Result<Connection, HostError>?>(nil)
         let interval = parameters.interval
+        // Supervision timeout: 5 s, or more than (1 + latency) × interval × 2 for long intervals (§4.5.2).
+        let timeout = UInt16(clamping: max(500, Int(interval) / 4 + 100))
         let options = ConnectOptions(parameters: LEConnectionParameters(intervalMin: interval, intervalMax: interval,
-                                                                        supervisionTimeout: 0x01F4))
+                                                                        supervisionTimeout: timeout))
         central.connect(to: peripheral.controllerInfo.ownAddress, options: options) { connected.store($0) }
         let peripheral = self.peripheral
         guard driver.drive(until: { connected.load() != nil && !peripheral.openConnections.isEmpty }),
@@ -152,19 +160,40 @@ final class GATTBenchmark: @unchecked Sendable {
             if case .dataLengthChanged(_, let tx, _) = event { peripheralTx.store(Int(tx)) }
         }
         let requests = LockedValue<[Bool]>([])
-        central.requestDataLength(connectionHandle: centralHandle, txOctets: parameters.dataLength, txTime: 2120) { result in
+        let octets = UInt16(parameters.dataLength), time = UInt16((parameters.dataLength + 14) * 8)
+        central.requestDataLength(connectionHandle: centralHandle, txOctets: octets, txTime: time) { result in
             requests.withLock { $0.append((try? result.get()) ?? false) }
         }
-        peripheral.requestDataLength(connectionHandle: peripheralHandle, txOctets: parameters.dataLength, txTime: 2120) { result in
+        peripheral.requestDataLength(connectionHandle: peripheralHandle, txOctets: octets, txTime: time) { result in
             requests.withLock { $0.append((try? result.get()) ?? false) }
         }
-        driver.drive(until: {
-            requests.load().count == 2 && centralTx.load() ?? 0 >= Int(parameters.dataLength)
-                && peripheralTx.load() ?? 0 >= Int(parameters.dataLength)
-        }, idleLimit: .seconds(2))
+        if parameters.dataLength > 27 {
+            driver.drive(until: {
+                requests.load().count == 2 && centralTx.load() ?? 0 >= parameters.dataLength
+                    && peripheralTx.load() ?? 0 >= parameters.dataLength
+            }, idleLimit: .seconds(2))
+        } else {
+            driver.drive(until: { requests.load().count == 2 }, idleLimit: .seconds(2))
+        }
         let senderTx = parameters.mode == .notify ? peripheralTx.load() : centralTx.load()
         negotiatedDataLength = senderTx ?? 27
         peripheral.setEventHandler { _ in }
+
+        // The PHY (LE Set PHY, Vol 4 Part E §7.8.49; the central asks, both directions).
+        if parameters.phy != .le1M {
+            let wanted = parameters.phy.hci
+            let updated = LockedValue<(LEPhy, LEPhy)?>(nil)
+            central.setEventHandler { event in
+                if case .phyUpdated(_, .success, let tx, let rx) = event { updated.store((tx, rx)) }
+            }
+            let bits = parameters.phy.bit
+            central.setPHY(connectionHandle: centralHandle, txPHYs: bits, rxPHYs: bits) { _ in }
+            guard driver.drive(until: { updated.load() != nil }, idleLimit: .seconds(5)),
+                  let (tx, rx) = updated.load(), tx == wanted, rx == wanted else {
+                throw BenchError(.setupFailed, "the PHY update to \(parameters.phy.rawValue) did not happen")
+            }
+            negotiatedPHY = wanted
+        }
 
         if parameters.mode == .notify {
             let subscribed = LockedValue<Result<GATTProcedureResult, GATTClientError>?>(nil)
@@ -277,9 +306,14 @@ final class GATTBenchmark: @unchecked Sendable {
         if !finished, counters.sent < count {
             onProgress?("\(mode): stalled after \(counters.sent) sent, \(counters.received) received")
         }
-        return BenchResult(benchmark: mode, size: size, count: count, mtu: negotiatedMTU, dataLength: negotiatedDataLength,
-                           sent: counters.sent, received: counters.received, outOfOrder: counters.outOfOrder,
-                           seconds: benchSeconds(elapsed), airSeconds: benchSeconds(air))
+        var result = BenchResult(benchmark: mode, size: size, count: count, mtu: negotiatedMTU, dataLength: negotiatedDataLength,
+                                 sent: counters.sent, received: counters.received, outOfOrder: counters.outOfOrder,
+                                 seconds: benchSeconds(elapsed), airSeconds: benchSeconds(air))
+        result.link = BenchLink(phy: parameters.phy.rawValue, intervalMilliseconds: Double(parameters.interval) * 1.25,
+                                realtime: parameters.realtime,
+                                ceilingBitsPerSecond: parameters.mode == .writeWithResponse ? nil
+                                    : BenchLink.ceiling(valueSize: size, dataLength: negotiatedDataLength, phy: negotiatedPHY))
+        return result
     }
 
     /// Drops the handlers (they capture the pump, which captures the stacks).

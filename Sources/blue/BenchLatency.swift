@@ -9,7 +9,8 @@ import VirtualController
 /// `blue bench latency` (issue 13 item 3): the path an app takes to its first value (scan, connect, discover,
 /// subscribe, first notification) between two of our host stacks on one in-process ``VirtualAir``, each step
 /// timed on the wall clock (the stacks' own cost: the ``ManualEventLoop`` jumps virtual time to the next timer) and
-/// on the air's clock (what the radio's timing adds: advertising every 20 ms, connection events every 7.5 ms).
+/// on the air's clock (what the radio's timing adds: advertising every 20 ms, connection events every 7.5 ms; with
+/// `realtime` each packet also takes its air time, ``AirConfiguration/realRadioTiming``).
 ///
 /// Steps (Core 5.4): scan until the peripheral's first advertising report (Vol 6 Part B §4.4.3); connect (LE
 /// Create Connection, §7.8.12) until LE Connection Complete; discover the primary services, the characteristics
@@ -22,9 +23,11 @@ final class LatencyBenchmark: @unchecked Sendable, ReportsProgress {
     let peripheral: HostStack
     let central: HostStack
     var onProgress: ((String) -> Void)?
+    let realtime: Bool
 
-    init() {
-        air = VirtualAir(eventLoop: loop, seed: 31)
+    init(realtime: Bool = false) {
+        self.realtime = realtime
+        air = VirtualAir(eventLoop: loop, seed: 31, configuration: AirConfiguration(realRadioTiming: realtime))
         let peripheralController = VirtualController(air: air, address: BluetoothAddress(0x0E_00_00_00_00_01, type: .public))
         let centralController = VirtualController(air: air, address: BluetoothAddress(0x0E_00_00_00_00_02, type: .public),
                                                   position: AirPosition(x: 1))
@@ -132,7 +135,9 @@ final class LatencyBenchmark: @unchecked Sendable, ReportsProgress {
             figures.lines.append("  \(step.name.padding(toLength: 19, withPad: " ", startingAt: 0)) "
                                  + "\(Self.milliseconds(step.seconds)) wall, \(Self.milliseconds(step.airSeconds)) air")
         }
-        figures.lines.append("  advertising every 20 ms, connection interval 7.5 ms, scanner passive with a continuous window")
+        figures.lines.append("  advertising every 20 ms, connection interval 7.5 ms, scanner passive with a continuous window; "
+                             + (realtime ? "real radio timing" : "packets take no air time (--realtime: they do)"))
+        figures.add("realtime", .bool(realtime))
         figures.lines.append("  OpenCoreBluetooth on the in-process virtual air; loop: \(BenchDriver.description)")
         return figures
     }

@@ -52,11 +52,14 @@ struct BenchResult {
     var seconds: Double
     /// Virtual (air) seconds the measured phase spanned.
     var airSeconds: Double
+    /// PHY, interval, timing model and the air's ceiling (GATT benchmarks).
+    var link: BenchLink?
 
     var lost: Int { max(0, sent - received) }
     var packetsPerSecond: Double { seconds > 0 ? Double(received) / seconds : 0 }
     var bytesPerSecond: Double { seconds > 0 ? Double(received * size) / seconds : 0 }
     var airPacketsPerSecond: Double { airSeconds > 0 ? Double(received) / airSeconds : 0 }
+    var airBitsPerSecond: Double { airSeconds > 0 ? Double(received * size * 8) / airSeconds : 0 }
 
     /// One JSON object on one line, keys in a fixed order.
     var json: String {
@@ -73,7 +76,7 @@ struct BenchResult {
             return "\"\(escaped)\""
         }
         func number(_ value: Double) -> String { String(format: "%.3f", value) }
-        let fields: [(String, String)] = [
+        var fields: [(String, String)] = [
             ("benchmark", string(benchmark)), ("stack", string(stack)), ("transport", string(transport)),
             ("loop", string(loop)), ("size", "\(size)"), ("count", "\(count)"), ("mtu", "\(mtu)"),
             ("dataLength", "\(dataLength)"), ("sent", "\(sent)"), ("received", "\(received)"), ("lost", "\(lost)"),
@@ -82,6 +85,13 @@ struct BenchResult {
             ("bytesPerSecond", number(bytesPerSecond)), ("kilobytesPerSecond", number(bytesPerSecond / 1000)),
             ("airPacketsPerSecond", number(airPacketsPerSecond)),
         ]
+        if let link {
+            fields += [
+                ("phy", string(link.phy)), ("intervalMilliseconds", number(link.intervalMilliseconds)),
+                ("realtime", link.realtime ? "true" : "false"), ("airKilobitsPerSecond", number(airBitsPerSecond / 1000)),
+                ("ceilingKilobitsPerSecond", link.ceilingBitsPerSecond.map { number($0 / 1000) } ?? "null"),
+            ]
+        }
         return "{" + fields.map { "\(string($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
@@ -98,6 +108,15 @@ struct BenchResult {
             lines.append("  LE data length \(dataLength)")
         }
         lines.append("  \(String(format: "%.3f", airSeconds)) s of air time (\(Int(airPacketsPerSecond.rounded())) packets/s of air time)")
+        if let link {
+            let interval = String(format: "%g", link.intervalMilliseconds)
+            var line = "  \(link.phy) PHY, \(interval) ms interval, \(link.realtime ? "real radio timing" : "radio time free (no --realtime)"): "
+                + "\(String(format: "%.1f", airBitsPerSecond / 1000)) kbit/s of air time"
+            if link.realtime, let ceiling = link.ceilingBitsPerSecond, ceiling > 0 {
+                line += String(format: " (the air's ceiling %.1f kbit/s: %.1f%%)", ceiling / 1000, 100 * airBitsPerSecond / ceiling)
+            }
+            lines.append(line)
+        }
         lines.append("  \(stack) on the \(transport); loop: \(loop)")
         return lines.joined(separator: "\n")
     }
