@@ -44,6 +44,7 @@ public struct ControllerInfo: Hashable, Sendable {
 enum SupportedCommandBit {
     static let readRSSI = (octet: 15, bit: 5)
     static let leSetDataLength = (octet: 33, bit: 6)
+    static let leWriteSuggestedDefaultDataLength = (octet: 34, bit: 0)
     static let leReadBufferSizeV2 = (octet: 41, bit: 5)
     static let leSetPHY = (octet: 35, bit: 6)
 }

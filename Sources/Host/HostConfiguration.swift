@@ -42,6 +42,11 @@ public struct HostConfiguration: Sendable {
     public var preferredATTMTU = 517
     /// As central, send the Exchange MTU Request right after connecting (CoreBluetooth does).
     public var exchangesMTUOnConnect = true
+    /// The data length (27...251 octets) the controller is told to use for new connections (LE Write Suggested
+    /// Default Data Length, Core 5.4 Vol 4 Part E §7.8.35) when it has LE Data Packet Length Extension, as the
+    /// Linux kernel, Zephyr, NimBLE and iOS do: its link layer then negotiates it on every link (LL_LENGTH_REQ).
+    /// nil leaves the controller's default (27).
+    public var suggestedDataLength: UInt16? = 251
     /// ACL packets queued per connection at or above which the connection is not ready to send
     /// (``HostStack/isReadyToSend(connectionHandle:)``): flow control for notifications and writes without response.
     public var sendQueueLimit = 64

@@ -4,7 +4,8 @@ import HCI
 /// Controller initialisation (Core 5.4 Vol 4 Part E §7.3.2 Reset, §7.4.1 / §7.4.3 / §7.4.2 local version,
 /// features and supported commands, §7.8.2 / §7.8.93 LE buffer size v1 / v2, §7.4.5 Read Buffer Size when LE has
 /// no buffers of its own, §7.4.6 BD_ADDR, §7.3.1 / §7.8.1 event masks, §7.8.3 LE features, §7.8.4 random
-/// address; the address is a random static one by default, Vol 6 Part B §1.3.2.1).
+/// address; the address is a random static one by default, Vol 6 Part B §1.3.2.1; §7.8.35 the suggested default data
+/// length, ``HostConfiguration/suggestedDataLength``, when the controller has LE Data Packet Length Extension).
 ///
 /// Only Reset must succeed; any later step that fails or times out is noted in ``ControllerInfo/warnings`` and
 /// the sequence goes on (Bumble's controller, for one, answers some commands oddly or not at all). But a second
@@ -15,6 +16,7 @@ extension HostStack {
         case reset, readLocalVersion, readLocalFeatures, readLocalCommands
         case leReadBufferSizeV2, leReadBufferSize, readBufferSize
         case readBDADDR, setEventMask, leSetEventMask, leReadLocalFeatures, setRandomAddress
+        case leWriteSuggestedDefaultDataLength
     }
 
     func initialise(completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
@@ -87,6 +89,11 @@ extension HostStack {
                 info.ownAddress = BluetoothAddress(address.value, type: .random)
             }
             return .leSetRandomAddress(info.ownAddress)
+        case .leWriteSuggestedDefaultDataLength:
+            let bit = SupportedCommandBit.leWriteSuggestedDefaultDataLength
+            guard let octets = configuration.suggestedDataLength.map({ min(max($0, 27), 251) }), octets > 27,
+                  info.leFeatures & (1 << 5) != 0, info.supportsCommand(octet: bit.octet, bit: bit.bit) else { return nil }
+            return .leWriteSuggestedDefaultDataLength(txOctets: octets, txTime: (octets + 14) * 8)
         }
     }
 

@@ -29,7 +29,9 @@ import Darwin
 ///   connecting process's command, "blue-serve", from the socket's peer credentials; `devN.btsnoop` when unknown;
 ///   host → controller recorded as *sent*, controller → host as *received*, as btsnoop defines them).
 /// - Beside a UNIX socket, `SOCKET.monitor` streams every controller's traffic and each join and leave to readers
-///   (`blue monitor`; ``AirHubMonitor``), each with a bounded queue so that a slow reader is dropped, never waited for.
+///   (`blue monitor`; ``AirHubMonitor``), each with a bounded queue so that a slow reader is dropped, never waited for;
+///   `SOCKET.control` takes faults on demand (`blue fault`; ``AirHubControl``, ``AirHubFault``, ``apply(_:completion:)``):
+///   packet loss, links dropped, radios off and on, devices moved out of range and back.
 /// - ``onEvent`` reports joins, leaves, connections (read from the LE Connection Complete / Disconnection Complete /
 ///   Encryption Change events each controller sends), and traffic summaries every
 ///   ``AirHubConfiguration/statisticsInterval`` and at ``stop()``.
@@ -126,9 +128,17 @@ public final class AirHub: @unchecked Sendable {
                         .map { AirHubEvent.joined($0).text } ?? []
                 }
             }
+            // So is the control socket (faults on demand, `blue fault`).
+            let control = configuration.socketPath.flatMap { path in
+                try? AirHubControl.listen(at: path + ".control") { [weak self] fault, completion in
+                    guard let self else { return completion(.failure(AirHubError(.invalidState, "the hub stopped"))) }
+                    self.apply(fault, completion: completion)
+                }
+            }
             let stopped = state.withLock { state in
                 state.listeners = listeners
                 state.monitor = monitor
+                state.control = control
                 let stopped = state.phase == .stopped
                 if !stopped { state.phase = .running }
                 return stopped
@@ -136,6 +146,7 @@ public final class AirHub: @unchecked Sendable {
             if stopped {
                 for listener in listeners { listener.close() }
                 monitor?.close()
+                control?.close()
                 throw AirHubError(.invalidState, "the hub was stopped while starting")
             }
             for listener in listeners { emit(.listening(listener.name)) }
@@ -156,7 +167,8 @@ public final class AirHub: @unchecked Sendable {
     /// socket file and emits ``AirHubEvent/stopped(_:)``. Idempotent; returns the final statistics.
     @discardableResult
     public func stop() -> AirHubStatistics {
-        let taken = state.withLock { state -> (listeners: [H4Listener], members: [Member], timer: ScheduledJob?, monitor: AirHubMonitor?)? in
+        let taken = state.withLock { state -> (listeners: [H4Listener], members: [Member], timer: ScheduledJob?, monitor: AirHubMonitor?,
+                                               control: AirHubControl?)? in
             guard state.phase != .stopped else { return nil }
             state.phase = .stopped
             defer {
@@ -164,11 +176,13 @@ public final class AirHub: @unchecked Sendable {
                 state.pending = [:]
                 state.statisticsTimer = nil
                 state.monitor = nil
+                state.control = nil
             }
-            return (state.listeners, Array(state.pending.values), state.statisticsTimer, state.monitor)
+            return (state.listeners, Array(state.pending.values), state.statisticsTimer, state.monitor, state.control)
         }
         guard let taken else { return statistics }
         taken.timer?.cancel()
+        taken.control?.close()
         for listener in taken.listeners { listener.close() }
         defer { taken.monitor?.close() }
         for member in taken.members.sorted(by: { (a: Member, b: Member) in a.serial < b.serial }) {
@@ -440,7 +454,7 @@ public final class AirHub: @unchecked Sendable {
     /// The monitor socket's readers, if the hub has one.
     private var monitor: AirHubMonitor? { state.withLock { $0.monitor } }
 
-    private func emit(_ event: AirHubEvent) {
+    func emit(_ event: AirHubEvent) {
         switch event {
         case .joined, .left: monitor?.note(event.text, unixMicroseconds: SnoopingTransport.realTimeClock())
         default: break
@@ -502,6 +516,8 @@ private struct HubState {
     var listeners: [H4Listener] = []
     /// `SOCKET.monitor`: the traffic for `blue monitor` (``AirHubMonitor``).
     var monitor: AirHubMonitor?
+    /// `SOCKET.control`: faults on demand for `blue fault` (``AirHubControl``).
+    var control: AirHubControl?
     var pending: [Int: Member] = [:]
     var joined: [Int: Joined] = [:]
     var nextSerial = 0

@@ -93,6 +93,10 @@ public struct AirHubError: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidEndpoint
         /// `start` was called twice, or after `stop`.
         case invalidState
+        /// A control command (``AirHubFault``) is not understood.
+        case invalidCommand
+        /// A control command names a device that is not on the air, or asks what cannot be done now.
+        case refused
     }
 
     public var code: Code
@@ -184,4 +188,6 @@ public enum AirHubEvent: Hashable, Sendable {
     case stopped(AirHubStatistics)
     /// A problem that does not stop the hub (a capture that could not be written...).
     case warning(String)
+    /// A fault or change applied at run time (``AirHub/apply(_:completion:)``): what was done, in one line.
+    case fault(AirHubFault, String)
 }

@@ -27,6 +27,8 @@ extension AirHubEvent {
             return "stopped: " + Self.summary(statistics)
         case .warning(let message):
             return "warning: \(message)"
+        case .fault(_, let effect):
+            return "fault: \(effect)"
         }
     }
 
@@ -73,6 +75,10 @@ extension AirHubEvent {
         case .warning(let message):
             object.string("event", "warning")
             object.string("message", message)
+        case .fault(let fault, let effect):
+            object.string("event", "fault")
+            object.string("command", fault.line)
+            object.string("effect", effect)
         }
         return object.text
     }

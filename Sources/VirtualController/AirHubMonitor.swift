@@ -30,64 +30,35 @@ final class AirHubMonitor: Sendable {
         }
     }
 
-    let path: String
-    private let fd: Int32
-    private let wake: (read: Int32, write: Int32)
+    var path: String { socket.path }
+    private let socket: AirHubSideSocket
     private let readers = LockedValue<[Reader]>([])
     /// The notes a new reader gets first: the devices joined before it came ("joined: dev1 ... via blue serve").
     private let greeting: @Sendable () -> [String]
 
-    private init(path: String, fd: Int32, wake: (read: Int32, write: Int32), greeting: @escaping @Sendable () -> [String]) {
-        self.path = path
-        self.fd = fd
-        self.wake = wake
+    private init(socket: AirHubSideSocket, greeting: @escaping @Sendable () -> [String]) {
+        self.socket = socket
         self.greeting = greeting
     }
 
     /// Listens at `path` (a stale socket file there is replaced) and accepts readers on a thread of its own; each
     /// new reader first gets `greeting`'s notes.
     static func listen(at path: String, greeting: @escaping @Sendable () -> [String]) throws(AirHubError) -> AirHubMonitor {
-        let address: sockaddr_un
-        do { address = try SocketAddress.unix(path: path) } catch { throw AirHubError(.listenFailed, "monitor: \(error.reason)") }
-        unlink(path)
-        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
-            throw AirHubError(.listenFailed, "monitor: cannot create a socket: \(POSIX.lastErrorText)")
+        let monitor = AirHubMonitor(socket: try AirHubSideSocket(path: path, purpose: "monitor"), greeting: greeting)
+        monitor.socket.acceptOnThread(named: "OpenCoreBluetooth.air-hub.monitor-accept") { [monitor] client in
+            monitor.accept(client)
         }
-        if let code = SocketAddress.bind(fd, address) {
-            POSIX.closeDescriptor(fd)
-            throw AirHubError(.listenFailed, "monitor: cannot bind \(path): \(POSIX.errorText(code))")
-        }
-        guard Glibc.listen(fd, 8) == 0, let wake = POSIX.makeWakePipe() else {
-            POSIX.closeDescriptor(fd)
-            unlink(path)
-            throw AirHubError(.listenFailed, "monitor: cannot listen on \(path): \(POSIX.lastErrorText)")
-        }
-        let monitor = AirHubMonitor(path: path, fd: fd, wake: wake, greeting: greeting)
-        let thread = Thread { [monitor] in monitor.acceptReaders() }
-        thread.name = "OpenCoreBluetooth.air-hub.monitor-accept"
-        thread.start()
         return monitor
     }
 
-    private func acceptReaders() {
-        while true {
-            var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&descriptors, 2, -1)
-            if ready < 0, errno == EINTR { continue }
-            guard ready > 0, descriptors[1].revents == 0 else { break }
-            let accepted = POSIX.acceptCloseOnExec(fd)
-            guard accepted >= 0 else { continue }
-            POSIX.disableSIGPIPE(accepted)
-            let reader = Reader(fd: accepted)
-            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
-            for text in greeting() {
-                let record = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: BTSnoop.timestamp(unixMicroseconds: now), data: Array(text.utf8))
-                _ = POSIX.writeAll(accepted, [0, 0] + record.encode(), style: .socket)
-            }
-            readers.withLock { $0.append(reader) }
+    private func accept(_ client: Int32) {
+        let reader = Reader(fd: client)
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        for text in greeting() {
+            let record = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: BTSnoop.timestamp(unixMicroseconds: now), data: Array(text.utf8))
+            _ = POSIX.writeAll(client, [0, 0] + record.encode(), style: .socket)
         }
-        POSIX.closeDescriptor(fd)
-        POSIX.closeDescriptor(wake.read)
+        readers.withLock { $0.append(reader) }
     }
 
     /// Whether anyone reads (so that the hub skips encoding when nobody does).
@@ -134,10 +105,7 @@ final class AirHubMonitor: Sendable {
 
     /// Stops accepting, disconnects every reader and removes the socket file.
     func close() {
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
-        POSIX.closeDescriptor(wake.write)
+        socket.close()
         for reader in readers.withLock({ readers in defer { readers = [] }; return readers }) { reader.close() }
-        unlink(path)
     }
 }

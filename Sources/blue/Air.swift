@@ -22,7 +22,7 @@ struct Air: ParsableCommand {
             seconds and at exit); SIGINT or SIGTERM stop it and remove the socket (exit 0), and so does a closed \
             standard output (`blue air --json | head -1`). A second hub on the same socket fails at once with exit \
             code 1. --vhci (Linux, root or access to /dev/vhci, module hci_vhci) puts a controller of this air under \
-            the kernel: it prints the hciN it got, and the adapter disappears when the hub stops.
+            the kernel: it prints the hciN it got, and the adapter disappears when the hub stops. While it runs,             `blue fault` changes the air (loss, a dropped link, a radio off, a device out of range) through             SOCKET.control, and the hub prints each change ("fault: ...").
             """
     )
 
@@ -46,8 +46,13 @@ struct Air: ParsableCommand {
     @Option(help: "Seed of the air's random source (same seed and scenario, same packets).")
     var seed: UInt64 = 1
 
-    @Option(help: "Probability (0...1) that a heard packet is lost (the link layer retransmits).")
-    var loss: Double = 0
+    @Option(help: ArgumentHelp("Percentage (0...100, `%` optional) of heard packets lost anyway (the link layer "
+                                   + "retransmits); `blue fault loss` changes it while the hub runs.", valueName: "percent"))
+    var loss: String = "0"
+
+    @Flag(help: ArgumentHelp("Real radio timing: every packet takes its air time on its PHY, a connection event holds "
+                                + "what fits in its interval (throughput and latency of a real link)."))
+    var realtime = false
 
     @Option(name: .customLong("stats-interval"), help: "Seconds between traffic summaries (0: only at exit).")
     var statisticsInterval: Double = 5
@@ -56,10 +61,16 @@ struct Air: ParsableCommand {
     var json = false
 
     func validate() throws {
-        guard loss >= 0, loss <= 1 else { throw ValidationError("--loss must be between 0 and 1") }
+        guard lossPercent != nil else { throw ValidationError("--loss \(loss): expected a percentage from 0 to 100") }
         guard statisticsInterval >= 0, statisticsInterval <= 86_400 else {
             throw ValidationError("--stats-interval must be between 0 and 86400 seconds")
         }
+    }
+
+    /// --loss as a percentage, nil when it is not one.
+    var lossPercent: Double? {
+        guard case .loss(let percent)? = try? AirHubFault(parsing: "loss \(loss)") else { return nil }
+        return percent
     }
 
     func run() throws {
@@ -72,7 +83,8 @@ struct Air: ParsableCommand {
             }
         }
         var air = AirConfiguration()
-        air.packetLoss = loss
+        air.packetLoss = (lossPercent ?? 0) / 100
+        air.realRadioTiming = realtime
         let interval: Duration? = statisticsInterval > 0 ? .milliseconds(Int(statisticsInterval * 1000)) : nil
         let configuration = AirHubConfiguration(
             socketPath: socketPath ?? StackLaunchOptions.defaultHubSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,

@@ -150,15 +150,9 @@ final class GATTBenchmark: @unchecked Sendable {
         }
         negotiatedMTU = expectedMTU
 
-        // Both sides ask for LE data length 251 (the sender's TX octets decide how many LL PDUs a value takes:
-        // left at 27, a 251-octet L2CAP PDU goes out as 10 link-layer fragments).
-        let centralTx = LockedValue<Int?>(nil), peripheralTx = LockedValue<Int?>(nil)
-        central.setEventHandler { event in
-            if case .dataLengthChanged(_, let tx, _) = event { centralTx.store(Int(tx)) }
-        }
-        peripheral.setEventHandler { event in
-            if case .dataLengthChanged(_, let tx, _) = event { peripheralTx.store(Int(tx)) }
-        }
+        // Both sides ask for the data length (the sender's TX octets decide how many LL PDUs a value takes: at 27,
+        // a 251-octet L2CAP PDU goes out as 10 link-layer fragments). The hosts already suggested 251 as the
+        // default (HostConfiguration.suggestedDataLength), so the links may have it before this asks.
         let requests = LockedValue<[Bool]>([])
         let octets = UInt16(parameters.dataLength), time = UInt16((parameters.dataLength + 14) * 8)
         central.requestDataLength(connectionHandle: centralHandle, txOctets: octets, txTime: time) { result in
@@ -167,17 +161,16 @@ final class GATTBenchmark: @unchecked Sendable {
         peripheral.requestDataLength(connectionHandle: peripheralHandle, txOctets: octets, txTime: time) { result in
             requests.withLock { $0.append((try? result.get()) ?? false) }
         }
-        if parameters.dataLength > 27 {
-            driver.drive(until: {
-                requests.load().count == 2 && centralTx.load() ?? 0 >= parameters.dataLength
-                    && peripheralTx.load() ?? 0 >= parameters.dataLength
-            }, idleLimit: .seconds(2))
-        } else {
-            driver.drive(until: { requests.load().count == 2 }, idleLimit: .seconds(2))
-        }
-        let senderTx = parameters.mode == .notify ? peripheralTx.load() : centralTx.load()
-        negotiatedDataLength = senderTx ?? 27
-        peripheral.setEventHandler { _ in }
+        let lengths = LockedValue<(central: Int, peripheral: Int)>((0, 0))
+        let wanted = parameters.dataLength
+        driver.drive(until: {
+            central.linkInfo(connectionHandle: centralHandle) { info in lengths.withLock { $0.central = Int(info?.maxTxOctets ?? 0) } }
+            peripheral.linkInfo(connectionHandle: peripheralHandle) { info in lengths.withLock { $0.peripheral = Int(info?.maxTxOctets ?? 0) } }
+            let now = lengths.load()
+            return requests.load().count == 2 && now.central == wanted && now.peripheral == wanted
+        }, idleLimit: .seconds(2))
+        let senderTx = parameters.mode == .notify ? lengths.load().peripheral : lengths.load().central
+        negotiatedDataLength = max(27, senderTx)
 
         // The PHY (LE Set PHY, Vol 4 Part E §7.8.49; the central asks, both directions).
         if parameters.phy != .le1M {

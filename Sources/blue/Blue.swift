@@ -17,7 +17,7 @@ struct Blue: ParsableCommand {
             """,
         version: Blue.version,
         subcommands: [
-            Demo.self, Decode.self, Snoop.self, Air.self, Bench.self,
+            Demo.self, Decode.self, Snoop.self, Air.self, Fault.self, Bench.self,
             Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self, Advertise.self, Shell.self, Monitor.self,
             Pair.self,
             Bonds.self,

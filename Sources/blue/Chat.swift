@@ -11,6 +11,11 @@ import OpenCoreBluetooth
 /// service, connects, subscribes, collects the chunks until "EOM", prints the text on standard output,
 /// unsubscribes and disconnects. Both run on the main queue (`queue: nil`), as the sample does.
 ///
+/// One addition to the sample, so that neither end can report success for a text that did not arrive: the receiver
+/// writes "EOM" back (Write Command) before it unsubscribes, and the sender exits 0 only after that confirmation.
+/// A link lost before it (dropped, out of range, the peer killed) is one line on standard error and exit 1 at both
+/// ends, with how far the transfer got.
+///
 /// Transport: `--hci`, else `$OCB_HCI`, else `virtual` (the shared air: the `blue air` hub at `$OCB_AIR_SOCKET`
 /// or its default socket, started when none runs, as for every command).
 struct Chat: ParsableCommand {
@@ -196,6 +201,8 @@ final class ChatSender: NSObject, CBPeripheralManagerDelegate, @unchecked Sendab
     var sendDataIndex = 0
     var sendingEOM = false
     var finished = false
+    /// The receiver wrote "EOM" back: it has the whole text.
+    var confirmed = false
     let progress: ChatProgress
 
     init(data: Data, progress: ChatProgress) {
@@ -225,12 +232,18 @@ final class ChatSender: NSObject, CBPeripheralManagerDelegate, @unchecked Sendab
         sendDataIndex = 0
         sendingEOM = false
         peripheral.stopAdvertising()
+        // A bulk transfer: ask for the short connection interval (15...30 ms), as a transfer app on iOS does.
+        peripheral.setDesiredConnectionLatency(.low, for: central)
         sendData()
     }
 
     func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didUnsubscribeFrom characteristic: CBCharacteristic) {
         guard finished else {
             ChatProcess.fail("blue chat send: the receiver left after \(sendDataIndex) of \(dataToSend.count) bytes")
+        }
+        guard confirmed else {
+            ChatProcess.fail("blue chat send: the receiver left without confirming the text "
+                             + "(\(dataToSend.count) bytes sent; the link may have been lost)")
         }
         Console.error("blue chat send: sent \(dataToSend.count) bytes")
         // Leave the receiver's unsubscription its response before this device leaves the air.
@@ -239,6 +252,10 @@ final class ChatSender: NSObject, CBPeripheralManagerDelegate, @unchecked Sendab
 
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager) {
         sendData()
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+        if finished, requests.contains(where: { $0.value == ChatTransferService.endOfMessage }) { confirmed = true }
     }
 
     private func sendEOM() {
@@ -330,6 +347,8 @@ final class ChatReceiver: NSObject, CBCentralManagerDelegate, CBPeripheralDelega
         guard error == nil, let chunk = characteristic.value, receivedText == nil else { return }
         if chunk == ChatTransferService.endOfMessage {
             receivedText = String(decoding: data, as: UTF8.self)
+            // The confirmation the sender waits for, before the unsubscription (same bearer: it arrives first).
+            peripheral.writeValue(ChatTransferService.endOfMessage, for: characteristic, type: .withoutResponse)
             peripheral.setNotifyValue(false, for: characteristic)
         } else {
             data.append(chunk)

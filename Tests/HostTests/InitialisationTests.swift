@@ -33,6 +33,7 @@ struct InitialisationTests {
             hex("01 01 20 08 FF 0F 00 00 00 00 00 00"),  // LE Set Event Mask
             hex("01 03 20 00"),  // LE Read Local Supported Features
             [0x01, 0x05, 0x20, 0x06] + address.littleEndianBytes,  // LE Set Random Address
+            hex("01 24 20 04 FB 00 48 08"),  // LE Write Suggested Default Data Length: 251 octets, 2120 µs
         ])
         let info = try #require(try result.last?.get())
         #expect(info.leACLDataPacketLength == 27)

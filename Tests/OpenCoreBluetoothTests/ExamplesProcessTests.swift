@@ -85,9 +85,10 @@ final class ExampleHub: @unchecked Sendable {
     let socket: String
     let hub: ExampleProcess
 
-    init() async throws {
+    /// A hub with `arguments` added to `blue air --socket SOCKET --stats-interval 0` (`--loss 10`...).
+    init(arguments: [String] = []) async throws {
         socket = testTemporaryPath("ocb-ex-\(UUID().uuidString.prefix(6).lowercased()).sock")
-        hub = try ExampleProcess("blue", ["air", "--socket", socket, "--stats-interval", "0"])
+        hub = try ExampleProcess("blue", ["air", "--socket", socket, "--stats-interval", "0"] + arguments)
         guard await hub.waitFor("listening") else {
             await hub.stop()
             throw ExampleProcess.Failure.notReady("hub: \(hub.output) \(hub.errors)")

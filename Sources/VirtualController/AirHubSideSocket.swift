@@ -1,0 +1,61 @@
+import Foundation
+import HCITransport
+
+/// A listening UNIX socket beside the hub's own (`SOCKET.monitor`, `SOCKET.control`) with a wake pipe, and the
+/// accept loop its thread runs until ``close()``: what ``AirHubMonitor`` and ``AirHubControl`` share.
+final class AirHubSideSocket: Sendable {
+    let path: String
+    private let fd: Int32
+    private let wake: (read: Int32, write: Int32)
+
+    /// Listens at `path` (a stale socket file there is replaced); `purpose` names it in errors ("monitor").
+    init(path: String, purpose: String) throws(AirHubError) {
+        let address: sockaddr_un
+        do { address = try SocketAddress.unix(path: path) } catch { throw AirHubError(.listenFailed, "\(purpose): \(error.reason)") }
+        unlink(path)
+        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
+            throw AirHubError(.listenFailed, "\(purpose): cannot create a socket: \(POSIX.lastErrorText)")
+        }
+        if let code = SocketAddress.bind(fd, address) {
+            POSIX.closeDescriptor(fd)
+            throw AirHubError(.listenFailed, "\(purpose): cannot bind \(path): \(POSIX.errorText(code))")
+        }
+        guard Glibc.listen(fd, 8) == 0, let wake = POSIX.makeWakePipe() else {
+            POSIX.closeDescriptor(fd)
+            unlink(path)
+            throw AirHubError(.listenFailed, "\(purpose): cannot listen on \(path): \(POSIX.lastErrorText)")
+        }
+        self.path = path
+        self.fd = fd
+        self.wake = wake
+    }
+
+    /// Starts a thread named `threadName` that accepts clients (close-on-exec, no SIGPIPE) and hands each to
+    /// `onClient`, until ``close()``; then it closes the listening socket.
+    func acceptOnThread(named threadName: String, onClient: @escaping @Sendable (Int32) -> Void) {
+        let thread = Thread { [self] in
+            while true {
+                var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&descriptors, 2, -1)
+                if ready < 0, errno == EINTR { continue }
+                guard ready > 0, descriptors[1].revents == 0 else { break }
+                let client = POSIX.acceptCloseOnExec(fd)
+                guard client >= 0 else { continue }
+                POSIX.disableSIGPIPE(client)
+                onClient(client)
+            }
+            POSIX.closeDescriptor(fd)
+            POSIX.closeDescriptor(wake.read)
+        }
+        thread.name = threadName
+        thread.start()
+    }
+
+    /// Wakes the accept thread to stop, and removes the socket file.
+    func close() {
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+        POSIX.closeDescriptor(wake.write)
+        unlink(path)
+    }
+}
