@@ -109,6 +109,27 @@ public final class AirHub: @unchecked Sendable {
         if let refused { throw refused }
         do throws(AirHubError) {
             if let directory = configuration.snoopDirectory { try Self.makeDirectory(directory, purpose: .snoop) }
+            // The monitor and control sockets exist before a host can join (a host may speak as soon as the UNIX
+            // listener accepts): each device's traffic reaches the monitor from its first frame. Both are
+            // conveniences: a hub without them still runs.
+            var monitor: AirHubMonitor?
+            var control: AirHubControl?
+            if let path = configuration.socketPath {
+                try prepareUNIX(path)
+                monitor = try? AirHubMonitor.listen(at: path + ".monitor") { [weak self] in
+                    self?.state.withLock { $0.joined.values.map(\.device) }.sorted { $0.number < $1.number }
+                        .map { AirHubEvent.joined($0).text } ?? []
+                }
+                control = try? AirHubControl.listen(at: path + ".control") { [weak self] fault, completion in
+                    guard let self else { return completion(.failure(AirHubError(.invalidState, "the hub stopped"))) }
+                    self.apply(fault, completion: completion)
+                }
+                let sideSockets = (monitor, control)
+                state.withLock { state in
+                    state.monitor = sideSockets.0
+                    state.control = sideSockets.1
+                }
+            }
             var listeners: [H4Listener] = []
             do throws(AirHubError) {
                 if let path = configuration.socketPath {
@@ -119,26 +140,12 @@ public final class AirHub: @unchecked Sendable {
                 }
             } catch {
                 for listener in listeners { listener.close() }
+                monitor?.close()
+                control?.close()
                 throw error
-            }
-            // The monitor socket is a convenience: a hub without one still runs.
-            let monitor = configuration.socketPath.flatMap { path in
-                try? AirHubMonitor.listen(at: path + ".monitor") { [weak self] in
-                    self?.state.withLock { $0.joined.values.map(\.device) }.sorted { $0.number < $1.number }
-                        .map { AirHubEvent.joined($0).text } ?? []
-                }
-            }
-            // So is the control socket (faults on demand, `blue fault`).
-            let control = configuration.socketPath.flatMap { path in
-                try? AirHubControl.listen(at: path + ".control") { [weak self] fault, completion in
-                    guard let self else { return completion(.failure(AirHubError(.invalidState, "the hub stopped"))) }
-                    self.apply(fault, completion: completion)
-                }
             }
             let stopped = state.withLock { state in
                 state.listeners = listeners
-                state.monitor = monitor
-                state.control = control
                 let stopped = state.phase == .stopped
                 if !stopped { state.phase = .running }
                 return stopped
@@ -249,13 +256,19 @@ public final class AirHub: @unchecked Sendable {
         }
     }
 
-    private func listenUNIX(_ path: String) throws(AirHubError) -> H4Listener {
+    /// Creates the socket's directory and refuses when another hub accepts there (before this hub touches the
+    /// side sockets of that path).
+    private func prepareUNIX(_ path: String) throws(AirHubError) {
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try Self.makeDirectory(String(path[..<slash]), purpose: .socket)
         }
         if Self.isRunning(at: path) {
             throw AirHubError(.alreadyRunning, "another blue air is already running on \(path)")
         }
+    }
+
+    private func listenUNIX(_ path: String) throws(AirHubError) -> H4Listener {
+        try prepareUNIX(path)
         do {
             return try H4Listener.listen(unixPath: path) { [weak self] transport in
                 self?.adopt(transport, origin: transport.peerProcess.map { "\($0)" } ?? "unix:\(path)",
@@ -323,7 +336,10 @@ public final class AirHub: @unchecked Sendable {
     private func controllerFor(_ member: Member) -> Joined? {
         if let joined = member.joined.withLock({ $0 }) { return joined }
         let created = state.withLock { state -> Joined? in
-            guard state.phase == .running, state.pending[member.serial] != nil else { return nil }
+            // `.starting` too: a host may speak as soon as the UNIX listener accepts, before the monitor and control
+            // sockets exist; dropping its first frame (HCI_Reset) left it waiting for an answer (a flaky test under
+            // load: "did not answer Reset within 20 s").
+            guard state.phase == .running || state.phase == .starting, state.pending[member.serial] != nil else { return nil }
             let number = state.nextNumber
             state.nextNumber += 1
             let device = AirHubDevice(

@@ -1,3 +1,4 @@
+import BluetoothRuntime
 import Foundation
 import HCITransport
 
@@ -7,6 +8,7 @@ final class AirHubSideSocket: Sendable {
     let path: String
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
+    private let closed = LockedValue(false)
 
     /// Listens at `path` (a stale socket file there is replaced); `purpose` names it in errors ("monitor").
     init(path: String, purpose: String) throws(AirHubError) {
@@ -51,8 +53,9 @@ final class AirHubSideSocket: Sendable {
         thread.start()
     }
 
-    /// Wakes the accept thread to stop, and removes the socket file.
+    /// Wakes the accept thread to stop, and removes the socket file (idempotent).
     func close() {
+        guard closed.withLock({ value in defer { value = true }; return !value }) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
         POSIX.closeDescriptor(wake.write)

@@ -26,9 +26,15 @@
 //   retransmissions resend the same ciphertext; the receiver checks SN before decrypting (duplicates are dropped
 //   without touching the packet counter).
 //
-// Time model (documented simplification): advertising, scanning and connection events are instants, not air
-// time. In a connection event the central sends its head PDU (or an empty PDU); if the peripheral hears it, it
-// answers with its own head; up to `maximumExchangesPerEvent` exchanges while either side has more data. A lost
+// Time model: advertising and scanning events are instants. Connection events come in two models
+// (AirConfiguration.realRadioTiming). By default they are instants too: the central sends its head PDU (or an
+// empty PDU); if the peripheral hears it, it answers with its own head; up to `maximumExchangesPerEvent` exchanges
+// while either side has more data. With real radio timing each exchange takes its two packets' air time on their
+// PHYs plus two T_IFS (AirTime), one exchange per scheduled task (`.connectionExchange`), so the hosts refill the
+// controllers between exchanges (Number Of Completed Packets after each); the event goes on while either side has
+// more data and another exchange as long as the last fits before the next anchor. The PHY of each direction
+// (1M, 2M, Coded S=8, LL_PHY_REQ/UPDATE_IND) sets its packets' air time and moves the receiver's sensitivity
+// (+12 dB Coded, −3 dB 2M). A lost
 // packet closes the event; the unacknowledged PDU is resent at the next event (so loss delays but never loses or
 // reorders data above HCI). Peripheral latency is not used (the peripheral listens at every event). Supervision
 // timeout: an end that heard nothing for connSupervisionTimeout reports Disconnection Complete 0x08. A MIC failure
@@ -39,7 +45,10 @@
 // with Number Of Completed Packets; data sent after the command is not; T_Terminate (the supervision timeout) ends
 // the procedure if the peer never acknowledges (§5.1.6). `VirtualAir.detach` takes a controller off the air for good
 // (AirHub uses it when a host leaves). AirHub writes to each host from a bounded queue off the loop
-// (`AirHubOutbox`); a host that stops reading is disconnected when it overflows.
+// (`AirHubOutbox`); a host that stops reading is disconnected when it overflows. Faults on demand (AirHubFault,
+// `SOCKET.control`, `blue fault`) change the air at run time on its loop: the loss rate, a link jammed (nothing on it
+// heard: both ends time out), a radio silenced (`radioOn`: unlike power-off the controller still answers its
+// host), a device moved.
 //
 // Not implemented: extended advertising, privacy / resolving list, LE Secure Connections P-256 commands (the host
 // does them), Connection Parameters Request procedure, controller-to-host flow control (accepted, not enforced).
