@@ -1,4 +1,5 @@
 import ArgumentParser
+import StackLauncher
 
 /// `blue bench`: throughput of our stack measured in-process (issue 3 and issue 4 benchmarks). Speed is printed,
 /// never asserted; `Scripts/bench.sh` runs these next to the same scenario on Bumble and prints the ratio.
@@ -29,9 +30,31 @@ struct BenchGATTOptions: ParsableArguments {
 
     @OptionGroup var radio: BenchRadioOptions
 
+    @OptionGroup var across: BenchAcrossOptions
+
     @OptionGroup var output: BenchOutputOptions
 }
 
+/// Between two processes (`--hci` with `--role`): each runs its own host on its own controller.
+struct BenchAcrossOptions: ParsableArguments {
+    @Option(name: .customLong("hci"), help: ArgumentHelp(
+        "Measure between two processes: this one's controller (virtual, air:PATH, tcp:HOST:PORT, unix:PATH, serial:..., "
+            + "hciN); run the other side with the other --role.", valueName: "transport"))
+    var hci: String?
+
+    @Option(help: ArgumentHelp("With --hci: central (scans, connects, subscribes or writes) or peripheral (serves, advertises).",
+                               valueName: "role"))
+    var role: String?
+
+    @Option(help: "With --hci: the name the peripheral advertises and the central looks for.")
+    var name = "blue-bench"
+
+    @Option(help: "With --hci: seconds each step may wait (the peer to appear, nothing moving).")
+    var timeout: Double = 60
+
+    @Option(name: .customLong("snoop"), help: ArgumentHelp("With --hci: record the HCI traffic in this btsnoop file.", valueName: "file"))
+    var snoop: String?
+}
 /// The link a GATT benchmark runs on: PHY, data length, interval, and whether the air charges radio time.
 struct BenchRadioOptions: ParsableArguments {
     @Flag(help: ArgumentHelp(
@@ -135,11 +158,46 @@ extension GATTBenchmark: ReportsProgress {}
 extension RadioBenchmark: ReportsProgress {}
 
 func runGATTBench(_ mode: GATTBenchmark.Mode, _ options: BenchGATTOptions) throws {
+    if let hci = options.across.hci { return try runAcrossProcesses(mode, options, hci: hci) }
+    if options.across.role != nil { throw ValidationError("--role goes with --hci (the benchmark between two processes)") }
     let radio = options.radio
     let benchmark = GATTBenchmark(GATTBenchmark.Parameters(
         mode: mode, size: options.size, count: options.count, mtu: options.mtu, dataLength: radio.dataLength,
         interval: radio.intervalUnits, phy: radio.phy, realtime: radio.realtime))
     try options.output.report(mode.rawValue, benchmark) { benchmark throws(BenchError) in try benchmark.run() }
+}
+
+/// `blue bench notify|write --hci T --role R`: this side of the benchmark between two processes.
+func runAcrossProcesses(_ mode: GATTBenchmark.Mode, _ options: BenchGATTOptions, hci: String) throws {
+    let across = options.across
+    guard let roleText = across.role, let role = AcrossProcessesBenchmark.Role(rawValue: roleText) else {
+        throw ValidationError("--hci needs --role central or --role peripheral (run the other side in another process)")
+    }
+    guard !options.radio.realtime else {
+        throw ValidationError("--realtime is the virtual air's timing; with --hci the controller has its own")
+    }
+    guard across.timeout > 0, across.timeout <= 86_400 else { throw ValidationError("--timeout must be between 0 and 86400 seconds") }
+    guard !across.name.isEmpty, across.name.utf8.count <= 26 else { throw ValidationError("--name must be 1...26 octets of UTF-8") }
+    let parameters = AcrossProcessesBenchmark.Parameters(
+        mode: mode, role: role, size: options.size, count: options.count, mtu: options.mtu,
+        dataLength: options.radio.dataLength, phy: options.radio.phy, name: across.name,
+        timeout: .milliseconds(Int(across.timeout * 1000)))
+    let output = options.output
+    try runCommand { () async throws(CLIFailure) in
+        var launch = StackLaunchOptions(label: "blue.bench.\(role.rawValue)")
+        launch.host.preferredATTMTU = options.mtu
+        let stack = try await StackOptions.open(hci: hci, snoop: across.snoop, launch)
+        defer { stack.shutdown() }
+        let benchmark = AcrossProcessesBenchmark(parameters, stack: stack)
+        if !output.quiet { benchmark.onProgress = benchLog }
+        if let warning = BenchOutputOptions.buildWarning { benchLog(warning) }
+        do throws(BenchError) {
+            let result = try await benchmark.run()
+            print(output.json ? result.json : result.text)
+        } catch {
+            throw CLIFailure(error.code == .badOptions ? .usage : .failed, "blue bench \(mode.rawValue): \(error)")
+        }
+    }
 }
 
 /// `blue bench notify`.

@@ -107,7 +107,9 @@ struct BenchResult {
         } else if dataLength > 0 {
             lines.append("  LE data length \(dataLength)")
         }
-        lines.append("  \(String(format: "%.3f", airSeconds)) s of air time (\(Int(airPacketsPerSecond.rounded())) packets/s of air time)")
+        if airSeconds > 0 {
+            lines.append("  \(String(format: "%.3f", airSeconds)) s of air time (\(Int(airPacketsPerSecond.rounded())) packets/s of air time)")
+        }
         if let link {
             let interval = String(format: "%g", link.intervalMilliseconds)
             var line = "  \(link.phy) PHY, \(interval) ms interval, \(link.realtime ? "real radio timing" : "radio time free (no --realtime)"): "

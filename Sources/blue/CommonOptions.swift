@@ -40,6 +40,11 @@ struct StackOptions: ParsableArguments, Sendable {
     /// Opens the stack with `options` (their snoop path is ours): the one place every command opens its stack, so
     /// that every command ends the same way when the controller goes away (``CommandRun``).
     func open(_ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
+        try await Self.open(hci: hci, snoop: snoop, options)
+    }
+
+    /// ``open(_:)`` for a command whose options are not a ``StackOptions`` (`blue bench ... --hci`).
+    static func open(hci: String, snoop: String?, _ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
         if case .bluez = HostBackend.transport(named: hci) {
             throw CLIFailure(.usage, "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
                              + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
