@@ -14,6 +14,11 @@
 # (python -m bumble.apps.controllers, a subprocess), asyncio, wall clock measured.
 # Both pace the sender by readiness (64 ACL packets queued at most) and count what the client received.
 # Also prints `blue bench air` and `blue bench acl` (the virtual radio alone). Speed is measured, never asserted.
+#
+# Across processes on Bumble's controllers (issue 13 item 5): `blue bench notify --hci tcp:... --role peripheral`
+# and `--role central` in two processes, each on one of Bumble's two stock controllers (python -m
+# bumble.apps.controllers, one link), against Bumble's hosts on the same kind of controllers (bench_bumble.py
+# above): the controllers are then the same, and the ratio says whether our host keeps up with Bumble's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +47,28 @@ for run in $(seq "$repeat"); do
     echo "run $run/$repeat, bumble: notify --size $size --count $bumble_count" >&2
     "$python" Scripts/bench_bumble.py --size "$size" --count "$bumble_count" --json --quiet >>"$results/bumble-$size.json"
   done
+  for size in $sizes; do
+    echo "run $run/$repeat, ours across two processes on Bumble's controllers: notify --size $size --count $bumble_count" >&2
+    ports=$("$python" -c 'import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+    read -r port1 port2 <<<"$ports"
+    "$python" -m bumble.apps.controllers "tcp-server:127.0.0.1:$port1" "tcp-server:127.0.0.1:$port2" >/dev/null 2>&1 &
+    controllers=$!
+    for _ in $(seq 100); do
+      if "$python" -c "import socket,sys; socket.create_connection(('127.0.0.1', $port2), 0.2)" 2>/dev/null; then break; fi
+      sleep 0.1
+    done
+    "$BLUE" bench notify --hci "tcp:127.0.0.1:$port1" --role peripheral --size "$size" --count "$bumble_count" \
+      --timeout 30 --json --quiet >/dev/null &
+    peripheral=$!
+    "$BLUE" bench notify --hci "tcp:127.0.0.1:$port2" --role central --size "$size" --count "$bumble_count" \
+      --timeout 30 --json --quiet >>"$results/across-$size.json" || echo "ours across processes failed (size $size)" >&2
+    wait "$peripheral" || true
+    kill "$controllers" 2>/dev/null || true
+    wait "$controllers" 2>/dev/null || true
+  done
   "$BLUE" bench air --reports 200000 --json --quiet >>"$results/air.json"
   "$BLUE" bench acl --count 200000 --json --quiet >>"$results/acl.json"
 done
@@ -69,6 +96,17 @@ for size in sizes:
     ratio = ours["packetsPerSecond"] / bumble["packetsPerSecond"] if bumble["packetsPerSecond"] else float("inf")
     median_ratio = ours["median"] / bumble["median"] if bumble["median"] else float("inf")
     print(f"{'':<10}{'ratio ours/bumble':<20}{'':>9}{ratio:>12,.1f}x{median_ratio:>10,.1f}x")
+print("on Bumble's controllers (the same two stock controllers, one link):")
+for size in sizes:
+    path = os.path.join(folder, f"across-{size}.json")
+    if not os.path.exists(path) or not os.path.getsize(path):
+        print(f"  {size} B: ours across processes did not run")
+        continue
+    ours, bumble = load(f"across-{size}.json"), load(f"bumble-{size}.json")
+    ratio = ours["packetsPerSecond"] / bumble["packetsPerSecond"] if bumble["packetsPerSecond"] else float("inf")
+    print(f"  {size} B: ours (two processes, blue bench --hci --role) {ours['packetsPerSecond']:,.0f}/s "
+          f"(median {ours['median']:,.0f}, lost {ours['lost']}), Bumble's host {bumble['packetsPerSecond']:,.0f}/s "
+          f"(median {bumble['median']:,.0f}): {ratio:.2f}x")
 for name in ("air", "acl"):
     r = load(f"{name}.json")
     unit = "advertising reports" if name == "air" else f"ACL packets of {r['size']} octets"

@@ -58,6 +58,8 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
     let stack: LaunchedStack
     var onProgress: ((String) -> Void)?
     private let progress = LockedValue(Progress())
+    /// ATT_MTU and this side's LE data length (TX octets), read when the last value went out or arrived.
+    private let measuredLink = LockedValue((mtu: 23, dataLength: 27))
     private var host: HostStack { stack.host }
 
     init(_ parameters: Parameters, stack: LaunchedStack) {
@@ -78,13 +80,14 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         guard (27...251).contains(parameters.dataLength) else { throw BenchError(.badOptions, "--data-length must be 27...251") }
         let subscription = stack.addEventHandler { [weak self] event in self?.handle(event) }
         defer { subscription.cancel() }
-        let (valueHandle, mtu, dataLength) = parameters.role == .peripheral ? try await setUpPeripheral() : try await setUpCentral()
+        let valueHandle = parameters.role == .peripheral ? try await setUpPeripheral() : try await setUpCentral()
         let sending = (parameters.mode == .notify) == (parameters.role == .peripheral)
         if sending {
             try await send(valueHandle: valueHandle)
         } else {
             try await receive()
         }
+        let (mtu, dataLength) = measuredLink.load()
         let state = progress.load()
         let span: Duration
         if sending, let first = state.firstSend, let last = state.lastSend {
@@ -147,7 +150,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
 
     // MARK: Setup
 
-    private func setUpPeripheral() async throws(BenchError) -> (UInt16, Int, Int) {
+    private func setUpPeripheral() async throws(BenchError) -> UInt16 {
         let (database, value, _) = try benchDatabase(name: parameters.name, properties: [.read, .write, .writeWithoutResponse, .notify])
         host.setGATTDatabase(database)
         let advertising = LockedValue<Result<Void, HostError>?>(nil)
@@ -162,16 +165,14 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         if case .failure(let error)? = advertising.load() { throw BenchError(.setupFailed, "advertising: \(error.reason)") }
         onProgress?("\(parameters.mode.rawValue): advertising \"\(parameters.name)\" on \(stack.transportDescription); waiting for the central")
         try await until("a central connected", limit: parameters.timeout) { self.progress.load().connection != nil }
-        let handle = progress.load().connection ?? 0
         onProgress?("\(parameters.mode.rawValue): connected to \(progress.load().peer.map { $0.string } ?? "?")")
         if parameters.mode == .notify {
             try await until("the central subscribed") { self.progress.load().subscribed }
         }
-        let info = await linkInfo(handle)
-        return (value, host.attMTU(connectionHandle: handle) ?? 23, Int(info?.maxTxOctets ?? 27))
+        return value
     }
 
-    private func setUpCentral() async throws(BenchError) -> (UInt16, Int, Int) {
+    private func setUpCentral() async throws(BenchError) -> UInt16 {
         let found = LockedValue<BluetoothAddress?>(nil)
         let name = parameters.name
         let scan = stack.addEventHandler { event in
@@ -229,8 +230,15 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                 throw BenchError(.setupFailed, "subscribing: \(String(describing: subscribed.load()))")
             }
         }
+        return valueHandle
+    }
+
+    /// Reads the link's ATT_MTU and data length into ``measuredLink`` (while it is up).
+    private func measureLink() async {
+        guard let handle = progress.load().connection else { return }
+        let mtu = host.attMTU(connectionHandle: handle) ?? 23
         let info = await linkInfo(handle)
-        return (valueHandle, mtu, Int(info?.maxTxOctets ?? 27))
+        measuredLink.store((mtu, Int(info?.maxTxOctets ?? 27)))
     }
 
     /// The value handle and CCCD of characteristic 0xBE01 in service 0xBE00.
@@ -323,6 +331,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         stack.eventLoop.execute { [weak self] in self?.pump?() }
         defer { pump = nil }
         try await watch(done: { $0.sent >= count }, what: "sent")
+        await measureLink()
         // All went out: the receiver disconnects when it has them all.
         do throws(BenchError) {
             try await until("the receiver's disconnection after the last value", limit: parameters.timeout) {
@@ -337,6 +346,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
     private func receive() async throws(BenchError) {
         let count = parameters.count
         try await watch(done: { $0.received >= count }, what: "received")
+        await measureLink()
         guard let handle = progress.load().connection else { return }
         let closed = LockedValue(false)
         host.disconnect(connectionHandle: handle) { _ in closed.store(true) }
