@@ -4,10 +4,15 @@ extension AirHub {
     /// Applies `fault`; `completion` gets the effect in one line, or why it was refused, on the air's loop.
     public func apply(_ fault: AirHubFault, completion: @escaping @Sendable (Result<String, AirHubError>) -> Void) {
         if case .loss(let percent) = fault {
-            air.configuration.packetLoss = percent / 100
-            let effect = "loss \(AirHubFault.percentText(percent)) of packets heard"
-            report(fault, effect)
-            eventLoop.execute { completion(.success(effect)) }
+            eventLoop.execute { [self] in
+                air.step { time in
+                    air.configuration.packetLoss = percent / 100
+                    air.recorder?.fault("loss \(percent / 100)", at: time)
+                }
+                let effect = "loss \(AirHubFault.percentText(percent)) of packets heard"
+                report(fault, effect)
+                completion(.success(effect))
+            }
             return
         }
         let devices = self.devices
@@ -29,7 +34,10 @@ extension AirHub {
             case .loss:
                 return
             case .drop:
-                let jammed = air.jamLinks(of: target?.controller)
+                let jammed = air.step { time in
+                    air.recorder?.fault("jam " + (target.map { "\($0.controller.identifier)" } ?? "all"), at: time)
+                    return air.jamLinks(of: target?.controller)
+                }
                 let whose = target.map { "dev\($0.device.number)'s" } ?? "every"
                 result = jammed == 0
                     ? .failure(AirHubError(.refused, target.map { "dev\($0.device.number) has no link" } ?? "no link on the air"))
@@ -37,7 +45,10 @@ extension AirHub {
                         + "both ends will see a supervision timeout")
             case .power(_, let on):
                 guard let target else { return }
-                target.controller.radioOn = on
+                air.step { time in
+                    air.recorder?.fault("radio \(target.controller.identifier) \(on ? 1 : 0)", at: time)
+                    target.controller.radioOn = on
+                }
                 let links = air.linkCount(of: target.controller)
                 result = .success("power: dev\(target.device.number)'s radio \(on ? "on" : "off")"
                     + (on || links == 0 ? "" : " (its \(links) link\(links == 1 ? "" : "s") will time out)"))
@@ -45,11 +56,11 @@ extension AirHub {
                 guard let target else { return }
                 var position = target.device.position
                 if out { position.x += 100_000 }
-                target.controller.position = position
+                air.move(target.controller, to: position)
                 result = .success("range: dev\(target.device.number) " + (out ? "out of range (100 km away)" : "back at \(position)"))
             case .move(_, let position):
                 guard let target else { return }
-                target.controller.position = position
+                air.move(target.controller, to: position)
                 result = .success("move: dev\(target.device.number) to \(position)")
             case .listDevices:
                 let lines = devices.map { device -> String in

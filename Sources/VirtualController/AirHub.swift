@@ -109,6 +109,9 @@ public final class AirHub: @unchecked Sendable {
         if let refused { throw refused }
         do throws(AirHubError) {
             if let directory = configuration.snoopDirectory { try Self.makeDirectory(directory, purpose: .snoop) }
+            if let path = configuration.recordPath {
+                air.recorder = try AirRecorder(path: path, seed: configuration.seed, configuration: configuration.air)
+            }
             // The monitor and control sockets exist before a host can join (a host may speak as soon as the UNIX
             // listener accepts): each device's traffic reaches the monitor from its first frame. Both are
             // conveniences: a hub without them still runs.
@@ -196,9 +199,22 @@ public final class AirHub: @unchecked Sendable {
             leave(member, reason: "hub stopped")
             member.transport.close()
         }
+        finishRecording()
         let final = statistics
         emit(.stopped(final))
         return final
+    }
+
+    /// Closes the recording after the steps the devices' leaving queued on the loop (at most 2 s of waiting).
+    private func finishRecording() {
+        guard let recorder = air.recorder else { return }
+        if !eventLoop.inEventLoop {
+            let done = LockedValue(false)
+            eventLoop.execute { done.store(true) }
+            let deadline = ContinuousClock.now + .seconds(2)
+            while !done.load(), ContinuousClock.now < deadline { usleep(1000) }
+        }
+        if let failure = recorder.finish() { emit(.warning(failure)) }
     }
 
     /// The devices on the air now, in join order.

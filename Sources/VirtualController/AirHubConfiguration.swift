@@ -25,6 +25,8 @@ public struct AirHubConfiguration: Hashable, Sendable {
     public var spacing: Double
     /// How often a ``AirHubEvent/statistics(_:)`` summary is emitted; nil for never (only at stop).
     public var statisticsInterval: Duration?
+    /// A file to record every step of the air in (``AirRecorder``), for ``AirReplay``; nil for none.
+    public var recordPath: String?
     /// The most frames (events, ACL data) that may wait for one host that does not read its socket fast enough;
     /// beyond it the hub disconnects that host (``AirHubEvent/warning(_:)``) instead of stalling the air.
     public var hostQueueLimit: Int
@@ -97,6 +99,8 @@ public struct AirHubError: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidCommand
         /// A control command names a device that is not on the air, or asks what cannot be done now.
         case refused
+        /// A recording (``AirReplay``) is not one, or its replay diverged.
+        case invalidRecording
     }
 
     public var code: Code

@@ -59,6 +59,28 @@ public final class VirtualAir: @unchecked Sendable {
     private var armedDeadline: StackInstant?
     private var firing = false
 
+    /// The time of the step being taken (see ``now``).
+    private var stepTime: StackInstant?
+    /// Writes every step (``AirRecorder``); set before any device joins, from the thread that made the air.
+    public var recorder: AirRecorder?
+    /// Whether the air's timer is driven from outside (``AirReplay``): it is then never armed on the loop, and
+    /// ``fireRecordedTick()`` takes the place of its firing.
+    var replaying = false
+
+    /// The air's clock: the loop's, standing still for the length of a step (a timer's firing, a host's frame, a
+    /// device joining or leaving, a fault), so that a step does the same whatever the wall clock did meanwhile and a
+    /// recorded run replays exactly (``AirRecorder``).
+    public var now: StackInstant { stepTime ?? eventLoop.now }
+
+    /// Runs `body` as one step at the loop's current time (nested steps share the outer one's time).
+    func step<Result>(_ body: (StackInstant) -> Result) -> Result {
+        if let stepTime { return body(stepTime) }
+        let time = eventLoop.now
+        stepTime = time
+        defer { stepTime = nil }
+        return body(time)
+    }
+
     public init(eventLoop: any EventLoop, seed: UInt64, configuration: AirConfiguration = AirConfiguration()) {
         self.eventLoop = eventLoop
         self.random = AirRandom(seed: seed)
@@ -89,6 +111,7 @@ public final class VirtualAir: @unchecked Sendable {
     }
 
     private func add(_ device: VirtualController) {
+        step { time in recorder?.join(device, at: time) }
         devices.append(device)
         devicesByIdentifier[device.identifier] = device
     }
@@ -100,6 +123,7 @@ public final class VirtualAir: @unchecked Sendable {
     public func detach(_ controller: VirtualController) {
         guard controller.air === self else { return }
         eventLoop.execute { [self] in
+            step { time in recorder?.leave(controller, at: time) }
             controller.shutDown()
             devices.removeAll { $0 === controller }
             if devicesByIdentifier[controller.identifier] === controller { devicesByIdentifier[controller.identifier] = nil }
@@ -148,7 +172,7 @@ public final class VirtualAir: @unchecked Sendable {
 
     func record(_ kind: AirPacket.Kind, from sender: BluetoothAddress, _ bytes: [UInt8]) {
         guard let observer else { return }
-        observer(AirPacket(time: eventLoop.now, kind: kind, sender: sender, bytes: bytes))
+        observer(AirPacket(time: now, kind: kind, sender: sender, bytes: bytes))
     }
 
     // MARK: Scheduling (one timer for all tasks)
@@ -170,7 +194,7 @@ public final class VirtualAir: @unchecked Sendable {
         timer?.cancel()
         timer = nil
         armedDeadline = next
-        guard let next else { return }
+        guard let next, !replaying else { return }
         timer = eventLoop.schedule(at: next) { [weak self] in self?.fire() }
     }
 
@@ -178,16 +202,22 @@ public final class VirtualAir: @unchecked Sendable {
         timer = nil
         armedDeadline = nil
         firing = true
-        while let task = tasks.takeDue(now: eventLoop.now) {
-            switch task {
-            case .advertising(let identifier): runAdvertisingEvent(identifier)
-            case .connectionEvent(let identifier): runConnectionEvent(identifier)
-            case .connectionExchange(let identifier): runTimedExchange(identifier)
+        step { time in
+            recorder?.tick(at: time)
+            while let task = tasks.takeDue(now: time) {
+                switch task {
+                case .advertising(let identifier): runAdvertisingEvent(identifier)
+                case .connectionEvent(let identifier): runConnectionEvent(identifier)
+                case .connectionExchange(let identifier): runTimedExchange(identifier)
+                }
             }
         }
         firing = false
         rearm()
     }
+
+    /// A recorded firing of the air's timer, at the loop's current time (``AirReplay``).
+    func fireRecordedTick() { fire() }
 
     // MARK: Advertising
 
@@ -197,7 +227,7 @@ public final class VirtualAir: @unchecked Sendable {
         let delay: Duration = highDuty ? .zero : .microseconds(Int(random.next() % 10_001))
         let interval: Duration = first ? .zero
             : highDuty ? .microseconds(3750) : .microseconds(Int(parameters.intervalMin) * 625)
-        schedule(.advertising(device.identifier), at: eventLoop.now + interval + delay)
+        schedule(.advertising(device.identifier), at: now + interval + delay)
     }
 
     func cancelAdvertising(_ device: VirtualController) {
@@ -206,11 +236,11 @@ public final class VirtualAir: @unchecked Sendable {
 
     private func runAdvertisingEvent(_ identifier: Int) {
         guard let advertiser = devicesByIdentifier[identifier], advertiser.powered,
-              let advertisement = advertiser.currentAdvertisement(now: eventLoop.now) else { return }
+              let advertisement = advertiser.currentAdvertisement(now: now) else { return }
         record(.advertising(advertisement.type), from: advertisement.address, advertisement.data)
-        for listener in listeners where listener !== advertiser && listener.isListening(now: eventLoop.now) {
+        for listener in listeners where listener !== advertiser && listener.isListening(now: now) {
             guard let rssi = hear(advertiser, listener) else { continue }
-            listener.receiveAdvertisement(advertisement, rssi: rssi, from: advertiser, now: eventLoop.now)
+            listener.receiveAdvertisement(advertisement, rssi: rssi, from: advertiser, now: now)
             guard advertiser.settings.advertising else { break }
         }
         if advertiser.settings.advertising { scheduleAdvertising(advertiser, first: false) }
@@ -235,7 +265,7 @@ public final class VirtualAir: @unchecked Sendable {
         let link = AirLink(identifier: nextLinkIdentifier, central: initiator, peripheral: advertiser)
         nextLinkIdentifier += 1
         links[link.identifier] = link
-        let now = eventLoop.now
+        let now = self.now
         link.peripheralHandle = advertiser.establishConnection(link: link, role: .peripheral, peer: initiatorAddress,
                                                                parameters: parameters, now: now)
         link.centralHandle = initiator.establishConnection(link: link, role: .central, peer: advertiserAddress,
@@ -248,7 +278,7 @@ public final class VirtualAir: @unchecked Sendable {
 
     private func runConnectionEvent(_ identifier: Int) {
         guard let link = links[identifier] else { return }
-        let now = eventLoop.now
+        let now = self.now
         if link.centralAlive { link.central.linkBeginEvent(link.centralHandle) }
         if link.peripheralAlive { link.peripheral.linkBeginEvent(link.peripheralHandle) }
         link.eventStart = now
@@ -269,7 +299,7 @@ public final class VirtualAir: @unchecked Sendable {
     /// and the next one follows when both ends have more to send and it would fit before the next anchor.
     private func runTimedExchange(_ identifier: Int) {
         guard let link = links[identifier] else { return }
-        let now = eventLoop.now
+        let now = self.now
         let (time, more) = exchange(on: link, now: now)
         if link.centralAlive { link.central.linkExchangeEnded(link.centralHandle) }
         if link.peripheralAlive { link.peripheral.linkExchangeEnded(link.peripheralHandle) }
@@ -340,6 +370,14 @@ public final class VirtualAir: @unchecked Sendable {
             jammed += 1
         }
         return jammed
+    }
+
+    /// Moves `device` as one recorded step (on the loop).
+    func move(_ device: VirtualController, to position: AirPosition) {
+        step { time in
+            recorder?.fault("move \(device.identifier) \(position.x) \(position.y) \(position.z)", at: time)
+            device.position = position
+        }
     }
 
     /// The live links `device` is an end of (on the loop).

@@ -9,7 +9,7 @@ import HCI
 extension VirtualController {
     // swiftlint:disable:next cyclomatic_complexity function_body_length
     func handle(_ command: HCICommand) {
-        let now = air.eventLoop.now
+        let now = air.now
         switch command {
         case .reset:
             dropEverything()
@@ -302,7 +302,7 @@ extension VirtualController {
                 return
             }
             status(.disconnect, .success)
-            connections[handle]?.link.disconnect(reason: reason, now: air.eventLoop.now)
+            connections[handle]?.link.disconnect(reason: reason, now: air.now)
         case .leRemoteConnectionParameterRequestReply(let handle, _):
             complete(.leRemoteConnectionParameterRequestReply, .statusAndHandle(
                 status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed, handle: handle))

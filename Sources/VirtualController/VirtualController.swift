@@ -74,12 +74,22 @@ public final class VirtualController: @unchecked Sendable {
 
     /// A command or ACL packet from the host; may be called from any thread.
     public func receiveFromHost(_ frame: H4Frame) {
-        air.eventLoop.execute { [self] in handleFrame(frame) }
+        air.eventLoop.execute { [self] in
+            air.step { time in
+                air.recorder?.frame(frame, to: self, at: time)
+                handleFrame(frame)
+            }
+        }
     }
 
     /// Turns the radio off: advertising, scanning and connections stop with no event (peers time out).
     public func powerOff() {
-        air.eventLoop.execute { [self] in shutDown() }
+        air.eventLoop.execute { [self] in
+            air.step { time in
+                air.recorder?.fault("power \(identifier) 0", at: time)
+                shutDown()
+            }
+        }
     }
 
     /// Power-off on the loop.
@@ -93,6 +103,7 @@ public final class VirtualController: @unchecked Sendable {
     public func powerOn() {
         air.eventLoop.execute { [self] in
             guard !powered else { return }
+            air.step { time in air.recorder?.fault("power \(identifier) 1", at: time) }
             powered = true
             settings = ControllerSettings()
         }
@@ -173,12 +184,16 @@ public final class VirtualController: @unchecked Sendable {
     /// Sends an event unless the host masked it (Set Event Mask §7.3.1, LE Set Event Mask §7.8.1).
     func send(_ event: HCIEvent) {
         guard powered, isUnmasked(event) else { return }
-        toHost?(H4Frame(type: .event, packet: event.encode()))
+        let frame = H4Frame(type: .event, packet: event.encode())
+        air.recorder?.toHost(frame, from: self)
+        toHost?(frame)
     }
 
     func sendACL(_ packet: HCIACLDataPacket) {
         guard powered else { return }
-        toHost?(packet.frame)
+        let frame = packet.frame
+        air.recorder?.toHost(frame, from: self)
+        toHost?(frame)
     }
 
     private func isUnmasked(_ event: HCIEvent) -> Bool {

@@ -46,6 +46,15 @@ struct Air: ParsableCommand {
     @Option(help: "Seed of the air's random source (same seed and scenario, same packets).")
     var seed: UInt64 = 1
 
+    @Option(help: ArgumentHelp("Record every step of the air (joins, host frames, timer firings, faults) in this file, "
+                                   + "for --replay.", valueName: "file"))
+    var record: String?
+
+    @Option(help: ArgumentHelp("Replay a recording made with --record on virtual time, with no hosts: check that every "
+                                   + "controller sends its host what it sent then, and (with --snoop DIR) write each "
+                                   + "device's capture. Nothing listens.", valueName: "file"))
+    var replay: String?
+
     @Option(help: ArgumentHelp("Percentage (0...100, `%` optional) of heard packets lost anyway (the link layer "
                                    + "retransmits); `blue fault loss` changes it while the hub runs.", valueName: "percent"))
     var loss: String = "0"
@@ -74,6 +83,7 @@ struct Air: ParsableCommand {
     }
 
     func run() throws {
+        if let replay { return try runReplay(replay) }
         var endpoints: [AirHubTCPEndpoint] = []
         for text in tcpEndpoints {
             do {
@@ -86,9 +96,10 @@ struct Air: ParsableCommand {
         air.packetLoss = (lossPercent ?? 0) / 100
         air.realRadioTiming = realtime
         let interval: Duration? = statisticsInterval > 0 ? .milliseconds(Int(statisticsInterval * 1000)) : nil
-        let configuration = AirHubConfiguration(
+        var configuration = AirHubConfiguration(
             socketPath: socketPath ?? StackLaunchOptions.defaultHubSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,
             seed: seed, air: air, statisticsInterval: interval)
+        configuration.recordPath = record
         let hub = AirHub(configuration: configuration, eventLoop: DispatchEventLoop(label: "blue.air"))
         let json = json
         hub.onEvent = { event in
@@ -133,5 +144,47 @@ struct Air: ParsableCommand {
             }
         }
         dispatchMain()
+    }
+
+    /// `--replay FILE`: the recording's steps again on virtual time; one line per device, exit 1 when one diverged.
+    private func runReplay(_ path: String) throws {
+        guard record == nil, tcpEndpoints.isEmpty, vhciControllers == 0 else {
+            throw ValidationError("--replay runs alone: no --record, --h4-tcp or --vhci with it")
+        }
+        let outcome: AirReplay.Outcome
+        do {
+            outcome = try AirReplay.run(path: path, snoopDirectory: snoopDirectory)
+        } catch {
+            printError(error.reason)
+            throw ExitCode(error.code == .invalidRecording ? 64 : 1)
+        }
+        for device in outcome.devices {
+            let verdict: String
+            switch device.matches {
+            case true?: verdict = "as recorded"
+            case false?: verdict = "DIVERGED (recorded: \(device.recorded?.count ?? 0) frames, hash \(String(device.recorded?.hash ?? 0, radix: 16)))"
+            case nil: verdict = "no digest in the recording"
+            }
+            if json {
+                var object: [String: Any] = ["event": "replayed", "device": device.identifier, "address": device.address.string,
+                                             "framesToHost": device.framesToHost, "hash": String(device.hash, radix: 16)]
+                if let matches = device.matches { object["matches"] = matches }
+                Console.json(object)
+            } else {
+                Console.line("device \(device.identifier) \(device.address.string): \(device.framesToHost) frames to its host, \(verdict)"
+                             + (snoopDirectory.map { ", capture \($0)/device\(device.identifier).btsnoop" } ?? ""))
+            }
+        }
+        let seconds = Double(outcome.duration.components.seconds) + Double(outcome.duration.components.attoseconds) / 1e18
+        let summary = "replayed \(outcome.steps) steps, \(String(format: "%.3f", seconds)) s of air time, seed \(outcome.seed): "
+            + (outcome.matches == true ? "every controller sent its host what it sent in the recording"
+               : outcome.matches == false ? "the replay diverged from the recording" : "no digests to compare (the recording was cut)")
+        if json {
+            Console.json(["event": "replay", "steps": outcome.steps, "airSeconds": seconds, "seed": Int(truncatingIfNeeded: outcome.seed),
+                          "matches": outcome.matches as Any])
+        } else {
+            Console.line(summary)
+        }
+        if outcome.matches == false { throw ExitCode(1) }
     }
 }

@@ -141,7 +141,7 @@ import Testing
 }
 
 /// A host on the hub's UNIX socket: sends commands, records LE Connection Complete and Disconnection Complete.
-private final class HubHost: Sendable {
+final class HubHost: Sendable {
     let transport: SocketH4Transport
     private let frames = LockedValue<[H4Frame]>([])
 
@@ -175,4 +175,7 @@ private final class HubHost: Sendable {
     }
 
     func close() { transport.close() }
+
+    /// Every frame received so far.
+    var frameCount: Int { frames.withLock { $0.count } }
 }
