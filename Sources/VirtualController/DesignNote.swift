@@ -53,5 +53,12 @@
 // Not implemented: extended advertising, privacy / resolving list, LE Secure Connections P-256 commands (the host
 // does them), Connection Parameters Request procedure, controller-to-host flow control (accepted, not enforced).
 //
+// Steps and replay: everything the air does happens in a step — a device joins or leaves, a host's frame reaches its
+// controller, the air's timer fires, a fault changes the air — and within a step the air's clock (`VirtualAir.now`)
+// stands still. With the seeded generator drawn in step order, the air is a function of its seed, its radio model
+// and its steps: `AirRecorder` writes the steps with their times (`blue air --record`), `AirReplay` takes them again
+// on a ManualEventLoop with the timer driven by the recorded firings (`--replay`) and checks each controller's
+// digest of the frames it sent its host.
+//
 // State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
 // `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.
