@@ -267,9 +267,9 @@ public final class VirtualAir: @unchecked Sendable {
         links[link.identifier] = link
         let now = self.now
         link.peripheralHandle = advertiser.establishConnection(link: link, role: .peripheral, peer: initiatorAddress,
-                                                               parameters: parameters, now: now)
+                                                               local: advertiserAddress, parameters: parameters, now: now)
         link.centralHandle = initiator.establishConnection(link: link, role: .central, peer: advertiserAddress,
-                                                           parameters: parameters, now: now)
+                                                           local: initiatorAddress, parameters: parameters, now: now)
         schedule(.connectionEvent(link.identifier), at: now + .microseconds(Int(parameters.intervalMin) * 1250))
         return true
     }

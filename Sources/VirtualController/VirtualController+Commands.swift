@@ -309,8 +309,10 @@ extension VirtualController {
         case .leRemoteConnectionParameterRequestNegativeReply(let handle, _):
             complete(.leRemoteConnectionParameterRequestNegativeReply, .statusAndHandle(
                 status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed, handle: handle))
-        case .leReadLocalP256PublicKey, .leGenerateDHKey, .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList,
-             .leClearResolvingList, .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout:
+        case .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList,
+             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout:
+            handlePrivacy(command)
+        case .leReadLocalP256PublicKey, .leGenerateDHKey:
             complete(command.opcode, .status(.unknownCommand))
         case .unknown(let opcode, _):
             complete(opcode, .status(.unknownCommand))
@@ -385,9 +387,11 @@ extension VirtualController {
         return .success
     }
 
-    func sendConnectionComplete(_ complete: LEConnectionComplete) {
+    func sendConnectionComplete(_ complete: LEConnectionComplete, localRPA: BluetoothAddress? = nil, peerRPA: BluetoothAddress? = nil) {
         if isLEEventEnabled(.enhancedConnectionComplete) {
-            send(.leMeta(.enhancedConnectionComplete(LEEnhancedConnectionComplete(connection: complete))))
+            let none = BluetoothAddress(0, type: .random)
+            send(.leMeta(.enhancedConnectionComplete(LEEnhancedConnectionComplete(
+                connection: complete, localResolvablePrivateAddress: localRPA ?? none, peerResolvablePrivateAddress: peerRPA ?? none))))
         } else {
             send(.leMeta(.connectionComplete(complete)))
         }

@@ -34,7 +34,9 @@ extension VirtualController {
     func currentAdvertisement(now: StackInstant) -> AirAdvertisement? {
         guard settings.advertising else { return nil }
         let parameters = settings.advertisingParameters
-        guard let address = ownAddress(parameters.ownAddressType) else { return nil }
+        // Peer_Address names the resolving-list entry whose local IRK makes the RPA (Own_Address_Type 0x02/0x03).
+        let peer = BluetoothAddress(parameters.peerAddress.value, type: parameters.peerAddressType.bluetoothAddressType)
+        guard let address = ownAddress(parameters.ownAddressType, towards: peer, now: now) else { return nil }
         if parameters.advertisingType == .connectableHighDutyCycleDirected, now - settings.advertisingStart >= .milliseconds(1280) {
             settings.advertising = false
             sendConnectionComplete(LEConnectionComplete(
@@ -54,7 +56,7 @@ extension VirtualController {
         let parameters = settings.advertisingParameters
         guard settings.advertising, parameters.advertisingType == .connectableUndirected
                 || parameters.advertisingType == .scannableUndirected else { return false }
-        return parameters.filterPolicy & 0x01 == 0 || isOnFilterAcceptList(scanner)
+        return parameters.filterPolicy & 0x01 == 0 || isOnFilterAcceptList(resolve(scanner).address)
     }
 
     func acceptsConnection(from initiator: BluetoothAddress) -> Bool {
@@ -62,9 +64,10 @@ extension VirtualController {
         guard settings.advertising else { return false }
         switch parameters.advertisingType {
         case .connectableUndirected:
-            return parameters.filterPolicy & 0x02 == 0 || isOnFilterAcceptList(initiator)
+            return parameters.filterPolicy & 0x02 == 0 || isOnFilterAcceptList(resolve(initiator).address)
         case .connectableHighDutyCycleDirected, .connectableLowDutyCycleDirected:
             return Self.matches(parameters.peerAddress, parameters.peerAddressType, initiator)
+                || Self.names(parameters.peerAddress, parameters.peerAddressType, resolve(initiator))
         default:
             return false
         }
@@ -90,37 +93,43 @@ extension VirtualController {
     }
 
     func receiveAdvertisement(_ advertisement: AirAdvertisement, rssi: Int8, from advertiser: VirtualController, now: StackInstant) {
+        // The advertiser as the host will see it: its identity when the resolving list resolves its RPA (§6.3).
+        let resolved = resolve(advertisement.address)
         if let initiating = settings.initiating, advertisement.isConnectable,
-           let own = ownAddress(initiating.ownAddressType) {
-            let targetMatches = advertisement.target.map { $0 == own } ?? true
+           let own = ownAddress(initiating.ownAddressType, towards: resolved.address, now: now) {
+            let targetMatches = advertisement.target.map { $0 == own || isLocalResolvableAddress($0) } ?? true
             let peerMatches = initiating.initiatorFilterPolicy == 1
-                ? isOnFilterAcceptList(advertisement.address)
+                ? isOnFilterAcceptList(resolved.address)
                 : Self.matches(initiating.peerAddress, initiating.peerAddressType, advertisement.address)
+                    || Self.names(initiating.peerAddress, initiating.peerAddressType, resolved)
             if targetMatches, peerMatches,
                air.connect(initiator: self, initiatorAddress: own, advertiser: advertiser,
                            advertiserAddress: advertisement.address, parameters: initiating.connection) {
                 return
             }
         }
-        guard settings.scanning, let own = ownAddress(settings.scanParameters.ownAddressType) else { return }
-        if let target = advertisement.target, target != own { return }
+        guard settings.scanning, let own = ownAddress(settings.scanParameters.ownAddressType, towards: resolved.address, now: now) else {
+            return
+        }
+        if let target = advertisement.target, target != own, !isLocalResolvableAddress(target) { return }
         let parameters = settings.scanParameters
-        if parameters.filterPolicy & 0x01 != 0, !isOnFilterAcceptList(advertisement.address) { return }
-        report(advertisement.reportType, advertisement.address, advertisement.data, rssi)
+        if parameters.filterPolicy & 0x01 != 0, !isOnFilterAcceptList(resolved.address) { return }
+        report(advertisement.reportType, resolved, advertisement.data, rssi)
         if parameters.scanType == 0x01, advertisement.isScannable,
            let response = air.exchangeScanRequest(scanner: self, scannerAddress: own, advertiser: advertiser,
                                                   advertiserAddress: advertisement.address) {
-            report(.scanResponse, advertisement.address, response.data, response.rssi)
+            report(.scanResponse, resolved, response.data, response.rssi)
         }
     }
 
-    private func report(_ type: LEAdvertisingReportType, _ address: BluetoothAddress, _ data: [UInt8], _ rssi: Int8) {
+    private func report(_ type: LEAdvertisingReportType, _ sender: ResolvedAddress, _ data: [UInt8], _ rssi: Int8) {
         if settings.filterDuplicates {
-            let key = ControllerSettings.ReportKey(address: address, eventType: type.rawValue)
+            let key = ControllerSettings.ReportKey(address: sender.address, eventType: type.rawValue)
             if settings.reported.contains(key) { return }
             if settings.reported.count < 4096 { settings.reported.insert(key) }
         }
-        send(.leMeta(.advertisingReport([LEAdvertisingReport(eventType: type, address: address, data: data, rssi: rssi)])))
+        send(.leMeta(.advertisingReport([LEAdvertisingReport(eventType: type, addressType: sender.type, address: sender.address,
+                                                              data: data, rssi: rssi)])))
     }
 
     // MARK: Connections
@@ -135,8 +144,9 @@ extension VirtualController {
     }
 
     /// Enters the Connection State after CONNECT_IND (sent as central, received as peripheral) and tells the host.
-    func establishConnection(link: AirLink, role: LinkLayerConnection.Role, peer: BluetoothAddress,
+    func establishConnection(link: AirLink, role: LinkLayerConnection.Role, peer: BluetoothAddress, local: BluetoothAddress,
                              parameters: LEConnectionParameters, now: StackInstant) -> UInt16 {
+        let resolved = resolve(peer)
         if role == .peripheral {
             settings.advertising = false
             air.cancelAdvertising(self)
@@ -158,9 +168,10 @@ extension VirtualController {
         connections[handle] = ConnectionRecord(link: connection, airLink: link)
         sendConnectionComplete(LEConnectionComplete(
             status: .success, handle: handle, role: role == .central ? .central : .peripheral,
-            peerAddressType: LEAddressType(peer.type), peerAddress: peer, connectionInterval: parameters.intervalMin,
+            peerAddressType: resolved.type, peerAddress: resolved.address, connectionInterval: parameters.intervalMin,
             peripheralLatency: parameters.maxLatency, supervisionTimeout: parameters.supervisionTimeout,
-            centralClockAccuracy: 0x05))
+            centralClockAccuracy: 0x05),
+            localRPA: local.kind == .resolvablePrivate ? local : nil, peerRPA: resolved.resolvedFrom)
         return handle
     }
 

@@ -282,6 +282,12 @@ struct ControllerSettings {
     var defaultTxPHYs: UInt8 = 0x07
     var defaultRxPHYs: UInt8 = 0x07
     var hostACLLength = Int(aclDataPacketLength)
+    /// Link-layer privacy (VirtualController+Privacy.swift).
+    var resolvingList: [ResolvingListEntry] = []
+    var addressResolution = false
+    /// Seconds (§7.8.45; default 900 s, 15 minutes).
+    var rpaTimeout: UInt16 = 900
+    var rpaGenerated: StackInstant?
 
     struct ReportKey: Hashable {
         var address: BluetoothAddress
