@@ -29,13 +29,13 @@ import Testing
         for host in hosts {
             host.send(.reset)
             host.send(.setEventMask(0x3FFF_FFFF_FFFF_FFFF))
-            try await Self.waitUntil { hub.devices.count == (host === hosts[0] ? 1 : 2) }
+            try await waitUntil { hub.devices.count == (host === hosts[0] ? 1 : 2) }
         }
         hosts[0].send(.leSetAdvertisingParameters(LEAdvertisingParameters(intervalMin: 32, intervalMax: 32)))
         hosts[0].send(.leSetAdvertisingEnable(true))
         hosts[1].send(.leCreateConnection(LECreateConnectionParameters(
             peer: AirHub.address(forDevice: 1), connection: LEConnectionParameters(intervalMin: 6, intervalMax: 6, supervisionTimeout: 50))))
-        try await Self.waitUntil { hosts.allSatisfy { $0.connected } }
+        try await waitUntil { hosts.allSatisfy { $0.connected } }
         // ACL both ways: the handles are 0x0001 on both controllers (each has one connection).
         for index in 0..<20 {
             let payload = [UInt8](repeating: UInt8(index), count: 27)
@@ -44,9 +44,9 @@ import Testing
         }
         try await Task.sleep(for: .milliseconds(200))
         #expect(try AirHub.control("drop all", socketPath: socket).hasPrefix("ok: drop"))
-        try await Self.waitUntil { hosts.allSatisfy { !$0.connected } }
+        try await waitUntil { hosts.allSatisfy { !$0.connected } }
         for host in hosts { host.close() }
-        try await Self.waitUntil { hub.devices.isEmpty }
+        try await waitUntil { hub.devices.isEmpty }
         hub.stop()
         return (path, hosts.map(\.frameCount))
     }
@@ -119,20 +119,5 @@ import Testing
             #expect(error.reason.contains(expected), "\(error.reason)")
             #expect(!error.reason.contains("\n"))
         }
-    }
-
-    private static func waitUntil(_ line: Int = #line, _ condition: @escaping @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the condition of line \(line) not met within 20 s")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    private func waitUntil(_ line: Int = #line, _ condition: @escaping @Sendable () -> Bool) async throws {
-        try await Self.waitUntil(line, condition)
     }
 }
