@@ -69,8 +69,16 @@ struct Serve: ParsableCommand, Sendable {
     @Flag(name: .customLong("allow-repairing"), help: "Let a central we hold a bond with pair again (the new bond replaces the old).")
     var allowRepairing = false
 
+    @Flag(help: ArgumentHelp("Advertise with a resolvable private address made from our IRK (a central that bonded with "
+                                 + "us still recognises it), a new one every --rpa-interval seconds while not advertising."))
+    var privacy = false
+
+    @Option(name: .customLong("rpa-interval"), help: "With --privacy: seconds between private addresses (1...3600; 900 recommended).")
+    var rpaInterval = 900
+
     func validate() throws {
         if let passkey, passkey > 999_999 { throw ValidationError("--passkey must be 0...999999") }
+        guard (1...3600).contains(rpaInterval) else { throw ValidationError("--rpa-interval must be 1...3600 seconds") }
     }
 
     /// Security as peripheral (Core 5.4 Vol 3 Part H §2.3.2): our IO capability; MITM asked whenever it can
@@ -81,6 +89,7 @@ struct Serve: ParsableCommand, Sendable {
         security.mitm = io != .noInputNoOutput
         security.fixedPasskey = passkey
         if allowRepairing { security.allowRepairing = { _ in true } }
+        if privacy { security.privateAddressRotation = .seconds(rpaInterval) }
         return security
     }
 
@@ -119,6 +128,9 @@ struct Serve: ParsableCommand, Sendable {
         let deviceName = definition.name ?? "blue serve"
         let wanted = try definition.advertisingContent(name: deviceName, services: advertised)
         if let adapter = try stack.bluezAdapter() {
+            if privacy {
+                throw CLIFailure(.usage, "--privacy: through bluetoothd (--hci \(stack.hci)) its own privacy setting decides (Privacy= in main.conf)")
+            }
             if definition.advertisingData != nil {
                 throw CLIFailure(.usage, "advertisingData: through bluetoothd (--hci \(stack.hci)) the advertisement carries the name and service UUIDs only")
             }
@@ -139,10 +151,26 @@ struct Serve: ParsableCommand, Sendable {
         _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
             launched.host.setGATTDatabase(database) { done(.success(())) }
         }
+        // The address in use, read on the stack's loop (with --privacy, the RPA the host sets right after start:
+        // advertise only once it is there).
+        let ownAddress = LockedValue<BluetoothAddress?>(nil)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            let host = launched.host
+            launched.eventLoop.execute { ownAddress.store(host.controllerInfo.ownAddress) }
+            try? await Task.sleep(for: .milliseconds(10))
+            if let address = ownAddress.load(), !privacy || address.kind == .resolvablePrivate { break }
+            guard ContinuousClock.now < deadline else {
+                launched.shutdown()
+                throw CLIFailure(.failed, "--privacy: no resolvable private address was set within 5 s")
+            }
+        }
+        let address = ownAddress.load()?.string ?? launched.ownAddress
         let content = try await server.advertise(wanted)
         server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
-                     "address": launched.ownAddress, "services": content.serviceUUIDs.map(\.uuidString)],
-                    text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(launched.ownAddress)"
+                     "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
+                    text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(address)"
+                        + (privacy ? " (resolvable private address)" : "")
                         + (content.serviceUUIDs.isEmpty ? "" : ", advertising \(content.serviceUUIDs.map(ValueDecoding.label).joined(separator: ", "))"))
         server.startGenerators()
         await waitForTimeoutOrSignal(nil, loop: launched.eventLoop)
