@@ -112,6 +112,44 @@ def test_hci_commands_built_by_bumble():
         (hci.HCI_LE_Enable_Encryption_Command(connection_handle=0x0040, random_number=bytes(8), encrypted_diversifier=0,
                                               long_term_key=bytes(range(16))), "Encryption", []),
         (hci.HCI_LE_Set_Data_Length_Command(connection_handle=0x0040, tx_octets=251, tx_time=2120), "LE Set Data Length", ["251"]),
+        # Extended advertising, scanning and initiating (Core 5.4 Vol 4 Part E §7.8.52-§7.8.66)
+        (hci.HCI_LE_Set_Advertising_Set_Random_Address_Command(
+            advertising_handle=1, random_address=hci.Address("C4:12:34:56:78:9A", hci.Address.RANDOM_DEVICE_ADDRESS)),
+         "LE Set Advertising Set Random Address", ["C4:12:34:56:78:9A"]),
+        (hci.HCI_LE_Set_Extended_Advertising_Parameters_Command(
+            advertising_handle=1, advertising_event_properties=0x13, primary_advertising_interval_min=0x0000A0,
+            primary_advertising_interval_max=0x0100F0, primary_advertising_channel_map=7, own_address_type=1,
+            peer_address_type=0, peer_address=hci.Address("00:1A:7D:DA:71:13", hci.Address.PUBLIC_DEVICE_ADDRESS),
+            advertising_filter_policy=0, advertising_tx_power=0x7F, primary_advertising_phy=1,
+            secondary_advertising_max_skip=0, secondary_advertising_phy=2, advertising_sid=3,
+            scan_request_notification_enable=1),
+         "LE Set Extended Advertising Parameters", ["Legacy PDUs", "0x0100F0", "LE 2M", "no preference"]),
+        (hci.HCI_LE_Set_Extended_Advertising_Data_Command(advertising_handle=1, operation=3, fragment_preference=1,
+                                                          advertising_data=bytes.fromhex("020106030d18") + b"x" * 200),
+         "LE Set Extended Advertising Data", ["Complete data", "206"]),
+        (hci.HCI_LE_Set_Extended_Scan_Response_Data_Command(advertising_handle=1, operation=1, fragment_preference=0,
+                                                            scan_response_data=bytes.fromhex("050954657374")),
+         "LE Set Extended Scan Response Data", ["First fragment"]),
+        (hci.HCI_LE_Set_Extended_Advertising_Enable_Command(enable=1, advertising_handles=[1, 2], durations=[500, 0],
+                                                            max_extended_advertising_events=[0, 10]),
+         "LE Set Extended Advertising Enable", ["5000 ms", "Num_Sets: 2"]),
+        (hci.HCI_LE_Read_Maximum_Advertising_Data_Length_Command(), "LE Read Maximum Advertising Data Length", []),
+        (hci.HCI_LE_Read_Number_Of_Supported_Advertising_Sets_Command(), "LE Read Number of Supported Advertising Sets", []),
+        (hci.HCI_LE_Remove_Advertising_Set_Command(advertising_handle=2), "LE Remove Advertising Set", ["0x02"]),
+        (hci.HCI_LE_Clear_Advertising_Sets_Command(), "LE Clear Advertising Sets", []),
+        (hci.HCI_LE_Set_Extended_Scan_Parameters_Command(own_address_type=1, scanning_filter_policy=0, scanning_phys=5,
+                                                         scan_types=[1, 0], scan_intervals=[0x60, 0x120],
+                                                         scan_windows=[0x30, 0x90]),
+         "LE Set Extended Scan Parameters", ["LE 1M, LE Coded", "0x0120", "Passive"]),
+        (hci.HCI_LE_Set_Extended_Scan_Enable_Command(enable=1, filter_duplicates=2, duration=100, period=8),
+         "LE Set Extended Scan Enable", ["reset for each scan period", "1000 ms", "10240 ms"]),
+        (hci.HCI_LE_Extended_Create_Connection_Command(
+            initiator_filter_policy=0, own_address_type=0, peer_address_type=1,
+            peer_address=hci.Address("C4:12:34:56:78:9A", hci.Address.RANDOM_DEVICE_ADDRESS), initiating_phys=7,
+            scan_intervals=[0x10, 0x20, 0x30], scan_windows=[0x10, 0x20, 0x30], connection_interval_mins=[6, 6, 6],
+            connection_interval_maxs=[12, 12, 12], max_latencies=[0, 1, 2], supervision_timeouts=[200, 300, 400],
+            min_ce_lengths=[0, 0, 0], max_ce_lengths=[0, 0, 0]),
+         "LE Extended Create Connection", ["C4:12:34:56:78:9A", "LE 1M, LE 2M, LE Coded", "4000 ms"]),
     ]
     check("h4", cases)
 
@@ -127,6 +165,28 @@ def test_hci_events_built_by_bumble():
         (hci.HCI_Number_Of_Completed_Packets_Event(connection_handles=[0x40, 0x41], num_completed_packets=[3, 1]),
          "Number Of Completed Packets", ["0x0041"]),
         (hci.HCI_Encryption_Change_Event(status=0, connection_handle=0x0040, encryption_enabled=1), "Encryption Change", []),
+        (hci.HCI_Command_Complete_Event(
+            num_hci_command_packets=1, command_opcode=hci.HCI_LE_SET_EXTENDED_ADVERTISING_PARAMETERS_COMMAND,
+            return_parameters=hci.HCI_LE_Set_Extended_Advertising_Parameters_ReturnParameters(status=0, selected_tx_power=-4)),
+         "Command Complete", ["LE Set Extended Advertising Parameters", "Selected_TX_Power: -4 dBm"]),
+        (hci.HCI_Command_Complete_Event(
+            num_hci_command_packets=1, command_opcode=hci.HCI_LE_READ_MAXIMUM_ADVERTISING_DATA_LENGTH_COMMAND,
+            return_parameters=hci.HCI_LE_Read_Maximum_Advertising_Data_Length_ReturnParameters(
+                status=0, max_advertising_data_length=1650)),
+         "Command Complete", ["1650 octets"]),
+        (hci.HCI_Command_Status_Event(status=0, num_hci_command_packets=1,
+                                      command_opcode=hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND),
+         "Command Status", ["LE Extended Create Connection"]),
+        (hci.HCI_LE_Advertising_Set_Terminated_Event(status=0x3C, advertising_handle=1, connection_handle=0,
+                                                     num_completed_extended_advertising_events=4),
+         "LE Advertising Set Terminated", ["Advertising Timeout", "Num_Completed_Extended_Advertising_Events: 4"]),
+        # Bumble has no class for these two: its generic LE Meta event with the spec's parameters.
+        (hci.HCI_LE_Meta_Event(subevent_code=hci.HCI_LE_SCAN_TIMEOUT_EVENT,
+                               parameters=bytes([hci.HCI_LE_SCAN_TIMEOUT_EVENT])), "LE Scan Timeout", []),
+        (hci.HCI_LE_Meta_Event(subevent_code=hci.HCI_LE_SCAN_REQUEST_RECEIVED_EVENT,
+                               parameters=bytes([hci.HCI_LE_SCAN_REQUEST_RECEIVED_EVENT, 1, 1])
+                               + bytes(hci.Address("C4:12:34:56:78:9A", hci.Address.RANDOM_DEVICE_ADDRESS))),
+         "LE Scan Request Received", ["C4:12:34:56:78:9A"]),
     ]
     check("h4", cases)
 

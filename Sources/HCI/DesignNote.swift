@@ -6,6 +6,14 @@
 // `HCIReturnParameters` types the return parameters of Command Complete by opcode. Framing/ACL (Framing/) adds
 // the H4 packet indicator, ACL data packets, fragmentation/reassembly and btsnoop files.
 //
+// Extended advertising, scanning and initiating (Bluetooth 5, §7.8.52–§7.8.66, §7.7.65.17–19): in the table
+// (five of them variable-length: `Info.isVariableLength`, `parameterLength` is then the fixed part) and validated
+// field by field when decoded, but carried as `HCICommand.unknown` / `HCILEMetaEvent.unknown` with their exact bytes;
+// `HCIExtendedCommand` and `HCIExtendedLEMetaEvent` are their typed forms (`.extended(_:)` builds one,
+// `extendedCommand` / `extendedEvent` reads it back). They get no case of their own yet because Host and
+// VirtualController switch exhaustively over `HCICommand` and `HCILEMetaEvent`; turning them into cases later is
+// `case extended(HCIExtendedCommand)` plus those two switches.
+//
 // State: none. Every type here is an immutable value (Sendable, Hashable); decoders take untrusted bytes through
 // `BluetoothCore.ByteReader` and throw `DecodeError`, never trap. Connection handles are masked to 12 bits and
 // checked against 0x0EFF. Credits, pending commands and the connection table belong to Host (or to the

@@ -83,5 +83,5 @@ enum CommandVectors {
         (.leSetDefaultPHY(allPHYs: 0, txPHYs: 3, rxPHYs: 3), "3120 03 00 03 03"),
         (.leSetPHY(handle: 0x0040, allPHYs: 0, txPHYs: 2, rxPHYs: 2, phyOptions: 0), "3220 07 4000 00 02 02 0000"),
         (.unknown(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0001), parameters: [0x01, 0x02]), "01fc 02 0102"),
-    ]
+    ] + ExtendedVectors.commands.map { (HCICommand.extended($0.0), $0.1) }
 }

@@ -120,5 +120,5 @@ enum EventVectors {
             advertisingSID: 0xFF, txPower: 127, rssi: -55, data: hex("020106"))])),
          "3e 1d 0d 01 1300 00 1371da7d1a00 01 00 ff 7f c9 0000 00 000000000000 03 020106"),
         (.leMeta(.unknown(subevent: LESubeventCode(0x14), parameters: [0x40, 0x00, 0x01])), "3e 04 14 400001"),
-    ]
+    ] + ExtendedVectors.returnParameters + ExtendedVectors.events.map { (HCIEvent.leMeta(.extended($0.0)), $0.1) }
 }

@@ -77,6 +77,15 @@ enum HCIFieldText {
         let padded = String(repeating: "0", count: 3 - fraction.count) + fraction
         return Dissection(label, "\(Dissection.hex16(value)) (\(micro / 1000).\(padded) ms)")
     }
+    /// A 24-bit interval in 0.625 ms steps: "0x000800 (1280.000 ms)".
+    static func interval24(_ label: String, _ value: UInt32) -> Dissection {
+        let micro = Int(value & 0xFF_FFFF) * 625
+        let fraction = String(micro % 1000)
+        let padded = String(repeating: "0", count: 3 - fraction.count) + fraction
+        let digits = String(value & 0xFF_FFFF, radix: 16, uppercase: true)
+        let hex = "0x" + String(repeating: "0", count: 6 - digits.count) + digits
+        return Dissection(label, "\(hex) (\(micro / 1000).\(padded) ms)")
+    }
     static func advertisingInterval(_ label: String, _ value: UInt16) -> Dissection {
         duration(label, value, unitMicroseconds: 625)
     }

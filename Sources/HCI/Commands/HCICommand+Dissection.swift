@@ -27,13 +27,13 @@ extension HCICommand: Dissectable {
         0x00: "Basic unfiltered", 0x01: "Basic filtered", 0x02: "Extended unfiltered", 0x03: "Extended filtered",
     ]
 
-    private static func channelMap(_ value: UInt8) -> Dissection {
+    static func channelMap(_ value: UInt8, _ label: String = "Advertising_Channel_Map") -> Dissection {
         let channels = [(0x01, "37"), (0x02, "38"), (0x04, "39")].filter { value & UInt8($0.0) != 0 }.map(\.1)
-        return Dissection("Advertising_Channel_Map",
+        return Dissection(label,
                           "\(Dissection.hex8(value)) (channels \(channels.isEmpty ? "none" : channels.joined(separator: ", ")))")
     }
 
-    private static func typedAddress(_ typeLabel: String, _ type: LEAddressType, _ label: String,
+    static func typedAddress(_ typeLabel: String, _ type: LEAddressType, _ label: String,
                                      _ address: BluetoothAddress) -> [Dissection] {
         [F.code(typeLabel, type), Dissection(label, address.string)]
     }
@@ -146,7 +146,110 @@ extension HCICommand: Dissectable {
                     F.named("PHY_Options", UInt8(truncatingIfNeeded: options),
                             [0x00: "No preferred coding", 0x01: "Prefers S=2", 0x02: "Prefers S=8"])]
         case .unknown(_, let parameters):
+            if let extended = extendedCommand { return extended.fields }
             return [F.bytes("Parameters", parameters)]
+        }
+    }
+}
+
+extension HCIExtendedCommand: Dissectable {
+    /// The command's dissection, as ``HCICommand/dissection`` shows it.
+    public var dissection: Dissection { HCICommand.extended(self).dissection }
+
+    private typealias F = HCIFieldText
+
+    private static func enable(_ label: String, _ value: Bool) -> Dissection { F.enable(label, value ? 1 : 0) }
+
+    private static func data(_ d: LEExtendedAdvertisingData, _ field: String) -> [Dissection] {
+        [
+            F.hex8("Advertising_Handle", d.advertisingHandle),
+            F.code("Operation", d.operation),
+            F.named("Fragment_Preference", d.fragmentPreference,
+                    [0x00: "The controller may fragment", 0x01: "The controller should not fragment"]),
+            F.decimal("\(field)_Length", min(d.data.count, LEExtendedAdvertisingData.maximumFragmentLength)),
+            F.bytes(field, Array(d.data.prefix(LEExtendedAdvertisingData.maximumFragmentLength))),
+        ]
+    }
+
+    private static let phyBitNames: [UInt8: String] = [0x01: "LE 1M", 0x02: "LE 2M", 0x04: "LE Coded"]
+
+    // swiftlint:disable:next function_body_length
+    var fields: [Dissection] {
+        switch self {
+        case .leSetAdvertisingSetRandomAddress(let handle, let address):
+            return [F.hex8("Advertising_Handle", handle), F.address("Random_Address", address)]
+        case .leSetExtendedAdvertisingParameters(let p):
+            return [
+                F.hex8("Advertising_Handle", p.advertisingHandle),
+                Dissection("Advertising_Event_Properties", p.eventProperties.description),
+                F.interval24("Primary_Advertising_Interval_Min", p.primaryIntervalMin),
+                F.interval24("Primary_Advertising_Interval_Max", p.primaryIntervalMax),
+                HCICommand.channelMap(p.primaryChannelMap, "Primary_Advertising_Channel_Map"),
+                F.named("Own_Address_Type", p.ownAddressType.rawValue, HCICommand.ownAddressTypeNames),
+            ] + HCICommand.typedAddress("Peer_Address_Type", p.peerAddressType, "Peer_Address", p.peerAddress) + [
+                F.named("Advertising_Filter_Policy", p.filterPolicy, HCICommand.advertisingFilterPolicyNames),
+                Dissection("Advertising_TX_Power", p.txPower == LEExtendedAdvertisingParameters.noTxPowerPreference
+                    ? "127 (no preference)" : "\(p.txPower) dBm"),
+                F.code("Primary_Advertising_PHY", p.primaryPHY),
+                F.decimal("Secondary_Advertising_Max_Skip", p.secondaryMaxSkip),
+                F.code("Secondary_Advertising_PHY", p.secondaryPHY),
+                F.hex8("Advertising_SID", p.sid),
+                Self.enable("Scan_Request_Notification_Enable", p.scanRequestNotificationEnable),
+            ]
+        case .leSetExtendedAdvertisingData(let d):
+            return Self.data(d, "Advertising_Data")
+        case .leSetExtendedScanResponseData(let d):
+            return Self.data(d, "Scan_Response_Data")
+        case .leSetExtendedAdvertisingEnable(let enable, let sets):
+            let sets = sets.prefix(Self.maximumNumberOfSets)
+            return [Self.enable("Enable", enable), F.decimal("Num_Sets", sets.count)] + sets.enumerated().map { index, set in
+                Dissection("Set[\(index)]", nil, [
+                    F.hex8("Advertising_Handle", set.advertisingHandle),
+                    Dissection("Duration", set.duration == 0 ? "0x0000 (until disabled)"
+                        : "\(Dissection.hex16(set.duration)) (\(Int(set.duration) * 10) ms)"),
+                    Dissection("Max_Extended_Advertising_Events", set.maxExtendedAdvertisingEvents == 0
+                        ? "0 (no maximum)" : "\(set.maxExtendedAdvertisingEvents)"),
+                ])
+            }
+        case .leReadMaximumAdvertisingDataLength, .leReadNumberOfSupportedAdvertisingSets, .leClearAdvertisingSets:
+            return []
+        case .leRemoveAdvertisingSet(let handle):
+            return [F.hex8("Advertising_Handle", handle)]
+        case .leSetExtendedScanParameters(let p):
+            return [
+                F.named("Own_Address_Type", p.ownAddressType.rawValue, HCICommand.ownAddressTypeNames),
+                F.named("Scanning_Filter_Policy", p.filterPolicy, HCICommand.scanningFilterPolicyNames),
+                F.phyMask("Scanning_PHYs", p.scanningPHYs),
+            ] + p.blocks.map { bit, block in
+                Dissection(Self.phyBitNames[bit] ?? Dissection.hex8(bit), nil, [
+                    F.named("Scan_Type", block.scanType, [0x00: "Passive", 0x01: "Active"]),
+                    F.advertisingInterval("Scan_Interval", block.interval),
+                    F.advertisingInterval("Scan_Window", block.window),
+                ])
+            }
+        case .leSetExtendedScanEnable(let enable, let filterDuplicates, let duration, let period):
+            return [
+                Self.enable("Enable", enable),
+                F.named("Filter_Duplicates", filterDuplicates,
+                        [0x00: "Disabled", 0x01: "Enabled", 0x02: "Enabled, reset for each scan period"]),
+                Dissection("Duration", duration == 0 ? "0x0000 (until disabled)"
+                    : "\(Dissection.hex16(duration)) (\(Int(duration) * 10) ms)"),
+                Dissection("Period", period == 0 ? "0x0000 (continuous)"
+                    : "\(Dissection.hex16(period)) (\(Int(period) * 1280) ms)"),
+            ]
+        case .leExtendedCreateConnection(let p):
+            return [
+                F.named("Initiator_Filter_Policy", p.initiatorFilterPolicy,
+                        [0x00: "Use Peer_Address", 0x01: "Use the Filter Accept List"]),
+                F.named("Own_Address_Type", p.ownAddressType.rawValue, HCICommand.ownAddressTypeNames),
+            ] + HCICommand.typedAddress("Peer_Address_Type", p.peerAddressType, "Peer_Address", p.peerAddress) + [
+                F.phyMask("Initiating_PHYs", p.initiatingPHYs),
+            ] + p.blocks.map { bit, block in
+                Dissection(Self.phyBitNames[bit] ?? Dissection.hex8(bit), nil, [
+                    F.advertisingInterval("Scan_Interval", block.scanInterval),
+                    F.advertisingInterval("Scan_Window", block.scanWindow),
+                ] + block.connection.fields)
+            }
         }
     }
 }

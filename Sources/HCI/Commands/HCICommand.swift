@@ -4,9 +4,11 @@ public import BluetoothCore
 /// without the H4 packet indicator. The host encodes these; the virtual controller decodes them.
 ///
 /// Known opcodes (see ``table``) decode into typed cases with the exact parameter length the spec (§7) fixes;
-/// anything else becomes ``unknown(opcode:parameters:)``. Fixed-size byte fields (keys, coordinates) always encode
-/// to their spec size (zero-padded or truncated); advertising data encodes to at most 31 octets. Keys and
-/// coordinates are kept in HCI order (least significant octet first), as on the wire.
+/// anything else becomes ``unknown(opcode:parameters:)``. The Bluetooth 5 extended advertising, scanning and
+/// initiating commands are in the table and are validated when decoded, but stay ``unknown(opcode:parameters:)``
+/// for now: their typed form is ``HCIExtendedCommand`` (``extended(_:)``, ``extendedCommand``). Fixed-size byte
+/// fields (keys, coordinates) always encode to their spec size (zero-padded or truncated); advertising data encodes
+/// to at most 31 octets. Keys and coordinates are kept in HCI order (least significant octet first), as on the wire.
 public enum HCICommand: Hashable, Sendable {
     // Link Control (§7.1)
     case disconnect(handle: UInt16, reason: HCIStatus)
@@ -78,7 +80,8 @@ public enum HCICommand: Hashable, Sendable {
     case leReadPHY(handle: UInt16)
     case leSetDefaultPHY(allPHYs: UInt8, txPHYs: UInt8, rxPHYs: UInt8)
     case leSetPHY(handle: UInt16, allPHYs: UInt8, txPHYs: UInt8, rxPHYs: UInt8, phyOptions: UInt16)
-    /// A command this build has no codec for (or a vendor command), with its raw parameters.
+    /// A command this build has no codec for (or a vendor command), with its raw parameters; also the extended
+    /// advertising, scanning and initiating commands, whose typed form is ``HCIExtendedCommand``.
     case unknown(opcode: HCIOpcode, parameters: [UInt8])
 
     /// The largest parameter block a command packet can carry.
@@ -92,8 +95,20 @@ public enum HCICommand: Hashable, Sendable {
     /// parameters of its Command Complete (nil for commands answered by Command Status).
     public struct Info: Hashable, Sendable {
         public let name: String
+        /// The exact parameter length, or for a variable-length command the length of its fixed part (the least).
         public let parameterLength: Int
         public let returnParametersLength: Int?
+        /// Whether the parameters are longer than ``parameterLength`` by a counted or bit-selected part (the
+        /// extended advertising data, enable, scan parameters and create connection commands).
+        public let isVariableLength: Bool
+
+        init(name: String, parameterLength: Int, returnParametersLength: Int?, variableLength: Bool = false) {
+            self.name = name
+            self.parameterLength = parameterLength
+            self.returnParametersLength = returnParametersLength
+            isVariableLength = variableLength
+        }
+
         /// Whether the controller answers with Command Status (the outcome follows in another event) rather than
         /// Command Complete.
         public var answeredByCommandStatus: Bool { returnParametersLength == nil }
@@ -159,6 +174,19 @@ public enum HCICommand: Hashable, Sendable {
         .leReadPHY: Info(name: "LE Read PHY", parameterLength: 2, returnParametersLength: 5),
         .leSetDefaultPHY: Info(name: "LE Set Default PHY", parameterLength: 3, returnParametersLength: 1),
         .leSetPHY: Info(name: "LE Set PHY", parameterLength: 7, returnParametersLength: nil),
+        // Extended advertising, scanning and initiating (see HCIExtendedCommand).
+        .leSetAdvertisingSetRandomAddress: Info(name: "LE Set Advertising Set Random Address", parameterLength: 7, returnParametersLength: 1),
+        .leSetExtendedAdvertisingParameters: Info(name: "LE Set Extended Advertising Parameters", parameterLength: 25, returnParametersLength: 2),
+        .leSetExtendedAdvertisingData: Info(name: "LE Set Extended Advertising Data", parameterLength: 4, returnParametersLength: 1, variableLength: true),
+        .leSetExtendedScanResponseData: Info(name: "LE Set Extended Scan Response Data", parameterLength: 4, returnParametersLength: 1, variableLength: true),
+        .leSetExtendedAdvertisingEnable: Info(name: "LE Set Extended Advertising Enable", parameterLength: 2, returnParametersLength: 1, variableLength: true),
+        .leReadMaximumAdvertisingDataLength: Info(name: "LE Read Maximum Advertising Data Length", parameterLength: 0, returnParametersLength: 3),
+        .leReadNumberOfSupportedAdvertisingSets: Info(name: "LE Read Number of Supported Advertising Sets", parameterLength: 0, returnParametersLength: 2),
+        .leRemoveAdvertisingSet: Info(name: "LE Remove Advertising Set", parameterLength: 1, returnParametersLength: 1),
+        .leClearAdvertisingSets: Info(name: "LE Clear Advertising Sets", parameterLength: 0, returnParametersLength: 1),
+        .leSetExtendedScanParameters: Info(name: "LE Set Extended Scan Parameters", parameterLength: 3, returnParametersLength: 1, variableLength: true),
+        .leSetExtendedScanEnable: Info(name: "LE Set Extended Scan Enable", parameterLength: 6, returnParametersLength: 1),
+        .leExtendedCreateConnection: Info(name: "LE Extended Create Connection", parameterLength: 10, returnParametersLength: nil, variableLength: true),
     ]
 
     static let opcodeNames: [UInt16: String] = {
@@ -199,9 +227,24 @@ public enum HCICommand: Hashable, Sendable {
             self = .unknown(opcode: opcode, parameters: reader.readRemaining())
             return
         }
-        guard reader.remaining == info.parameterLength else {
-            throw reader.error(.invalidLength,
-                               "\(info.name) takes \(info.parameterLength) parameter octets, not \(reader.remaining)")
+        if info.isVariableLength {
+            guard reader.remaining >= info.parameterLength else {
+                throw reader.error(.invalidLength,
+                                   "\(info.name) takes at least \(info.parameterLength) parameter octets, not \(reader.remaining)")
+            }
+        } else {
+            guard reader.remaining == info.parameterLength else {
+                throw reader.error(.invalidLength,
+                                   "\(info.name) takes \(info.parameterLength) parameter octets, not \(reader.remaining)")
+            }
+        }
+        if HCIExtendedCommand.opcodes.contains(opcode) {
+            // Validated field by field, kept as its exact bytes (see HCIExtendedCommand).
+            var parameters = reader
+            _ = try HCIExtendedCommand(opcode: opcode, reading: &reader)
+            try reader.expectEnd(info.name)
+            self = .unknown(opcode: opcode, parameters: parameters.readRemaining())
+            return
         }
         self = try Self.decodeKnown(opcode, &reader)
         try reader.expectEnd(info.name)

@@ -89,5 +89,18 @@ public struct HCIOpcode: OpenCode, Comparable {
     public static let leReadPHY = HCIOpcode(ogf: 0x08, ocf: 0x0030)
     public static let leSetDefaultPHY = HCIOpcode(ogf: 0x08, ocf: 0x0031)
     public static let leSetPHY = HCIOpcode(ogf: 0x08, ocf: 0x0032)
+    // Extended advertising, scanning and initiating (Bluetooth 5), §7.8.52–§7.8.66
+    public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
+    public static let leSetExtendedAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0036)
+    public static let leSetExtendedAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0037)
+    public static let leSetExtendedScanResponseData = HCIOpcode(ogf: 0x08, ocf: 0x0038)
+    public static let leSetExtendedAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x0039)
+    public static let leReadMaximumAdvertisingDataLength = HCIOpcode(ogf: 0x08, ocf: 0x003A)
+    public static let leReadNumberOfSupportedAdvertisingSets = HCIOpcode(ogf: 0x08, ocf: 0x003B)
+    public static let leRemoveAdvertisingSet = HCIOpcode(ogf: 0x08, ocf: 0x003C)
+    public static let leClearAdvertisingSets = HCIOpcode(ogf: 0x08, ocf: 0x003D)
+    public static let leSetExtendedScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x0041)
+    public static let leSetExtendedScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x0042)
+    public static let leExtendedCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x0043)
     public static let leReadBufferSizeV2 = HCIOpcode(ogf: 0x08, ocf: 0x0060)
 }

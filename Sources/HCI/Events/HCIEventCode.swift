@@ -49,6 +49,9 @@ public struct LESubeventCode: OpenCode {
     public static let directedAdvertisingReport = LESubeventCode(0x0B)
     public static let phyUpdateComplete = LESubeventCode(0x0C)
     public static let extendedAdvertisingReport = LESubeventCode(0x0D)
+    public static let scanTimeout = LESubeventCode(0x11)
+    public static let advertisingSetTerminated = LESubeventCode(0x12)
+    public static let scanRequestReceived = LESubeventCode(0x13)
     public static let enhancedConnectionCompleteV2 = LESubeventCode(0x29)
 
     public static let names: [UInt8: String] = [

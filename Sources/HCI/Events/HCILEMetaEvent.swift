@@ -1,7 +1,9 @@
 public import BluetoothCore
 
 /// The LE Meta event's subevents (Core 5.4 Vol 4 Part E §7.7.65): the first parameter octet is the subevent code.
-/// Fixed-layout subevents must have exactly their spec length; report subevents are count-checked.
+/// Fixed-layout subevents must have exactly their spec length; report subevents are count-checked. LE Scan Timeout,
+/// LE Advertising Set Terminated and LE Scan Request Received are validated when decoded but stay
+/// ``unknown(subevent:parameters:)`` for now: their typed form is ``HCIExtendedLEMetaEvent``.
 public enum HCILEMetaEvent: Hashable, Sendable {
     case connectionComplete(LEConnectionComplete)
     /// 1...25 reports.
@@ -52,6 +54,7 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         .longTermKeyRequest: 12, .remoteConnectionParameterRequest: 10, .dataLengthChange: 10,
         .readLocalP256PublicKeyComplete: 65, .generateDHKeyComplete: 33, .enhancedConnectionComplete: 30,
         .enhancedConnectionCompleteV2: 33, .phyUpdateComplete: 5,
+        .scanTimeout: 0, .advertisingSetTerminated: 5, .scanRequestReceived: 8,
     ]
 
     /// Decodes the LE Meta event parameters (subevent code first).
@@ -124,6 +127,11 @@ public enum HCILEMetaEvent: Hashable, Sendable {
             self = .extendedAdvertisingReport(try Self.readReports(&r, max: 10) { (r: inout ByteReader) throws(DecodeError) in
                 try LEExtendedAdvertisingReport.read(&r)
             })
+        case .scanTimeout, .advertisingSetTerminated, .scanRequestReceived:
+            // Validated field by field, kept as its exact bytes (see HCIExtendedLEMetaEvent).
+            var parameters = r
+            _ = try HCIExtendedLEMetaEvent(subevent: code, reading: &r)
+            self = .unknown(subevent: code, parameters: parameters.readRemaining())
         default:
             self = .unknown(subevent: code, parameters: r.readRemaining())
         }
@@ -259,6 +267,7 @@ extension HCILEMetaEvent: Dissectable {
         case .extendedAdvertisingReport(let reports):
             return [F.decimal("Num_Reports", reports.count)] + reports.map(\.dissection)
         case .unknown(_, let parameters):
+            if let extended = extendedEvent { return extended.fields }
             return [F.bytes("Parameters", parameters)]
         }
     }

@@ -64,6 +64,12 @@ public enum HCIReturnParameters: Hashable, Sendable {
     case leReadMaximumDataLength(status: HCIStatus, maxTxOctets: UInt16, maxTxTime: UInt16,
                                  maxRxOctets: UInt16, maxRxTime: UInt16)
     case leReadPHY(status: HCIStatus, handle: UInt16, txPHY: LEPhy, rxPHY: LEPhy)
+    /// LE Set Extended Advertising Parameters (§7.8.53): the TX power the controller chose, in dBm.
+    case leSetExtendedAdvertisingParameters(status: HCIStatus, selectedTxPower: Int8)
+    /// LE Read Maximum Advertising Data Length (§7.8.57): the most advertising or scan response data one set takes.
+    case leReadMaximumAdvertisingDataLength(status: HCIStatus, maximumLength: UInt16)
+    /// LE Read Number of Supported Advertising Sets (§7.8.58).
+    case leReadNumberOfSupportedAdvertisingSets(status: HCIStatus, count: UInt8)
     /// Return parameters of an opcode without a codec here.
     case raw([UInt8])
 
@@ -78,7 +84,9 @@ public enum HCIReturnParameters: Hashable, Sendable {
              .leReadLocalSupportedFeatures(let s, _), .leReadAdvertisingPhysicalChannelTxPower(let s, _),
              .leReadFilterAcceptListSize(let s, _), .leEncrypt(let s, _), .leRand(let s, _),
              .leReadSupportedStates(let s, _), .leReadSuggestedDefaultDataLength(let s, _, _),
-             .leReadMaximumDataLength(let s, _, _, _, _), .leReadPHY(let s, _, _, _):
+             .leReadMaximumDataLength(let s, _, _, _, _), .leReadPHY(let s, _, _, _),
+             .leSetExtendedAdvertisingParameters(let s, _), .leReadMaximumAdvertisingDataLength(let s, _),
+             .leReadNumberOfSupportedAdvertisingSets(let s, _):
             s
         case .raw(let bytes): bytes.first.map { HCIStatus($0) }
         }
@@ -165,6 +173,14 @@ public enum HCIReturnParameters: Hashable, Sendable {
         case .leReadPHY:
             self = .leReadPHY(status: status, handle: try r.hciReadHandle(validate: ok),
                               txPHY: LEPhy(try r.readUInt8("TX_PHY")), rxPHY: LEPhy(try r.readUInt8("RX_PHY")))
+        case .leSetExtendedAdvertisingParameters:
+            self = .leSetExtendedAdvertisingParameters(status: status, selectedTxPower: try r.readInt8("Selected_TX_Power"))
+        case .leReadMaximumAdvertisingDataLength:
+            self = .leReadMaximumAdvertisingDataLength(status: status,
+                                                       maximumLength: try r.readUInt16("Max_Advertising_Data_Length"))
+        case .leReadNumberOfSupportedAdvertisingSets:
+            self = .leReadNumberOfSupportedAdvertisingSets(status: status,
+                                                           count: try r.readUInt8("Num_Supported_Advertising_Sets"))
         default:
             // Every other table command returns Status only (expected == 1, handled above).
             self = .raw(bytes)
@@ -243,6 +259,15 @@ public enum HCIReturnParameters: Hashable, Sendable {
             w.hciWriteHandle(handle)
             w.write(tx.rawValue)
             w.write(rx.rawValue)
+        case .leSetExtendedAdvertisingParameters(let s, let power):
+            w.write(s.rawValue)
+            w.write(power)
+        case .leReadMaximumAdvertisingDataLength(let s, let length):
+            w.write(s.rawValue)
+            w.write(length)
+        case .leReadNumberOfSupportedAdvertisingSets(let s, let count):
+            w.write(s.rawValue)
+            w.write(count)
         case .raw(let bytes):
             w.write(bytes)
         }
@@ -302,6 +327,12 @@ public enum HCIReturnParameters: Hashable, Sendable {
                     F.octets("Supported_Max_RX_Octets", rxOctets), F.txTime("Supported_Max_RX_Time", rxTime)]
         case .leReadPHY(let s, let handle, let tx, let rx):
             return [F.status(s), F.handle(handle), F.code("TX_PHY", tx), F.code("RX_PHY", rx)]
+        case .leSetExtendedAdvertisingParameters(let s, let power):
+            return [F.status(s), F.dbm("Selected_TX_Power", power)]
+        case .leReadMaximumAdvertisingDataLength(let s, let length):
+            return [F.status(s), F.octets("Max_Advertising_Data_Length", length)]
+        case .leReadNumberOfSupportedAdvertisingSets(let s, let count):
+            return [F.status(s), F.decimal("Num_Supported_Advertising_Sets", count)]
         case .raw(let bytes):
             return bytes.isEmpty ? [] : [F.bytes("Return_Parameters", bytes)]
         }
