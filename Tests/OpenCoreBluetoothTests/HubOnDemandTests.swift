@@ -110,7 +110,8 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
         }
         let expected = "value \(hubCharacteristicUUID.uuidString) \([UInt8]("over the hub".utf8))"
         // Not a throwing wait: the hubs started must be stopped whatever happened.
-        await expectStep("the read through the hub", within: .seconds(30), on: centralLog.queue,
+        // 60 s: a hub process to spawn and two stacks to start before the exchange; a busy 2-core machine (CI) can be slow.
+        await expectStep("the read through the hub", within: .seconds(60), on: centralLog.queue,
                          until: { centralLog.entries.contains(expected) },
                          seen: { "central \(centralLog.entries), peripheral \(peripheralLog.entries)" })
         let started = Array(HostBackend.hubsStarted.dropFirst(before.count))
