@@ -3,18 +3,6 @@
 extension AirHub {
     /// Applies `fault`; `completion` gets the effect in one line, or why it was refused, on the air's loop.
     public func apply(_ fault: AirHubFault, completion: @escaping @Sendable (Result<String, AirHubError>) -> Void) {
-        if case .loss(let percent) = fault {
-            eventLoop.execute { [self] in
-                air.step { time in
-                    air.configuration.packetLoss = percent / 100
-                    air.recorder?.fault("loss \(percent / 100)", at: time)
-                }
-                let effect = "loss \(AirHubFault.percentText(percent)) of packets heard"
-                report(fault, effect)
-                completion(.success(effect))
-            }
-            return
-        }
         let devices = self.devices
         let target: (device: AirHubDevice, controller: VirtualController)?
         switch fault {
@@ -31,8 +19,12 @@ extension AirHub {
         eventLoop.execute { [self] in
             let result: Result<String, AirHubError>
             switch fault {
-            case .loss:
-                return
+            case .loss(let percent):
+                air.step { time in
+                    air.configuration.packetLoss = percent / 100
+                    air.recorder?.fault("loss \(percent / 100)", at: time)
+                }
+                result = .success("loss \(AirHubFault.percentText(percent)) of packets heard")
             case .drop:
                 let jammed = air.step { time in
                     air.recorder?.fault("jam " + (target.map { "\($0.controller.identifier)" } ?? "all"), at: time)

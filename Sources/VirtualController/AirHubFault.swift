@@ -31,9 +31,7 @@ public enum AirHubFault: Hashable, Sendable {
         switch verb {
         case "loss":
             guard arguments.count == 1 else { throw Self.usage("loss takes one PERCENT") }
-            var text = Substring(arguments[0])
-            if text.hasSuffix("%") { text = text.dropLast() }
-            guard let percent = Double(text), percent.isFinite, (0...100).contains(percent) else {
+            guard let percent = Self.percent(arguments[0]) else {
                 throw AirHubError(.invalidCommand, "loss \(arguments[0]): expected a percentage from 0 to 100")
             }
             self = .loss(percent: percent)
@@ -78,6 +76,14 @@ public enum AirHubFault: Hashable, Sendable {
         case .move(let device, let position): return "move \(name(device)) \(position.x) \(position.y) \(position.z)"
         case .listDevices: return "devices"
         }
+    }
+
+    /// A percentage written `10`, `12.5` or `10%`, 0...100; nil otherwise (`blue air --loss`, `loss` here).
+    public static func percent(_ text: String) -> Double? {
+        var text = Substring(text)
+        if text.hasSuffix("%") { text = text.dropLast() }
+        guard let percent = Double(text), percent.isFinite, (0...100).contains(percent) else { return nil }
+        return percent
     }
 
     static func percentText(_ percent: Double) -> String {

@@ -30,7 +30,7 @@ public final class AirRecorder: @unchecked Sendable {
         var handle: FileHandle?
         var buffer: [UInt8] = []
         var failure: String?
-        var digests: [Int: (count: Int, hash: UInt64)] = [:]
+        var digests: [Int: FrameDigest] = [:]
         var origin: StackInstant?
     }
 
@@ -72,16 +72,11 @@ public final class AirRecorder: @unchecked Sendable {
     /// A frame `device` sent its host: counted into its digest.
     func toHost(_ frame: H4Frame, from device: VirtualController) {
         let bytes = frame.encode()
-        state.withLock { state in
-            var digest = state.digests[device.identifier] ?? (0, 0xcbf2_9ce4_8422_2325)
-            digest.count += 1
-            for byte in bytes { digest.hash = (digest.hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            state.digests[device.identifier] = digest
-        }
+        state.withLock { state in state.digests[device.identifier, default: FrameDigest()].add(bytes) }
     }
 
-    /// The digests so far: device identifier → (frames sent to its host, FNV-1a 64 of them all).
-    public var digests: [Int: (count: Int, hash: UInt64)] { state.withLock { $0.digests } }
+    /// The digests so far, by device identifier.
+    public var digests: [Int: FrameDigest] { state.withLock { $0.digests } }
 
     // MARK: End
 

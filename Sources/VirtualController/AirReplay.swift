@@ -22,9 +22,9 @@ public enum AirReplay {
             /// Frames this controller sent its host in the replay, and their FNV-1a 64 hash.
             public var framesToHost: Int
             public var hash: UInt64
-            /// The recording's count and hash for this device (nil when the recording has no digest: it was cut).
-            public var recorded: (count: Int, hash: UInt64)?
-            public var matches: Bool? { recorded.map { $0.count == framesToHost && $0.hash == hash } }
+            /// The recording's digest for this device (nil when the recording has no digest: it was cut).
+            public var recorded: FrameDigest?
+            public var matches: Bool? { recorded.map { $0 == FrameDigest(count: framesToHost, hash: hash) } }
         }
 
         public var seed: UInt64
@@ -57,7 +57,7 @@ public enum AirReplay {
         var seed: UInt64?
         var configuration: AirConfiguration?
         var replay: Replay?
-        var recordedDigests: [Int: (count: Int, hash: UInt64)] = [:]
+        var recordedDigests: [Int: FrameDigest] = [:]
         var lastTime: UInt64 = 0
         var steps = 0
         for (index, raw) in lines.enumerated().dropFirst() {
@@ -78,7 +78,7 @@ public enum AirReplay {
             case "digest":
                 guard words.count == 4, let identifier = Int(words[1]), let count = Int(words[2]), count >= 0,
                       let hash = UInt64(words[3], radix: 16) else { throw Self.bad(number, "expected: digest DEVICE COUNT HASH") }
-                recordedDigests[identifier] = (count, hash)
+                recordedDigests[identifier] = FrameDigest(count: count, hash: hash)
                 continue
             default:
                 break
@@ -126,7 +126,7 @@ public enum AirReplay {
             let address: BluetoothAddress
             let controller: VirtualController
             let sink: BTSnoopFileSink?
-            let digest = LockedValue((count: 0, hash: UInt64(0xcbf2_9ce4_8422_2325)))
+            let digest = LockedValue(FrameDigest())
 
             init(identifier: Int, address: BluetoothAddress, controller: VirtualController, sink: BTSnoopFileSink?) {
                 self.identifier = identifier
@@ -145,7 +145,7 @@ public enum AirReplay {
         /// Recorded time 0 on this loop (the first step).
         private var origin: StackInstant?
 
-        var devices: [(identifier: Int, address: BluetoothAddress, digest: (count: Int, hash: UInt64))] {
+        var devices: [(identifier: Int, address: BluetoothAddress, digest: FrameDigest)] {
             ordered.map { ($0.identifier, $0.address, $0.digest.load()) }
         }
 
@@ -250,10 +250,7 @@ public enum AirReplay {
             controller.toHost = { [weak device] frame in
                 guard let device else { return }
                 let bytes = frame.encode()
-                device.digest.withLock { digest in
-                    digest.count += 1
-                    for byte in bytes { digest.hash = (digest.hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-                }
+                device.digest.withLock { $0.add(bytes) }
                 device.sink?.record(frame, direction: .received, unixMicroseconds: Replay.microseconds(device.controller.air))
                 onFrame?(identifier, frame)
             }

@@ -125,10 +125,10 @@ extension VirtualController {
 
     /// Whether `address` is one of the local RPAs in use (a directed advertisement's TargetA, §6.3).
     func isLocalResolvableAddress(_ address: BluetoothAddress) -> Bool {
-        settings.addressResolution && settings.resolvingList.contains { $0.localRPA == address }
-            || settings.addressResolution && settings.resolvingList.contains { entry in
-                entry.localIRK.map { (try? ResolvablePrivateAddress.resolves(address, irk: $0)) ?? false } ?? false
-            }
+        guard settings.addressResolution else { return false }
+        return settings.resolvingList.contains { entry in
+            entry.localRPA == address || entry.localIRK.map { (try? ResolvablePrivateAddress.resolves(address, irk: $0)) == true } ?? false
+        }
     }
 
     // MARK: Peer addresses

@@ -77,10 +77,7 @@ struct Air: ParsableCommand {
     }
 
     /// --loss as a percentage, nil when it is not one.
-    var lossPercent: Double? {
-        guard case .loss(let percent)? = try? AirHubFault(parsing: "loss \(loss)") else { return nil }
-        return percent
-    }
+    var lossPercent: Double? { AirHubFault.percent(loss) }
 
     func run() throws {
         if let replay { return try runReplay(replay) }

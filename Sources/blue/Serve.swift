@@ -151,21 +151,23 @@ struct Serve: ParsableCommand, Sendable {
         _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
             launched.host.setGATTDatabase(database) { done(.success(())) }
         }
-        // The address in use, read on the stack's loop (with --privacy, the RPA the host sets right after start:
-        // advertise only once it is there).
-        let ownAddress = LockedValue<BluetoothAddress?>(nil)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while true {
-            let host = launched.host
-            launched.eventLoop.execute { ownAddress.store(host.controllerInfo.ownAddress) }
-            try? await Task.sleep(for: .milliseconds(10))
-            if let address = ownAddress.load(), !privacy || address.kind == .resolvablePrivate { break }
-            guard ContinuousClock.now < deadline else {
-                launched.shutdown()
-                throw CLIFailure(.failed, "--privacy: no resolvable private address was set within 5 s")
+        // With --privacy, the RPA the host sets right after start (read on the stack's loop): advertise only once it
+        // is there.
+        var address = launched.ownAddress
+        if privacy {
+            let ownAddress = LockedValue<BluetoothAddress?>(nil)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ownAddress.load()?.kind != .resolvablePrivate {
+                guard ContinuousClock.now < deadline else {
+                    launched.shutdown()
+                    throw CLIFailure(.failed, "--privacy: no resolvable private address was set within 5 s")
+                }
+                let host = launched.host
+                launched.eventLoop.execute { ownAddress.store(host.controllerInfo.ownAddress) }
+                try? await Task.sleep(for: .milliseconds(10))
             }
+            address = ownAddress.load()?.string ?? address
         }
-        let address = ownAddress.load()?.string ?? launched.ownAddress
         let content = try await server.advertise(wanted)
         server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
                      "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
