@@ -97,14 +97,12 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         } else {
             span = .zero
         }
-        var result = BenchResult(benchmark: parameters.mode.rawValue, transport: "\(stack.transportDescription), \(parameters.role.rawValue)"
+        return BenchResult(benchmark: parameters.mode.rawValue, transport: "\(stack.transportDescription), \(parameters.role.rawValue)"
                                     + (sending ? " (sender)" : " (receiver)"),
                                  loop: "DispatchEventLoop, wall clock from the first value to the last",
                                  size: parameters.size, count: parameters.count, mtu: mtu, dataLength: dataLength,
                                  sent: sending ? state.sent : parameters.count, received: sending ? parameters.count : state.received,
                                  outOfOrder: state.outOfOrder, seconds: benchSeconds(span), airSeconds: 0)
-        result.link = nil
-        return result
     }
 
     // MARK: Events
