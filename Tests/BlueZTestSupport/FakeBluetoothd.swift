@@ -320,9 +320,12 @@ public final class FakeBluetoothd: @unchecked Sendable {
         case "StartNotify":
             _ = try? connection.send(call.methodReturn())
             changed(path, "org.bluez.GattCharacteristic1", ["Notifying": .boolean(true)])
-            for (index, value) in Self.notifications.enumerated() {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20 * (index + 1))) { [self] in
+            // One after the other from one block, as bluetoothd sends them: separate timers on a concurrent queue
+            // could run out of order on a busy machine (the test once saw 9, 11, 10).
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { [self] in
+                for value in Self.notifications {
                     changed(path, "org.bluez.GattCharacteristic1", ["Value": .bytes(value)])
+                    usleep(20_000)
                 }
             }
             return nil
