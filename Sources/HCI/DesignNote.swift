@@ -7,12 +7,9 @@
 // the H4 packet indicator, ACL data packets, fragmentation/reassembly and btsnoop files.
 //
 // Extended advertising, scanning and initiating (Bluetooth 5, §7.8.52–§7.8.66, §7.7.65.17–19): in the table
-// (five of them variable-length: `Info.isVariableLength`, `parameterLength` is then the fixed part) and validated
-// field by field when decoded, but carried as `HCICommand.unknown` / `HCILEMetaEvent.unknown` with their exact bytes;
-// `HCIExtendedCommand` and `HCIExtendedLEMetaEvent` are their typed forms (`.extended(_:)` builds one,
-// `extendedCommand` / `extendedEvent` reads it back). They get no case of their own yet because Host and
-// VirtualController switch exhaustively over `HCICommand` and `HCILEMetaEvent`; turning them into cases later is
-// `case extended(HCIExtendedCommand)` plus those two switches.
+// (five of them variable-length: `Info.isVariableLength`, `parameterLength` is then the fixed part), decoded field
+// by field into `HCICommand.extended(HCIExtendedCommand)` and `HCILEMetaEvent.extended(HCIExtendedLEMetaEvent)`
+// (kept in their own enums: one concept per file, and the host and controller handle them in their own files).
 //
 // State: none. Every type here is an immutable value (Sendable, Hashable); decoders take untrusted bytes through
 // `BluetoothCore.ByteReader` and throw `DecodeError`, never trap. Connection handles are masked to 12 bits and

@@ -431,6 +431,8 @@ public final class HostStack: @unchecked Sendable {
                     stats.ignoredEvents += 1
                 }
             }
+        case .extended:
+            stats.ignoredEvents += 1
         case .readLocalP256PublicKeyComplete, .generateDHKeyComplete, .directedAdvertisingReport, .unknown:
             stats.ignoredEvents += 1
         }

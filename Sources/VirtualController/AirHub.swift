@@ -63,7 +63,10 @@ public final class AirHub: @unchecked Sendable {
         air.observer = { packet in
             state.withLock { state in
                 switch packet.kind {
-                case .advertising: state.airCounts.advertisingPackets &+= 1
+                case .advertising, .extendedAdvertising(.advExtInd), .extendedAdvertising(.auxAdvInd),
+                     .extendedAdvertising(.auxChainInd): state.airCounts.advertisingPackets &+= 1
+                case .extendedAdvertising(.auxScanReq), .extendedAdvertising(.auxScanRsp): state.airCounts.scanPackets &+= 1
+                case .extendedAdvertising(.auxConnectReq), .extendedAdvertising(.auxConnectRsp): state.airCounts.connectRequests &+= 1
                 case .scanRequest, .scanResponse: state.airCounts.scanPackets &+= 1
                 case .connectRequest: state.airCounts.connectRequests &+= 1
                 case .data: state.airCounts.dataPackets &+= 1

@@ -46,7 +46,13 @@ public final class VirtualAir: @unchecked Sendable {
     private var nextLinkIdentifier = 1
 
     enum Task: Hashable {
+        /// The legacy advertising commands' advertising of device `Int`.
         case advertising(Int)
+        /// Advertising set `UInt8` of device `Int`.
+        case advertisingSet(Int, UInt8)
+        /// Device `Int`'s own deadlines (``VirtualController/nextDeadline``: scan Duration and Period, advertising
+        /// set Duration).
+        case controllerTimer(Int)
         case connectionEvent(Int)
         /// The next exchange of a connection event under ``AirConfiguration/realRadioTiming``.
         case connectionExchange(Int)
@@ -206,7 +212,9 @@ public final class VirtualAir: @unchecked Sendable {
             recorder?.tick(at: time)
             while let task = tasks.takeDue(now: time) {
                 switch task {
-                case .advertising(let identifier): runAdvertisingEvent(identifier)
+                case .advertising(let identifier): runAdvertisingEvent(identifier, set: nil)
+                case .advertisingSet(let identifier, let handle): runAdvertisingEvent(identifier, set: handle)
+                case .controllerTimer(let identifier): devicesByIdentifier[identifier]?.deadlineReached(now: time)
                 case .connectionEvent(let identifier): runConnectionEvent(identifier)
                 case .connectionExchange(let identifier): runTimedExchange(identifier)
                 }
@@ -230,46 +238,144 @@ public final class VirtualAir: @unchecked Sendable {
         schedule(.advertising(device.identifier), at: now + interval + delay)
     }
 
+    /// The next advertising event of set `handle` of `device`: at once when `first`, else after its interval, plus
+    /// advDelay (none for high duty cycle directed advertising).
+    func scheduleAdvertising(_ device: VirtualController, set handle: UInt8, first: Bool) {
+        guard let interval = device.advertisingInterval(set: handle) else { return }
+        let highDuty = interval == .microseconds(3750)
+        let delay: Duration = highDuty ? .zero : .microseconds(Int(random.next() % 10_001))
+        schedule(.advertisingSet(device.identifier, handle), at: now + (first ? .zero : interval) + delay)
+    }
+
     func cancelAdvertising(_ device: VirtualController) {
         cancel(.advertising(device.identifier))
     }
 
-    private func runAdvertisingEvent(_ identifier: Int) {
-        guard let advertiser = devicesByIdentifier[identifier], advertiser.powered,
-              let advertisement = advertiser.currentAdvertisement(now: now) else { return }
-        record(.advertising(advertisement.type), from: advertisement.address, advertisement.data)
-        for listener in listeners where listener !== advertiser && listener.isListening(now: now) {
-            guard let rssi = hear(advertiser, listener) else { continue }
-            listener.receiveAdvertisement(advertisement, rssi: rssi, from: advertiser, now: now)
-            guard advertiser.settings.advertising else { break }
+    func cancelAdvertising(_ device: VirtualController, set handle: UInt8) {
+        cancel(.advertisingSet(device.identifier, handle))
+    }
+
+    /// Arms (or disarms) `device`'s own timer for its ``VirtualController/nextDeadline`` (on the loop).
+    func rescheduleControllerTimer(_ device: VirtualController) {
+        if let deadline = device.nextDeadline {
+            schedule(.controllerTimer(device.identifier), at: deadline)
+        } else {
+            cancel(.controllerTimer(device.identifier))
         }
-        if advertiser.settings.advertising { scheduleAdvertising(advertiser, first: false) }
+    }
+
+    func cancelControllerTimer(_ device: VirtualController) {
+        cancel(.controllerTimer(device.identifier))
+    }
+
+    /// One advertising event: legacy PDUs on LE 1M, or ADV_EXT_IND on the primary PHY with its AUX_ADV_IND and
+    /// AUX_CHAIN_INDs on the secondary PHY (Core 5.4 Vol 6 Part B §4.4.2.2). Each listener hears each PDU on its
+    /// own (loss is per PDU and per listener), and a chain stops for a listener at its first lost PDU.
+    private func runAdvertisingEvent(_ identifier: Int, set handle: UInt8?) {
+        guard let advertiser = devicesByIdentifier[identifier], advertiser.powered else { return }
+        let advertisement = handle.map { advertiser.currentAdvertisement(set: $0, now: now) } ?? advertiser.currentAdvertisement(now: now)
+        guard let advertisement else { return }
+        var fragments: [[UInt8]] = []
+        if advertisement.isLegacy {
+            record(.advertising(advertisement.legacyType), from: advertisement.address, advertisement.data)
+        } else {
+            fragments = AuxiliaryChain.fragments(advertisement.data, first: .auxAdvInd, properties: advertisement.properties)
+            record(.extendedAdvertising(.advExtInd), from: advertisement.address, [])
+            for (index, fragment) in fragments.enumerated() {
+                record(.extendedAdvertising(index == 0 ? .auxAdvInd : .auxChainInd), from: advertisement.address, fragment)
+            }
+        }
+        for listener in listeners where listener !== advertiser && listener.isListening(now: now, phy: advertisement.primaryPHY) {
+            guard let rssi = hear(advertiser, listener, phy: advertisement.primaryPHY) else { continue }
+            if advertisement.isLegacy {
+                listener.receiveAdvertisement(advertisement, rssi: rssi, from: advertiser, now: now)
+            } else if let (data, complete, auxiliaryRSSI) = hearChain(fragments, from: advertiser, to: listener,
+                                                                        phy: advertisement.secondaryPHY) {
+                listener.receiveExtendedAdvertisement(advertisement, data: data, complete: complete, rssi: auxiliaryRSSI,
+                                                      from: advertiser, now: now)
+            }
+            guard isAdvertising(advertiser, handle) else { break }
+        }
+        guard isAdvertising(advertiser, handle) else { return }
+        if let handle {
+            advertiser.advertisingEventSent(set: handle)
+            if isAdvertising(advertiser, handle) { scheduleAdvertising(advertiser, set: handle, first: false) }
+        } else {
+            scheduleAdvertising(advertiser, first: false)
+        }
+    }
+
+    private func isAdvertising(_ device: VirtualController, _ handle: UInt8?) -> Bool {
+        guard let handle else { return device.settings.advertising }
+        return device.settings.advertisingSets[handle]?.enabled == true
+    }
+
+    /// The PDUs of an auxiliary chain `receiver` hears in a row from the first: their data, whether that was all of
+    /// them, and the RSSI of the first; nil when it does not hear the first.
+    private func hearChain(_ fragments: [[UInt8]], from sender: VirtualController, to receiver: VirtualController,
+                           phy: LEPhy) -> (data: [UInt8], complete: Bool, rssi: Int8)? {
+        guard let first = fragments.first, let rssi = hear(sender, receiver, phy: phy) else { return nil }
+        var data = first
+        var heard = 1
+        while heard < fragments.count, hear(sender, receiver, phy: phy) != nil {
+            data += fragments[heard]
+            heard += 1
+        }
+        return (data, heard == fragments.count, rssi)
     }
 
     /// SCAN_REQ from `scanner` and the SCAN_RSP back; nil when either is not heard or the advertiser refuses.
     func exchangeScanRequest(scanner: VirtualController, scannerAddress: BluetoothAddress,
-                             advertiser: VirtualController, advertiserAddress: BluetoothAddress) -> (data: [UInt8], rssi: Int8)? {
-        record(.scanRequest, from: scannerAddress, advertiserAddress.littleEndianBytes)
-        guard hear(scanner, advertiser) != nil, advertiser.acceptsScanRequest(from: scannerAddress) else { return nil }
-        let data = advertiser.settings.scanResponseData
-        record(.scanResponse, from: advertiserAddress, data)
+                             advertiser: VirtualController, advertisement: AirAdvertisement) -> (data: [UInt8], rssi: Int8)? {
+        record(.scanRequest, from: scannerAddress, advertisement.address.littleEndianBytes)
+        guard hear(scanner, advertiser) != nil, advertiser.acceptsScanRequest(from: scannerAddress, for: advertisement) else { return nil }
+        let data = advertiser.scanResponseData(for: advertisement)
+        record(.scanResponse, from: advertisement.address, data)
         guard let rssi = hear(advertiser, scanner) else { return nil }
         return (data, rssi)
     }
 
-    /// CONNECT_IND from `initiator`; true when the advertiser heard and accepted it (both ends are then connected).
+    /// AUX_SCAN_REQ from `scanner` on the secondary PHY and the AUX_SCAN_RSP with its AUX_CHAIN_INDs back
+    /// (§4.4.3.2): the scan response data heard in a row, whether all of it; nil when the request or the response
+    /// is not heard, or the advertiser refuses.
+    func exchangeAuxiliaryScanRequest(scanner: VirtualController, scannerAddress: BluetoothAddress, advertiser: VirtualController,
+                                      advertisement: AirAdvertisement) -> (data: [UInt8], complete: Bool, rssi: Int8)? {
+        let phy = advertisement.secondaryPHY
+        record(.extendedAdvertising(.auxScanReq), from: scannerAddress, advertisement.address.littleEndianBytes)
+        guard hear(scanner, advertiser, phy: phy) != nil,
+              advertiser.acceptsScanRequest(from: scannerAddress, for: advertisement) else { return nil }
+        let fragments = AuxiliaryChain.fragments(advertiser.scanResponseData(for: advertisement), first: .auxScanRsp,
+                                                 properties: advertisement.properties)
+        for (index, fragment) in fragments.enumerated() {
+            record(.extendedAdvertising(index == 0 ? .auxScanRsp : .auxChainInd), from: advertisement.address, fragment)
+        }
+        return hearChain(fragments, from: advertiser, to: scanner, phy: phy)
+    }
+
+    /// CONNECT_IND (legacy PDUs) or AUX_CONNECT_REQ and AUX_CONNECT_RSP on the secondary PHY (§4.4.2.2.2) from
+    /// `initiator`; true when the advertiser heard and accepted it (and for AUX_CONNECT_REQ the initiator heard the
+    /// response): both ends are then connected, on the PHY the request went on.
     func connect(initiator: VirtualController, initiatorAddress: BluetoothAddress, advertiser: VirtualController,
-                 advertiserAddress: BluetoothAddress, parameters: LEConnectionParameters) -> Bool {
-        record(.connectRequest, from: initiatorAddress, advertiserAddress.littleEndianBytes)
-        guard hear(initiator, advertiser) != nil, advertiser.acceptsConnection(from: initiatorAddress) else { return false }
+                 advertisement: AirAdvertisement, parameters: LEConnectionParameters) -> Bool {
+        let advertiserAddress = advertisement.address
+        let phy = advertisement.isLegacy ? LEPhy.le1M : advertisement.secondaryPHY
+        record(advertisement.isLegacy ? .connectRequest : .extendedAdvertising(.auxConnectReq), from: initiatorAddress,
+               advertiserAddress.littleEndianBytes)
+        guard hear(initiator, advertiser, phy: phy) != nil,
+              advertiser.acceptsConnection(from: initiatorAddress, for: advertisement) else { return false }
+        if !advertisement.isLegacy {
+            record(.extendedAdvertising(.auxConnectRsp), from: advertiserAddress, initiatorAddress.littleEndianBytes)
+            guard hear(advertiser, initiator, phy: phy) != nil else { return false }
+        }
         let link = AirLink(identifier: nextLinkIdentifier, central: initiator, peripheral: advertiser)
         nextLinkIdentifier += 1
         links[link.identifier] = link
         let now = self.now
         link.peripheralHandle = advertiser.establishConnection(link: link, role: .peripheral, peer: initiatorAddress,
-                                                               local: advertiserAddress, parameters: parameters, now: now)
+                                                               local: advertiserAddress, parameters: parameters, phy: phy,
+                                                               advertisingSet: advertisement.setHandle, now: now)
         link.centralHandle = initiator.establishConnection(link: link, role: .central, peer: advertiserAddress,
-                                                           local: initiatorAddress, parameters: parameters, now: now)
+                                                           local: initiatorAddress, parameters: parameters, phy: phy, now: now)
         schedule(.connectionEvent(link.identifier), at: now + .microseconds(Int(parameters.intervalMin) * 1250))
         return true
     }
@@ -425,6 +531,8 @@ final class AirLink {
 public struct AirPacket: Hashable, Sendable, CustomStringConvertible {
     public enum Kind: Hashable, Sendable {
         case advertising(LEAdvertisingType)
+        /// ADV_EXT_IND and the auxiliary PDUs of extended advertising.
+        case extendedAdvertising(ExtendedAdvertisingPDU)
         case scanRequest
         case scanResponse
         case connectRequest

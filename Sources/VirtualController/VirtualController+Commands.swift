@@ -10,6 +10,7 @@ extension VirtualController {
     // swiftlint:disable:next cyclomatic_complexity function_body_length
     func handle(_ command: HCICommand) {
         let now = air.now
+        guard admitsFamily(of: command) else { return fail(command.opcode, .commandDisallowed) }
         switch command {
         case .reset:
             dropEverything()
@@ -67,6 +68,7 @@ extension VirtualController {
             complete(.leReadSupportedStates, .leReadSupportedStates(status: .success, states: ControllerCapabilities.supportedStates))
         case .leSetRandomAddress(let address):
             if settings.advertising || settings.scanning || settings.initiating != nil {
+                // Advertising sets have their own random addresses (§7.8.52) and do not block this one.
                 complete(.leSetRandomAddress, .status(.commandDisallowed))
             } else {
                 settings.randomAddress = BluetoothAddress(address.value, type: .random)
@@ -100,6 +102,7 @@ extension VirtualController {
                 complete(.leSetScanParameters, .status(.invalidCommandParameters))
             } else {
                 settings.scanParameters = parameters
+                settings.extendedScanParameters = nil
                 complete(.leSetScanParameters, .status(.success))
             }
         case .leSetScanEnable(let enable, let filterDuplicates):
@@ -141,6 +144,7 @@ extension VirtualController {
                 return
             }
             settings.initiating = nil
+            settings.extendedInitiating = nil
             complete(.leCreateConnectionCancel, .status(.success))
             sendConnectionComplete(LEConnectionComplete(
                 status: .unknownConnectionIdentifier, handle: 0, role: .central, peerAddressType: parameters.peerAddressType,
@@ -314,6 +318,8 @@ extension VirtualController {
             handlePrivacy(command)
         case .leReadLocalP256PublicKey, .leGenerateDHKey:
             complete(command.opcode, .status(.unknownCommand))
+        case .extended(let extended):
+            handleExtended(extended, now: now)
         case .unknown(let opcode, _):
             complete(opcode, .status(.unknownCommand))
         }
@@ -350,6 +356,7 @@ extension VirtualController {
 
     var filterAcceptListInUse: Bool {
         (settings.advertising && settings.advertisingParameters.filterPolicy != 0)
+            || settings.advertisingSets.values.contains { $0.enabled && $0.parameters.filterPolicy != 0 }
             || (settings.scanning && settings.scanParameters.filterPolicy & 0x01 != 0)
             || settings.initiating?.initiatorFilterPolicy == 1
     }

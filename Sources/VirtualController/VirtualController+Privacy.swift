@@ -37,7 +37,9 @@ extension VirtualController {
 
     /// Whether advertising, scanning or initiating runs (the resolving list and address resolution may not change
     /// then while resolution is enabled, §7.8.38, §7.8.44).
-    private var privacyBusy: Bool { settings.advertising || settings.scanning || settings.initiating != nil }
+    private var privacyBusy: Bool {
+        settings.advertising || settings.scanning || settings.initiating != nil || settings.advertisingSets.values.contains(where: \.enabled)
+    }
 
     func handlePrivacy(_ command: HCICommand) {
         switch command {
@@ -95,11 +97,20 @@ extension VirtualController {
     /// generated again when the RPA timeout has passed (§6.2.2); else the public (0x00, 0x02) or random (0x01,
     /// 0x03) address. nil when the random address is needed and not set.
     func ownAddress(_ type: LEAddressType, towards peer: BluetoothAddress?, now: StackInstant) -> BluetoothAddress? {
+        ownAddress(type, random: settings.randomAddress, towards: peer, now: now)
+    }
+
+    /// As above with `random` as the random address (an advertising set's own, §7.8.52).
+    func ownAddress(_ type: LEAddressType, random: BluetoothAddress?, towards peer: BluetoothAddress?, now: StackInstant) -> BluetoothAddress? {
         if type.rawValue >= 2, settings.addressResolution, let index = localEntryIndex(towards: peer) {
             refreshLocalAddresses(now: now)
             if let rpa = settings.resolvingList[index].localRPA { return rpa }
         }
-        return ownAddress(type)
+        switch type.rawValue {
+        case 0x00, 0x02: return publicAddress
+        case 0x01, 0x03: return random
+        default: return nil
+        }
     }
 
     /// The entry whose local IRK gives the own address towards `peer` (any entry with a local IRK when the peer is

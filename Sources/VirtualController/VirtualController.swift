@@ -247,6 +247,8 @@ public final class VirtualController: @unchecked Sendable {
             }
         }
         air.cancelAdvertising(self)
+        for handle in settings.advertisingSetOrder { air.cancelAdvertising(self, set: handle) }
+        air.cancelControllerTimer(self)
         settings = ControllerSettings()
     }
 }
@@ -272,7 +274,25 @@ struct ControllerSettings {
     var scanStart = StackInstant.zero
     var filterDuplicates = false
     var reported: Set<ReportKey> = []
+    /// The extended scanning parameters (nil under the legacy commands; ``scanParameters`` then holds the LE 1M or
+    /// else LE Coded block's values with the own address type and filter policy, so the shared code reads one place).
+    var extendedScanParameters: LEExtendedScanParameters?
+    /// LE Set Extended Scan Enable's Duration and Period (§7.8.65): scanning stops at `scanEnd` (LE Scan Timeout, or
+    /// again at `scanRestart` with a period).
+    var scanEnd: StackInstant?
+    var scanRestart: StackInstant?
+    var scanDuration = Duration.zero
+    var scanPeriod = Duration.zero
+    var resetDuplicatesEachPeriod = false
+    /// The host's command family (§3.1.1).
+    var family = AdvertisingCommandFamily.undetermined
+    /// Advertising sets by handle (the extended advertising commands), in creation order.
+    var advertisingSets: [UInt8: AdvertisingSet] = [:]
+    var advertisingSetOrder: [UInt8] = []
+    /// The legacy form of the initiator's parameters (its first PHY's scan and connection parameters) for the shared
+    /// code, and the extended command's parameters per PHY (nil under the legacy commands).
     var initiating: LECreateConnectionParameters?
+    var extendedInitiating: LEExtendedCreateConnectionParameters?
     var initiatingStart = StackInstant.zero
     var filterAcceptList: [BluetoothAddress] = []
     var acceptAnonymous = false
@@ -289,8 +309,12 @@ struct ControllerSettings {
     var rpaTimeout: UInt16 = 900
     var rpaGenerated: StackInstant?
 
+    /// What Filter_Duplicates compares (§7.8.11, §7.8.65: address and event type, and for extended advertising
+    /// the SID and Data ID, so that new data is reported again).
     struct ReportKey: Hashable {
         var address: BluetoothAddress
-        var eventType: UInt8
+        var eventType: UInt16
+        var sid: UInt8?
+        var dataID: UInt16?
     }
 }

@@ -430,7 +430,8 @@ enum ExtendedVectors {
             let parameters = generator.bytes(Int.random(in: 0...10, using: &generator))
             let bytes = [0x3E, UInt8(parameters.count + 1), code] + parameters
             if let event = try? HCIEvent(decoding: bytes) {
-                #expect(event.encode() == bytes)
+                // Typed: the reserved top bits of a connection handle do not survive, the meaning does.
+                #expect((try? HCIEvent(decoding: event.encode())) == event)
                 _ = event.dissection.renderText()
             }
         }

@@ -145,8 +145,9 @@ extension HCICommand: Dissectable {
             return [F.handle(handle), F.hex8("All_PHYs", all), F.phyMask("TX_PHYs", tx), F.phyMask("RX_PHYs", rx),
                     F.named("PHY_Options", UInt8(truncatingIfNeeded: options),
                             [0x00: "No preferred coding", 0x01: "Prefers S=2", 0x02: "Prefers S=8"])]
+        case .extended(let command):
+            return command.fields
         case .unknown(_, let parameters):
-            if let extended = extendedCommand { return extended.fields }
             return [F.bytes("Parameters", parameters)]
         }
     }

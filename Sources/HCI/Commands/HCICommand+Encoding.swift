@@ -61,6 +61,7 @@ extension HCICommand {
         case .leReadPHY: .leReadPHY
         case .leSetDefaultPHY: .leSetDefaultPHY
         case .leSetPHY: .leSetPHY
+        case .extended(let command): command.opcode
         case .unknown(let opcode, _): opcode
         }
     }
@@ -183,6 +184,8 @@ extension HCICommand {
             w.write(tx)
             w.write(rx)
             w.write(options)
+        case .extended(let command):
+            w.write(command.parameters.prefix(Self.maximumParameterLength))
         case .unknown(_, let parameters):
             w.write(parameters.prefix(Self.maximumParameterLength))
         }

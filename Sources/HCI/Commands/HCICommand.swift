@@ -5,8 +5,7 @@ public import BluetoothCore
 ///
 /// Known opcodes (see ``table``) decode into typed cases with the exact parameter length the spec (§7) fixes;
 /// anything else becomes ``unknown(opcode:parameters:)``. The Bluetooth 5 extended advertising, scanning and
-/// initiating commands are in the table and are validated when decoded, but stay ``unknown(opcode:parameters:)``
-/// for now: their typed form is ``HCIExtendedCommand`` (``extended(_:)``, ``extendedCommand``). Fixed-size byte
+/// initiating commands decode into ``extended(_:)`` (``HCIExtendedCommand``). Fixed-size byte
 /// fields (keys, coordinates) always encode to their spec size (zero-padded or truncated); advertising data encodes
 /// to at most 31 octets. Keys and coordinates are kept in HCI order (least significant octet first), as on the wire.
 public enum HCICommand: Hashable, Sendable {
@@ -80,8 +79,9 @@ public enum HCICommand: Hashable, Sendable {
     case leReadPHY(handle: UInt16)
     case leSetDefaultPHY(allPHYs: UInt8, txPHYs: UInt8, rxPHYs: UInt8)
     case leSetPHY(handle: UInt16, allPHYs: UInt8, txPHYs: UInt8, rxPHYs: UInt8, phyOptions: UInt16)
-    /// A command this build has no codec for (or a vendor command), with its raw parameters; also the extended
-    /// advertising, scanning and initiating commands, whose typed form is ``HCIExtendedCommand``.
+    /// The Bluetooth 5 extended advertising, scanning and initiating commands (§7.8.52–§7.8.66).
+    case extended(HCIExtendedCommand)
+    /// A command this build has no codec for (or a vendor command), with its raw parameters.
     case unknown(opcode: HCIOpcode, parameters: [UInt8])
 
     /// The largest parameter block a command packet can carry.
@@ -239,11 +239,8 @@ public enum HCICommand: Hashable, Sendable {
             }
         }
         if HCIExtendedCommand.opcodes.contains(opcode) {
-            // Validated field by field, kept as its exact bytes (see HCIExtendedCommand).
-            var parameters = reader
-            _ = try HCIExtendedCommand(opcode: opcode, reading: &reader)
+            self = .extended(try HCIExtendedCommand(opcode: opcode, reading: &reader))
             try reader.expectEnd(info.name)
-            self = .unknown(opcode: opcode, parameters: parameters.readRemaining())
             return
         }
         self = try Self.decodeKnown(opcode, &reader)

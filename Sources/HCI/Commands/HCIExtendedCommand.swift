@@ -3,10 +3,8 @@ public import BluetoothCore
 /// The Bluetooth 5 extended advertising, extended scanning and extended connection creation commands
 /// (Core 5.4 Vol 4 Part E §7.8.52–§7.8.60, §7.8.64–§7.8.66), typed.
 ///
-/// They are listed in ``HCICommand/table`` (names, lengths, return parameters) and ``HCICommand`` decodes and
-/// validates them, but travel as ``HCICommand/unknown(opcode:parameters:)`` holding their exact parameter bytes:
-/// `HCICommand` gains no case for them yet because the virtual controller and the host switch exhaustively over it.
-/// Build one with ``HCICommand/extended(_:)``, read one back with ``HCICommand/extendedCommand``.
+/// They are listed in ``HCICommand/table`` (names, lengths, return parameters); ``HCICommand`` decodes them into
+/// ``HCICommand/extended(_:)``.
 public enum HCIExtendedCommand: Hashable, Sendable {
     /// §7.8.52: the random address of an advertising set.
     case leSetAdvertisingSetRandomAddress(advertisingHandle: UInt8, address: BluetoothAddress)
@@ -288,15 +286,9 @@ public enum HCIExtendedCommand: Hashable, Sendable {
 }
 
 extension HCICommand {
-    /// An extended advertising, scanning or initiating command as an `HCICommand`
-    /// (``unknown(opcode:parameters:)`` with its exact parameters; see ``HCIExtendedCommand``).
-    public static func extended(_ command: HCIExtendedCommand) -> HCICommand {
-        .unknown(opcode: command.opcode, parameters: command.parameters)
-    }
-
-    /// The typed extended command this command carries, if it is one (and well formed).
+    /// The extended advertising, scanning or initiating command this is, if it is one.
     public var extendedCommand: HCIExtendedCommand? {
-        guard case .unknown(let opcode, let parameters) = self, HCIExtendedCommand.opcodes.contains(opcode) else { return nil }
-        return try? HCIExtendedCommand(opcode: opcode, parameters: parameters)
+        guard case .extended(let command) = self else { return nil }
+        return command
     }
 }

@@ -34,9 +34,7 @@ public struct LEScanRequestReceived: Hashable, Sendable {
 /// The LE Meta subevents of extended scanning and advertising (Core 5.4 Vol 4 Part E §7.7.65.17–§7.7.65.19),
 /// typed.
 ///
-/// ``HCILEMetaEvent`` decodes and validates them but keeps them as ``HCILEMetaEvent/unknown(subevent:parameters:)``
-/// with their exact bytes: it gains no case for them yet because the host switches exhaustively over it. Build one
-/// with ``HCILEMetaEvent/extended(_:)``, read one back with ``HCILEMetaEvent/extendedEvent``.
+/// ``HCILEMetaEvent`` decodes them into ``HCILEMetaEvent/extended(_:)``.
 public enum HCIExtendedLEMetaEvent: Hashable, Sendable {
     /// §7.7.65.17: the Duration of LE Set Extended Scan Enable elapsed.
     case scanTimeout
@@ -125,16 +123,9 @@ extension HCIExtendedLEMetaEvent: Dissectable {
 }
 
 extension HCILEMetaEvent {
-    /// An extended scanning or advertising subevent as an `HCILEMetaEvent`
-    /// (``unknown(subevent:parameters:)`` with its exact bytes; see ``HCIExtendedLEMetaEvent``).
-    public static func extended(_ event: HCIExtendedLEMetaEvent) -> HCILEMetaEvent {
-        .unknown(subevent: event.subevent, parameters: event.parameters)
-    }
-
-    /// The typed extended scanning or advertising subevent this is, if it is one (and well formed).
+    /// The extended scanning or advertising subevent this is, if it is one.
     public var extendedEvent: HCIExtendedLEMetaEvent? {
-        guard case .unknown(let code, let parameters) = self,
-              [LESubeventCode.scanTimeout, .advertisingSetTerminated, .scanRequestReceived].contains(code) else { return nil }
-        return try? HCIExtendedLEMetaEvent(subevent: code, parameters: parameters)
+        guard case .extended(let event) = self else { return nil }
+        return event
     }
 }

@@ -2,8 +2,7 @@ public import BluetoothCore
 
 /// The LE Meta event's subevents (Core 5.4 Vol 4 Part E §7.7.65): the first parameter octet is the subevent code.
 /// Fixed-layout subevents must have exactly their spec length; report subevents are count-checked. LE Scan Timeout,
-/// LE Advertising Set Terminated and LE Scan Request Received are validated when decoded but stay
-/// ``unknown(subevent:parameters:)`` for now: their typed form is ``HCIExtendedLEMetaEvent``.
+/// LE Advertising Set Terminated and LE Scan Request Received are ``extended(_:)``.
 public enum HCILEMetaEvent: Hashable, Sendable {
     case connectionComplete(LEConnectionComplete)
     /// 1...25 reports.
@@ -26,6 +25,8 @@ public enum HCILEMetaEvent: Hashable, Sendable {
     case phyUpdateComplete(status: HCIStatus, handle: UInt16, txPHY: LEPhy, rxPHY: LEPhy)
     /// 1...10 reports.
     case extendedAdvertisingReport([LEExtendedAdvertisingReport])
+    /// LE Scan Timeout, LE Advertising Set Terminated, LE Scan Request Received (§7.7.65.17–§7.7.65.19).
+    case extended(HCIExtendedLEMetaEvent)
     case unknown(subevent: LESubeventCode, parameters: [UInt8])
 
     public var subevent: LESubeventCode {
@@ -44,6 +45,7 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .directedAdvertisingReport: .directedAdvertisingReport
         case .phyUpdateComplete: .phyUpdateComplete
         case .extendedAdvertisingReport: .extendedAdvertisingReport
+        case .extended(let event): event.subevent
         case .unknown(let code, _): code
         }
     }
@@ -128,10 +130,7 @@ public enum HCILEMetaEvent: Hashable, Sendable {
                 try LEExtendedAdvertisingReport.read(&r)
             })
         case .scanTimeout, .advertisingSetTerminated, .scanRequestReceived:
-            // Validated field by field, kept as its exact bytes (see HCIExtendedLEMetaEvent).
-            var parameters = r
-            _ = try HCIExtendedLEMetaEvent(subevent: code, reading: &r)
-            self = .unknown(subevent: code, parameters: parameters.readRemaining())
+            self = .extended(try HCIExtendedLEMetaEvent(subevent: code, reading: &r))
         default:
             self = .unknown(subevent: code, parameters: r.readRemaining())
         }
@@ -204,6 +203,8 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .extendedAdvertisingReport(let reports):
             w.write(UInt8(truncatingIfNeeded: reports.count))
             for report in reports { report.write(&w) }
+        case .extended(let event):
+            w.write(event.parameters)
         case .unknown(_, let parameters):
             w.write(parameters)
         }
@@ -266,8 +267,9 @@ extension HCILEMetaEvent: Dissectable {
             return [F.status(status), F.handle(handle), F.code("TX_PHY", tx), F.code("RX_PHY", rx)]
         case .extendedAdvertisingReport(let reports):
             return [F.decimal("Num_Reports", reports.count)] + reports.map(\.dissection)
+        case .extended(let event):
+            return event.fields
         case .unknown(_, let parameters):
-            if let extended = extendedEvent { return extended.fields }
             return [F.bytes("Parameters", parameters)]
         }
     }
