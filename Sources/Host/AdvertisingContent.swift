@@ -114,6 +114,25 @@ public struct AdvertisingContent: Hashable, Sendable {
         return (advertising.advertisingData, response.advertisingData)
     }
 
+    /// Lays the content out in one block of extended advertising data (Core 5.4 Vol 3 Part C §11 with the extended
+    /// advertising PDUs of Vol 6 Part B §2.3.4): every structure in layout order, the name last, in at most
+    /// `capacity` octets.
+    /// - Throws: ``HostError/Code/advertisingDataTooLarge`` naming the first structure that does not fit.
+    public func buildExtended(capacity: Int) throws(HostError) -> AdvertisingData {
+        var builder = AdvertisingDataBuilder(kind: .extended)
+        let (list, name) = structures
+        var used = 0
+        for structure in list + (name.map { [$0] } ?? []) {
+            guard used + structure.encodedLength <= capacity else {
+                throw HostError(.advertisingDataTooLarge,
+                                "\(structure.type) needs \(structure.encodedLength) octets but only \(capacity - used) of \(capacity) remain")
+            }
+            try append(structure, to: &builder)
+            used += structure.encodedLength
+        }
+        return builder.advertisingData
+    }
+
     private func append(_ structure: ADStructure, to builder: inout AdvertisingDataBuilder) throws(HostError) {
         do {
             try builder.append(structure)

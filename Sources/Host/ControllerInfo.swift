@@ -38,6 +38,25 @@ public struct ControllerInfo: Hashable, Sendable {
 
     /// Whether the controller has LE Extended Advertising (LE feature bit 12, Core 5.4 Vol 6 Part B §4.6).
     public var hasExtendedAdvertising: Bool { leFeatures & (1 << 12) != 0 }
+
+    /// Whether the controller has the extended advertising, scanning and initiating commands (§7.8.53–§7.8.56,
+    /// §7.8.64–§7.8.66 in its Supported_Commands) as well as the feature.
+    public var hasExtendedAdvertisingCommands: Bool {
+        hasExtendedAdvertising && SupportedCommandBit.extendedAdvertising.allSatisfy { supportsCommand(octet: $0.octet, bit: $0.bit) }
+    }
+
+    /// Whether this host advertises, scans and connects with the extended commands (the controller has them and
+    /// ``HostConfiguration/usesExtendedAdvertising`` allows it); a controller takes one family or the other until
+    /// Reset (Vol 4 Part E §3.1.1), so this holds for the host's whole life.
+    public var usesExtendedAdvertising = false
+
+    /// The longest advertising or scan response data the controller takes in one set (LE Read Maximum Advertising
+    /// Data Length, §7.8.57): 31 under the legacy commands.
+    public var maximumAdvertisingDataLength = 31
+
+    /// Whether the controller has the LE 2M PHY (bit 8) and the LE Coded PHY (bit 11).
+    public var has2MPHY: Bool { leFeatures & (1 << 8) != 0 }
+    public var hasCodedPHY: Bool { leFeatures & (1 << 11) != 0 }
 }
 
 /// Positions in the Supported_Commands mask the host consults (Core 5.4 Vol 4 Part E §6.27).
@@ -47,4 +66,11 @@ enum SupportedCommandBit {
     static let leWriteSuggestedDefaultDataLength = (octet: 34, bit: 0)
     static let leReadBufferSizeV2 = (octet: 41, bit: 5)
     static let leSetPHY = (octet: 35, bit: 6)
+    static let leReadPHY = (octet: 35, bit: 4)
+    /// LE Set Advertising Set Random Address, Set Extended Advertising Parameters / Data / Scan Response Data /
+    /// Enable, Read Maximum Advertising Data Length (octet 36 bits 1–6), Set Extended Scan Parameters / Enable,
+    /// Extended Create Connection (octet 37 bits 5–7).
+    static let extendedAdvertising: [(octet: Int, bit: Int)] = [
+        (36, 1), (36, 2), (36, 3), (36, 4), (36, 5), (36, 6), (37, 5), (37, 6), (37, 7),
+    ]
 }

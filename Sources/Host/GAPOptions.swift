@@ -25,17 +25,36 @@ public struct AdvertisingOptions: Hashable, Sendable {
         public var hasScanResponse: Bool { self != .nonConnectable }
     }
 
+    /// Which advertising PDUs carry the data on a controller with the extended commands (Core 5.4 Vol 6 Part B
+    /// §2.3.1, §2.3.4).
+    public enum PDUs: Hashable, Sendable {
+        /// Legacy PDUs when the data fits them (31 octets of advertising data and of scan response: every scanner,
+        /// 4.x ones too, sees it), else extended ones. As Linux does.
+        case automatic
+        /// ADV_EXT_IND and its auxiliary chain even for short data (the primary and secondary PHYs then apply).
+        case extended
+    }
+
     public var kind: Kind
     public var intervalMin: UInt16
     public var intervalMax: UInt16
     /// Bit 0: channel 37, bit 1: 38, bit 2: 39.
     public var channelMap: UInt8
+    public var pdus: PDUs
+    /// The PHY of ADV_EXT_IND (LE 1M or LE Coded) and of the auxiliary PDUs (LE 1M, 2M or Coded) of extended
+    /// advertising; legacy PDUs are always on LE 1M.
+    public var primaryPHY: LEPhy
+    public var secondaryPHY: LEPhy
 
-    public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00A0, channelMap: UInt8 = 0x07) {
+    public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00A0, channelMap: UInt8 = 0x07,
+                pdus: PDUs = .automatic, primaryPHY: LEPhy = .le1M, secondaryPHY: LEPhy = .le1M) {
         self.kind = kind
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax
         self.channelMap = channelMap
+        self.pdus = pdus
+        self.primaryPHY = primaryPHY
+        self.secondaryPHY = secondaryPHY
     }
 }
 
@@ -48,12 +67,17 @@ public struct ScanOptions: Hashable, Sendable {
     public var window: UInt16
     /// Ask the controller to report each device once per scan.
     public var filterDuplicates: Bool
+    /// With the extended commands: scan on LE Coded too, when the controller has it (Core 5.4 Vol 4 Part E
+    /// §7.8.64), to hear long-range advertisers.
+    public var scansCodedPHY: Bool
 
-    public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = true) {
+    public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = true,
+                scansCodedPHY: Bool = true) {
         self.active = active
         self.interval = interval
         self.window = window
         self.filterDuplicates = filterDuplicates
+        self.scansCodedPHY = scansCodedPHY
     }
 }
 

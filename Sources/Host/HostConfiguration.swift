@@ -14,6 +14,11 @@ public struct HostConfiguration: Sendable {
         case publicAddress
     }
 
+    /// Whether to advertise, scan and connect with the Bluetooth 5 extended commands when the controller has them
+    /// (Core 5.4 Vol 4 Part E §7.8.53–§7.8.66): advertising data beyond 31 octets, the PHYs of advertisers, the
+    /// 2M and Coded PHYs for connections. Off: the legacy commands, as on a 4.2 controller.
+    public var usesExtendedAdvertising = true
+
     /// How long a command may wait for its Command Complete / Command Status before it fails as an unresponsive
     /// controller (the pipe then continues with one credit).
     public var commandTimeout: Duration = .seconds(2)

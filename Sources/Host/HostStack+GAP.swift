@@ -3,7 +3,8 @@ public import BluetoothCore
 import BluetoothRuntime
 public import HCI
 
-/// GAP over HCI (Core 5.4 Vol 3 Part C §9; Vol 4 Part E §7.8): legacy advertising, scanning with advertising and
+/// GAP over HCI (Core 5.4 Vol 3 Part C §9; Vol 4 Part E §7.8): advertising (legacy, or extended with
+/// HostStack+ExtendedGAP.swift when the controller has it), scanning with advertising and
 /// scan response merged per device, connecting and cancelling, connection parameter updates (both directions),
 /// disconnection, RSSI, data length and PHY requests with fallbacks for controllers that refuse or ignore them.
 extension HostStack {
@@ -14,33 +15,55 @@ extension HostStack {
     /// fails with ``HostError/Code/advertisingDataTooLarge`` before anything is sent.
     public func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions = AdvertisingOptions(),
                                  completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
-        let built: (advertisingData: AdvertisingData, scanResponse: AdvertisingData)
-        do {
-            built = try content.build(hasScanResponse: options.kind.hasScanResponse)
-        } catch {
-            onLoop { completion(.failure(error)) }
-            return
+        onLoop { [self] in
+            let built: (advertisingData: AdvertisingData, scanResponse: AdvertisingData)
+            do throws(HostError) {
+                do throws(HostError) {
+                    guard options.pdus == .automatic || !info.usesExtendedAdvertising else { throw HostError(.advertisingDataTooLarge, "") }
+                    built = try content.build(hasScanResponse: options.kind.hasScanResponse)
+                } catch where info.usesExtendedAdvertising {
+                    // Too much for legacy PDUs (or extended ones asked for): one block of extended advertising data.
+                    let capacity = options.kind == .connectable
+                        ? min(Self.connectableExtendedDataLength, info.maximumAdvertisingDataLength) : info.maximumAdvertisingDataLength
+                    built = (try content.buildExtended(capacity: capacity), AdvertisingData())
+                }
+            } catch {
+                completion(.failure(error))
+                return
+            }
+            startAdvertising(advertisingData: built.advertisingData, scanResponse: built.scanResponse, options: options,
+                             completion: completion)
         }
-        startAdvertising(advertisingData: built.advertisingData, scanResponse: built.scanResponse, options: options,
-                         completion: completion)
     }
 
-    /// Starts legacy advertising of ready-made data (each at most 31 octets).
+    /// Starts advertising ready-made data: each at most 31 octets with the legacy commands; with the extended ones
+    /// (``ControllerInfo/usesExtendedAdvertising``) legacy PDUs when both fit them, else extended PDUs with up to
+    /// the controller's maximum (245 octets for connectable advertising, which has no chain).
     public func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(),
                                  options: AdvertisingOptions = AdvertisingOptions(),
                                  completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { [self] in
+            guard (0x0020...0x4000).contains(options.intervalMin), options.intervalMin <= options.intervalMax,
+                  options.intervalMax <= 0x4000 else {
+                completion(.failure(HostError(.invalidParameters, "advertising interval \(options.intervalMin)...\(options.intervalMax) is outside 0x0020...0x4000")))
+                return
+            }
+            if info.usesExtendedAdvertising {
+                do throws(HostError) {
+                    let commands = try extendedAdvertisingCommands(advertisingData: advertisingData, scanResponse: scanResponse,
+                                                                   options: options)
+                    submitGAP(.advertising, enable: true, commands: commands, beforeEnable: {}, completion: completion)
+                } catch {
+                    completion(.failure(error))
+                }
+                return
+            }
             for (data, name) in [(advertisingData, "advertising data"), (scanResponse, "scan response")] {
                 guard data.encodedLength <= HCICommand.maximumAdvertisingDataLength else {
                     completion(.failure(HostError(
                         .advertisingDataTooLarge, "the \(name) takes \(data.encodedLength) octets; legacy advertising carries 31")))
                     return
                 }
-            }
-            guard (0x0020...0x4000).contains(options.intervalMin), options.intervalMin <= options.intervalMax,
-                  options.intervalMax <= 0x4000 else {
-                completion(.failure(HostError(.invalidParameters, "advertising interval \(options.intervalMin)...\(options.intervalMax) is outside 0x0020...0x4000")))
-                return
             }
             let parameters = LEAdvertisingParameters(
                 intervalMin: options.intervalMin, intervalMax: options.intervalMax,
@@ -59,7 +82,8 @@ extension HostStack {
     public func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
         onLoop { [self] in
             isAdvertising = false
-            submitGAP(.advertising, enable: false, commands: [.leSetAdvertisingEnable(false)], beforeEnable: { [self] in
+            let disable = info.usesExtendedAdvertising ? Self.extendedAdvertisingDisable : .leSetAdvertisingEnable(false)
+            submitGAP(.advertising, enable: false, commands: [disable], beforeEnable: { [self] in
                 isAdvertising = false
             }) { completion?($0) }
         }
@@ -80,7 +104,7 @@ extension HostStack {
             }
             let parameters = LEScanParameters(scanType: options.active ? 0x01 : 0x00, interval: options.interval,
                                               window: options.window, ownAddressType: info.ownAddressType)
-            let commands: [HCICommand] = [
+            let commands: [HCICommand] = info.usesExtendedAdvertising ? extendedScanCommands(options) : [
                 .leSetScanParameters(parameters), .leSetScanEnable(enable: true, filterDuplicates: options.filterDuplicates),
             ]
             submitGAP(.scanning, enable: true, commands: commands, beforeEnable: { [self] in
@@ -101,7 +125,8 @@ extension HostStack {
         onLoop { [self] in
             isScanning = false
             scanMerger.reset()
-            submitGAP(.scanning, enable: false, commands: [.leSetScanEnable(enable: false, filterDuplicates: false)],
+            let disable = info.usesExtendedAdvertising ? Self.extendedScanDisable : .leSetScanEnable(enable: false, filterDuplicates: false)
+            submitGAP(.scanning, enable: false, commands: [disable],
                       beforeEnable: { [self] in
                           isScanning = false
                           scanMerger.reset()
@@ -152,10 +177,12 @@ extension HostStack {
             return (next, lane.generation, lane.controllerEnabled)
         }
         guard let (request, generation, enabled) = next else { return }
-        var steps = request.commands.map { GAPLane.Step(command: $0, toleratesFailure: false) }
+        var steps = request.commands.map { GAPLane.Step(command: $0, toleratesFailure: $0.isGAPCleanup) }
         if request.enable, enabled {
+            let extended = info.usesExtendedAdvertising
             let disable: HCICommand = kind == .scanning
-                ? .leSetScanEnable(enable: false, filterDuplicates: false) : .leSetAdvertisingEnable(false)
+                ? (extended ? Self.extendedScanDisable : .leSetScanEnable(enable: false, filterDuplicates: false))
+                : (extended ? Self.extendedAdvertisingDisable : .leSetAdvertisingEnable(false))
             steps.insert(GAPLane.Step(command: disable, toleratesFailure: true), at: 0)
         }
         runGAPSteps(kind, request, steps[...], generation: generation)
@@ -230,7 +257,7 @@ extension HostStack {
     public static let connectRetryDelay: Duration = .milliseconds(150)
 
     private func sendCreateConnection(id: UInt64, _ parameters: LECreateConnectionParameters) {
-        command(.leCreateConnection(parameters)) { [self] result in
+        command(createConnectionCommand(parameters)) { [self] result in
             guard case .failure(let error) = result, let pending = pendingConnect, pending.id == id else { return }
             pendingConnect = nil
             armTimer()
@@ -547,12 +574,20 @@ struct GAPLane {
 }
 
 extension HCICommand {
-    /// The value of an LE Set Scan Enable / LE Set Advertising Enable, nil for other commands.
+    /// The value of an LE Set (Extended) Scan Enable / LE Set (Extended) Advertising Enable, nil for other commands.
     var gapEnableValue: Bool? {
         switch self {
         case .leSetScanEnable(let enable, _): enable
         case .leSetAdvertisingEnable(let enable): enable
+        case .extended(.leSetExtendedScanEnable(let enable, _, _, _)): enable
+        case .extended(.leSetExtendedAdvertisingEnable(let enable, _)): enable
         default: nil
         }
+    }
+
+    /// A step whose failure does not matter (LE Remove Advertising Set of a set that may not exist).
+    var isGAPCleanup: Bool {
+        if case .extended(.leRemoveAdvertisingSet) = self { return true }
+        return false
     }
 }

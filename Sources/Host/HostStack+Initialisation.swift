@@ -1,3 +1,4 @@
+import AdvertisingData
 import BluetoothCore
 import HCI
 
@@ -5,7 +6,8 @@ import HCI
 /// features and supported commands, §7.8.2 / §7.8.93 LE buffer size v1 / v2, §7.4.5 Read Buffer Size when LE has
 /// no buffers of its own, §7.4.6 BD_ADDR, §7.3.1 / §7.8.1 event masks, §7.8.3 LE features, §7.8.4 random
 /// address; the address is a random static one by default, Vol 6 Part B §1.3.2.1; §7.8.35 the suggested default data
-/// length, ``HostConfiguration/suggestedDataLength``, when the controller has LE Data Packet Length Extension).
+/// length, ``HostConfiguration/suggestedDataLength``, when the controller has LE Data Packet Length Extension;
+/// §7.8.57 the maximum advertising data length when the host will use the extended advertising commands).
 ///
 /// Only Reset must succeed; any later step that fails or times out is noted in ``ControllerInfo/warnings`` and
 /// the sequence goes on (Bumble's controller, for one, answers some commands oddly or not at all). But a second
@@ -15,8 +17,8 @@ extension HostStack {
     enum InitStep: CaseIterable {
         case reset, readLocalVersion, readLocalFeatures, readLocalCommands
         case leReadBufferSizeV2, leReadBufferSize, readBufferSize
-        case readBDADDR, setEventMask, leSetEventMask, leReadLocalFeatures, setRandomAddress
-        case leWriteSuggestedDefaultDataLength
+        case readBDADDR, leReadLocalFeatures, setEventMask, leSetEventMask, setRandomAddress
+        case leWriteSuggestedDefaultDataLength, leReadMaximumAdvertisingDataLength
     }
 
     func initialise(completion: @escaping (Result<ControllerInfo, HostError>) -> Void) {
@@ -76,7 +78,12 @@ extension HostStack {
             return leBuffersKnown ? nil : .readBufferSize
         case .readBDADDR: return .readBDADDR
         case .setEventMask: return .setEventMask(configuration.eventMask)
-        case .leSetEventMask: return .leSetEventMask(configuration.leEventMask)
+        case .leSetEventMask:
+            // With the extended commands: LE Extended Advertising Report (bit 12), LE Scan Timeout (16) and LE
+            // Advertising Set Terminated (17) too (§7.8.1).
+            // (LE features come first for this, as in Linux's init.)
+            let extended = configuration.usesExtendedAdvertising && info.hasExtendedAdvertisingCommands
+            return .leSetEventMask(configuration.leEventMask | (extended ? 1 << 12 | 1 << 16 | 1 << 17 : 0))
         case .leReadLocalFeatures: return .leReadLocalSupportedFeatures
         case .setRandomAddress:
             switch configuration.address {
@@ -94,6 +101,9 @@ extension HostStack {
             guard let octets = configuration.suggestedDataLength.map({ min(max($0, 27), 251) }), octets > 27,
                   info.leFeatures & (1 << 5) != 0, info.supportsCommand(octet: bit.octet, bit: bit.bit) else { return nil }
             return .leWriteSuggestedDefaultDataLength(txOctets: octets, txTime: (octets + 14) * 8)
+        case .leReadMaximumAdvertisingDataLength:
+            info.usesExtendedAdvertising = configuration.usesExtendedAdvertising && info.hasExtendedAdvertisingCommands
+            return info.usesExtendedAdvertising ? .extended(.leReadMaximumAdvertisingDataLength) : nil
         }
     }
 
@@ -122,6 +132,8 @@ extension HostStack {
             info.publicAddress = address
         case .leReadLocalSupportedFeatures(_, let features):
             info.leFeatures = features
+        case .leReadMaximumAdvertisingDataLength(_, let length):
+            info.maximumAdvertisingDataLength = max(31, min(Int(length), AdvertisingData.Kind.extended.maximumLength))
         default:
             break
         }

@@ -423,15 +423,19 @@ public final class HostStack: @unchecked Sendable {
             if status == .success { connections[handle]?.phys = (tx, rx) }
             emit(.phyUpdated(handle: handle, status: status, tx: tx, rx: rx))
         case .extendedAdvertisingReport(let reports):
+            // Also what Bumble's controller sends under the legacy scanning commands.
             guard isScanning else { return }
             for report in reports {
-                if let legacy = report.legacyReport {
-                    emit(.advertisingReport(scanMerger.merge(legacy)))
-                } else {
-                    stats.ignoredEvents += 1
-                }
+                if let merged = scanMerger.mergePiece(report) { emit(.advertisingReport(merged)) }
             }
-        case .extended:
+        case .extended(.advertisingSetTerminated(let terminated)):
+            // The set stopped: a connection was made from it (its Connection Complete came first), or its
+            // duration or event count ran out (§7.7.65.18).
+            if terminated.advertisingHandle == Self.advertisingHandle {
+                isAdvertising = false
+                withGAPLane(.advertising) { $0.controllerEnabled = false }
+            }
+        case .extended(.scanTimeout), .extended(.scanRequestReceived):
             stats.ignoredEvents += 1
         case .readLocalP256PublicKeyComplete, .generateDHKeyComplete, .directedAdvertisingReport, .unknown:
             stats.ignoredEvents += 1
@@ -478,6 +482,7 @@ public final class HostStack: @unchecked Sendable {
                                              supervisionTimeout: complete.supervisionTimeout))
         connections[complete.handle] = ConnectionRecord(connection: connection)
         openSession(for: connection)
+        readPHYsOfExtendedConnection(complete.handle)
         var completed: PendingConnect?
         if role == .central {
             completed = pendingConnect

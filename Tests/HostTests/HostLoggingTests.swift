@@ -72,7 +72,7 @@ struct HostLoggingTests {
         let hci = capture.messages(LogLabel.hci)
         #expect(hci.contains("sent Reset"))
         #expect(hci.contains { $0.hasPrefix("received Command Complete") && $0.contains("Reset (0x0C03)") })
-        #expect(hci.contains { $0.hasPrefix("sent LE Create Connection") })
+        #expect(hci.contains { $0.hasPrefix("sent LE Extended Create Connection") }, "our controller has the extended commands")
         #expect(hci.contains { $0.hasPrefix("received LE Enhanced Connection Complete Status=Success") })
         #expect(capture.lines(LogLabel.hci).contains { $0.level == .trace && $0.message.hasPrefix("sent ACL data") })
         #expect(capture.lines(LogLabel.hci).contains { $0.level == .debug && $0.message.hasPrefix("controller ready") })

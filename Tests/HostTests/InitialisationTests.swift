@@ -29,9 +29,9 @@ struct InitialisationTests {
             hex("01 02 10 00"),  // Read Local Supported Commands
             hex("01 02 20 00"),  // LE Read Buffer Size [v1] (v2 not in the supported commands)
             hex("01 09 10 00"),  // Read BD_ADDR
-            hex("01 01 0C 08 90 88 00 02 00 80 00 20"),  // Set Event Mask
-            hex("01 01 20 08 FF 0F 00 00 00 00 00 00"),  // LE Set Event Mask
             hex("01 03 20 00"),  // LE Read Local Supported Features
+            hex("01 01 0C 08 90 88 00 02 00 80 00 20"),  // Set Event Mask
+            hex("01 01 20 08 FF 0F 00 00 00 00 00 00"),  // LE Set Event Mask (no extended advertising: bits 0–11)
             [0x01, 0x05, 0x20, 0x06] + address.littleEndianBytes,  // LE Set Random Address
             hex("01 24 20 04 FB 00 48 08"),  // LE Write Suggested Default Data Length: 251 octets, 2120 µs
         ])
