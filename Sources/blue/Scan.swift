@@ -3,6 +3,7 @@ import ArgumentParser
 import BluetoothCore
 import BluetoothRuntime
 import Foundation
+import HCI
 import Host
 import OpenCoreBluetooth
 import StackLauncher
@@ -315,8 +316,28 @@ final class ScanTable: Sendable {
         uuid.assignedName.map { "\(uuid.uuidString) \($0)" } ?? uuid.uuidString
     }
 
+    /// "1M", "2M", "Coded".
+    static func phyText(_ phy: LEPhy) -> String {
+        switch phy {
+        case .le1M: "1M"
+        case .le2M: "2M"
+        case .leCoded: "Coded"
+        default: Dissection.hex8(phy.rawValue)
+        }
+    }
+
+    /// "ext 1M/2M 615 B" for an advertiser heard in extended PDUs (its primary and secondary PHY and how much
+    /// data it sent), nil for legacy PDUs.
+    static func extendedText(_ report: ScanReport) -> String? {
+        guard !report.isLegacy else { return nil }
+        let phys = phyText(report.primaryPHY) + (report.secondaryPHY.map { "/" + phyText($0) } ?? "")
+        let octets = report.rawAdvertisingData.count + (report.rawScanResponse?.count ?? 0)
+        return "ext \(phys) \(octets) B"
+    }
+
     static func line(_ report: ScanReport, bar withBar: Bool = true) -> String {
-        var extras = report.advertisingData.serviceUUIDs.map(serviceText)
+        var extras = extendedText(report).map { [$0] } ?? []
+        extras += report.advertisingData.serviceUUIDs.map(serviceText)
         if let manufacturer = report.advertisingData.manufacturerData {
             extras.append("\(manufacturer.company) \(Hex.encode(manufacturer.data))")
         }
@@ -344,6 +365,11 @@ final class ScanTable: Sendable {
             object["manufacturer"] = entry
         }
         if let power = report.advertisingData.txPowerLevel { object["txPower"] = Int(power) }
+        object["legacy"] = report.isLegacy
+        object["primaryPHY"] = phyText(report.primaryPHY)
+        if let secondary = report.secondaryPHY { object["secondaryPHY"] = phyText(secondary) }
+        if let sid = report.advertisingSID { object["sid"] = Int(sid) }
+        if let power = report.txPower { object["advertisingTxPower"] = Int(power) }
         let serviceData = report.advertisingData.serviceData
         if !serviceData.isEmpty {
             object["serviceData"] = Dictionary(uniqueKeysWithValues: serviceData.map { ($0.key.uuidString, Hex.encode($0.value)) })

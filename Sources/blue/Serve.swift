@@ -4,6 +4,7 @@ import BluetoothCore
 import BluetoothRuntime
 import Foundation
 import GATT
+import HCI
 import Host
 import SMP
 import StackLauncher
@@ -76,6 +77,31 @@ struct Serve: ParsableCommand, Sendable {
     @Option(name: .customLong("rpa-interval"), help: "With --privacy: seconds between private addresses (1...3600; 900 recommended).")
     var rpaInterval = 900
 
+    @Flag(name: .customLong("extended"), help: ArgumentHelp(
+        "Advertise in extended PDUs (ADV_EXT_IND and its auxiliary chain) even when the data fits legacy ones. Data "
+            + "longer than 31 octets goes in extended PDUs by itself when the controller has Bluetooth 5 extended advertising."))
+    var extendedAdvertising = false
+
+    @Option(name: .customLong("advertising-phy"), help: ArgumentHelp(
+        "The PHY of the extended advertising's auxiliary PDUs: 1M, 2M or coded (coded puts ADV_EXT_IND on LE Coded too, "
+            + "for range). Implies --extended.", valueName: "phy"))
+    var advertisingPHY: String?
+
+    /// The advertising options from --extended and --advertising-phy.
+    func advertisingOptions() throws(CLIFailure) -> AdvertisingOptions {
+        guard let text = advertisingPHY else {
+            return AdvertisingOptions(pdus: extendedAdvertising ? .extended : .automatic)
+        }
+        let phy: LEPhy
+        switch text.lowercased() {
+        case "1m": phy = .le1M
+        case "2m": phy = .le2M
+        case "coded": phy = .leCoded
+        default: throw CLIFailure(.usage, "--advertising-phy \(text): give 1M, 2M or coded")
+        }
+        return AdvertisingOptions(pdus: .extended, primaryPHY: phy == .leCoded ? .leCoded : .le1M, secondaryPHY: phy)
+    }
+
     func validate() throws {
         if let passkey, passkey > 999_999 { throw ValidationError("--passkey must be 0...999999") }
         guard (1...3600).contains(rpaInterval) else { throw ValidationError("--rpa-interval must be 1...3600 seconds") }
@@ -124,6 +150,7 @@ struct Serve: ParsableCommand, Sendable {
             return
         }
         let compiled = try definition.compile()
+        let options = try advertisingOptions()
         let advertised = try definition.advertisedUUIDs(compiled)
         let deviceName = definition.name ?? "blue serve"
         let wanted = try definition.advertisingContent(name: deviceName, services: advertised)
@@ -133,6 +160,9 @@ struct Serve: ParsableCommand, Sendable {
             }
             if definition.advertisingData != nil {
                 throw CLIFailure(.usage, "advertisingData: through bluetoothd (--hci \(stack.hci)) the advertisement carries the name and service UUIDs only")
+            }
+            if extendedAdvertising || advertisingPHY != nil {
+                throw CLIFailure(.usage, "--extended, --advertising-phy: through bluetoothd (--hci \(stack.hci)) it chooses the advertising PDUs")
             }
             return try await serveThroughBlueZ(adapter, compiled: compiled, advertised: advertised, deviceName: deviceName)
         }
@@ -168,7 +198,7 @@ struct Serve: ParsableCommand, Sendable {
             }
             address = ownAddress.load()?.string ?? address
         }
-        let content = try await server.advertise(wanted)
+        let content = try await server.advertise(wanted, options: options)
         server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
                      "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
                     text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(address)"
@@ -200,6 +230,7 @@ final class GATTServeState: Sendable {
         var entries: [UInt16: Entry] = [:]
         var peers: [UInt16: String] = [:]
         var content = AdvertisingContent()
+        var options = AdvertisingOptions()
         var stopped = false
     }
 
@@ -392,8 +423,8 @@ final class GATTServeState: Sendable {
         }
     }
 
-    /// Advertises `wanted` (retrying with fewer service UUIDs when they do not fit 31 octets).
-    func advertise(_ wanted: AdvertisingContent) async throws(CLIFailure) -> AdvertisingContent {
+    /// Advertises `wanted` (retrying with fewer service UUIDs when they do not fit).
+    func advertise(_ wanted: AdvertisingContent, options: AdvertisingOptions) async throws(CLIFailure) -> AdvertisingContent {
         guard let stack = stackBox.load() else { throw CLIFailure(.failed, "no stack") }
         let services = wanted.serviceUUIDs
         var candidates = [services]
@@ -404,12 +435,15 @@ final class GATTServeState: Sendable {
         for list in candidates {
             var content = wanted
             content.serviceUUIDs = list
-            let result = await stack.awaitCompletion { stack.host.startAdvertising(content, completion: $0) }
+            let result = await stack.awaitCompletion { stack.host.startAdvertising(content, options: options, completion: $0) }
             switch result {
             case .success:
-                state.withLock { $0.content = content }
+                state.withLock {
+                    $0.content = content
+                    $0.options = options
+                }
                 if list != services {
-                    Console.error("warning: advertising \(list.count) of \(services.count) service UUIDs (31 octets)")
+                    Console.error("warning: advertising \(list.count) of \(services.count) service UUIDs (the rest do not fit)")
                 }
                 return content
             case .failure(let error):
@@ -422,9 +456,9 @@ final class GATTServeState: Sendable {
 
     private func readvertise() {
         guard let stack = stackBox.load() else { return }
-        let (content, stopped) = state.withLock { ($0.content, $0.stopped) }
+        let (content, options, stopped) = state.withLock { ($0.content, $0.options, $0.stopped) }
         guard !stopped else { return }
-        stack.host.startAdvertising(content) { _ in }
+        stack.host.startAdvertising(content, options: options) { _ in }
     }
 
     /// Arms each generator's timer on the stack's loop.
