@@ -35,6 +35,13 @@ public struct Advertisement: Hashable, Sendable, CustomStringConvertible {
     public var serviceData: [BluetoothUUID: [UInt8]] { data.serviceData }
     /// The advertised TX Power Level, in dBm.
     public var txPowerLevel: Int8? { data.txPowerLevel }
+    /// Whether it came in legacy advertising PDUs (false: Bluetooth 5 extended advertising, ADV_EXT_IND and its
+    /// auxiliary chain, Core 5.4 Vol 6 Part B §2.3.4).
+    public var isLegacy: Bool { report.isLegacy }
+    /// The PHY of the primary advertising channel (LE 1M, or LE Coded for long range) and, for extended advertising,
+    /// of its auxiliary PDUs (LE 1M, 2M or Coded).
+    public var primaryPHY: LEPhy { report.primaryPHY }
+    public var secondaryPHY: LEPhy? { report.secondaryPHY }
 
     public var description: String {
         "\(address) \(rssi) dBm \(localName.map { "\"\($0)\"" } ?? "(no name)")"

@@ -22,8 +22,17 @@
 //   frame; Disconnection Complete removes one and fails everything of it (queued sends, reassembly state,
 //   pending parameter updates), giving its controller buffers back (§4.3).
 // - `ScanReportMerger`: advertising report + scan response per device → `ScanReport` (decoded AD, RSSI,
-//   connectable); `AdvertisingContent` lays out legacy advertising data / scan response with
-//   `AdvertisingDataBuilder` and refuses, naming the structure, what does not fit.
+//   connectable, legacy or extended PDUs, PHYs, SID); LE Extended Advertising Reports are first joined from their
+//   pieces (`ExtendedReportAssembler`, bounded; truncated ones dropped). `AdvertisingContent` lays out legacy
+//   advertising data / scan response with `AdvertisingDataBuilder`, or one block of extended data, and refuses,
+//   naming the structure, what does not fit.
+// - Legacy or extended GAP (`HostStack+ExtendedGAP.swift`): decided once at initialisation
+//   (`ControllerInfo.usesExtendedAdvertising`: LE Extended Advertising in the features and its commands in
+//   Supported_Commands, and `HostConfiguration.usesExtendedAdvertising`), since a controller refuses the other
+//   family until Reset (Vol 4 Part E §3.1.1). Extended: advertising set 0 with legacy PDUs while the data fits them
+//   (every scanner sees those), extended PDUs beyond, data in 251-octet fragments; extended scanning on 1M (+Coded);
+//   LE Extended Create Connection with a block per PHY the controller has; LE Read PHY after such a connection (it
+//   may start on 2M or Coded without a PHY Update event).
 // - Robustness against controllers we did not write (Bumble: ignored LE Set PHY / LE Encrypt / P-256 commands,
 //   Unknown Command for Read RSSI and LE Set Data Length, Reset doing nothing, no event after Create Connection
 //   Cancel): timeouts fail the one command, Unknown Command is remembered per opcode, init steps after Reset are

@@ -26,11 +26,6 @@ import L2CAP
 /// ``start(completion:)``; then GAP, GATT and L2CAP calls, ``sendL2CAP(connectionHandle:pdu:completion:)`` and raw
 /// ``send(_:completion:)``; ``shutdown()`` at the end.
 public final class HostStack: @unchecked Sendable {
-    /// Whether this host drives extended advertising, scanning and connecting (LE Set Extended Advertising
-    /// Parameters and the rest, Core 5.4 Vol 4 Part E §7.8.53–§7.8.66): not yet — it speaks the legacy commands
-    /// to every controller, also to a Bluetooth 5 one (issue 15 brings them).
-    public static let drivesExtendedAdvertising = false
-
     public let eventLoop: any EventLoop
     public let configuration: HostConfiguration
     let transport: any HCITransport

@@ -69,10 +69,9 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
     private var restoredConnections: [CBBackendPeer] = []
     private var restoredScan: CBBackendScanParameters?
 
-    /// Whether the device supports `features`, as its controller and host say: `.extendedScanAndConnect` needs a
-    /// controller with LE Extended Advertising and a host that drives it (`HostStack/drivesExtendedAdvertising`,
-    /// not yet: the host speaks legacy advertising to every controller), so it answers false today, also on a
-    /// Bluetooth 5 controller; before any manager's stack opened, false.
+    /// Whether the device supports `features`, as its controller and host say: `.extendedScanAndConnect` when the
+    /// host scans and connects with the extended commands (a Bluetooth 5 controller with LE Extended Advertising:
+    /// ours, RootCanal, a 5.x dongle); before any manager's stack opened, false.
     @discardableResult
     open class func supports(_ features: Feature) -> Bool {
         var unsupported = features

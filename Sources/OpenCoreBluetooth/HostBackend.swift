@@ -199,13 +199,12 @@ public enum HostBackend {
     /// The controller of the stack opened last (nil before any): what `CBCentralManager.supports(_:)` answers from.
     static let lastController = LockedValue<ControllerInfo?>(nil)
 
-    /// `CBCentralManager.supports(.extendedScanAndConnect)`: true when the controller has LE Extended Advertising
-    /// and the host drives it (Core 5.4 Vol 6 Part B §4.6); false before any stack opened, as on a device whose
-    /// Bluetooth is off.
-    static func supportsExtendedScanAndConnect(controller: ControllerInfo?,
-                                               hostDrivesExtendedAdvertising: Bool = HostStack.drivesExtendedAdvertising) -> Bool {
-        guard let controller else { return false }
-        return controller.hasExtendedAdvertising && hostDrivesExtendedAdvertising
+    /// `CBCentralManager.supports(.extendedScanAndConnect)`: true when the host drives the controller with the
+    /// extended advertising, scanning and connection commands (``ControllerInfo/usesExtendedAdvertising``: the
+    /// controller has LE Extended Advertising, Core 5.4 Vol 6 Part B §4.6, and its commands); false before any stack
+    /// opened, as on a device whose Bluetooth is off.
+    static func supportsExtendedScanAndConnect(controller: ControllerInfo?) -> Bool {
+        controller?.usesExtendedAdvertising ?? false
     }
 
     /// Managers made while no provider is registered use this one (``provider(_:)`` from the environment).

@@ -50,8 +50,21 @@
 // heard: both ends time out), a radio silenced (`radioOn`: unlike power-off the controller still answers its
 // host), a device moved.
 //
-// Not implemented: extended advertising, privacy / resolving list, LE Secure Connections P-256 commands (the host
-// does them), Connection Parameters Request procedure, controller-to-host flow control (accepted, not enforced).
+// Extended advertising (VirtualController+ExtendedAdvertising.swift, AdvertisingSet, AuxiliaryChain): up to 16
+// advertising sets, each an `.advertisingSet(device, handle)` task of the air on its own interval, with legacy PDUs or
+// ADV_EXT_IND on the primary PHY (1M/Coded) followed by AUX_ADV_IND and AUX_CHAIN_INDs on the secondary PHY, the data
+// cut as the Common Extended Advertising Payload Format's header sizes allow (AuxiliaryChain.capacity). A listener
+// hears each PDU on its own (loss and range per PDU and PHY) and a chain stops at its first lost PDU: the scanner
+// reports what it heard with data status "truncated". AUX_SCAN_REQ/RSP (with its chain) and AUX_CONNECT_REQ/RSP are
+// exchanged on the secondary PHY, and such a connection starts on it. The chain's PDUs are instants like the rest
+// of advertising (no AuxPtr offsets in time). Extended scanning listens per primary PHY with that PHY's window;
+// Duration, Period and the sets' Duration use one `.controllerTimer(device)` task at the controller's
+// `nextDeadline`. The legacy and extended command families exclude each other until Reset (Vol 4 Part E §3.1.1).
+// Link-layer privacy: VirtualController+Privacy.swift (resolving list, RPAs; not yet claimed in the features).
+//
+// Not implemented: periodic advertising, LE Secure Connections P-256 commands (the host does them), Connection
+// Parameters Request procedure, controller-to-host flow control (accepted, not enforced), LE Channel Selection
+// Algorithm #2.
 //
 // Steps and replay: everything the air does happens in a step — a device joins or leaves, a host's frame reaches its
 // controller, the air's timer fires, a fault changes the air — and within a step the air's clock (`VirtualAir.now`)

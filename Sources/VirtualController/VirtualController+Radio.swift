@@ -246,9 +246,7 @@ extension VirtualController {
                 data: data, rssi: rssi)])))
             return
         }
-        let pieces = stride(from: 0, to: max(data.count, 1), by: LEExtendedAdvertisingReport.maximumDataLength).map {
-            Array(data[min($0, data.count)..<min($0 + LEExtendedAdvertisingReport.maximumDataLength, data.count)])
-        }
+        let pieces = Self.reportPieces(data)
         let target = advertisement.target
         for (index, piece) in pieces.enumerated() {
             let last = index == pieces.count - 1
@@ -260,6 +258,28 @@ extension VirtualController {
                 rssi: rssi, directAddressType: target.map { LEAddressType($0.type) } ?? .public,
                 directAddress: target ?? .zero, data: piece)])))
         }
+    }
+
+    /// `data` cut into the pieces of LE Extended Advertising Reports (at most 229 octets each, §7.7.65.13), at AD
+    /// structure boundaries where it can (a structure longer than a piece, or data that is not AD structures, is cut
+    /// where the piece is full): every piece then parses on its own, as Wireshark and a host that reads the reports
+    /// one by one expect. At least one piece, empty for no data.
+    static func reportPieces(_ data: [UInt8]) -> [[UInt8]] {
+        let limit = LEExtendedAdvertisingReport.maximumDataLength
+        var pieces: [[UInt8]] = []
+        var start = 0
+        while start < data.count {
+            var end = start
+            while end < data.count {
+                let next = end + 1 + Int(data[end])
+                guard next <= data.count, next - start <= limit else { break }
+                end = next
+            }
+            if end == start { end = min(start + limit, data.count) }
+            pieces.append(Array(data[start..<end]))
+            start = end
+        }
+        return pieces.isEmpty ? [[]] : pieces
     }
 
     // MARK: Connections

@@ -46,6 +46,9 @@ private final class SeedEar: PeripheralBlueEar, CentralBlueEar, @unchecked Senda
             return (central.centralManager?.misuseLog ?? []) + (peripheral.peripheralManager?.misuseLog ?? [])
         }
         #expect(misuse == [])
+        // Our controller has LE Extended Advertising and its commands, which the host drives (every HostBackend
+        // stack of the suite is on our controller).
+        #expect(await onMain { CBCentralManager.supports(.extendedScanAndConnect) })
     }
 
     /// Seed 002's transfer: a long text in chunks of maximumUpdateValueLength ending with "EOM", paced by
