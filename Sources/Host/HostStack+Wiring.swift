@@ -133,6 +133,8 @@ extension HostStack {
                 for completion in completions { completion(.success(())) }
             case .creditsAvailable(let cid):
                 emit(.l2capCreditsAvailable(handle: handle, channel: cid))
+            case .channelReconfigured, .channelReconfigureFailed:
+                break
             case .connectionParameterUpdateRequested(let identifier, let request):
                 answerL2CAPParameterUpdate(handle: handle, identifier: identifier, request)
             case .connectionParameterUpdateResponse(let accepted):
