@@ -27,6 +27,8 @@ public struct GATTServer: Sendable {
         var prepareQueue: [PreparedWrite] = []
         /// The ATT_MTU of each Enhanced ATT bearer of the connection (the unenhanced one is `mtu`).
         var enhancedMTUs: [GATTBearerID: Int] = [:]
+        /// The enhanced bearers notifications may go on (those the client opened).
+        var notificationBearers: Set<GATTBearerID> = []
         /// The requests the application answers later (``GATTDeferral``), at most one per bearer: ATT is
         /// sequential on each bearer.
         var deferred: [GATTBearerID: DeferredState] = [:]
@@ -37,7 +39,7 @@ public struct GATTServer: Sendable {
 
         /// Where notifications and indications go: the first Enhanced ATT bearer when there is one (Vol 3 Part G
         /// §4.10, §4.11 allow any bearer; one bearer keeps them in order), else the unenhanced bearer.
-        var notificationBearer: GATTBearerID { enhancedMTUs.keys.min() ?? .unenhanced }
+        var notificationBearer: GATTBearerID { notificationBearers.min() ?? .unenhanced }
     }
 
     /// The database, with the stored values as last written.
@@ -80,17 +82,21 @@ public struct GATTServer: Sendable {
         }
     }
 
-    /// An Enhanced ATT bearer of `connection` opened with this ATT_MTU (Vol 3 Part F §3.2.11). From now on the
-    /// connection's notifications and indications go on its first enhanced bearer.
-    public mutating func openBearer(_ bearer: GATTBearerID, mtu: Int, for connection: GATTConnectionID) {
+    /// An Enhanced ATT bearer of `connection` opened with this ATT_MTU (Vol 3 Part F §3.2.11). With
+    /// `notifications` (the client opened it, so its client listens there), the connection's notifications and
+    /// indications go on its first such bearer from now on.
+    public mutating func openBearer(_ bearer: GATTBearerID, mtu: Int, for connection: GATTConnectionID,
+                                    notifications: Bool = true) {
         guard bearer.isEnhanced else { return }
         connections[connection, default: Connection()].enhancedMTUs[bearer] = max(mtu, ATTMTU.leDefault)
+        if notifications { connections[connection]?.notificationBearers.insert(bearer) }
     }
 
     /// An Enhanced ATT bearer closed: its deferred request (if any) is dropped.
     public mutating func closeBearer(_ bearer: GATTBearerID, for connection: GATTConnectionID) {
         guard bearer.isEnhanced, connections[connection] != nil else { return }
         connections[connection]?.enhancedMTUs[bearer] = nil
+        connections[connection]?.notificationBearers.remove(bearer)
         connections[connection]?.deferred[bearer] = nil
     }
 

@@ -49,6 +49,43 @@ final class ConnectionSession {
     /// The connection's Security Manager (nil when security is disabled).
     var securityLink: SecurityLink? { didSet { noteDeadlineChange() } }
 
+    /// One Enhanced ATT bearer (Core 5.4 Vol 3 Part F §3.2.11) on an L2CAP enhanced credit-based channel of SPSM
+    /// 0x0027: its ATT machine, the GATT client running on it and that client's requests and completions.
+    struct EnhancedBearer {
+        var bearer: ATTBearer
+        var client: GATTClient
+        /// Whether we opened the channel (our client's procedures run only on bearers we opened; the peer's
+        /// client uses the ones it opened, where our server's notifications go).
+        var isInitiator: Bool
+        var clientRequests: Set<ATTBearerRequestID> = []
+        var completions: [GATTOperationID: GATTCompletion] = [:]
+    }
+
+    /// Where automatic EATT stands on this connection (`HostStack+EATT.swift`).
+    enum EnhancedATTProgress: Equatable {
+        /// Not tried (the link was never encrypted, or EATT is off).
+        case idle
+        /// Reading the peer's Server Supported Features / writing Client Supported Features.
+        case discovering
+        /// Our L2CAP Credit Based Connection Request for these channels is out.
+        case opening(Set<L2CAPChannelIdentifier>)
+        /// Done: bearers opened (or the peer does not support EATT, or it refused).
+        case settled
+    }
+
+    /// The connection's Enhanced ATT bearers by local CID.
+    var enhanced: [L2CAPChannelIdentifier: EnhancedBearer] = [:] { didSet { noteDeadlineChange() } }
+    var enhancedProgress = EnhancedATTProgress.idle
+    /// An `openEnhancedATTBearers` call waiting for its channels.
+    struct EnhancedOpen {
+        var requested: [L2CAPChannelIdentifier]
+        var waiting: Set<L2CAPChannelIdentifier>
+        var completion: ((Result<[L2CAPChannelIdentifier], HostError>) -> Void)?
+    }
+    var enhancedOpens: [EnhancedOpen] = []
+    /// `reconfigureEnhancedATT` completions, by the first channel of the request.
+    var reconfigures: [L2CAPChannelIdentifier: (Result<Void, HostError>) -> Void] = [:]
+
     init(handle: UInt16, role: ConnectionRole, preferredMTU: Int, deadlines: SessionDeadlines) {
         self.handle = handle
         self.deadlines = deadlines
@@ -58,10 +95,10 @@ final class ConnectionSession {
         noteDeadlineChange()
     }
 
-    /// The earliest deadline of the link, the bearer and the Security Manager.
+    /// The earliest deadline of the link, the bearers and the Security Manager.
     var nextDeadline: StackInstant? {
         var earliest = link.nextDeadline
-        for deadline in [bearer.nextDeadline, securityLink?.smp.nextDeadline] {
+        for deadline in [bearer.nextDeadline, securityLink?.smp.nextDeadline] + enhanced.values.map(\.bearer.nextDeadline) {
             if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
         return earliest
@@ -75,7 +112,8 @@ final class ConnectionSession {
 
     /// Operations of the owner waiting for an answer on this connection.
     var pendingOperationCount: Int {
-        gattCompletions.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
+        gattCompletions.count + enhanced.values.reduce(0) { $0 + $1.completions.count } + enhancedOpens.count
+            + reconfigures.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
             + (securityLink?.pendingCount ?? 0)
     }
 }
