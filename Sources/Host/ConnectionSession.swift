@@ -67,19 +67,21 @@ final class ConnectionSession {
         case idle
         /// Reading the peer's Server Supported Features / writing Client Supported Features.
         case discovering
-        /// Our L2CAP Credit Based Connection Request for these channels is out.
-        case opening(Set<L2CAPChannelIdentifier>)
-        /// Done: bearers opened (or the peer does not support EATT, or it refused).
+        /// Done: bearers requested (or the peer does not support EATT).
         case settled
     }
+    /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
 
     /// The connection's Enhanced ATT bearers by local CID.
     var enhanced: [L2CAPChannelIdentifier: EnhancedBearer] = [:] { didSet { noteDeadlineChange() } }
     var enhancedProgress = EnhancedATTProgress.idle
+    var enhancedPending: Set<L2CAPChannelIdentifier> = []
     /// An `openEnhancedATTBearers` call waiting for its channels.
     struct EnhancedOpen {
         var requested: [L2CAPChannelIdentifier]
         var waiting: Set<L2CAPChannelIdentifier>
+        /// Why the last refused channel failed.
+        var failure: L2CAPChannelConnectFailure?
         var completion: ((Result<[L2CAPChannelIdentifier], HostError>) -> Void)?
     }
     var enhancedOpens: [EnhancedOpen] = []

@@ -39,7 +39,8 @@ extension HostStack {
     }
 
     /// Opens `count` (1...5) Enhanced ATT bearers now, whatever the peer's Server Supported Features say (the
-    /// automatic path waits for encryption and reads them first). Completes with the bearers that opened.
+    /// automatic path waits for encryption and reads them first). Completes with the bearers that opened, or
+    /// fails when none did (``HostError/l2capRefusal`` holds the peer's result, e.g. insufficient encryption).
     public func openEnhancedATTBearers(connectionHandle handle: UInt16, count: Int,
                                        completion: (@Sendable (Result<[L2CAPChannelIdentifier], HostError>) -> Void)? = nil) {
         onLoop { [self] in
@@ -52,11 +53,7 @@ extension HostStack {
                     spsm: Self.enhancedATTPSM, count: count, mtu: configuration.enhancedATTMTU, mps: Self.enhancedATTMPS,
                     initialCredits: Self.enhancedATTCredits, now: eventLoop.now)
                 session.enhancedOpens.append(ConnectionSession.EnhancedOpen(requested: cids, waiting: Set(cids), completion: completion))
-                if case .opening(let already) = session.enhancedProgress {
-                    session.enhancedProgress = .opening(already.union(cids))
-                } else {
-                    session.enhancedProgress = .opening(Set(cids))
-                }
+                session.enhancedPending.formUnion(cids)
                 performLink(actions, handle)
                 armTimer()
             } catch {
@@ -87,6 +84,27 @@ extension HostStack {
             } catch {
                 completion?(.failure(HostError(.invalidParameters, "\(error)")))
             }
+        }
+    }
+
+    /// Sends one Multiple Handle Value Notification (Vol 3 Part F §3.4.7.4, Part G §4.10.2) of these values to
+    /// the connection: as many as fit its notification bearer's ATT_MTU, skipping characteristics it did not
+    /// subscribe to. Fails when the client did not set bit 2 of Client Supported Features or fewer than two
+    /// values fit.
+    public func notifyMultiple(_ values: [(handle: UInt16, value: [UInt8])], connectionHandle handle: UInt16,
+                               completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
+        let values = values.map { HandleValue(handle: $0.handle, value: $0.value) }
+        onLoop { [self] in
+            guard connections[handle]?.session != nil else {
+                completion?(.failure(unknownConnection(handle)))
+                return
+            }
+            guard let outbound = gattServer.multipleNotification(values.map { ($0.handle, $0.value) }, to: GATTConnectionID(handle)) else {
+                completion?(.failure(HostError(.invalidParameters, "the client does not take Multiple Handle Value Notifications of these values")))
+                return
+            }
+            performServerOutbound([outbound])
+            completion?(.success(()))
         }
     }
 
@@ -144,14 +162,12 @@ extension HostStack {
     private func openEnhancedBearersAutomatically(_ handle: UInt16) {
         guard let session = connections[handle]?.session else { return }
         let count = min(max(configuration.enhancedATTBearerCount, 1), L2CAPLink.maximumChannelsPerRequest)
+        session.enhancedProgress = .settled
         guard let (cids, actions) = try? session.link.connectEnhanced(
             spsm: Self.enhancedATTPSM, count: count, mtu: configuration.enhancedATTMTU, mps: Self.enhancedATTMPS,
             initialCredits: Self.enhancedATTCredits, now: eventLoop.now)
-        else {
-            session.enhancedProgress = .settled
-            return
-        }
-        session.enhancedProgress = .opening(Set(cids))
+        else { return }
+        session.enhancedPending.formUnion(cids)
         performLink(actions, handle)
         armTimer()
     }
@@ -161,17 +177,13 @@ extension HostStack {
     /// Whether `info` is an EATT channel: ours (requested by us) or accepted by our EATT server.
     func isEnhancedATTChannel(_ info: L2CAPChannelInfo, _ session: ConnectionSession) -> Bool {
         guard info.psm == Self.enhancedATTPSM, info.mode == .enhancedCreditBased else { return false }
-        if info.isInitiator {
-            if case .opening(let cids) = session.enhancedProgress, cids.contains(info.localCID) { return true }
-            return false
-        }
+        if info.isInitiator { return session.enhancedPending.contains(info.localCID) }
         return configuration.enhancedATTBearerCount > 0
     }
 
     /// Whether the local CID names one of our EATT requests still waiting.
     func isPendingEnhancedATT(_ cid: L2CAPChannelIdentifier, _ session: ConnectionSession) -> Bool {
-        if case .opening(let cids) = session.enhancedProgress { return cids.contains(cid) }
-        return false
+        session.enhancedPending.contains(cid)
     }
 
     func enhancedBearerOpened(_ info: L2CAPChannelInfo, _ handle: UInt16) {
@@ -188,17 +200,22 @@ extension HostStack {
 
     /// One of our EATT channels opened or failed: the automatic progress and `openEnhancedATTBearers`
     /// completions advance.
-    func enhancedRequestSettled(_ cid: L2CAPChannelIdentifier, _ handle: UInt16) {
+    func enhancedRequestSettled(_ cid: L2CAPChannelIdentifier, _ handle: UInt16, failure: L2CAPChannelConnectFailure? = nil) {
         guard let session = connections[handle]?.session else { return }
-        if case .opening(var cids) = session.enhancedProgress {
-            cids.remove(cid)
-            session.enhancedProgress = cids.isEmpty ? .settled : .opening(cids)
-        }
+        session.enhancedPending.remove(cid)
         for index in session.enhancedOpens.indices.reversed() {
-            session.enhancedOpens[index].waiting.remove(cid)
+            guard session.enhancedOpens[index].waiting.remove(cid) != nil else { continue }
+            if let failure { session.enhancedOpens[index].failure = failure }
             guard session.enhancedOpens[index].waiting.isEmpty else { continue }
             let open = session.enhancedOpens.remove(at: index)
-            open.completion?(.success(open.requested.filter { session.enhanced[$0] != nil }))
+            let opened = open.requested.filter { session.enhanced[$0] != nil }
+            if opened.isEmpty {
+                var error = HostError(.commandFailed, "no Enhanced ATT bearer opened: \(open.failure.map { "\($0)" } ?? "refused")")
+                if case .refused(let result)? = open.failure { error.l2capRefusal = result }
+                open.completion?(.failure(error))
+            } else {
+                open.completion?(.success(opened))
+            }
         }
     }
 
@@ -353,4 +370,10 @@ extension HostStack {
         }
         armTimer()
     }
+}
+
+/// A handle and a value, Sendable across the hop onto the loop.
+private struct HandleValue: Sendable {
+    var handle: UInt16
+    var value: [UInt8]
 }

@@ -148,7 +148,7 @@ extension HostStack {
                 connections[handle]?.session?.channelOpens.removeValue(forKey: info.localCID)?(.success(info))
             case .channelConnectFailed(let cid, let failure):
                 if let session = connections[handle]?.session, isPendingEnhancedATT(cid, session) {
-                    enhancedRequestSettled(cid, handle)
+                    enhancedRequestSettled(cid, handle, failure: failure)
                     continue
                 }
                 let completion = connections[handle]?.session?.channelOpens.removeValue(forKey: cid)
