@@ -317,4 +317,45 @@ import Testing
         #expect(six == [.send(signalingFrame("0107 0400 0100 1700"))])
         #expect(link.isIdle)
     }
+
+    @Test func randomEnhancedSignalingNeverTrapsAndEndsIdle() throws {
+        // A deterministic stream of frames biased towards codes 0x17...0x1A, valid CIDs and small lengths, against
+        // a link with open enhanced channels and requests of its own outstanding.
+        var state: UInt64 = 0x5EED_EA77
+        func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state >> 33
+        }
+        for round in 0..<200 {
+            var link = try server()
+            try link.registerServer(psm: 0x80, mtu: 100, mps: 40, initialCredits: 2)
+            _ = link.receive(frame: signalingFrame("1701 0C00 2700 4000 4000 0200 4000 4100"), now: .zero)
+            _ = try link.connectEnhanced(spsm: Self.eatt, count: 3, mtu: 64, mps: 64, initialCredits: 1, now: .zero)
+            _ = try link.reconfigure(channels: [L2CAPChannelIdentifier(0x0040)], mtu: 200, mps: 80, now: .zero)
+            var now = StackInstant.zero
+            for _ in 0..<40 {
+                let codes: [UInt8] = [0x17, 0x18, 0x19, 0x1A, 0x06, 0x07, 0x16, 0x01]
+                var payload = [codes[Int(next() % 8)], UInt8(1 + next() % 8)]
+                let length = Int(next() % 20)
+                payload += [UInt8(length), 0]
+                for _ in 0..<length {
+                    // Mostly plausible 16-bit values: CIDs 0x0040...0x0047, MTU/MPS around 64, or anything.
+                    switch next() % 3 {
+                    case 0: payload.append(UInt8(0x40 + next() % 8))
+                    case 1: payload.append(UInt8(next() % 2 == 0 ? 0x00 : 0x40))
+                    default: payload.append(UInt8(truncatingIfNeeded: next()))
+                    }
+                }
+                if next() % 5 == 0 { payload = Array(payload.prefix(Int(next() % UInt64(payload.count + 1)))) }
+                let cid: UInt16 = next() % 4 == 0 ? 0x0040 + UInt16(next() % 4) : 0x0005
+                let frame = [UInt8(payload.count), 0, UInt8(cid & 0xFF), UInt8(cid >> 8)] + payload
+                _ = link.receive(frame: frame, now: now)
+                now = now + .milliseconds(500)
+                #expect(link.channelCount <= 64, "round \(round)")
+            }
+            _ = link.handleTimeout(now: now + .seconds(60))
+            _ = link.linkDisconnected()
+            #expect(link.isIdle, "round \(round)")
+        }
+    }
 }
