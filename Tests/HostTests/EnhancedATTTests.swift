@@ -249,4 +249,19 @@ struct EnhancedATTTests {
         #expect(try s.stacks.gatt(.readCharacteristicValue(handle: s.slow))?.get() == .value([0x51]))
         s.stacks.disconnectAndCheckLeaks()
     }
+
+    @Test("PSM 0x0027 belongs to EATT: an application server cannot take it while EATT is on")
+    func applicationCannotTakeTheEATTPSM() throws {
+        let s = EATTStacks()
+        #expect(s.stacks.connect())
+        let result = Recorder<Result<Void, L2CAPLinkError>>()
+        s.stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(psm: 0x27, mtu: 100, mps: 100, initialCredits: 1)) { result.append($0) }
+        s.stacks.loop.run()
+        guard case .failure(let error)? = result.last else {
+            Issue.record("expected a refusal, got \(String(describing: result.last))")
+            return
+        }
+        #expect(error.code == .psmInUse)
+        s.stacks.disconnectAndCheckLeaks()
+    }
 }
