@@ -72,8 +72,8 @@
 // the bearer instead of `l2capSDU` events; `gatt(...)` procedures go to the least busy bearer we opened (writes
 // without response stay on the fixed bearer); the server answers on the request's bearer and notifies on the
 // first bearer the peer opened. A bearer's ATT timeout closes its channel, not the link; reconfiguration raises
-// ATT_MTU. The security layer's hold-and-retry of Insufficient Encryption/Authentication answers covers the
-// unenhanced bearer only (EATT runs on encrypted links, where only an authentication upgrade could be asked).
+// ATT_MTU. The security layer's hold-and-retry of Insufficient Encryption/Authentication answers works on every
+// bearer: the held request remembers its bearer and is retried there once the link is secured.
 //
 // Raw mode: when an owner sets `setL2CAPHandler`, complete PDUs go to it instead and no session is created (the
 // scripted-controller tests of the HCI layer, or an external L2CAP implementation).

@@ -20,7 +20,8 @@ public import L2CAP
 ///   unenhanced bearer (send-queue readiness and order). The server answers on the bearer a request came on and
 ///   notifies/indicates on the first bearer the peer opened (its client's), else on the unenhanced one.
 /// - A bearer's ATT transaction timeout closes its channel, not the link; a closed bearer fails the procedures
-///   it was running.
+///   it was running. An Insufficient Authentication answer on a bearer is held, the link secured, and the request
+///   retried on the same bearer (as on the unenhanced one).
 extension HostStack {
     /// The SPSM of the Enhanced ATT bearer (Assigned Numbers, L2CAP SPSM 0x0027).
     public static let enhancedATTPSM: UInt16 = 0x0027
@@ -259,6 +260,7 @@ extension HostStack {
                 guard let linkActions = try? connections[handle]?.session?.link.send(sdu: bytes, on: cid) else { continue }
                 performLink(linkActions, handle)
             case .response(let id, let result):
+                if securityHoldsResponse(id, result, handle: handle, bearer: cid) { continue }
                 guard let clientActions = withEnhanced(handle, cid, { record -> [GATTClientAction] in
                     guard record.clientRequests.remove(id) != nil else { return [] }
                     return record.client.receive(bearerResult: result)

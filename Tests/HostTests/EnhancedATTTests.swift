@@ -17,6 +17,7 @@ final class EATTStacks: @unchecked Sendable {
     let slow: UInt16
     let notifying: UInt16
     let second: UInt16
+    let authenticated: UInt16
 
     init(serverSupportsEATT: Bool = true, configure: (inout HostConfiguration, _ role: String) -> Void = { _, _ in }) {
         var database = GATTDatabase()
@@ -31,6 +32,9 @@ final class EATTStacks: @unchecked Sendable {
                 GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFA3), properties: [.read, .notify, .indicate],
                                              value: .stored([0])),
                 GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFA4), properties: [.read, .notify], value: .stored([0])),
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFA5), properties: [.read],
+                                             permissions: GATTPermissions(readable: true, writable: false, read: .authenticated),
+                                             value: .stored([0xA7])),
             ]))
             handles = service.characteristics.map(\.value)
         } catch {
@@ -40,6 +44,7 @@ final class EATTStacks: @unchecked Sendable {
         slow = handles.count > 1 ? handles[1] : 0
         notifying = handles.count > 2 ? handles[2] : 0
         second = handles.count > 3 ? handles[3] : 0
+        authenticated = handles.count > 4 ? handles[4] : 0
         var c = HostConfiguration(address: .randomStatic(seed: 2))
         c.security = security()
         c.security.keySource = SeededSMPKeySource(SplitMixGenerator(state: 11))
@@ -262,6 +267,31 @@ struct EnhancedATTTests {
             return
         }
         #expect(error.code == .psmInUse)
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
+    @Test("Insufficient Authentication on an EATT bearer: the link is paired again with MITM and the request retried there")
+    func securityRetryOnEATTBearer() throws {
+        let s = EATTStacks { configuration, _ in configuration.security.ioCapability = .displayYesNo }
+        #expect(s.stacks.connect())
+        #expect(s.pair())  // Just Works: encrypted, not authenticated
+        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
+        // The application answers the value, so the server shows which bearer the (retried) request came on.
+        let pending = Recorder<GATTPendingRequest>()
+        s.stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [s.authenticated]) { pending.append($0) })
+        let results = Recorder<Result<GATTProcedureResult, GATTClientError>>()
+        s.stacks.central.gatt(connectionHandle: s.stacks.centralHandle, .readCharacteristicValue(handle: s.authenticated)) { results.append($0) }
+        #expect(s.stacks.run(until: { pending.count == 1 }, limit: .seconds(60)))
+        #expect(pending.values.first?.bearer.isEnhanced == true)
+        // The second pairing was a numeric comparison (authenticated).
+        #expect(s.stacks.centralEvents.values.contains { if case .pairingInteraction(_, .confirmNumericValue) = $0 { true } else { false } })
+        if let request = pending.values.first {
+            s.stacks.peripheral.respondToGATTRequest(connectionHandle: s.stacks.peripheralHandle, id: request.id, result: .success([0xA7]))
+        }
+        #expect(s.stacks.run(until: { results.count == 1 }, limit: .seconds(5)))
+        #expect(try results.last?.get() == .value([0xA7]))
+        #expect(!s.stacks.centralEvents.values.contains { if case .gattSecurityFailed = $0 { true } else { false } })
+        #expect(s.centralBearers().count == 3)
         s.stacks.disconnectAndCheckLeaks()
     }
 }
