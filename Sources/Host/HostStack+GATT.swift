@@ -170,8 +170,14 @@ extension HostStack {
         return false
     }
 
+    /// ACL packets queued for the connection, plus K-frames of its EATT bearers waiting for the peer's L2CAP
+    /// credits (notifications on an EATT bearer wait there first), below the limit.
     func sendRoom(_ handle: UInt16) -> Bool {
-        outbound.queuedPacketCount(for: handle) < configuration.sendQueueLimit
+        var queued = outbound.queuedPacketCount(for: handle)
+        if let session = connections[handle]?.session, !session.enhanced.isEmpty {
+            for cid in session.enhanced.keys { queued += session.link.queuedFrameCount(on: cid) ?? 0 }
+        }
+        return queued < configuration.sendQueueLimit
     }
 
     // MARK: Client

@@ -174,7 +174,11 @@ extension HostStack {
                 emit(.l2capChannelClosed(handle: handle, channel: cid, reason))
                 for completion in completions { completion(.success(())) }
             case .creditsAvailable(let cid):
-                if connections[handle]?.session?.enhanced[cid] != nil { continue }
+                if connections[handle]?.session?.enhanced[cid] != nil {
+                    // An EATT bearer's queue drained: a connection waiting for send room may have it now.
+                    reportSendRoom()
+                    continue
+                }
                 emit(.l2capCreditsAvailable(handle: handle, channel: cid))
             case .channelReconfigured(let info):
                 connections[handle]?.session?.reconfigures.removeValue(forKey: info.localCID)?(.success(()))
@@ -338,7 +342,7 @@ extension HostStack {
         // Walks the keys and reads one flag: copying each connection record (session included) after every ACL
         // send was a quarter of the benchmark's time.
         for handle in connections.keys where connections[handle]?.session?.waitingForSendRoom == true {
-            if outbound.queuedPacketCount(for: handle) < configuration.sendQueueLimit {
+            if sendRoom(handle) {
                 connections[handle]?.session?.waitingForSendRoom = false
                 emit(.readyToSend(handle: handle))
             }
