@@ -220,11 +220,14 @@ extension HostStack {
         }
     }
 
-    /// An EATT channel closed (either side, violation, link loss): its bearer ends, its procedures and
-    /// indications fail, the server forgets it.
+    /// An EATT channel closed (either side, violation): its bearer ends, the procedure it was running and its
+    /// indications fail, the procedures queued behind go to the connection's other bearers, the server forgets it.
     func enhancedBearerClosed(_ cid: L2CAPChannelIdentifier, _ handle: UInt16, reason: String) {
         guard let session = connections[handle]?.session, var record = session.enhanced.removeValue(forKey: cid) else { return }
         gattServer.closeBearer(GATTBearerID(cid.rawValue), for: GATTConnectionID(handle))
+        let moved = record.client.takeQueuedProcedures().compactMap { queued in
+            record.completions.removeValue(forKey: queued.id).map { (queued.procedure, $0) }
+        }
         for action in record.bearer.close(reason: reason) {
             if case .indicationFailed(let attributeHandle, let error) = action {
                 emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, error))
@@ -234,6 +237,7 @@ extension HostStack {
             if case .complete(let id, let result) = action { record.completions.removeValue(forKey: id)?(result) }
         }
         emit(.enhancedATTBearerClosed(handle: handle, channel: cid))
+        for (procedure, completion) in moved { startGATT(handle, procedure, completion: completion) }
     }
 
     // MARK: Bearer and client actions of an EATT bearer

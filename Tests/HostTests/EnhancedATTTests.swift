@@ -294,4 +294,42 @@ struct EnhancedATTTests {
         #expect(s.centralBearers().count == 3)
         s.stacks.disconnectAndCheckLeaks()
     }
+
+    @Test("a bearer the peer closes fails its running procedure; those queued behind it move to the other bearers")
+    func queuedProceduresMoveWhenABearerCloses() throws {
+        let s = EATTStacks()
+        #expect(s.stacks.connect())
+        #expect(s.pair())
+        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
+        let pending = Recorder<GATTPendingRequest>()
+        s.stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [s.slow]) { pending.append($0) })
+        let results = Recorder<(Int, Result<GATTProcedureResult, GATTClientError>)>()
+        for index in 0..<6 {
+            s.stacks.central.gatt(connectionHandle: s.stacks.centralHandle, .readCharacteristicValue(handle: s.slow)) { results.append((index, $0)) }
+        }
+        // One running per bearer: three EATT bearers and the unenhanced one.
+        #expect(s.stacks.run(until: { pending.count == 4 }, limit: .seconds(5)))
+        s.stacks.loop.advance(by: .milliseconds(100))
+        #expect(pending.count == 4 && results.count == 0)
+        // The peripheral closes the bearer of the first request.
+        guard let first = pending.values.first, first.bearer.isEnhanced else {
+            Issue.record("the first request did not come on an EATT bearer")
+            return
+        }
+        s.stacks.peripheral.closeL2CAPChannel(connectionHandle: s.stacks.peripheralHandle, channel: L2CAPChannelIdentifier(first.bearer.rawValue))
+        #expect(s.stacks.run(until: { results.count == 1 }, limit: .seconds(5)))
+        if case (0, .failure(.bearerFailed))? = results.values.first {} else { Issue.record("request 0 should fail: \(results.values)") }
+        // Everything else completes, answered as the requests arrive.
+        var answered = Set([first.id])
+        #expect(s.stacks.run(until: {
+            for request in pending.values where !answered.contains(request.id) {
+                answered.insert(request.id)
+                s.stacks.peripheral.respondToGATTRequest(connectionHandle: s.stacks.peripheralHandle, id: request.id, result: .success([0x51]))
+            }
+            return results.count == 6
+        }, limit: .seconds(10)))
+        #expect(results.values.dropFirst().allSatisfy { (try? $0.1.get()) == .value([0x51]) })
+        #expect(s.centralBearers().count == 2)
+        s.stacks.disconnectAndCheckLeaks()
+    }
 }
