@@ -25,6 +25,13 @@ public import BluetoothRuntime
 /// 30 s without a confirmation ends the bearer like a request timeout. A confirmation with no indication
 /// outstanding is ignored (§3.4.7.3 defines no error for it and a confirmation is never answered).
 ///
+/// Enhanced ATT bearers (§3.2.11, ``init(enhancedMTU:)``): the same machine on an L2CAP channel in Enhanced
+/// Credit Based Flow Control mode (SPSM 0x0027) instead of the fixed channel. ATT_MTU is the smaller of the two
+/// L2CAP MTUs (§3.2.8), set at creation and raised by ``raiseEnhancedMTU(_:)`` after an L2CAP reconfiguration; there
+/// is no Exchange MTU on it (§3.4.2.1: our client refuses to send one, a peer's is answered *Request Not
+/// Supported*). The one-request-at-a-time rule, indications and the 30 s timeout apply per bearer; the owner
+/// answers ``ATTBearerAction/disconnectLink(_:)`` from an enhanced bearer by closing its L2CAP channel.
+///
 /// MTU: ``preferredMTU`` (23...517) is our Rx MTU as client and server. The first exchange, in either direction,
 /// fixes ATT_MTU = max(23, min(ours, theirs)); our client sends at most one Exchange MTU Request (a second
 /// ``enqueue(request:now:)`` of one fails with ``ATTBearerError/Code/invalidOperation``); a repeated request from
@@ -80,9 +87,32 @@ public struct ATTBearer: Sendable {
     /// Indications received by our client and not yet confirmed.
     public private(set) var unconfirmedIndications = 0
 
+    /// Whether this is an Enhanced ATT bearer (an L2CAP enhanced credit-based channel, §3.2.11).
+    public let isEnhanced: Bool
+
     /// A bearer offering `preferredMTU` (clamped to 23...517).
     public init(preferredMTU: Int = ATTBearer.maximumMTU) {
         self.preferredMTU = min(max(preferredMTU, ATTMTU.leDefault), Self.maximumMTU)
+        self.isEnhanced = false
+    }
+
+    /// An Enhanced ATT bearer whose ATT_MTU is `enhancedMTU`: the smaller of the local and remote L2CAP MTUs of
+    /// its channel (at least 64 on an enhanced channel; values below 23 are taken as 23). No MTU exchange happens.
+    public init(enhancedMTU: Int) {
+        let mtu = min(max(enhancedMTU, ATTMTU.leDefault), Int(UInt16.max))
+        self.preferredMTU = mtu
+        self.isEnhanced = true
+        self.mtu = mtu
+        self.mtuExchanged = true
+        self.clientExchangeSent = true
+    }
+
+    /// After an L2CAP Credit Based Reconfiguration of an enhanced bearer's channel: ATT_MTU becomes the new
+    /// smaller of the two L2CAP MTUs. It never decreases (the L2CAP MTUs may not); nothing for an unenhanced bearer.
+    public mutating func raiseEnhancedMTU(_ newMTU: Int) -> [ATTBearerAction] {
+        guard isEnhanced, isOpen, newMTU > mtu else { return [] }
+        mtu = min(newMTU, Int(UInt16.max))
+        return [.mtuChanged(mtu)]
     }
 
     // MARK: - State for owners and leak checks
@@ -123,6 +153,9 @@ public struct ATTBearer: Sendable {
             return (id, [.response(id, .failure(ATTBearerError(.invalidOperation, "\(request.opcode) is not a request")))])
         }
         if case .exchangeMTURequest = request {
+            guard !isEnhanced else {
+                return (id, [.response(id, .failure(ATTBearerError(.invalidOperation, "no Exchange MTU on an Enhanced ATT bearer")))])
+            }
             guard !clientExchangeSent else {
                 return (id, [.response(id, .failure(ATTBearerError(.invalidOperation, "the client exchanges the MTU once per connection")))])
             }
@@ -222,6 +255,11 @@ public struct ATTBearer: Sendable {
     private mutating func process(_ pdu: ATTPDU, now: StackInstant) -> [ATTBearerAction] {
         switch pdu.kind {
         case .request:
+            if case .exchangeMTURequest = pdu, isEnhanced {
+                // §3.4.2.1: not sent on an Enhanced ATT bearer; ATT_MTU comes from L2CAP.
+                let answer = ATTPDU.errorResponse(requestOpcode: .exchangeMTURequest, handle: 0, error: .requestNotSupported)
+                return queueIncoming(.answer(answer.encode(), newMTU: nil))
+            }
             if case .exchangeMTURequest(let clientRxMTU) = pdu {
                 let answer = ATTPDU.exchangeMTUResponse(serverRxMTU: UInt16(clamping: preferredMTU)).encode()
                 let newMTU = mtuExchanged ? nil : ATTMTU.negotiated(clientRxMTU: clientRxMTU, serverRxMTU: UInt16(clamping: preferredMTU))

@@ -17,5 +17,9 @@
 // `ATTMTU` holds the pure functions that size values for a given ATT_MTU; the `packing` builders of the list
 // responses fill a response up to the MTU the way GATT servers must.
 //
-// State: none. Pure values, no I/O, usable from any thread or executor. The ATT bearer state machine
-// (one outstanding request, 30 s transaction timeout, MTU exchange) lives in the GATT layer, which uses these.
+// State: the codecs are pure values, no I/O, usable from any thread or executor. `ATTBearer` is the sans-I/O
+// bearer state machine (one outstanding request, 30 s transaction timeout, MTU exchange, indications), owned by
+// the Host per bearer: the unenhanced bearer on the fixed channel 0x0004, and Enhanced ATT bearers
+// (`ATTBearer(enhancedMTU:)`, Vol 3 Part F §3.2.11) on L2CAP enhanced credit-based channels of SPSM 0x0027,
+// whose ATT_MTU comes from L2CAP (no Exchange MTU; raised by a reconfiguration). The bearer does not know its
+// transport: the Host carries its bytes on the fixed channel or as SDUs of the channel.

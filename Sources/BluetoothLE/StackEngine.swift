@@ -74,7 +74,7 @@ extension HostStack: StackEngine {
         modifyGATTDatabase({ database throws(GATTDatabaseError) -> [GATTServiceHandles] in
             if database.services.isEmpty {
                 try database.addGAPService(deviceName: deviceName)
-                try database.addGATTService()
+                try database.addGATTService(serverSupportedFeatures: .enhancedATT)
             }
             var handles: [GATTServiceHandles] = []
             for definition in definitions { handles.append(try database.add(definition)) }

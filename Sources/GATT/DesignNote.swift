@@ -14,7 +14,17 @@
 //   Changed indications for the subscribed connections.
 // - `GATTClient*` (Vol 3 Part G §4, client side): the client procedures, in their own files.
 //
-// Who owns the state: the Host, one `GATTServer` per local device and one `ATTBearer` (ATT module) per connection.
+// Bearers (Vol 3 Part F §3.2.11, EATT): a connection may have several ATT bearers, the unenhanced one and
+// Enhanced ATT bearers named by a `GATTBearerID` (their L2CAP channel's local CID). The server keeps per bearer
+// what ATT keeps per bearer (ATT_MTU, the request being answered later) and per connection what is the client's
+// (CCCDs, Client Supported Features, the prepare queue); requests say their bearer, responses are sized to it,
+// and notifications/indications are built for the connection's first enhanced bearer when it has one
+// (`GATTServerOutbound.bearer`), the fixed one otherwise. `GATTClient` is one client per bearer: the Host runs
+// one per bearer and spreads procedures over them, so requests run in parallel, one outstanding per bearer.
+// `addGATTService(serverSupportedFeatures: .enhancedATT)` offers Server Supported Features (0x2B3A, §7.4) and
+// Client Supported Features (0x2B29, §7.2: bits 0–2 kept as the union a client wrote).
+//
+// Who owns the state: the Host, one `GATTServer` per local device and one `ATTBearer` (ATT module) per bearer.
 // Which executor runs it: the stack's EventLoop; every call is synchronous and returns values/actions, nothing
 // here has a thread, a clock or I/O. Application handlers run synchronously inside `handleRequest`, so they must
 // not block. Values whose answer comes later from user code (CoreBluetooth's `respond(to:withResult:)`, the

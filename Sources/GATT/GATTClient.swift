@@ -165,6 +165,14 @@ public struct GATTClient: Sendable {
         return actions
     }
 
+    /// Removes the procedures queued behind the running one (not started: nothing of them was sent) and returns
+    /// them in order, so that the owner can run them on another ATT bearer of the connection (an Enhanced ATT
+    /// bearer closing, Vol 3 Part F §3.2.11). The running procedure is left alone.
+    public mutating func takeQueuedProcedures() -> [(id: GATTOperationID, procedure: GATTProcedure)] {
+        defer { queue.removeAll() }
+        return queue
+    }
+
     /// Fails the procedure whose request is outstanding with `error` (its request was never answered because the
     /// bearer refused it) and starts the next one. Nothing when no request is outstanding.
     public mutating func failOutstandingRequest(_ error: GATTClientError) -> [GATTClientAction] {

@@ -115,11 +115,15 @@ public struct GATTDatabase: Sendable {
     }
 
     /// Adds the GATT service (0x1801): Service Changed (0x2A05, indicate, with its CCCD; value not readable)
-    /// and, if asked, Client Supported Features (0x2B29, one value per client; bit 2 enables Multiple Handle
-    /// Value Notifications) (Core 5.4 Vol 3 Part G §7). Database Hash is not offered (it needs AES-CMAC, which
-    /// GATT does not depend on).
+    /// and, if asked, Client Supported Features (0x2B29, one value per client; bit 1 EATT, bit 2 Multiple Handle
+    /// Value Notifications, §7.2) and Server Supported Features (0x2B3A, read-only, §7.4: bit 0 says the server
+    /// accepts Enhanced ATT bearers) (Core 5.4 Vol 3 Part G §7). A server offering EATT must also offer Client
+    /// Supported Features (§7.4), so `serverSupportedFeatures` with ``GATTServerSupportedFeatures/enhancedATT``
+    /// adds it too. Database Hash is not offered (it needs AES-CMAC, which GATT does not depend on).
     @discardableResult
-    public mutating func addGATTService(serviceChanged: Bool = true, clientSupportedFeatures: Bool = false) throws(GATTDatabaseError) -> GATTServiceHandles {
+    public mutating func addGATTService(serviceChanged: Bool = true, clientSupportedFeatures: Bool = false,
+                                        serverSupportedFeatures: GATTServerSupportedFeatures = []) throws(GATTDatabaseError) -> GATTServiceHandles {
+        let clientSupportedFeatures = clientSupportedFeatures || serverSupportedFeatures.contains(.enhancedATT)
         var characteristics: [GATTCharacteristicDefinition] = []
         if serviceChanged {
             characteristics.append(GATTCharacteristicDefinition(
@@ -129,6 +133,10 @@ public struct GATTDatabase: Sendable {
         if clientSupportedFeatures {
             characteristics.append(GATTCharacteristicDefinition(
                 uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write], value: .stored([0x00]), maximumLength: 1))
+        }
+        if !serverSupportedFeatures.isEmpty {
+            characteristics.append(GATTCharacteristicDefinition(
+                uuid: GATTUUID.serverSupportedFeatures, properties: .read, value: .stored([serverSupportedFeatures.rawValue])))
         }
         let handles = try add(GATTServiceDefinition(uuid: GATTUUID.genericAttributeService, characteristics: characteristics))
         if serviceChanged { self.serviceChanged = handles.characteristic(GATTUUID.serviceChanged) }

@@ -78,6 +78,42 @@ public struct GATTConnectionID: Hashable, Sendable, Comparable, CustomStringConv
     public var description: String { "connection \(Dissection.hex16(rawValue))" }
 }
 
+/// One ATT bearer of a connection, Core 5.4 Vol 3 Part F §3.2.11: the unenhanced bearer on the ATT fixed channel
+/// (CID 0x0004, ``unenhanced``) or an Enhanced ATT bearer, named by the local CID of its L2CAP channel (SPSM
+/// 0x0027, enhanced credit based mode). The server keeps ATT_MTU and the deferred request per bearer; CCCDs,
+/// Client Supported Features and the prepare queue stay per connection (per client).
+public struct GATTBearerID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    /// The ATT fixed channel.
+    public static let unenhanced = GATTBearerID(0x0004)
+    public var isEnhanced: Bool { self != .unenhanced }
+    public static func < (lhs: GATTBearerID, rhs: GATTBearerID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String {
+        isEnhanced ? "EATT bearer \(Dissection.hex16(rawValue))" : "ATT bearer"
+    }
+}
+
+/// The Server Supported Features characteristic's value (0x2B3A), Core 5.4 Vol 3 Part G §7.4.
+public struct GATTServerSupportedFeatures: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Bit 0: the server accepts Enhanced ATT bearers.
+    public static let enhancedATT = GATTServerSupportedFeatures(rawValue: 0x01)
+}
+
+/// The Client Supported Features characteristic's value (0x2B29), Core 5.4 Vol 3 Part G §7.2 (first octet).
+public struct GATTClientSupportedFeatures: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Bit 0: Robust Caching.
+    public static let robustCaching = GATTClientSupportedFeatures(rawValue: 0x01)
+    /// Bit 1: the client supports Enhanced ATT bearers.
+    public static let enhancedATT = GATTClientSupportedFeatures(rawValue: 0x02)
+    /// Bit 2: the client accepts Multiple Handle Value Notifications.
+    public static let multipleHandleValueNotifications = GATTClientSupportedFeatures(rawValue: 0x04)
+}
+
 /// An ATT error a value handler answers (Core 5.4 Vol 3 Part F §3.4.1.1: application errors 0x80–0x9F,
 /// *Insufficient Authorization*, *Invalid Offset*, *Value Not Allowed*...).
 public struct GATTAttributeError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -33,11 +33,14 @@ public struct GATTPendingRequest: Hashable, Sendable {
     public var id: UInt64
     public var connection: GATTConnectionID
     public var kind: Kind
+    /// The ATT bearer the request came on (its answer goes back on it).
+    public var bearer: GATTBearerID
 
-    public init(id: UInt64, connection: GATTConnectionID, kind: Kind) {
+    public init(id: UInt64, connection: GATTConnectionID, kind: Kind, bearer: GATTBearerID = .unenhanced) {
         self.id = id
         self.connection = connection
         self.kind = kind
+        self.bearer = bearer
     }
 }
 
@@ -68,12 +71,19 @@ extension GATTServer {
 
     /// Requests handed to the application and not answered yet (leak checks).
     public var pendingDeferredRequestCount: Int {
-        connectionIDs.reduce(0) { $0 + (deferredRequest(for: $1) == nil ? 0 : 1) }
+        connectionIDs.reduce(0) { $0 + deferredStates($1).count }
     }
 
-    /// The request of `connection` awaiting the application's answer, if any.
+    /// The request of `connection` awaiting the application's answer, if any (the oldest when several bearers
+    /// have one).
     public func deferredRequest(for connection: GATTConnectionID) -> GATTPendingRequest? {
-        deferredState(connection)?.request
+        deferredStates(connection).values.map(\.request).min { $0.id < $1.id }
+    }
+
+    /// The request `id` of `connection` awaiting the application's answer (its ``GATTPendingRequest/bearer`` says
+    /// where the answer goes).
+    public func deferredRequest(id: UInt64, on connection: GATTConnectionID) -> GATTPendingRequest? {
+        deferredStates(connection).values.first { $0.request.id == id }?.request
     }
 
     /// Answers a deferred request: for reads the value from the request's offset (cut to ATT_MTU − 1) or an ATT
@@ -81,8 +91,10 @@ extension GATTServer {
     /// the request awaiting an answer on `connection` (already answered, or the connection is gone).
     public mutating func respond(toDeferred id: UInt64, on connection: GATTConnectionID,
                                  result: Result<[UInt8], GATTAttributeError>) -> GATTServerReply? {
-        guard let state = deferredState(connection), state.request.id == id else { return nil }
-        setDeferredState(nil, connection)
+        guard let state = deferredStates(connection).values.first(where: { $0.request.id == id }) else { return nil }
+        let bearer = state.request.bearer
+        setDeferredState(nil, connection, bearer)
+        let mtu = mtu(for: connection, bearer: bearer)
         func fail(_ handle: UInt16, _ code: ATTErrorCode) -> GATTServerReply {
             GATTServerReply(response: .errorResponse(requestOpcode: state.opcode, handle: handle, error: code))
         }
@@ -90,7 +102,7 @@ extension GATTServer {
         case (.read(let handle, _), .failure(let error)), (.write(let handle, _), .failure(let error)):
             return fail(handle, error.code)
         case (.read, .success(let value)):
-            let part = cut(value, connection)
+            let part = cut(value, mtu: mtu)
             return GATTServerReply(response: state.opcode == .readBlobRequest ? .readBlobResponse(partValue: part) : .readResponse(value: part))
         case (.write, .success):
             return GATTServerReply(response: .writeResponse)
@@ -113,7 +125,7 @@ extension GATTServer {
         deferral = old.deferral
         nextDeferredID = old.nextDeferredID
         for id in old.connectionIDs {
-            if let state = old.deferredState(id) { setDeferredState(state, id) }
+            for (bearer, state) in old.deferredStates(id) { setDeferredState(state, id, bearer) }
         }
     }
 
@@ -121,7 +133,7 @@ extension GATTServer {
 
     /// The deferred reply when `request` is for a deferred value and passes the server's checks; nil to let
     /// the ordinary path answer (including its errors).
-    mutating func deferIfAsked(_ request: ATTPDU, from connection: GATTConnectionID) -> GATTServerReply? {
+    mutating func deferIfAsked(_ request: ATTPDU, from connection: GATTConnectionID, on bearer: GATTBearerID) -> GATTServerReply? {
         guard let deferral, !deferral.handles.isEmpty else { return nil }
         let security = securityOf(connection)
         switch request {
@@ -130,11 +142,11 @@ extension GATTServer {
                   attribute.permissions.readError(for: security) == nil else { return nil }
             var offset = 0
             if case .readBlobRequest(_, let blobOffset) = request { offset = Int(blobOffset) }
-            return pend(.read(handle: handle, offset: offset), opcode: request.opcode, stored: [], connection)
+            return pend(.read(handle: handle, offset: offset), opcode: request.opcode, stored: [], connection, bearer)
         case .writeRequest(let handle, let value):
             guard deferral.handles.contains(handle), let attribute = database.attribute(handle),
                   checkWrite(handle, connection) == nil, value.count <= attribute.maximumLength else { return nil }
-            return pend(.write(handle: handle, value: value), opcode: request.opcode, stored: [], connection)
+            return pend(.write(handle: handle, value: value), opcode: request.opcode, stored: [], connection, bearer)
         case .executeWriteRequest(let flags):
             let queue = preparedQueue(connection)
             guard flags == .write, queue.contains(where: { deferral.handles.contains($0.handle) }) else { return nil }
@@ -165,17 +177,17 @@ extension GATTServer {
             let writes = merged.filter { deferral.handles.contains($0.handle) }
                 .map { GATTPreparedWrite(handle: $0.handle, offset: $0.offset, value: $0.value) }
             return pend(.executeWrite(writes), opcode: .executeWriteRequest,
-                        stored: merged.filter { !deferral.handles.contains($0.handle) }, connection)
+                        stored: merged.filter { !deferral.handles.contains($0.handle) }, connection, bearer)
         default:
             return nil
         }
     }
 
     private mutating func pend(_ kind: GATTPendingRequest.Kind, opcode: ATTOpcode, stored: [PreparedWrite],
-                               _ connection: GATTConnectionID) -> GATTServerReply {
+                               _ connection: GATTConnectionID, _ bearer: GATTBearerID) -> GATTServerReply {
         nextDeferredID &+= 1
-        let request = GATTPendingRequest(id: nextDeferredID, connection: connection, kind: kind)
-        setDeferredState(DeferredState(request: request, opcode: opcode, stored: stored), connection)
+        let request = GATTPendingRequest(id: nextDeferredID, connection: connection, kind: kind, bearer: bearer)
+        setDeferredState(DeferredState(request: request, opcode: opcode, stored: stored), connection, bearer)
         deferral?.handler(request)
         return GATTServerReply(response: .handleValueConfirmation, deferred: request)
     }

@@ -25,8 +25,21 @@ public struct GATTServer: Sendable {
         var clientConfigurations: [UInt16: UInt16] = [:]
         var clientFeatures: UInt8 = 0
         var prepareQueue: [PreparedWrite] = []
-        /// The request the application answers later (``GATTDeferral``), at most one: ATT is sequential.
-        var deferred: DeferredState?
+        /// The ATT_MTU of each Enhanced ATT bearer of the connection (the unenhanced one is `mtu`).
+        var enhancedMTUs: [GATTBearerID: Int] = [:]
+        /// The enhanced bearers notifications may go on (those the client opened).
+        var notificationBearers: Set<GATTBearerID> = []
+        /// The requests the application answers later (``GATTDeferral``), at most one per bearer: ATT is
+        /// sequential on each bearer.
+        var deferred: [GATTBearerID: DeferredState] = [:]
+
+        func mtu(_ bearer: GATTBearerID) -> Int {
+            bearer.isEnhanced ? enhancedMTUs[bearer] ?? ATTMTU.leDefault : mtu
+        }
+
+        /// Where notifications and indications go: the first Enhanced ATT bearer when there is one (Vol 3 Part G
+        /// §4.10, §4.11 allow any bearer; one bearer keeps them in order), else the unenhanced bearer.
+        var notificationBearer: GATTBearerID { notificationBearers.min() ?? .unenhanced }
     }
 
     /// The database, with the stored values as last written.
@@ -58,9 +71,38 @@ public struct GATTServer: Sendable {
         connections[connection] = nil
     }
 
-    /// The ATT_MTU of `connection` changed (the bearer's `.mtuChanged`).
-    public mutating func setMTU(_ mtu: Int, for connection: GATTConnectionID) {
-        connections[connection, default: Connection()].mtu = ATTMTU.clamped(mtu)
+    /// The ATT_MTU of a bearer of `connection` changed (the bearer's `.mtuChanged`; for an Enhanced ATT bearer,
+    /// an L2CAP reconfiguration).
+    public mutating func setMTU(_ mtu: Int, for connection: GATTConnectionID, bearer: GATTBearerID = .unenhanced) {
+        if bearer.isEnhanced {
+            guard connections[connection]?.enhancedMTUs[bearer] != nil else { return }
+            connections[connection]?.enhancedMTUs[bearer] = max(mtu, ATTMTU.leDefault)
+        } else {
+            connections[connection, default: Connection()].mtu = ATTMTU.clamped(mtu)
+        }
+    }
+
+    /// An Enhanced ATT bearer of `connection` opened with this ATT_MTU (Vol 3 Part F §3.2.11). With
+    /// `notifications` (the client opened it, so its client listens there), the connection's notifications and
+    /// indications go on its first such bearer from now on.
+    public mutating func openBearer(_ bearer: GATTBearerID, mtu: Int, for connection: GATTConnectionID,
+                                    notifications: Bool = true) {
+        guard bearer.isEnhanced else { return }
+        connections[connection, default: Connection()].enhancedMTUs[bearer] = max(mtu, ATTMTU.leDefault)
+        if notifications { connections[connection]?.notificationBearers.insert(bearer) }
+    }
+
+    /// An Enhanced ATT bearer closed: its deferred request (if any) is dropped.
+    public mutating func closeBearer(_ bearer: GATTBearerID, for connection: GATTConnectionID) {
+        guard bearer.isEnhanced, connections[connection] != nil else { return }
+        connections[connection]?.enhancedMTUs[bearer] = nil
+        connections[connection]?.notificationBearers.remove(bearer)
+        connections[connection]?.deferred[bearer] = nil
+    }
+
+    /// The Enhanced ATT bearers of `connection`, in order.
+    public func enhancedBearers(for connection: GATTConnectionID) -> [GATTBearerID] {
+        connections[connection]?.enhancedMTUs.keys.sorted() ?? []
     }
 
     /// The security of `connection` changed (encryption, pairing, application authorization).
@@ -99,15 +141,22 @@ public struct GATTServer: Sendable {
     /// Prepared writes queued by every connection.
     public var pendingPreparedWriteCount: Int { connections.values.reduce(0) { $0 + $1.prepareQueue.count } }
 
-    /// The ATT_MTU of `connection`.
-    public func mtu(for connection: GATTConnectionID) -> Int { connections[connection]?.mtu ?? ATTMTU.leDefault }
+    /// The ATT_MTU of a bearer of `connection` (the unenhanced one by default).
+    public func mtu(for connection: GATTConnectionID, bearer: GATTBearerID = .unenhanced) -> Int {
+        connections[connection]?.mtu(bearer) ?? ATTMTU.leDefault
+    }
 
-    // Per-connection state for the deferred requests (`GATTServer+Deferred.swift`).
+    // Per-bearer state for the deferred requests (`GATTServer+Deferred.swift`).
     var connectionIDs: [GATTConnectionID] { Array(connections.keys) }
-    func deferredState(_ connection: GATTConnectionID) -> DeferredState? { connections[connection]?.deferred }
-    mutating func setDeferredState(_ state: DeferredState?, _ connection: GATTConnectionID) {
+    func deferredStates(_ connection: GATTConnectionID) -> [GATTBearerID: DeferredState] {
+        connections[connection]?.deferred ?? [:]
+    }
+    func deferredState(_ connection: GATTConnectionID, _ bearer: GATTBearerID) -> DeferredState? {
+        connections[connection]?.deferred[bearer]
+    }
+    mutating func setDeferredState(_ state: DeferredState?, _ connection: GATTConnectionID, _ bearer: GATTBearerID) {
         if state == nil, connections[connection] == nil { return }
-        connections[connection, default: Connection()].deferred = state
+        connections[connection, default: Connection()].deferred[bearer] = state
     }
     func securityOf(_ connection: GATTConnectionID) -> GATTLinkSecurity { connections[connection]?.security ?? .open }
     func preparedQueue(_ connection: GATTConnectionID) -> [PreparedWrite] { connections[connection]?.prepareQueue ?? [] }
@@ -142,13 +191,14 @@ public struct GATTServer: Sendable {
         func add(_ id: GATTConnectionID, _ connection: Connection) {
             let configuration = GATTClientConfiguration(rawValue: connection.clientConfigurations[descriptor] ?? 0)
             guard configuration.contains(.indication) || configuration.contains(.notification) else { return }
-            let limit = ATTMTU.maximumNotificationValueLength(mtu: connection.mtu)
+            let bearer = connection.notificationBearer
+            let limit = ATTMTU.maximumNotificationValueLength(mtu: connection.mtu(bearer))
             // The caller's array is shared, not copied, when it fits (the usual case).
             let cut = value.count <= limit ? value : Array(value.prefix(limit))
             if configuration.contains(.indication) {
-                outbound.append(GATTServerOutbound(connection: id, pdu: .handleValueIndication(handle: handle, value: cut)))
+                outbound.append(GATTServerOutbound(connection: id, pdu: .handleValueIndication(handle: handle, value: cut), bearer: bearer))
             } else {
-                outbound.append(GATTServerOutbound(connection: id, pdu: .handleValueNotification(handle: handle, value: cut)))
+                outbound.append(GATTServerOutbound(connection: id, pdu: .handleValueNotification(handle: handle, value: cut), bearer: bearer))
             }
         }
         if connections.count <= 1 {
@@ -165,7 +215,8 @@ public struct GATTServer: Sendable {
     /// values fit whole. Values of characteristics the client did not enable notifications for are skipped.
     public func multipleNotification(_ values: [(handle: UInt16, value: [UInt8])], to connection: GATTConnectionID) -> GATTServerOutbound? {
         guard let state = connections[connection], state.clientFeatures & 0x04 != 0 else { return nil }
-        var room = state.mtu - 1
+        let bearer = state.notificationBearer
+        var room = state.mtu(bearer) - 1
         var tuples: [ATTHandleValue] = []
         for (handle, value) in values {
             guard let descriptor = cccdHandle(forValue: handle),
@@ -175,7 +226,7 @@ public struct GATTServer: Sendable {
             tuples.append(ATTHandleValue(handle: handle, value: value))
         }
         guard let notification = try? ATTMultipleHandleValueNotification(tuples: tuples) else { return nil }
-        return GATTServerOutbound(connection: connection, pdu: .multipleHandleValueNotification(notification))
+        return GATTServerOutbound(connection: connection, pdu: .multipleHandleValueNotification(notification), bearer: bearer)
     }
 
     /// Service Changed indications (§7.1) for `range` to every connection that enabled them; empty when the
@@ -191,56 +242,59 @@ public struct GATTServer: Sendable {
 
     // MARK: - Requests and commands
 
-    /// Answers one request from `connection` (any request but Exchange MTU, which the bearer answers).
-    public mutating func handleRequest(_ request: ATTPDU, from connection: GATTConnectionID) -> GATTServerReply {
+    /// Answers one request from `connection` on `bearer` (any request but Exchange MTU, which the bearer answers).
+    /// Responses are sized to that bearer's ATT_MTU; a deferred request is remembered for that bearer.
+    public mutating func handleRequest(_ request: ATTPDU, from connection: GATTConnectionID,
+                                       on bearer: GATTBearerID = .unenhanced) -> GATTServerReply {
         if connections[connection] == nil { connections[connection] = Connection() }
+        let mtu = mtu(for: connection, bearer: bearer)
         let opcode = request.opcode
         func fail(_ handle: UInt16, _ error: ATTErrorCode) -> GATTServerReply {
             GATTServerReply(response: .errorResponse(requestOpcode: opcode, handle: handle, error: error))
         }
         if let violation = Self.violation(of: request) { return fail(violation.handle, violation.error) }
-        if let deferred = deferIfAsked(request, from: connection) { return deferred }
+        if let deferred = deferIfAsked(request, from: connection, on: bearer) { return deferred }
         switch request {
         case .exchangeMTURequest:
             return GATTServerReply(response: .exchangeMTUResponse(serverRxMTU: UInt16(clamping: ATTBearer.maximumMTU)))
         case .findInformationRequest(let range):
-            return findInformation(range, connection).map { GATTServerReply(response: $0) } ?? fail(range.start, .attributeNotFound)
+            return findInformation(range, mtu: mtu).map { GATTServerReply(response: $0) } ?? fail(range.start, .attributeNotFound)
         case .findByTypeValueRequest(let range, let type, let value):
-            return findByTypeValue(range, type: type, value: value, connection)
+            return findByTypeValue(range, type: type, value: value, mtu: mtu)
                 .map { GATTServerReply(response: $0) } ?? fail(range.start, .attributeNotFound)
         case .readByGroupTypeRequest(let range, let groupType):
             guard groupType == GATTUUID.primaryService || groupType == GATTUUID.secondaryService else {
                 return fail(range.start, .unsupportedGroupType)
             }
-            return readByGroupType(range, groupType: groupType, connection)
+            return readByGroupType(range, groupType: groupType, mtu: mtu)
                 .map { GATTServerReply(response: $0) } ?? fail(range.start, .attributeNotFound)
         case .readByTypeRequest(let range, let type):
-            switch readByType(range, type: type, connection) {
+            switch readByType(range, type: type, connection, mtu: mtu) {
             case .success(let pdu): return GATTServerReply(response: pdu)
             case .failure(let failure): return fail(failure.handle, failure.error)
             }
         case .readRequest(let handle):
-            switch read(handle, offset: 0, blob: false, connection) {
-            case .success(let value): return GATTServerReply(response: .readResponse(value: cut(value, connection)))
+            switch read(handle, offset: 0, blob: false, connection, mtu: mtu) {
+            case .success(let value): return GATTServerReply(response: .readResponse(value: cut(value, mtu: mtu)))
             case .failure(let error): return fail(handle, error.code)
             }
         case .readBlobRequest(let handle, let offset):
-            switch read(handle, offset: Int(offset), blob: true, connection) {
-            case .success(let value): return GATTServerReply(response: .readBlobResponse(partValue: cut(value, connection)))
+            switch read(handle, offset: Int(offset), blob: true, connection, mtu: mtu) {
+            case .success(let value): return GATTServerReply(response: .readBlobResponse(partValue: cut(value, mtu: mtu)))
             case .failure(let error): return fail(handle, error.code)
             }
         case .readMultipleRequest(let handles), .readMultipleVariableRequest(let handles):
             var values: [[UInt8]] = []
             for handle in handles {
-                switch read(handle, offset: 0, blob: false, connection) {
+                switch read(handle, offset: 0, blob: false, connection, mtu: mtu) {
                 case .success(let value): values.append(value)
                 case .failure(let error): return fail(handle, error.code)
                 }
             }
             if case .readMultipleRequest = request {
-                return GATTServerReply(response: .readMultipleResponse(values: cut(values.flatMap { $0 }, connection)))
+                return GATTServerReply(response: .readMultipleResponse(values: cut(values.flatMap { $0 }, mtu: mtu)))
             }
-            guard let response = ATTReadMultipleVariableResponse.packing(values, mtu: mtu(for: connection)) else {
+            guard let response = ATTReadMultipleVariableResponse.packing(values, mtu: mtu) else {
                 return fail(handles.first ?? 0, .unlikelyError)
             }
             return GATTServerReply(response: .readMultipleVariableResponse(response))
@@ -309,12 +363,12 @@ public struct GATTServer: Sendable {
 
     // MARK: - Discovery
 
-    private func findInformation(_ range: ATTHandleRange, _ connection: GATTConnectionID) -> ATTPDU? {
+    private func findInformation(_ range: ATTHandleRange, mtu: Int) -> ATTPDU? {
         let candidates = database.attributes[database.indices(in: range)].lazy.map { ATTHandleUUID(handle: $0.handle, uuid: $0.type) }
-        return ATTFindInformationResponse.packing(candidates, mtu: mtu(for: connection)).map(ATTPDU.findInformationResponse)
+        return ATTFindInformationResponse.packing(candidates, mtu: mtu).map(ATTPDU.findInformationResponse)
     }
 
-    private func findByTypeValue(_ range: ATTHandleRange, type: UInt16, value: [UInt8], _ connection: GATTConnectionID) -> ATTPDU? {
+    private func findByTypeValue(_ range: ATTHandleRange, type: UInt16, value: [UInt8], mtu: Int) -> ATTPDU? {
         let uuid = BluetoothUUID(type)
         let grouping = uuid == GATTUUID.primaryService || uuid == GATTUUID.secondaryService
         let wanted: BluetoothUUID? = grouping ? (try? BluetoothUUID(littleEndianBytes: value)) : nil
@@ -323,16 +377,16 @@ public struct GATTServer: Sendable {
             if let wanted { return (try? BluetoothUUID(littleEndianBytes: stored)) == wanted }
             return stored == value
         }.map { ATTHandlesInformation(foundAttributeHandle: $0.handle, groupEndHandle: $0.groupEnd ?? $0.handle) }
-        let list = ATTMTU.packingHandlesInformation(found, mtu: mtu(for: connection))
+        let list = ATTMTU.packingHandlesInformation(found, mtu: mtu)
         return list.isEmpty ? nil : .findByTypeValueResponse(list)
     }
 
-    private func readByGroupType(_ range: ATTHandleRange, groupType: BluetoothUUID, _ connection: GATTConnectionID) -> ATTPDU? {
+    private func readByGroupType(_ range: ATTHandleRange, groupType: BluetoothUUID, mtu: Int) -> ATTPDU? {
         let groups = database.attributes[database.indices(in: range)].lazy.compactMap { attribute -> ATTAttributeGroupData? in
             guard attribute.type == groupType, let end = attribute.groupEnd, let value = attribute.storedValue else { return nil }
             return ATTAttributeGroupData(handle: attribute.handle, endGroupHandle: end, value: value)
         }
-        return ATTReadByGroupTypeResponse.packing(groups, mtu: mtu(for: connection)).map(ATTPDU.readByGroupTypeResponse)
+        return ATTReadByGroupTypeResponse.packing(groups, mtu: mtu).map(ATTPDU.readByGroupTypeResponse)
     }
 
     struct Failure: Error {
@@ -340,12 +394,11 @@ public struct GATTServer: Sendable {
         var error: ATTErrorCode
     }
 
-    private func readByType(_ range: ATTHandleRange, type: BluetoothUUID, _ connection: GATTConnectionID) -> Result<ATTPDU, Failure> {
-        let mtu = mtu(for: connection)
+    private func readByType(_ range: ATTHandleRange, type: BluetoothUUID, _ connection: GATTConnectionID, mtu: Int) -> Result<ATTPDU, Failure> {
         let cap = ATTMTU.maximumReadByTypeElementValueLength(mtu: mtu)
         var chosen: [ATTHandleValue] = []
         for attribute in database.attributes[database.indices(in: range)] where attribute.type == type {
-            switch read(attribute.handle, offset: 0, blob: false, connection) {
+            switch read(attribute.handle, offset: 0, blob: false, connection, mtu: mtu) {
             case .failure(let error):
                 // An attribute that would cause an error ends the response; alone, it is the answer (§3.4.4.1).
                 if chosen.isEmpty { return .failure(Failure(handle: attribute.handle, error: error.code)) }
@@ -367,12 +420,12 @@ public struct GATTServer: Sendable {
 
     // MARK: - Reads and writes
 
-    func cut(_ value: [UInt8], _ connection: GATTConnectionID) -> [UInt8] {
-        Array(value.prefix(ATTMTU.maximumReadResponseValueLength(mtu: mtu(for: connection))))
+    func cut(_ value: [UInt8], mtu: Int) -> [UInt8] {
+        Array(value.prefix(ATTMTU.maximumReadResponseValueLength(mtu: mtu)))
     }
 
     /// The value of `handle` from `offset`, after the permission checks.
-    func read(_ handle: UInt16, offset: Int, blob: Bool, _ connection: GATTConnectionID) -> Result<[UInt8], GATTAttributeError> {
+    func read(_ handle: UInt16, offset: Int, blob: Bool, _ connection: GATTConnectionID, mtu: Int) -> Result<[UInt8], GATTAttributeError> {
         guard let attribute = database.attribute(handle) else { return .failure(GATTAttributeError(.invalidHandle)) }
         let state = connections[connection] ?? Connection()
         if let error = attribute.permissions.readError(for: state.security) { return .failure(GATTAttributeError(error)) }
@@ -389,7 +442,7 @@ public struct GATTServer: Sendable {
             guard let read else { return .failure(GATTAttributeError(.readNotPermitted)) }
             return read(GATTReadRequest(connection: connection, handle: handle, offset: offset, security: state.security))
         }
-        if blob, attribute.isFixedLength, whole.count <= ATTMTU.maximumReadResponseValueLength(mtu: state.mtu) {
+        if blob, attribute.isFixedLength, whole.count <= ATTMTU.maximumReadResponseValueLength(mtu: mtu) {
             return .failure(GATTAttributeError(.attributeNotLong))
         }
         guard offset <= whole.count else { return .failure(GATTAttributeError(.invalidOffset)) }

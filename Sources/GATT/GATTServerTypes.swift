@@ -60,10 +60,13 @@ public enum GATTSignatureVerdict: Hashable, Sendable, ExpressibleByBooleanLitera
 public struct GATTServerOutbound: Hashable, Sendable {
     public var connection: GATTConnectionID
     public var pdu: ATTPDU
+    /// The ATT bearer of the connection to send it on (its value was cut to that bearer's ATT_MTU).
+    public var bearer: GATTBearerID
 
-    public init(connection: GATTConnectionID, pdu: ATTPDU) {
+    public init(connection: GATTConnectionID, pdu: ATTPDU, bearer: GATTBearerID = .unenhanced) {
         self.connection = connection
         self.pdu = pdu
+        self.bearer = bearer
     }
 
     /// Whether the PDU is an indication (one outstanding per bearer, confirmed).

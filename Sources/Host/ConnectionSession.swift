@@ -49,6 +49,45 @@ final class ConnectionSession {
     /// The connection's Security Manager (nil when security is disabled).
     var securityLink: SecurityLink? { didSet { noteDeadlineChange() } }
 
+    /// One Enhanced ATT bearer (Core 5.4 Vol 3 Part F §3.2.11) on an L2CAP enhanced credit-based channel of SPSM
+    /// 0x0027: its ATT machine, the GATT client running on it and that client's requests and completions.
+    struct EnhancedBearer {
+        var bearer: ATTBearer
+        var client: GATTClient
+        /// Whether we opened the channel (our client's procedures run only on bearers we opened; the peer's
+        /// client uses the ones it opened, where our server's notifications go).
+        var isInitiator: Bool
+        var clientRequests: Set<ATTBearerRequestID> = []
+        var completions: [GATTOperationID: GATTCompletion] = [:]
+    }
+
+    /// Where automatic EATT stands on this connection (`HostStack+EATT.swift`).
+    enum EnhancedATTProgress: Equatable {
+        /// Not tried (the link was never encrypted, or EATT is off).
+        case idle
+        /// Reading the peer's Server Supported Features / writing Client Supported Features.
+        case discovering
+        /// Done: bearers requested (or the peer does not support EATT).
+        case settled
+    }
+    /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
+
+    /// The connection's Enhanced ATT bearers by local CID.
+    var enhanced: [L2CAPChannelIdentifier: EnhancedBearer] = [:] { didSet { noteDeadlineChange() } }
+    var enhancedProgress = EnhancedATTProgress.idle
+    var enhancedPending: Set<L2CAPChannelIdentifier> = []
+    /// An `openEnhancedATTBearers` call waiting for its channels.
+    struct EnhancedOpen {
+        var requested: [L2CAPChannelIdentifier]
+        var waiting: Set<L2CAPChannelIdentifier>
+        /// Why the last refused channel failed.
+        var failure: L2CAPChannelConnectFailure?
+        var completion: ((Result<[L2CAPChannelIdentifier], HostError>) -> Void)?
+    }
+    var enhancedOpens: [EnhancedOpen] = []
+    /// `reconfigureEnhancedATT` completions, by the first channel of the request.
+    var reconfigures: [L2CAPChannelIdentifier: (Result<Void, HostError>) -> Void] = [:]
+
     init(handle: UInt16, role: ConnectionRole, preferredMTU: Int, deadlines: SessionDeadlines) {
         self.handle = handle
         self.deadlines = deadlines
@@ -58,10 +97,10 @@ final class ConnectionSession {
         noteDeadlineChange()
     }
 
-    /// The earliest deadline of the link, the bearer and the Security Manager.
+    /// The earliest deadline of the link, the bearers and the Security Manager.
     var nextDeadline: StackInstant? {
         var earliest = link.nextDeadline
-        for deadline in [bearer.nextDeadline, securityLink?.smp.nextDeadline] {
+        for deadline in [bearer.nextDeadline, securityLink?.smp.nextDeadline] + enhanced.values.map(\.bearer.nextDeadline) {
             if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
         return earliest
@@ -75,7 +114,8 @@ final class ConnectionSession {
 
     /// Operations of the owner waiting for an answer on this connection.
     var pendingOperationCount: Int {
-        gattCompletions.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
+        gattCompletions.count + enhanced.values.reduce(0) { $0 + $1.completions.count } + enhancedOpens.count
+            + reconfigures.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
             + (securityLink?.pendingCount ?? 0)
     }
 }

@@ -60,7 +60,7 @@
 // L2CAP / ATT / GATT wiring (`HostStack+Wiring.swift`, Core 5.4 Vol 3 Parts A, F, G): each connection gets a
 // `ConnectionSession` in its record, created synchronously on Connection Complete: an `L2CAPLink` (role from the
 // connection; the stack's registered PSM servers), an `ATTBearer` on CID 0x0004 (preferred MTU from the
-// configuration, 517 by default) and a `GATTClient`; the connection's state in the ONE `GATTServer` of the stack
+// configuration, 517 by default) and a `GATTClient` (plus Enhanced ATT bearers, below); the connection's state in the ONE `GATTServer` of the stack
 // (connect / setMTU / setSecurity / disconnect). Complete L2CAP PDUs from ACL → link; link `.send` → ACL out;
 // `.deliverFixed(ATT)` → bearer; bearer `.send` → link `sendFixed`; bearer `.request` / `.command` → server, the
 // reply → bearer `respond`; bearer `.response` → client through the bridge (`receive(bearerResult:)`), except our
@@ -72,6 +72,17 @@
 // `bearerFailed(.disconnected(reason:))`) and drops the server's state of the connection. The single timer covers
 // the command pipe, the pending connect and every link's and bearer's deadline. Every action is carried out in
 // order and the connection is looked up again before each one, since a completion may end it.
+//
+// Enhanced ATT (`HostStack+EATT.swift`, Vol 3 Part F §3.2.11, Part G §7.2/§7.4): a session may also hold Enhanced
+// ATT bearers, each an `ATTBearer(enhancedMTU:)` with its own `GATTClient`, on L2CAP enhanced credit-based
+// channels of SPSM 0x0027 (the link's EATT server, registered on every session, accepts them only on an encrypted
+// link). After Encryption Change the client reads the peer's Server Supported Features and, when bit 0 is set,
+// writes Client Supported Features and opens `enhancedATTBearerCount` bearers in one request. Their SDUs go to
+// the bearer instead of `l2capSDU` events; `gatt(...)` procedures go to the least busy bearer we opened (writes
+// without response stay on the fixed bearer); the server answers on the request's bearer and notifies on the
+// first bearer the peer opened. A bearer's ATT timeout closes its channel, not the link; reconfiguration raises
+// ATT_MTU. The security layer's hold-and-retry of Insufficient Encryption/Authentication answers works on every
+// bearer: the held request remembers its bearer and is retried there once the link is secured.
 //
 // Raw mode: when an owner sets `setL2CAPHandler`, complete PDUs go to it instead and no session is created (the
 // scripted-controller tests of the HCI layer, or an external L2CAP implementation).

@@ -57,6 +57,15 @@ public struct HostConfiguration: Sendable {
     public var sendQueueLimit = 64
     /// Whether an unanswered L2CAP signaling request (30 s RTX) also drops the link (Vol 3 Part A §6.2.1).
     public var disconnectsOnSignalingTimeout = false
+    /// Enhanced ATT (Core 5.4 Vol 3 Part F §3.2.11, `HostStack+EATT.swift`): how many EATT bearers (1...5) the
+    /// client opens on an encrypted link to a server whose Server Supported Features has the EATT bit; 0 turns
+    /// EATT off (no bearer opened, none accepted).
+    public var enhancedATTBearerCount = 3
+    /// Whether the client opens EATT bearers by itself once the link is encrypted (reading the peer's Server
+    /// Supported Features first), as iOS does. Off: only ``HostStack/openEnhancedATTBearers(connectionHandle:count:completion:)``.
+    public var opensEnhancedATTAutomatically = true
+    /// Our L2CAP MTU on EATT channels (at least 64); ATT_MTU is the smaller of ours and the peer's.
+    public var enhancedATTMTU: UInt16 = 517
     /// The Security Manager: pairing, bonds, attribute security, privacy (`HostStack+Security.swift`).
     public var security = HostSecurityConfiguration()
 

@@ -51,6 +51,11 @@ public enum HostEvent: Sendable {
     /// a refused ``HostStack/updateValue(_:handle:to:requireReady:completion:)``), has room again: CoreBluetooth's
     /// `peripheralManagerIsReady(toUpdateSubscribers:)` / `peripheralIsReady(toSendWriteWithoutResponse:)`.
     case readyToSend(handle: UInt16)
+    /// An Enhanced ATT bearer opened on the connection (either side opened it), on the L2CAP channel with local
+    /// CID `channel`, with this ATT_MTU (Vol 3 Part F §3.2.11).
+    case enhancedATTBearerOpened(handle: UInt16, channel: L2CAPChannelIdentifier, mtu: Int)
+    /// An Enhanced ATT bearer closed (its procedures failed).
+    case enhancedATTBearerClosed(handle: UInt16, channel: L2CAPChannelIdentifier)
 
     // MARK: L2CAP (Core 5.4 Vol 3 Part A)
 

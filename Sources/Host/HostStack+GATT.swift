@@ -1,5 +1,6 @@
 public import ATT
 import BluetoothCore
+import L2CAP
 public import GATT
 
 /// The GATT API of the host (Core 5.4 Vol 3 Part G): the local server's database and values, the client
@@ -48,6 +49,9 @@ extension HostStack {
             guard let session = record.session else { continue }
             let id = GATTConnectionID(handle)
             server.connect(id, security: session.security, mtu: old.mtu(for: id))
+            for (cid, record) in session.enhanced where record.bearer.isOpen {
+                server.openBearer(GATTBearerID(cid.rawValue), mtu: record.bearer.mtu, for: id, notifications: !record.isInitiator)
+            }
             for (valueHandle, descriptor) in cccds {
                 let configuration = old.clientConfiguration(valueHandle: valueHandle, for: id)
                 if !configuration.isEmpty { server.setClientConfiguration(configuration, descriptor: descriptor, for: id) }
@@ -134,10 +138,18 @@ extension HostStack {
     public func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>) {
         onLoop { [self] in
             guard connections[handle]?.session != nil,
-                  let reply = gattServer.respond(toDeferred: id, on: GATTConnectionID(handle), result: result),
-                  let answer = try? connections[handle]?.session?.bearer.respond(reply.response, now: eventLoop.now)
+                  let bearer = gattServer.deferredRequest(id: id, on: GATTConnectionID(handle))?.bearer,
+                  let reply = gattServer.respond(toDeferred: id, on: GATTConnectionID(handle), result: result)
             else { return }
-            performBearer(answer, handle)
+            let now = eventLoop.now
+            if bearer.isEnhanced {
+                let cid = L2CAPChannelIdentifier(bearer.rawValue)
+                guard let answer = withEnhanced(handle, cid, { try? $0.bearer.respond(reply.response, now: now) }) ?? nil else { return }
+                performEnhancedBearer(answer, handle, cid)
+            } else {
+                guard let answer = try? connections[handle]?.session?.bearer.respond(reply.response, now: now) else { return }
+                performBearer(answer, handle)
+            }
             for event in reply.events { emit(.gattServer(event)) }
             armTimer()
         }
@@ -158,32 +170,35 @@ extension HostStack {
         return false
     }
 
+    /// ACL packets queued for the connection, plus K-frames of its EATT bearers waiting for the peer's L2CAP
+    /// credits (notifications on an EATT bearer wait there first), below the limit.
     func sendRoom(_ handle: UInt16) -> Bool {
-        outbound.queuedPacketCount(for: handle) < configuration.sendQueueLimit
+        var queued = outbound.queuedPacketCount(for: handle)
+        if let session = connections[handle]?.session, !session.enhanced.isEmpty {
+            for cid in session.enhanced.keys { queued += session.link.queuedFrameCount(on: cid) ?? 0 }
+        }
+        return queued < configuration.sendQueueLimit
     }
 
     // MARK: Client
 
-    /// Runs a GATT client procedure on the connection (Vol 3 Part G §4); procedures of one connection run one
-    /// after the other, in call order. Fails with ``GATTClientError/bearerFailed(_:)`` when the connection does
-    /// not exist or ends first (reason: the HCI disconnection reason), or the ATT bearer timed out.
+    /// Runs a GATT client procedure on the connection (Vol 3 Part G §4). On the unenhanced bearer alone,
+    /// procedures of one connection run one after the other, in call order; with Enhanced ATT bearers
+    /// (`HostStack+EATT.swift`) each goes to the least busy bearer, so several run at once (one request
+    /// outstanding per bearer) and may complete out of call order. Fails with ``GATTClientError/bearerFailed(_:)``
+    /// when the connection does not exist or ends first (reason: the HCI disconnection reason), or its bearer
+    /// timed out or closed.
     public func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
                      completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
-        onLoop { [self] in
-            guard connections[handle]?.session != nil,
-                  let (id, actions) = connections[handle]?.session?.client.enqueue(procedure) else {
-                completion(.failure(.bearerFailed(.disconnected(reason: nil))))
-                return
-            }
-            connections[handle]?.session?.gattCompletions[id] = completion
-            performClient(actions, handle)
-            armTimer()
-        }
+        onLoop { [self] in startGATT(handle, procedure, completion: completion) }
     }
 
     /// Sets the signer of the connection's Signed Write Commands (the security layer builds it from the CSRK).
     public func setGATTSigner(connectionHandle handle: UInt16, _ signer: GATTClientSigner?) {
-        onLoop { [self] in connections[handle]?.session?.client.signer = signer }
+        onLoop { [self] in
+            connections[handle]?.session?.client.signer = signer
+            for cid in connections[handle]?.session?.enhanced.keys.sorted() ?? [] { withEnhanced(handle, cid) { $0.client.signer = signer } }
+        }
     }
 
     /// The connection's ATT_MTU (23 until an exchange), nil for an unknown connection (read on the loop).

@@ -21,6 +21,9 @@ extension HostStack {
                 guard channelServers[server.psm] == nil else {
                     throw L2CAPLinkError(.psmInUse, "a server is already registered on PSM \(server.psm)")
                 }
+                guard server.psm != Self.enhancedATTPSM || configuration.enhancedATTBearerCount == 0 else {
+                    throw L2CAPLinkError(.psmInUse, "PSM 0x0027 carries the host's Enhanced ATT bearers")
+                }
             } catch {
                 completion?(.failure(error))
                 return

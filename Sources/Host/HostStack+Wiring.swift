@@ -27,6 +27,9 @@ extension HostStack {
         for server in channelServers.values {
             try? session.link.registerServer(serverOnLink(server, connection.handle))
         }
+        if configuration.enhancedATTBearerCount > 0 {
+            try? session.link.registerServer(enhancedATTServer(connection.handle))
+        }
         connections[connection.handle]?.session = session
         gattServer.connect(GATTConnectionID(connection.handle), security: GATTLinkSecurity(encrypted: connection.isEncrypted))
         securityLinkOpened(connection)
@@ -51,11 +54,30 @@ extension HostStack {
         let linkActions = session.link.linkDisconnected()
         let bearerActions = session.bearer.close(reason: "\(error)")
         let clientActions = session.client.bearerFailed(.disconnected(reason: reason.rawValue))
+        for (cid, var record) in session.enhanced.sorted(by: { $0.key < $1.key }) {
+            for action in record.bearer.close(reason: "\(error)") {
+                if case .indicationFailed(let attributeHandle, let bearerError) = action {
+                    emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, bearerError))
+                }
+            }
+            for action in record.client.bearerFailed(.disconnected(reason: reason.rawValue)) {
+                if case .complete(let id, let result) = action { record.completions.removeValue(forKey: id)?(result) }
+            }
+            for completion in record.completions.values { completion(.failure(.bearerFailed(.disconnected(reason: reason.rawValue)))) }
+            emit(.enhancedATTBearerClosed(handle: handle, channel: cid))
+        }
+        let enhancedChannels = Set(session.enhanced.keys)
+        session.enhanced = [:]
+        for open in session.enhancedOpens { open.completion?(.failure(error)) }
+        session.enhancedOpens = []
+        for completion in session.reconfigures.values { completion(.failure(error)) }
+        session.reconfigures = [:]
         for action in linkActions {
             switch action {
             case .channelConnectFailed(let cid, _):
                 session.channelOpens.removeValue(forKey: cid)?(.failure(error))
             case .channelClosed(let cid, let closeReason):
+                if enhancedChannels.contains(cid) { continue }
                 for completion in session.channelCloses.removeValue(forKey: cid) ?? [] { completion(.failure(error)) }
                 emit(.l2capChannelClosed(handle: handle, channel: cid, closeReason))
             default:
@@ -118,21 +140,56 @@ extension HostStack {
                     securityReceive(payload, handle: handle)
                 }
             case .channelOpened(let info):
+                if let session = connections[handle]?.session, isEnhancedATTChannel(info, session) {
+                    enhancedBearerOpened(info, handle)
+                    continue
+                }
                 emit(.l2capChannelOpened(handle: handle, info))
                 connections[handle]?.session?.channelOpens.removeValue(forKey: info.localCID)?(.success(info))
             case .channelConnectFailed(let cid, let failure):
+                if let session = connections[handle]?.session, isPendingEnhancedATT(cid, session) {
+                    enhancedRequestSettled(cid, handle, failure: failure)
+                    continue
+                }
                 let completion = connections[handle]?.session?.channelOpens.removeValue(forKey: cid)
                 var error = HostError(.commandFailed, "L2CAP channel connect failed: \(failure)")
                 if case .refused(let result) = failure { error.l2capRefusal = result }
                 completion?(.failure(error))
             case .sdu(let cid, let sdu):
+                if connections[handle]?.session?.enhanced[cid] != nil {
+                    let now = eventLoop.now
+                    guard let bearerActions = withEnhanced(handle, cid, { $0.bearer.receive(sdu, now: now) }) else { continue }
+                    performEnhancedBearer(bearerActions, handle, cid)
+                    continue
+                }
                 emit(.l2capSDU(handle: handle, channel: cid, sdu: sdu))
             case .channelClosed(let cid, let reason):
+                if connections[handle]?.session?.enhanced[cid] != nil {
+                    let completions = connections[handle]?.session?.channelCloses.removeValue(forKey: cid) ?? []
+                    enhancedBearerClosed(cid, handle, reason: "\(reason)")
+                    for completion in completions { completion(.success(())) }
+                    continue
+                }
                 let completions = connections[handle]?.session?.channelCloses.removeValue(forKey: cid) ?? []
                 emit(.l2capChannelClosed(handle: handle, channel: cid, reason))
                 for completion in completions { completion(.success(())) }
             case .creditsAvailable(let cid):
+                if connections[handle]?.session?.enhanced[cid] != nil {
+                    // An EATT bearer's queue drained: a connection waiting for send room may have it now.
+                    reportSendRoom()
+                    continue
+                }
                 emit(.l2capCreditsAvailable(handle: handle, channel: cid))
+            case .channelReconfigured(let info):
+                connections[handle]?.session?.reconfigures.removeValue(forKey: info.localCID)?(.success(()))
+                guard connections[handle]?.session?.enhanced[info.localCID] != nil else { continue }
+                let mtu = Int(min(info.localMTU, info.remoteMTU))
+                guard let bearerActions = withEnhanced(handle, info.localCID, { $0.bearer.raiseEnhancedMTU(mtu) }) else { continue }
+                performEnhancedBearer(bearerActions, handle, info.localCID)
+            case .channelReconfigureFailed(let cids, let failure):
+                guard let first = cids.first else { continue }
+                connections[handle]?.session?.reconfigures.removeValue(forKey: first)?(
+                    .failure(HostError(.commandFailed, "L2CAP reconfiguration failed: \(failure)")))
             case .connectionParameterUpdateRequested(let identifier, let request):
                 answerL2CAPParameterUpdate(handle: handle, identifier: identifier, request)
             case .connectionParameterUpdateResponse(let accepted):
@@ -227,6 +284,20 @@ extension HostStack {
         for item in outbound {
             let handle = item.connection.rawValue
             guard connections[handle]?.session != nil else { continue }
+            if item.bearer.isEnhanced {
+                let cid = L2CAPChannelIdentifier(item.bearer.rawValue)
+                let now = eventLoop.now
+                let actions = withEnhanced(handle, cid) { record -> [ATTBearerAction]? in
+                    switch item.pdu {
+                    case .handleValueIndication(let attributeHandle, let value):
+                        return try? record.bearer.sendIndication(handle: attributeHandle, value: value, now: now)
+                    default:
+                        return try? record.bearer.send(item.pdu)
+                    }
+                } ?? nil
+                if let actions { performEnhancedBearer(actions, handle, cid) }
+                continue
+            }
             let actions: [ATTBearerAction]?
             switch item.pdu {
             case .handleValueIndication(let attributeHandle, let value):
@@ -271,7 +342,7 @@ extension HostStack {
         // Walks the keys and reads one flag: copying each connection record (session included) after every ACL
         // send was a quarter of the benchmark's time.
         for handle in connections.keys where connections[handle]?.session?.waitingForSendRoom == true {
-            if outbound.queuedPacketCount(for: handle) < configuration.sendQueueLimit {
+            if sendRoom(handle) {
                 connections[handle]?.session?.waitingForSendRoom = false
                 emit(.readyToSend(handle: handle))
             }
@@ -296,6 +367,11 @@ extension HostStack {
             if let deadline = connections[handle]?.session?.bearer.nextDeadline, deadline <= now,
                let actions = connections[handle]?.session?.bearer.handleTimeout(now: now) {
                 performBearer(actions, handle)
+            }
+            for cid in connections[handle]?.session?.enhanced.keys.sorted() ?? [] {
+                guard let deadline = connections[handle]?.session?.enhanced[cid]?.bearer.nextDeadline, deadline <= now,
+                      let actions = withEnhanced(handle, cid, { $0.bearer.handleTimeout(now: now) }) else { continue }
+                performEnhancedBearer(actions, handle, cid)
             }
             if let deadline = connections[handle]?.session?.securityLink?.smp.nextDeadline, deadline <= now {
                 let actions = withSecurityLink(handle) { $0.smp.handleTimeout(now: now) } ?? []

@@ -377,6 +377,7 @@ public final class HostStack: @unchecked Sendable {
             }
             emit(.encryptionChanged(handle: handle, status: status, enabled: enabled != 0))
             securityEncryptionChanged(handle: handle, status: status, enabled: enabled != 0)
+            if status == .success, enabled != 0 { enhancedATTLinkEncrypted(handle) }
         case .encryptionKeyRefreshComplete(let status, let handle):
             emit(.encryptionKeyRefreshed(handle: handle, status: status))
             if status == .success { securityEncryptionChanged(handle: handle, status: status, enabled: true) }

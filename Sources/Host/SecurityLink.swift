@@ -1,6 +1,7 @@
 import ATT
 import BluetoothCore
 import BluetoothRuntime
+import L2CAP
 import SMP
 
 /// The Security Manager state of one connection (Core 5.4 Vol 3 Part H §3): its ``SMPSession``, the identity of
@@ -16,6 +17,8 @@ struct SecurityLink {
         /// The bearer's answer (the Error Response), given to the client when security fails.
         var answer: Result<ATTPDU, ATTBearerError>
         var error: ATTErrorCode
+        /// The Enhanced ATT bearer it was sent on (nil: the unenhanced bearer); the retry goes there too.
+        var bearer: L2CAPChannelIdentifier?
     }
 
     var smp: SMPSession
@@ -33,6 +36,8 @@ struct SecurityLink {
     var held: HeldRequest?
     /// The bearer id of that retry (its answer goes to the client, whatever it is).
     var retriedRequest: ATTBearerRequestID?
+    /// The Enhanced ATT bearer of that retry (nil: the unenhanced bearer); request ids are per bearer.
+    var retriedBearer: L2CAPChannelIdentifier?
     /// The peripheral sent a Security Request and waits for the central.
     var securityRequested = false
 

@@ -12,6 +12,12 @@
 //
 // `L2CAPLink` is the one stateful part: the sans-I/O state machine of one LE ACL link (fixed channels, signaling
 // identifiers and the RTX timeout, credit-based channel tables and credits, connection parameter update requests).
+// Credit-based channels come in two modes (§3.4): LE Credit Based Flow Control (opened one at a time, §4.22) and
+// Enhanced Credit Based Flow Control (`L2CAPLink+Enhanced.swift`: up to 5 channels per L2CAP Credit Based
+// Connection Request, §4.25/§4.26, MTU/MPS at least 64, and the Credit Based Reconfigure procedure, §4.27/§4.28,
+// in both roles). Both modes are the same channel value (`L2CAPCreditBasedChannel`, with a `mode`): K-frame
+// segmentation, reassembly, credits and the violation rules exist once; only opening and reconfiguring differ.
+// EATT (SPSM 0x0027) is an enhanced-mode server/client of the Host, not something this layer knows about.
 // The Host owns one per connection on its EventLoop, feeds it reassembled frames and `now`, carries out the
 // actions it returns, and arms one timer for its `nextDeadline`.
 //

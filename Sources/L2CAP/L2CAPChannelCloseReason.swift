@@ -52,3 +52,16 @@ public enum L2CAPChannelConnectFailure: Hashable, Sendable {
     /// The ACL link went down before the response.
     case linkClosed
 }
+
+/// Why our Credit Based Reconfigure Request (Core 5.4 Vol 3 Part A §4.27) changed nothing.
+public enum L2CAPChannelReconfigureFailure: Hashable, Sendable {
+    /// The peer answered with this result (§4.28, Table 4.21: MTU reduction, MPS reduction on several channels,
+    /// invalid destination CID, unacceptable parameters).
+    case refused(L2CAPReconfigureResult)
+    /// The peer answered with a Command Reject.
+    case commandRejected(L2CAPCommandReject)
+    /// No response within the signaling timeout.
+    case signalingTimeout
+    /// The ACL link went down before the response.
+    case linkClosed
+}

@@ -21,9 +21,15 @@ public enum L2CAPChannelAcceptPolicy: Sendable {
     case decide(@Sendable (L2CAPLECreditBasedConnectionRequest) -> L2CAPConnectionResult)
 }
 
-/// A local service accepting LE Credit Based Flow Control channels on one LE_PSM, Core 5.4 Vol 3 Part A §4.22.
+/// A local service accepting credit-based channels on one LE_PSM / SPSM, Core 5.4 Vol 3 Part A §4.22 (LE Credit
+/// Based Connection Request) and §4.25 (L2CAP Credit Based Connection Request, enhanced mode, up to 5 channels).
+///
+/// ``modes`` says which requests it takes; a request in the other mode is refused with *SPSM not supported*.
+/// Enhanced mode needs ``mtu`` and ``mps`` of at least 64 (§4.25); a server with smaller values accepts LE mode
+/// only. The accept policy sees an enhanced request as an LE request with the same SPSM, MTU, MPS, credits and
+/// its first Source CID (one decision for all its channels).
 public struct L2CAPChannelServer: Sendable {
-    /// The LE_PSM (0x0001...0x00FF).
+    /// The LE_PSM / SPSM (0x0001...0x00FF).
     public var psm: UInt16
     /// The largest SDU the local side accepts (at least 23).
     public var mtu: UInt16
@@ -33,11 +39,15 @@ public struct L2CAPChannelServer: Sendable {
     public var initialCredits: UInt16
     public var creditPolicy: L2CAPChannelCreditPolicy
     public var acceptPolicy: L2CAPChannelAcceptPolicy
+    /// The modes accepted (both by default).
+    public var modes: Set<L2CAPChannelMode>
 
     public init(
         psm: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16,
-        creditPolicy: L2CAPChannelCreditPolicy = .automatic(), acceptPolicy: L2CAPChannelAcceptPolicy = .acceptAll
+        creditPolicy: L2CAPChannelCreditPolicy = .automatic(), acceptPolicy: L2CAPChannelAcceptPolicy = .acceptAll,
+        modes: Set<L2CAPChannelMode> = [.leCreditBased, .enhancedCreditBased]
     ) {
+        self.modes = modes
         self.psm = psm
         self.mtu = mtu
         self.mps = mps

@@ -18,8 +18,13 @@ struct L2CAPCreditBasedChannel: Sendable {
     let localCID: L2CAPChannelIdentifier
     var remoteCID: L2CAPChannelIdentifier = .null
     let psm: UInt16
-    let localMTU: UInt16
-    let localMPS: UInt16
+    /// LE Credit Based Flow Control (§4.22) or Enhanced Credit Based Flow Control (§4.25).
+    let mode: L2CAPChannelMode
+    /// Ours; raised by a Credit Based Reconfigure Request we sent (§4.27), enhanced mode only.
+    var localMTU: UInt16
+    var localMPS: UInt16
+    /// Our Credit Based Reconfigure Request's new MTU and MPS while it awaits its response.
+    var reconfiguring: (mtu: UInt16, mps: UInt16)?
     var remoteMTU: UInt16 = 0
     var remoteMPS: UInt16 = 0
     let isInitiator: Bool
@@ -37,11 +42,13 @@ struct L2CAPCreditBasedChannel: Sendable {
 
     init(
         state: State, localCID: L2CAPChannelIdentifier, psm: UInt16, localMTU: UInt16, localMPS: UInt16,
-        initialCredits: UInt16, creditPolicy: L2CAPChannelCreditPolicy, isInitiator: Bool
+        initialCredits: UInt16, creditPolicy: L2CAPChannelCreditPolicy, isInitiator: Bool,
+        mode: L2CAPChannelMode = .leCreditBased
     ) {
         self.state = state
         self.localCID = localCID
         self.psm = psm
+        self.mode = mode
         self.localMTU = localMTU
         self.localMPS = localMPS
         self.initialCredits = initialCredits
@@ -54,7 +61,7 @@ struct L2CAPCreditBasedChannel: Sendable {
     var info: L2CAPChannelInfo {
         L2CAPChannelInfo(
             localCID: localCID, remoteCID: remoteCID, psm: psm, localMTU: localMTU, localMPS: localMPS,
-            remoteMTU: remoteMTU, remoteMPS: remoteMPS, isInitiator: isInitiator)
+            remoteMTU: remoteMTU, remoteMPS: remoteMPS, isInitiator: isInitiator, mode: mode)
     }
 
     var isOpen: Bool { state == .open }

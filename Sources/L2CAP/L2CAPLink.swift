@@ -22,6 +22,10 @@ public struct L2CAPLink: Sendable {
     struct PendingRequest: Hashable, Sendable {
         enum Kind: Hashable, Sendable {
             case connect(L2CAPChannelIdentifier)
+            /// An L2CAP Credit Based Connection Request (§4.25) for these channels, in request order.
+            case connectEnhanced([L2CAPChannelIdentifier])
+            /// A Credit Based Reconfigure Request (§4.27) for these channels.
+            case reconfigure([L2CAPChannelIdentifier])
             case disconnect(L2CAPChannelIdentifier)
             case connectionParameterUpdate
         }
@@ -260,6 +264,13 @@ public struct L2CAPLink: Sendable {
             case .connect(let cid):
                 channels[cid] = nil
                 actions.append(.channelConnectFailed(cid, .signalingTimeout))
+            case .connectEnhanced(let cids):
+                for cid in cids {
+                    channels[cid] = nil
+                    actions.append(.channelConnectFailed(cid, .signalingTimeout))
+                }
+            case .reconfigure(let cids):
+                actions += reconfigureFailed(cids, .signalingTimeout)
             case .disconnect(let cid):
                 if let state = channels.removeValue(forKey: cid), case .disconnecting(_, true) = state.state {
                     actions.append(.channelClosed(cid, .signalingTimeout))
@@ -284,6 +295,11 @@ public struct L2CAPLink: Sendable {
             case .connecting: actions.append(.channelConnectFailed(cid, .linkClosed))
             case .open, .disconnecting(_, true): actions.append(.channelClosed(cid, .linkClosed))
             case .disconnecting(_, false): break
+            }
+        }
+        for request in pending.values.sorted(by: { $0.deadline < $1.deadline }) {
+            if case .reconfigure(let cids) = request.kind {
+                actions.append(.channelReconfigureFailed(cids.filter { channels[$0] != nil }, .linkClosed))
             }
         }
         if pending.values.contains(where: { $0.kind == .connectionParameterUpdate }) {

@@ -25,6 +25,11 @@ public enum L2CAPLinkAction: Hashable, Sendable {
     case sdu(L2CAPChannelIdentifier, [UInt8])
     /// The channel with this local CID is closed; nothing more is sent or delivered on it.
     case channelClosed(L2CAPChannelIdentifier, L2CAPChannelCloseReason)
+    /// An enhanced credit-based channel's MTU/MPS changed (§4.27, §4.28): the peer's after its Credit Based
+    /// Reconfigure Request we accepted, or ours after the peer accepted our request. The info is the new state.
+    case channelReconfigured(L2CAPChannelInfo)
+    /// Our Credit Based Reconfigure Request for these channels (local CIDs) failed; nothing changed.
+    case channelReconfigureFailed([L2CAPChannelIdentifier], L2CAPChannelReconfigureFailure)
     /// Credits arrived and the channel's send queue is empty: the sender may continue.
     case creditsAvailable(L2CAPChannelIdentifier)
     /// Central only: the Peripheral asked for these (valid) connection parameters. The owner tries an LE

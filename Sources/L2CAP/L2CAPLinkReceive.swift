@@ -98,11 +98,16 @@ extension L2CAPLink {
             return receiveConnectionResponse(identifier: identifier, response, now: now)
         case .flowControlCreditIndication(_, let indication):
             return receiveCredits(indication, now: now)
-        case .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
-            // Responses to requests we never send (enhanced credit based mode): unexpected, ignored.
-            return []
-        case .creditBasedConnectionRequest, .creditBasedReconfigureRequest, .unknown:
-            // Enhanced credit based mode is not supported; unknown codes are not understood.
+        case .creditBasedConnectionRequest(let identifier, let request):
+            return receiveEnhancedConnectionRequest(identifier: identifier, request)
+        case .creditBasedConnectionResponse(let identifier, let response):
+            return receiveEnhancedConnectionResponse(identifier: identifier, response, now: now)
+        case .creditBasedReconfigureRequest(let identifier, let request):
+            return receiveReconfigureRequest(identifier: identifier, request)
+        case .creditBasedReconfigureResponse(let identifier, let result):
+            return receiveReconfigureResponse(identifier: identifier, result)
+        case .unknown:
+            // Unknown codes are not understood.
             return [signaling(.rejectNotUnderstood(identifier: identifier))]
         }
     }
@@ -113,6 +118,13 @@ extension L2CAPLink {
         case .connect(let cid):
             channels[cid] = nil
             return [.channelConnectFailed(cid, .commandRejected(reject))]
+        case .connectEnhanced(let cids):
+            return cids.map { cid in
+                channels[cid] = nil
+                return .channelConnectFailed(cid, .commandRejected(reject))
+            }
+        case .reconfigure(let cids):
+            return reconfigureFailed(cids, .commandRejected(reject))
         case .disconnect(let cid):
             guard let state = channels.removeValue(forKey: cid), case .disconnecting(_, true) = state.state else {
                 return []
@@ -191,7 +203,9 @@ extension L2CAPLink {
                             destinationCID: .null, mtu: 0, mps: 0, initialCredits: 0, result: result)))
             ]
         }
-        guard let server = servers[request.lePSM] else { return refuse(.spsmNotSupported) }
+        guard let server = servers[request.lePSM], server.modes.contains(.leCreditBased) else {
+            return refuse(.spsmNotSupported)
+        }
         guard request.sourceCID.isLEDynamic else { return refuse(.someConnectionsRefusedInvalidSourceCID) }
         guard !channels.values.contains(where: { $0.remoteCID == request.sourceCID }) else {
             return refuse(.someConnectionsRefusedSourceCIDAlreadyAllocated)

@@ -139,7 +139,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         var characteristics: [Int: LocalCharacteristic] = [:]
         do throws(GATTDatabaseError) {
             _ = try database.addGAPService(deviceName: "OpenCoreBluetooth")
-            _ = try database.addGATTService()
+            _ = try database.addGATTService(serverSupportedFeatures: .enhancedATT)
             for service in services {
                 let handles = try database.add(definition(of: service, includes: service.includedServiceIDs.compactMap { handlesByID[$0] }))
                 handlesByID[service.id] = handles

@@ -20,8 +20,8 @@ import Testing
         ("2003 0200 AABB", "0103 0200 0000"),  // reserved code
         ("0204 0400 0100 4000", "0104 0200 0000"),  // BR/EDR Connection Request
         ("0A05 0200 0200", "0105 0200 0000"),  // Information Request
-        ("170C 0A00 8000 4000 4000 0100 4000", "010C 0200 0000"),  // enhanced credit based: not supported
-        ("190D 0600 4000 4000 4000", "010D 0200 0000"),  // Credit Based Reconfigure Request: not supported
+        ("170C 0800 8000 4000 4000 0100", "010C 0200 0000"),  // Credit Based Connection Request without a CID
+        ("190D 0400 4000 4000", "010D 0200 0000"),  // Credit Based Reconfigure Request without a CID
         ("0609 0300 400040", "0109 0200 0000"),  // Disconnection Request with 3 data octets
         ("060A 0400 4000", "010A 0200 0000"),  // length field above the data present
         ("060E 0400 4000 4000 00", "010E 0200 0000"),  // trailing octet
