@@ -13,8 +13,9 @@ enum ControllerCapabilities {
     static let lmpFeatures: UInt64 = 1 << 37 | 1 << 38
 
     /// LE Encryption (0), Extended Reject Indication (2), Peripheral-initiated Features Exchange (3),
-    /// LE Data Packet Length Extension (5), LE 2M PHY (8), LE Coded PHY (11), LE Extended Advertising (12).
-    static let leFeatures: UInt64 = 1 << 0 | 1 << 2 | 1 << 3 | 1 << 5 | 1 << 8 | 1 << 11 | 1 << 12
+    /// LE Data Packet Length Extension (5), LL Privacy (6), LE 2M PHY (8), LE Coded PHY (11), LE Extended Advertising
+    /// (12).
+    static let leFeatures: UInt64 = 1 << 0 | 1 << 2 | 1 << 3 | 1 << 5 | 1 << 6 | 1 << 8 | 1 << 11 | 1 << 12
 
     /// Every legacy state and role combination (bits 0...41).
     static let supportedStates: UInt64 = (1 << 42) - 1
@@ -35,13 +36,18 @@ enum ControllerCapabilities {
         (.leConnectionUpdate, 27, 2), (.leReadRemoteFeatures, 27, 5), (.leEncrypt, 27, 6), (.leRand, 27, 7),
         (.leEnableEncryption, 28, 0), (.leLongTermKeyRequestReply, 28, 1), (.leLongTermKeyRequestNegativeReply, 28, 2),
         (.leReadSupportedStates, 28, 3), (.leSetDataLength, 33, 6), (.leReadSuggestedDefaultDataLength, 33, 7),
-        (.leWriteSuggestedDefaultDataLength, 34, 0), (.leReadMaximumDataLength, 35, 3), (.leReadPHY, 35, 4),
+        (.leWriteSuggestedDefaultDataLength, 34, 0), (.leAddDeviceToResolvingList, 34, 3),
+        (.leRemoveDeviceFromResolvingList, 34, 4), (.leClearResolvingList, 34, 5), (.leReadResolvingListSize, 34, 6),
+        (.leReadPeerResolvableAddress, 34, 7), (.leReadLocalResolvableAddress, 35, 0),
+        (.leSetAddressResolutionEnable, 35, 1), (.leSetResolvablePrivateAddressTimeout, 35, 2),
+        (.leReadMaximumDataLength, 35, 3), (.leReadPHY, 35, 4),
         (.leSetDefaultPHY, 35, 5), (.leSetPHY, 35, 6), (.leSetAdvertisingSetRandomAddress, 36, 1),
         (.leSetExtendedAdvertisingParameters, 36, 2), (.leSetExtendedAdvertisingData, 36, 3),
         (.leSetExtendedScanResponseData, 36, 4), (.leSetExtendedAdvertisingEnable, 36, 5),
         (.leReadMaximumAdvertisingDataLength, 36, 6), (.leReadNumberOfSupportedAdvertisingSets, 36, 7),
         (.leRemoveAdvertisingSet, 37, 0), (.leClearAdvertisingSets, 37, 1), (.leSetExtendedScanParameters, 37, 5),
-        (.leSetExtendedScanEnable, 37, 6), (.leExtendedCreateConnection, 37, 7), (.leReadBufferSizeV2, 41, 5),
+        (.leSetExtendedScanEnable, 37, 6), (.leExtendedCreateConnection, 37, 7), (.leSetPrivacyMode, 39, 2),
+        (.leReadBufferSizeV2, 41, 5),
     ]
 
     /// The 64-octet Supported_Commands mask.

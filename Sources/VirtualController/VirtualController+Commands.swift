@@ -314,7 +314,8 @@ extension VirtualController {
             complete(.leRemoteConnectionParameterRequestNegativeReply, .statusAndHandle(
                 status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed, handle: handle))
         case .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList,
-             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout:
+             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout, .leReadResolvingListSize,
+             .leReadPeerResolvableAddress, .leReadLocalResolvableAddress, .leSetPrivacyMode:
             handlePrivacy(command)
         case .leReadLocalP256PublicKey, .leGenerateDHKey:
             complete(command.opcode, .status(.unknownCommand))

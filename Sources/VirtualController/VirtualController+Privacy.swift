@@ -9,9 +9,10 @@ import HCI
 /// address type 0x02/0x03, LE Enhanced Connection Complete with both RPAs, the filter accept list and the
 /// initiator's peer matched on identities).
 ///
-/// Not yet: LE Read Resolving List Size, LE Read Peer/Local Resolvable Address, LE Set Privacy Mode; and the
-/// controller does not yet claim LL Privacy in its features or supported commands (no host uses it until our own
-/// host does and it is checked against the kernel's).
+/// Also LE Read Resolving List Size, LE Read Peer/Local Resolvable Address and LE Set Privacy Mode (§7.8.41–§7.8.43,
+/// §7.8.77): in network privacy mode (the default) a peer whose entry has an IRK is heard only through its RPAs, its
+/// identity address is ignored (Vol 6 Part B §6.4); device privacy mode accepts both. The controller claims LL Privacy
+/// (LE feature bit 6) and these commands.
 struct ResolvingListEntry: Hashable {
     /// 0x00 public or 0x01 random (static) identity address.
     var peerIdentityType: LEAddressType
@@ -22,6 +23,8 @@ struct ResolvingListEntry: Hashable {
     var localRPA: BluetoothAddress?
     /// The peer's RPA seen last (for LE Enhanced Connection Complete).
     var peerRPA: BluetoothAddress?
+    /// LE Set Privacy Mode: false network privacy mode (the default), true device privacy mode.
+    var devicePrivacyMode = false
 }
 
 /// A peer's address after resolution: its identity and type 0x02/0x03 when the resolving list resolved it.
@@ -58,6 +61,7 @@ extension VirtualController {
             settings.resolvingList.append(ResolvingListEntry(
                 peerIdentityType: entry.peerIdentityAddressType, peerIdentity: identity,
                 peerIRK: Self.irk(entry.peerIRK), localIRK: Self.irk(entry.localIRK)))
+            if settings.addressResolution { refreshLocalAddresses(now: air.now) }
             complete(command.opcode, .status(.success))
         case .leRemoveDeviceFromResolvingList(let type, let address):
             guard !(settings.addressResolution && privacyBusy) else { return complete(command.opcode, .status(.commandDisallowed)) }
@@ -74,10 +78,38 @@ extension VirtualController {
         case .leSetAddressResolutionEnable(let enable):
             guard !privacyBusy else { return complete(command.opcode, .status(.commandDisallowed)) }
             settings.addressResolution = enable
+            // The local RPAs exist from now on (LE Read Local Resolvable Address answers with them).
+            if enable { refreshLocalAddresses(now: air.now) }
             complete(command.opcode, .status(.success))
         case .leSetResolvablePrivateAddressTimeout(let seconds):
             guard (1...0x0E10).contains(seconds) else { return complete(command.opcode, .status(.invalidCommandParameters)) }
             settings.rpaTimeout = seconds
+            complete(command.opcode, .status(.success))
+        case .leReadResolvingListSize:
+            complete(command.opcode, .leReadResolvingListSize(status: .success, size: UInt8(Self.resolvingListSize)))
+        case .leReadPeerResolvableAddress(let type, let address), .leReadLocalResolvableAddress(let type, let address):
+            let peer = command.opcode == .leReadPeerResolvableAddress
+            let none = BluetoothAddress(0, type: .random)
+            func answer(_ status: HCIStatus, _ address: BluetoothAddress = none) {
+                complete(command.opcode, peer ? .leReadPeerResolvableAddress(status: status, address: address)
+                                              : .leReadLocalResolvableAddress(status: status, address: address))
+            }
+            guard type.rawValue <= 1 else { return answer(.invalidCommandParameters) }
+            let identity = BluetoothAddress(address.value, type: type.bluetoothAddressType)
+            guard let entry = settings.resolvingList.first(where: { $0.peerIdentity == identity }) else {
+                return answer(.unknownConnectionIdentifier)
+            }
+            // No RPA in use yet (or no IRK to make one): "not available", as §7.8.42/§7.8.43 allow.
+            guard let rpa = peer ? entry.peerRPA : entry.localRPA else { return answer(.unknownConnectionIdentifier) }
+            answer(.success, rpa)
+        case .leSetPrivacyMode(let type, let address, let mode):
+            guard type.rawValue <= 1, mode <= 1 else { return complete(command.opcode, .status(.invalidCommandParameters)) }
+            guard !(settings.addressResolution && privacyBusy) else { return complete(command.opcode, .status(.commandDisallowed)) }
+            let identity = BluetoothAddress(address.value, type: type.bluetoothAddressType)
+            guard let index = settings.resolvingList.firstIndex(where: { $0.peerIdentity == identity }) else {
+                return complete(command.opcode, .status(.unknownConnectionIdentifier))
+            }
+            settings.resolvingList[index].devicePrivacyMode = mode == 1
             complete(command.opcode, .status(.success))
         default:
             complete(command.opcode, .status(.unknownCommand))
@@ -123,7 +155,7 @@ extension VirtualController {
     }
 
     /// New local RPAs for every entry with a local IRK once the RPA timeout passed since the last ones.
-    private func refreshLocalAddresses(now: StackInstant) {
+    func refreshLocalAddresses(now: StackInstant) {
         let timeout = Duration.seconds(Int(settings.rpaTimeout))
         if let generated = settings.rpaGenerated, now - generated < timeout,
            !settings.resolvingList.contains(where: { $0.localIRK != nil && $0.localRPA == nil }) { return }
@@ -160,6 +192,13 @@ extension VirtualController {
                                    resolvedFrom: address)
         }
         return plain
+    }
+
+    /// Whether `address` is the identity address of a peer the resolving list holds an IRK for, in network privacy
+    /// mode: such a peer must use its RPAs, so packets with its identity are ignored (§6.4).
+    func isIgnoredIdentity(_ address: BluetoothAddress) -> Bool {
+        guard settings.addressResolution, address.kind != .resolvablePrivate else { return false }
+        return settings.resolvingList.contains { $0.peerIdentity == address && $0.peerIRK != nil && !$0.devicePrivacyMode }
     }
 
     /// Whether a peer named by the host (`type` 0x00...0x03 and `address`) is the device seen as `resolved`.

@@ -183,6 +183,7 @@ extension VirtualController {
 
     private func receive(_ advertisement: AirAdvertisement, data: [UInt8], complete: Bool, rssi: Int8,
                          from advertiser: VirtualController, now: StackInstant) {
+        if isIgnoredIdentity(advertisement.address) { return }
         // The advertiser as the host will see it: its identity when the resolving list resolves its RPA (§6.3).
         let resolved = resolve(advertisement.address)
         let connectionPHY = advertisement.isLegacy ? LEPhy.le1M : advertisement.secondaryPHY

@@ -42,7 +42,7 @@ import TestSupport
             #expect(command.encode() == bytes, "\(info.name) zero round trip")
             #expect(opcode.description == "\(info.name) (\(opcode.hexValue))")
         }
-        #expect(HCICommand.table.count == 69)
+        #expect(HCICommand.table.count == 73)
     }
 
     @Test func opcodeFields() {

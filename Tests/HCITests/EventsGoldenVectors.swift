@@ -64,6 +64,11 @@ enum EventVectors {
         (complete(.leReadAdvertisingPhysicalChannelTxPower, .leReadAdvertisingPhysicalChannelTxPower(status: .success, txPowerLevel: -4)),
          "0e 05 01 0720 00 fc"),
         (complete(.leReadFilterAcceptListSize, .leReadFilterAcceptListSize(status: .success, size: 8)), "0e 05 01 0f20 00 08"),
+        (complete(.leReadResolvingListSize, .leReadResolvingListSize(status: .success, size: 16)), "0e 05 01 2a20 00 10"),
+        (complete(.leReadPeerResolvableAddress, .leReadPeerResolvableAddress(
+            status: .success, address: BluetoothAddress(0x4A11_2233_4455, type: .random))), "0e 0a 01 2b20 00 55443322114a"),
+        (complete(.leReadLocalResolvableAddress, .leReadLocalResolvableAddress(
+            status: .unknownConnectionIdentifier, address: BluetoothAddress(0, type: .random))), "0e 0a 01 2c20 02 000000000000"),
         (complete(.leReadSupportedStates, .leReadSupportedStates(status: .success, states: 0x0000_03FF_FFFF_FFFF)),
          "0e 0c 01 1c20 00 ffffffffff030000"),
         (complete(.leReadSuggestedDefaultDataLength, .leReadSuggestedDefaultDataLength(status: .success, txOctets: 27, txTime: 328)),

@@ -60,6 +60,71 @@ import Testing
         #expect(settled.pending == "nothing" && settled.links == 0)
     }
 
+    /// LE Read Resolving List Size, LE Read Peer/Local Resolvable Address and LE Set Privacy Mode (§7.8.41–§7.8.43,
+    /// §7.8.77): the RPAs in use once a peer was heard and a local one generated; network privacy mode ignores a
+    /// listed peer that advertises with its identity address, device privacy mode hears it.
+    @Test func theResolvableAddressesAndThePrivacyMode() throws {
+        let world = World(devices: 2)
+        let scanner = world.hosts[0], peer = world.hosts[1]
+        func run(_ command: HCICommand) -> HCIEvent? {
+            scanner.drain()
+            scanner.send(command)
+            world.loop.run()
+            return scanner.response(command.opcode)
+        }
+        let identity = peer.controller.publicAddress
+        guard case .commandComplete(_, _, .leReadResolvingListSize(.success, 16)) = run(.leReadResolvingListSize) else {
+            Issue.record("resolving list size")
+            return
+        }
+        #expect(run(.leReadPeerResolvableAddress(addressType: .public, address: identity))?.commandResponse?.status
+                == .unknownConnectionIdentifier, "not in the list")
+        #expect(run(.leSetPrivacyMode(addressType: .public, address: identity, mode: 2))?.commandResponse?.status == .invalidCommandParameters)
+        #expect(run(.leAddDeviceToResolvingList(entry(peer, peerIRK: Self.advertiserIRK, localIRK: Self.scannerIRK)))?.commandResponse?.status == .success)
+        #expect(run(.leReadPeerResolvableAddress(addressType: .public, address: identity))?.commandResponse?.status
+                == .unknownConnectionIdentifier, "no RPA seen yet")
+        #expect(run(.leSetAddressResolutionEnable(true))?.commandResponse?.status == .success)
+        // The peer advertises with its identity (public) address: ignored in network privacy mode.
+        peer.send(.leSetAdvertisingParameters(LEAdvertisingParameters(intervalMin: 32, intervalMax: 32, advertisingType: .nonConnectableUndirected)))
+        peer.send(.leSetAdvertisingData([0x02, 0x01, 0x04]))
+        peer.send(.leSetAdvertisingEnable(true))
+        scanner.send(.leSetScanParameters(LEScanParameters(scanType: 0, ownAddressType: .publicIdentity)))
+        scanner.send(.leSetScanEnable(enable: true, filterDuplicates: false))
+        world.advance(.seconds(1))
+        #expect(scanner.advertisingReports.isEmpty, "network privacy mode: the identity address is not heard")
+        guard case .commandComplete(_, _, .leReadLocalResolvableAddress(.success, let local)) =
+                run(.leReadLocalResolvableAddress(addressType: .public, address: identity)) else {
+            Issue.record("no local RPA after scanning with Own_Address_Type 0x02")
+            return
+        }
+        #expect(try ResolvablePrivateAddress.resolves(local, irk: Block128(littleEndian: Self.scannerIRK)))
+        #expect(run(.leSetPrivacyMode(addressType: .public, address: identity, mode: 1))?.commandResponse?.status == .commandDisallowed,
+                "not while scanning with resolution on")
+        scanner.send(.leSetScanEnable(enable: false, filterDuplicates: false))
+        #expect(run(.leSetPrivacyMode(addressType: .public, address: identity, mode: 1))?.commandResponse?.status == .success)
+        scanner.send(.leSetScanEnable(enable: true, filterDuplicates: false))
+        world.advance(.seconds(1))
+        #expect(!scanner.advertisingReports.isEmpty && scanner.advertisingReports.allSatisfy { $0.address == identity },
+                "device privacy mode: the identity is heard")
+        // The peer now advertises with an RPA from its IRK: resolved, and readable as the peer's RPA.
+        peer.send(.leSetAdvertisingEnable(false))
+        peer.send(.leAddDeviceToResolvingList(entry(scanner, peerIRK: Self.zeros, localIRK: Self.advertiserIRK)))
+        peer.send(.leSetAddressResolutionEnable(true))
+        peer.send(.leSetAdvertisingParameters(LEAdvertisingParameters(
+            intervalMin: 32, intervalMax: 32, advertisingType: .nonConnectableUndirected, ownAddressType: .publicIdentity,
+            peerAddressType: .public, peerAddress: scanner.controller.publicAddress)))
+        peer.send(.leSetAdvertisingEnable(true))
+        world.advance(.seconds(1))
+        guard case .commandComplete(_, _, .leReadPeerResolvableAddress(.success, let peerRPA)) =
+                run(.leReadPeerResolvableAddress(addressType: .public, address: identity)) else {
+            Issue.record("no peer RPA after hearing one")
+            return
+        }
+        #expect(try ResolvablePrivateAddress.resolves(peerRPA, irk: Block128(littleEndian: Self.advertiserIRK)))
+        let settled = world.powerOffAllAndSettle()
+        #expect(settled.pending == "nothing" && settled.links == 0)
+    }
+
     /// Host 0 advertises with Own_Address_Type 0x02 and its local IRK for host 1; host 1 (resolving list: host 0's
     /// IRK, resolution on) sees host 0's identity with type 0x02; host 2 (no list) sees an RPA that resolves with
     /// the IRK, and a new one after the RPA timeout.

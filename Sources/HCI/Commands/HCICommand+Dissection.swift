@@ -55,7 +55,7 @@ extension HCICommand: Dissectable {
              .readBufferSize, .readBDADDR, .leReadBufferSize, .leReadBufferSizeV2, .leReadLocalSupportedFeatures,
              .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel, .leReadFilterAcceptListSize,
              .leClearFilterAcceptList, .leRand, .leReadSupportedStates, .leReadSuggestedDefaultDataLength,
-             .leReadLocalP256PublicKey, .leClearResolvingList, .leReadMaximumDataLength:
+             .leReadLocalP256PublicKey, .leClearResolvingList, .leReadMaximumDataLength, .leReadResolvingListSize:
             return []
         case .readTransmitPowerLevel(let handle, let type):
             return [F.handle(handle), F.named("Type", type, [0x00: "Current", 0x01: "Maximum"])]
@@ -111,8 +111,12 @@ extension HCICommand: Dissectable {
         case .leAddDeviceToFilterAcceptList(let type, let address),
              .leRemoveDeviceFromFilterAcceptList(let type, let address):
             return Self.typedAddress("Address_Type", type, "Address", address)
-        case .leRemoveDeviceFromResolvingList(let type, let address):
+        case .leRemoveDeviceFromResolvingList(let type, let address),
+             .leReadPeerResolvableAddress(let type, let address), .leReadLocalResolvableAddress(let type, let address):
             return Self.typedAddress("Peer_Identity_Address_Type", type, "Peer_Identity_Address", address)
+        case .leSetPrivacyMode(let type, let address, let mode):
+            return Self.typedAddress("Peer_Identity_Address_Type", type, "Peer_Identity_Address", address)
+                + [F.named("Privacy_Mode", mode, [0x00: "Network privacy mode", 0x01: "Device privacy mode"])]
         case .leConnectionUpdate(let handle, let parameters),
              .leRemoteConnectionParameterRequestReply(let handle, let parameters):
             return [F.handle(handle)] + parameters.fields

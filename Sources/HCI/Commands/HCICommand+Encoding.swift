@@ -55,6 +55,10 @@ extension HCICommand {
         case .leAddDeviceToResolvingList: .leAddDeviceToResolvingList
         case .leRemoveDeviceFromResolvingList: .leRemoveDeviceFromResolvingList
         case .leClearResolvingList: .leClearResolvingList
+        case .leReadResolvingListSize: .leReadResolvingListSize
+        case .leReadPeerResolvableAddress: .leReadPeerResolvableAddress
+        case .leReadLocalResolvableAddress: .leReadLocalResolvableAddress
+        case .leSetPrivacyMode: .leSetPrivacyMode
         case .leSetAddressResolutionEnable: .leSetAddressResolutionEnable
         case .leSetResolvablePrivateAddressTimeout: .leSetResolvablePrivateAddressTimeout
         case .leReadMaximumDataLength: .leReadMaximumDataLength
@@ -85,7 +89,7 @@ extension HCICommand {
              .readBufferSize, .readBDADDR, .leReadBufferSize, .leReadBufferSizeV2, .leReadLocalSupportedFeatures,
              .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel, .leReadFilterAcceptListSize,
              .leClearFilterAcceptList, .leRand, .leReadSupportedStates, .leReadSuggestedDefaultDataLength,
-             .leReadLocalP256PublicKey, .leClearResolvingList, .leReadMaximumDataLength:
+             .leReadLocalP256PublicKey, .leClearResolvingList, .leReadMaximumDataLength, .leReadResolvingListSize:
             break
         case .readTransmitPowerLevel(let handle, let type):
             w.hciWriteHandle(handle)
@@ -136,9 +140,14 @@ extension HCICommand {
             p.connection.encode(into: &w)
         case .leAddDeviceToFilterAcceptList(let type, let address),
              .leRemoveDeviceFromFilterAcceptList(let type, let address),
-             .leRemoveDeviceFromResolvingList(let type, let address):
+             .leRemoveDeviceFromResolvingList(let type, let address),
+             .leReadPeerResolvableAddress(let type, let address), .leReadLocalResolvableAddress(let type, let address):
             w.write(type.rawValue)
             w.hciWrite(address)
+        case .leSetPrivacyMode(let type, let address, let mode):
+            w.write(type.rawValue)
+            w.hciWrite(address)
+            w.write(mode)
         case .leConnectionUpdate(let handle, let parameters),
              .leRemoteConnectionParameterRequestReply(let handle, let parameters):
             w.hciWriteHandle(handle)

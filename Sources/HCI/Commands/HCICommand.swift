@@ -72,6 +72,15 @@ public enum HCICommand: Hashable, Sendable {
     case leAddDeviceToResolvingList(LEResolvingListEntry)
     case leRemoveDeviceFromResolvingList(addressType: LEAddressType, address: BluetoothAddress)
     case leClearResolvingList
+    /// §7.8.41.
+    case leReadResolvingListSize
+    /// §7.8.42: the RPA the controller last used for (or saw from) the peer of this identity.
+    case leReadPeerResolvableAddress(addressType: LEAddressType, address: BluetoothAddress)
+    /// §7.8.43: the RPA the controller uses towards the peer of this identity.
+    case leReadLocalResolvableAddress(addressType: LEAddressType, address: BluetoothAddress)
+    /// §7.8.77: 0x00 network privacy mode (the default), 0x01 device privacy mode (the peer's identity address is
+    /// accepted too).
+    case leSetPrivacyMode(addressType: LEAddressType, address: BluetoothAddress, mode: UInt8)
     case leSetAddressResolutionEnable(Bool)
     /// Seconds (0x0001...0x0E10).
     case leSetResolvablePrivateAddressTimeout(UInt16)
@@ -168,6 +177,10 @@ public enum HCICommand: Hashable, Sendable {
         .leAddDeviceToResolvingList: Info(name: "LE Add Device To Resolving List", parameterLength: 39, returnParametersLength: 1),
         .leRemoveDeviceFromResolvingList: Info(name: "LE Remove Device From Resolving List", parameterLength: 7, returnParametersLength: 1),
         .leClearResolvingList: Info(name: "LE Clear Resolving List", parameterLength: 0, returnParametersLength: 1),
+        .leReadResolvingListSize: Info(name: "LE Read Resolving List Size", parameterLength: 0, returnParametersLength: 2),
+        .leReadPeerResolvableAddress: Info(name: "LE Read Peer Resolvable Address", parameterLength: 7, returnParametersLength: 7),
+        .leReadLocalResolvableAddress: Info(name: "LE Read Local Resolvable Address", parameterLength: 7, returnParametersLength: 7),
+        .leSetPrivacyMode: Info(name: "LE Set Privacy Mode", parameterLength: 8, returnParametersLength: 1),
         .leSetAddressResolutionEnable: Info(name: "LE Set Address Resolution Enable", parameterLength: 1, returnParametersLength: 1),
         .leSetResolvablePrivateAddressTimeout: Info(name: "LE Set Resolvable Private Address Timeout", parameterLength: 2, returnParametersLength: 1),
         .leReadMaximumDataLength: Info(name: "LE Read Maximum Data Length", parameterLength: 0, returnParametersLength: 9),
@@ -384,6 +397,16 @@ public enum HCICommand: Hashable, Sendable {
             let (type, address) = try readTypedAddress(&r, "Peer_Identity_Address_Type", "Peer_Identity_Address")
             return .leRemoveDeviceFromResolvingList(addressType: type, address: address)
         case .leClearResolvingList: return .leClearResolvingList
+        case .leReadResolvingListSize: return .leReadResolvingListSize
+        case .leReadPeerResolvableAddress:
+            let (type, address) = try readTypedAddress(&r, "Peer_Identity_Address_Type", "Peer_Identity_Address")
+            return .leReadPeerResolvableAddress(addressType: type, address: address)
+        case .leReadLocalResolvableAddress:
+            let (type, address) = try readTypedAddress(&r, "Peer_Identity_Address_Type", "Peer_Identity_Address")
+            return .leReadLocalResolvableAddress(addressType: type, address: address)
+        case .leSetPrivacyMode:
+            let (type, address) = try readTypedAddress(&r, "Peer_Identity_Address_Type", "Peer_Identity_Address")
+            return .leSetPrivacyMode(addressType: type, address: address, mode: try r.readUInt8("Privacy_Mode"))
         case .leSetAddressResolutionEnable:
             return .leSetAddressResolutionEnable(try readEnable(&r, "Address_Resolution_Enable"))
         case .leSetResolvablePrivateAddressTimeout:

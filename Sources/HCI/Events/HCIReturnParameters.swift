@@ -55,6 +55,11 @@ public enum HCIReturnParameters: Hashable, Sendable {
     case leReadLocalSupportedFeatures(status: HCIStatus, features: UInt64)
     case leReadAdvertisingPhysicalChannelTxPower(status: HCIStatus, txPowerLevel: Int8)
     case leReadFilterAcceptListSize(status: HCIStatus, size: UInt8)
+    /// LE Read Resolving List Size (§7.8.41).
+    case leReadResolvingListSize(status: HCIStatus, size: UInt8)
+    /// LE Read Peer / Local Resolvable Address (§7.8.42, §7.8.43): a resolvable private address.
+    case leReadPeerResolvableAddress(status: HCIStatus, address: BluetoothAddress)
+    case leReadLocalResolvableAddress(status: HCIStatus, address: BluetoothAddress)
     /// The 16-octet Encrypted_Data, least significant octet first.
     case leEncrypt(status: HCIStatus, encryptedData: [UInt8])
     /// The 8-octet Random_Number as a little-endian integer.
@@ -83,6 +88,7 @@ public enum HCIReturnParameters: Hashable, Sendable {
              .leReadBufferSize(let s, _, _), .leReadBufferSizeV2(let s, _, _, _, _),
              .leReadLocalSupportedFeatures(let s, _), .leReadAdvertisingPhysicalChannelTxPower(let s, _),
              .leReadFilterAcceptListSize(let s, _), .leEncrypt(let s, _), .leRand(let s, _),
+             .leReadResolvingListSize(let s, _), .leReadPeerResolvableAddress(let s, _), .leReadLocalResolvableAddress(let s, _),
              .leReadSupportedStates(let s, _), .leReadSuggestedDefaultDataLength(let s, _, _),
              .leReadMaximumDataLength(let s, _, _, _, _), .leReadPHY(let s, _, _, _),
              .leSetExtendedAdvertisingParameters(let s, _), .leReadMaximumAdvertisingDataLength(let s, _),
@@ -156,6 +162,12 @@ public enum HCIReturnParameters: Hashable, Sendable {
             self = .leReadAdvertisingPhysicalChannelTxPower(status: status, txPowerLevel: try r.readInt8("TX_Power_Level"))
         case .leReadFilterAcceptListSize:
             self = .leReadFilterAcceptListSize(status: status, size: try r.readUInt8("Filter_Accept_List_Size"))
+        case .leReadResolvingListSize:
+            self = .leReadResolvingListSize(status: status, size: try r.readUInt8("Resolving_List_Size"))
+        case .leReadPeerResolvableAddress:
+            self = .leReadPeerResolvableAddress(status: status, address: try r.hciReadAddress("Peer_Resolvable_Address", type: .random))
+        case .leReadLocalResolvableAddress:
+            self = .leReadLocalResolvableAddress(status: status, address: try r.hciReadAddress("Local_Resolvable_Address", type: .random))
         case .leEncrypt:
             self = .leEncrypt(status: status, encryptedData: try r.readBytes(16, "Encrypted_Data"))
         case .leRand:
@@ -241,9 +253,12 @@ public enum HCIReturnParameters: Hashable, Sendable {
         case .leReadAdvertisingPhysicalChannelTxPower(let s, let level):
             w.write(s.rawValue)
             w.write(level)
-        case .leReadFilterAcceptListSize(let s, let size):
+        case .leReadFilterAcceptListSize(let s, let size), .leReadResolvingListSize(let s, let size):
             w.write(s.rawValue)
             w.write(size)
+        case .leReadPeerResolvableAddress(let s, let address), .leReadLocalResolvableAddress(let s, let address):
+            w.write(s.rawValue)
+            w.hciWrite(address)
         case .leEncrypt(let s, let data):
             w.write(s.rawValue)
             w.hciWriteFixed(data, count: 16)
@@ -317,6 +332,12 @@ public enum HCIReturnParameters: Hashable, Sendable {
             return [F.status(s), F.dbm("TX_Power_Level", level)]
         case .leReadFilterAcceptListSize(let s, let size):
             return [F.status(s), F.decimal("Filter_Accept_List_Size", size)]
+        case .leReadResolvingListSize(let s, let size):
+            return [F.status(s), F.decimal("Resolving_List_Size", size)]
+        case .leReadPeerResolvableAddress(let s, let address):
+            return [F.status(s), Dissection("Peer_Resolvable_Address", address.string)]
+        case .leReadLocalResolvableAddress(let s, let address):
+            return [F.status(s), Dissection("Local_Resolvable_Address", address.string)]
         case .leEncrypt(let s, let data): return [F.status(s), F.bytes("Encrypted_Data", data)]
         case .leRand(let s, let random): return [F.status(s), F.hex64("Random_Number", random)]
         case .leReadSupportedStates(let s, let states): return [F.status(s), F.hex64("LE_States", states)]
