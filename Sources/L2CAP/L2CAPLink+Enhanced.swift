@@ -241,17 +241,7 @@ extension L2CAPLink {
                     continue
                 }
                 used.insert(destination)
-                // The peer believes the channel is open: close it properly.
-                state.remoteCID = destination
-                state.state = .disconnecting(identifier: disconnectIdentifier, notify: false)
-                channels[cid] = state
-                pending[disconnectIdentifier] = PendingRequest(
-                    kind: .disconnect(cid), deadline: now + configuration.signalingTimeout)
-                actions.insert(
-                    signaling(
-                        .disconnectionRequest(
-                            identifier: disconnectIdentifier,
-                            L2CAPDisconnection(destinationCID: destination, sourceCID: cid))), at: 0)
+                actions.insert(disconnectRefused(cid, state, destination: destination, identifier: disconnectIdentifier, now: now), at: 0)
                 continue
             }
             used.insert(destination)

@@ -112,6 +112,18 @@ extension L2CAPLink {
         }
     }
 
+    /// A channel whose connection response we refused (it broke a rule) while the peer believes it open: closed
+    /// properly with L2CAP Disconnection Request `identifier`, silently (the host already heard of the failure).
+    mutating func disconnectRefused(_ cid: L2CAPChannelIdentifier, _ channel: L2CAPCreditBasedChannel,
+                                    destination: L2CAPChannelIdentifier, identifier: UInt8, now: StackInstant) -> L2CAPLinkAction {
+        var channel = channel
+        channel.remoteCID = destination
+        channel.state = .disconnecting(identifier: identifier, notify: false)
+        channels[cid] = channel
+        pending[identifier] = PendingRequest(kind: .disconnect(cid), deadline: now + configuration.signalingTimeout)
+        return signaling(.disconnectionRequest(identifier: identifier, L2CAPDisconnection(destinationCID: destination, sourceCID: cid)))
+    }
+
     mutating func receiveCommandReject(identifier: UInt8, _ reject: L2CAPCommandReject) -> [L2CAPLinkAction] {
         guard let request = pending.removeValue(forKey: identifier) else { return [] }
         switch request.kind {
@@ -273,17 +285,7 @@ extension L2CAPLink {
                 channels[cid] = nil
                 return actions
             }
-            // The peer believes the channel is open: close it properly.
-            state.remoteCID = destination
-            state.state = .disconnecting(identifier: disconnectIdentifier, notify: false)
-            channels[cid] = state
-            pending[disconnectIdentifier] = PendingRequest(
-                kind: .disconnect(cid), deadline: now + configuration.signalingTimeout)
-            actions.insert(
-                signaling(
-                    .disconnectionRequest(
-                        identifier: disconnectIdentifier,
-                        L2CAPDisconnection(destinationCID: destination, sourceCID: cid))), at: 0)
+            actions.insert(disconnectRefused(cid, state, destination: destination, identifier: disconnectIdentifier, now: now), at: 0)
             return actions
         }
         state.state = .open
