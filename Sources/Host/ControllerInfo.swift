@@ -33,8 +33,22 @@ public struct ControllerInfo: Hashable, Sendable {
     /// Whether the supported-commands mask is known at all.
     public var knowsSupportedCommands: Bool { supportedCommands.contains { $0 != 0 } }
 
-    /// The own address type to put in advertising, scanning and connection commands.
-    public var ownAddressType: LEAddressType { ownAddress.type == .random ? .random : .public }
+    /// The own address type to put in advertising, scanning and connection commands: 0x03 (the controller's RPA,
+    /// else the random address) when the controller does our privacy.
+    public var ownAddressType: LEAddressType {
+        if usesControllerPrivacy { return ownAddress.type == .random ? .randomIdentity : .publicIdentity }
+        return ownAddress.type == .random ? .random : .public
+    }
+
+    /// Whether the controller has LL Privacy (LE feature bit 6, Core 5.4 Vol 6 Part B §4.6) and the resolving-list
+    /// commands the host needs (§7.8.38, §7.8.40, §7.8.44, §7.8.45).
+    public var hasLLPrivacy: Bool {
+        leFeatures & (1 << 6) != 0 && SupportedCommandBit.resolvingList.allSatisfy { supportsCommand(octet: $0.octet, bit: $0.bit) }
+    }
+
+    /// Whether the controller makes and rotates our resolvable private addresses and resolves bonded peers' (see
+    /// `HostStack+ControllerPrivacy.swift`).
+    public var usesControllerPrivacy = false
 
     /// Whether the controller has LE Extended Advertising (LE feature bit 12, Core 5.4 Vol 6 Part B §4.6).
     public var hasExtendedAdvertising: Bool { leFeatures & (1 << 12) != 0 }
@@ -67,6 +81,8 @@ enum SupportedCommandBit {
     static let leReadBufferSizeV2 = (octet: 41, bit: 5)
     static let leSetPHY = (octet: 35, bit: 6)
     static let leReadPHY = (octet: 35, bit: 4)
+    /// LE Add Device To / Clear Resolving List, LE Set Address Resolution Enable, LE Set RPA Timeout.
+    static let resolvingList: [(octet: Int, bit: Int)] = [(34, 3), (34, 5), (35, 1), (35, 2)]
     /// LE Set Advertising Set Random Address, Set Extended Advertising Parameters / Data / Scan Response Data /
     /// Enable, Read Maximum Advertising Data Length (octet 36 bits 1–6), Set Extended Scan Parameters / Enable,
     /// Extended Create Connection (octet 37 bits 5–7).

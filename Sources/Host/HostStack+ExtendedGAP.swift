@@ -65,7 +65,7 @@ extension HostStack {
         // A set keeps its data across new parameters (§7.8.53): remove it first (failing when it does not exist).
         var commands: [HCICommand] = [.extended(.leRemoveAdvertisingSet(advertisingHandle: handle)),
                                       .extended(.leSetExtendedAdvertisingParameters(parameters))]
-        if info.ownAddressType == .random {
+        if info.ownAddressType.rawValue & 0x01 != 0, info.ownAddress.type == .random {
             commands.append(.extended(.leSetAdvertisingSetRandomAddress(advertisingHandle: handle, address: info.ownAddress)))
         }
         if !properties.contains(.scannable) || properties.contains(.legacy) {

@@ -238,8 +238,14 @@ extension HostStack {
             }
             nextOperationID &+= 1
             let id = nextOperationID
+            // With controller privacy a bonded peer is named by its identity (0x02/0x03): the controller matches it
+            // through its RPAs (§7.8.12).
+            var peerType = LEAddressType(peer.type)
+            if info.usesControllerPrivacy, securityState.bonds[peer]?.peerIdentityResolvingKey != nil {
+                peerType = peer.type == .public ? .publicIdentity : .randomIdentity
+            }
             let parameters = LECreateConnectionParameters(
-                scanInterval: options.scanInterval, scanWindow: options.scanWindow, peerAddressType: LEAddressType(peer.type),
+                scanInterval: options.scanInterval, scanWindow: options.scanWindow, peerAddressType: peerType,
                 peerAddress: peer, ownAddressType: info.ownAddressType, connection: options.parameters)
             pendingConnect = PendingConnect(id: id, peer: peer, completion: completion,
                                             deadline: options.timeout.map { eventLoop.now + $0 }, parameters: parameters)

@@ -107,7 +107,10 @@ extension HostStack {
                            completion: (@Sendable (Result<Void, BondStoreError>) -> Void)? = nil) {
         onLoop { [self] in
             loadSecurityIfNeeded()
-            securityState.bonds.removeValue(forKey: identityAddress)
+            if securityState.bonds.removeValue(forKey: identityAddress)?.peerIdentityResolvingKey != nil {
+                securityState.resolvingListDirty = true
+                syncResolvingList()
+            }
             do throws(BondStoreError) {
                 try configuration.security.bondStore.removeBond(identityAddress: identityAddress)
                 completion?(.success(()))
@@ -153,6 +156,7 @@ extension HostStack {
         for bond in contents.bonds { securityState.bonds[bond.identityAddress] = bond }
         if configuration.security.privateAddressRotation != nil { securityState.rpaDeadline = eventLoop.now }
         for problem in contents.problems { emit(.bondStoreError(problem)) }
+        startControllerPrivacyIfOffered()
     }
 
     /// A connection's session was created: its SMP session, and the peer's identity when we hold its bond.
@@ -160,9 +164,12 @@ extension HostStack {
         guard configuration.security.enabled, connections[connection.handle]?.session != nil else { return }
         loadSecurityIfNeeded()
         let bond = securityState.bond(resolving: connection.peer)
-        let local = info.ownAddress
+        // The addresses on the air (Vol 3 Part H §2.2.8): the controller's RPAs when it did our privacy.
+        let record = info.usesControllerPrivacy ? connections[connection.handle] : nil
+        let local = record?.localAirAddress ?? info.ownAddress
+        let peerOnAir = record?.peerAirAddress ?? connection.peer
         var pairing = configuration.security.pairing(
-            local: local, peer: connection.peer, identity: securityState.localIdentity ?? local,
+            local: local, peer: peerOnAir, identity: securityState.localIdentity ?? info.ownAddress,
             irk: securityState.localIRK, keySource: nextKeySource())
         applyOutOfBand(&pairing, peer: connection.peer)
         let smp = SMPSession(role: connection.role == .central ? .central : .peripheral, configuration: pairing)
@@ -547,6 +554,10 @@ extension HostStack {
             securityState.bonds[identity] = bond
             persist(bond)
             installSigning(handle)
+            if bond.peerIdentityResolvingKey != nil {
+                securityState.resolvingListDirty = true
+                syncResolvingList()
+            }
         }
         applyGATTSecurity(handle)
         let outcome = PairingOutcome(
@@ -751,13 +762,14 @@ extension HostStack {
         let deferred = securityState.deferredPairings.compactMap {
             connections[$0]?.session?.securityLink?.deferredCompletion?.giveUpAt
         }.min()
-        return [securityState.rpaDeadline, deferred].compactMap { $0 }.min()
+        return [securityState.rpaDeadline, securityState.resolvingListRetry, deferred].compactMap { $0 }.min()
     }
 
     /// Our resolvable private address is due: a new one from our IRK with LE Set Random Address, unless
     /// advertising, scanning or connecting (then retried a second later).
     func securityTimerFired(now: StackInstant) {
         checkDeferredPairings(now: now)
+        controllerPrivacyTimerFired(now: now)
         guard let deadline = securityState.rpaDeadline, deadline <= now else { return }
         guard let interval = configuration.security.privateAddressRotation, let irk = securityState.localIRK else {
             securityState.rpaDeadline = nil

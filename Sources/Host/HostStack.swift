@@ -49,6 +49,10 @@ public final class HostStack: @unchecked Sendable {
         /// The PHYs and maximum payload octets as the controller last reported them (§7.7.65.12, §7.7.65.7).
         var phys: (tx: LEPhy, rx: LEPhy) = (.le1M, .le1M)
         var payloadOctets: (tx: UInt16, rx: UInt16) = (27, 27)
+        /// The resolvable private addresses the controller used on the air, ours and the peer's (LE Enhanced
+        /// Connection Complete, §7.7.65.10), when it did our privacy: SMP's addresses are these (Vol 3 Part H §2.2.8).
+        var localAirAddress: BluetoothAddress?
+        var peerAirAddress: BluetoothAddress?
 
         init(connection: Connection) {
             self.connection = connection
@@ -397,7 +401,8 @@ public final class HostStack: @unchecked Sendable {
         case .connectionComplete(let complete):
             connectionComplete(complete)
         case .enhancedConnectionComplete(let enhanced), .enhancedConnectionCompleteV2(let enhanced, _, _):
-            connectionComplete(enhanced.connection)
+            connectionComplete(enhanced.connection, localRPA: enhanced.localResolvablePrivateAddress,
+                               peerRPA: enhanced.peerResolvablePrivateAddress)
         case .advertisingReport(let reports):
             guard isScanning else { return }
             for report in reports { emit(.advertisingReport(scanMerger.merge(report))) }
@@ -441,7 +446,7 @@ public final class HostStack: @unchecked Sendable {
     // MARK: Connections
 
     /// LE (Enhanced) Connection Complete: the connection exists from here on, before any other work.
-    func connectionComplete(_ complete: LEConnectionComplete) {
+    func connectionComplete(_ complete: LEConnectionComplete, localRPA: BluetoothAddress? = nil, peerRPA: BluetoothAddress? = nil) {
         let role: ConnectionRole = complete.role == .central ? .central : .peripheral
         guard complete.status == .success else {
             if complete.status == .advertisingTimeout {
@@ -476,7 +481,10 @@ public final class HostStack: @unchecked Sendable {
             handle: complete.handle, role: role, peer: complete.peerAddress, peerAddressType: complete.peerAddressType,
             parameters: ConnectionParameters(interval: complete.connectionInterval, latency: complete.peripheralLatency,
                                              supervisionTimeout: complete.supervisionTimeout))
-        connections[complete.handle] = ConnectionRecord(connection: connection)
+        let record = ConnectionRecord(connection: connection)
+        record.localAirAddress = localRPA.flatMap { $0.value == 0 ? nil : BluetoothAddress($0.value, type: .random) }
+        record.peerAirAddress = peerRPA.flatMap { $0.value == 0 ? nil : BluetoothAddress($0.value, type: .random) }
+        connections[complete.handle] = record
         openSession(for: connection)
         readPHYsOfExtendedConnection(complete.handle)
         var completed: PendingConnect?

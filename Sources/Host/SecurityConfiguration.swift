@@ -58,6 +58,10 @@ public struct HostSecurityConfiguration: Sendable {
     /// Opt-in RPA rotation: a new resolvable private address from our IRK every interval (Vol 3 Part C §10.7.1.2:
     /// 15 minutes recommended). Postponed while advertising, scanning or connecting.
     public var privateAddressRotation: Duration?
+    /// With ``privateAddressRotation``: let the controller make, rotate and resolve the addresses when it offers LL
+    /// Privacy (Core 5.4 Vol 6 Part B §6): it rotates them while advertising too, and bonded peers' addresses reach
+    /// us resolved. Off: the host does it with LE Set Random Address.
+    public var usesControllerPrivacy = true
     /// Randoms and P-256 key pairs for SMP. ``SystemSMPKeySource`` in production; a seeded source makes pairings
     /// reproducible (each link then draws its own sub-seed from it).
     public var keySource: any SMPKeySource = SystemSMPKeySource()

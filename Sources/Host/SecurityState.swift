@@ -16,6 +16,11 @@ struct SecurityState {
     /// When our RPA is next replaced (nil: rotation off or not started).
     var rpaDeadline: StackInstant?
     var rpaCommandPending = false
+    /// Controller privacy (HostStack+ControllerPrivacy.swift): the resolving list must be loaded again, when, and
+    /// whether its commands are running.
+    var resolvingListDirty = false
+    var resolvingListRetry: StackInstant?
+    var resolvingListCommandsPending = false
     /// Connections whose pairing completed and waits for the controller to acknowledge our last SMP PDUs
     /// (``SecurityLink/deferredCompletion``).
     var deferredPairings: Set<UInt16> = []

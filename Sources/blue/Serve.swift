@@ -182,9 +182,17 @@ struct Serve: ParsableCommand, Sendable {
             launched.host.setGATTDatabase(database) { done(.success(())) }
         }
         // With --privacy, the RPA the host sets right after start (read on the stack's loop): advertise only once it
-        // is there.
+        // is there. A controller with LL Privacy makes (and rotates) it itself: asked for once advertising runs.
         var address = launched.ownAddress
-        if privacy {
+        let host = launched.host
+        let controllerPrivacy = LockedValue(false)
+        _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
+            launched.eventLoop.execute {
+                controllerPrivacy.store(host.controllerInfo.usesControllerPrivacy)
+                done(.success(()))
+            }
+        }
+        if privacy, !controllerPrivacy.load() {
             let ownAddress = LockedValue<BluetoothAddress?>(nil)
             let deadline = ContinuousClock.now + .seconds(5)
             while ownAddress.load()?.kind != .resolvablePrivate {
@@ -199,6 +207,12 @@ struct Serve: ParsableCommand, Sendable {
             address = ownAddress.load()?.string ?? address
         }
         let content = try await server.advertise(wanted, options: options)
+        if privacy, controllerPrivacy.load() {
+            let current = await launched.awaitCompletion { (done: @escaping @Sendable (Result<BluetoothAddress, Never>) -> Void) in
+                host.currentPrivateAddress { done(.success($0)) }
+            }
+            if case .success(let rpa) = current { address = rpa.string }
+        }
         server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
                      "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
                     text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(address)"

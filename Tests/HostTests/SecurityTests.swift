@@ -330,6 +330,7 @@ struct PrivateAddressRotationTests {
     func rotation() throws {
         var configuration = HostConfiguration(address: .randomStatic(seed: 3))
         configuration.security.privateAddressRotation = .seconds(900)
+        configuration.security.usesControllerPrivacy = false  // the host's own rotation (ControllerPrivacyTests: the controller's)
         let stacks = TwoStacks(peripheral: configuration)
         let started = Recorder<Bool>()
         stacks.peripheral.start { started.append((try? $0.get()) != nil) }
