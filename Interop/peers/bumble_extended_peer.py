@@ -11,7 +11,8 @@ scan: extended scanning (passive); pieces of one advertiser are joined until one
 piece); for an advertisement whose name is NAME prints
   {"event": "advertisement", "address", "data": HEX, "legacy", "connectable", "primaryPhy", "secondaryPhy", "sid",
    "truncated"}
-and with --connect then connects to it (LE Extended Create Connection, as Bumble does when the controller has it),
+with --watch SECONDS it goes on for that long and prints every advertisement of NAME from an address not printed
+before (to follow an advertiser's private addresses), then {"event": "done"}; with --connect it then connects to it (LE Extended Create Connection, as Bumble does when the controller has it),
 prints {"event": "connected", "txPhy", "rxPhy"} (LE Read PHY), disconnects and exits 0.
 Errors: {"event": "error", ...} and exit 1; nothing within --timeout: exit 2.
 """
@@ -75,15 +76,24 @@ async def scan(device, args):
         name = AdvertisingData.from_bytes(data).get(AdvertisingData.COMPLETE_LOCAL_NAME)
         if name != args.name or found.done():
             return
+        if args.watch:
+            if str(advertisement.address) in seen:
+                return
+            seen.add(str(advertisement.address))
         g.emit(event="advertisement", address=str(advertisement.address), data=data.hex(),
                legacy=advertisement.is_legacy, connectable=advertisement.is_connectable,
                primaryPhy=int(advertisement.primary_phy), secondaryPhy=int(advertisement.secondary_phy),
                sid=advertisement.sid, truncated=advertisement.is_truncated)
-        if not advertisement.is_truncated:
+        if not advertisement.is_truncated and not args.watch:
             found.set_result(advertisement)
 
+    seen = set()
     device.on("advertisement", on_advertisement)
     await device.start_scanning(legacy=False, active=False, filter_duplicates=False)
+    if args.watch:
+        await asyncio.sleep(args.watch)
+        await device.stop_scanning()
+        return
     advertisement = await found
     await device.stop_scanning()
     if not args.connect:
@@ -106,6 +116,7 @@ async def main():
     scanning = sub.add_parser("scan")
     scanning.add_argument("--name", required=True)
     scanning.add_argument("--connect", action="store_true")
+    scanning.add_argument("--watch", type=float, default=0)
     args = parser.parse_args()
 
     transport = await asyncio.wait_for(open_transport(f"tcp-client:127.0.0.1:{args.port}"), 10)
