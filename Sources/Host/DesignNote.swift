@@ -33,6 +33,12 @@
 //   (every scanner sees those), extended PDUs beyond, data in 251-octet fragments; extended scanning on 1M (+Coded);
 //   LE Extended Create Connection with a block per PHY the controller has; LE Read PHY after such a connection (it
 //   may start on 2M or Coded without a PHY Update event).
+// - Privacy (`HostStack+ControllerPrivacy.swift`): when privacy is asked for and the controller offers LL Privacy,
+//   the controller makes, rotates and resolves addresses: the host keeps its resolving list (an all-zero identity
+//   entry with our IRK for unbonded peers, one per bonded peer), changes it only while nothing advertises, scans or
+//   initiates (a change waits, retried each second on the host's timer), uses Own_Address_Type 0x03, and gives SMP
+//   the addresses of the air from LE Enhanced Connection Complete. Otherwise the host rotates its RPA itself with
+//   LE Set Random Address (postponed while advertising) and resolves peers' RPAs with the bonds' IRKs.
 // - Robustness against controllers we did not write (Bumble: ignored LE Set PHY / LE Encrypt / P-256 commands,
 //   Unknown Command for Read RSSI and LE Set Data Length, Reset doing nothing, no event after Create Connection
 //   Cancel): timeouts fail the one command, Unknown Command is remembered per opcode, init steps after Reset are
