@@ -1,3 +1,4 @@
+import BluetoothCore
 import HCI
 
 /// The extended advertising PDUs (Core 5.4 Vol 6 Part B §2.3.1, §2.3.4): ADV_EXT_IND on the primary advertising
@@ -53,5 +54,49 @@ enum AuxiliaryChain {
             pdu = .auxChainInd
         } while !rest.isEmpty
         return fragments
+    }
+
+    /// The AUX PHY code of AuxPtr (§2.3.4.5): 0 LE 1M, 1 LE 2M, 2 LE Coded.
+    static func auxPHYCode(_ phy: LEPhy) -> UInt8 {
+        phy == .le2M ? 1 : phy == .leCoded ? 2 : 0
+    }
+
+    /// The payloads of an extended advertising event as the air sends them (§2.3.4; Table 2.12's fields): ADV_EXT_IND
+    /// with ADI and AuxPtr; the first auxiliary PDU (`first`: AUX_ADV_IND with AdvA unless anonymous, TargetA when
+    /// directed, ADI, TxPower when included; or AUX_SCAN_RSP with AdvA) and AUX_CHAIN_INDs with ADI, each with AuxPtr
+    /// when another follows (AUX Offset: the PDU's air time plus T_MAFS, in 30 µs units), carrying `fragments` in
+    /// order. ADV_EXT_IND only with `withIndication`.
+    static func payloads(advMode: UInt8, address: BluetoothAddress?, target: BluetoothAddress?, adi: (did: UInt16, sid: UInt8),
+                         txPower: Int8?, primaryPHY: LEPhy = .le1M, phy: LEPhy, channel: UInt8, fragments: [[UInt8]],
+                         first: ExtendedAdvertisingPDU, withIndication: Bool) -> [ExtendedAdvertisingPayload] {
+        /// AuxPtr to the next PDU on `phy`, after one of `octets` sent on `sentOn`.
+        func pointer(after octets: Int, sentOn: LEPhy) -> ExtendedAdvertisingPayload.AuxPtr {
+            let microseconds = AirTime.packet(pduOctets: octets, phy: sentOn).components.attoseconds / 1_000_000_000_000 + 300
+            return ExtendedAdvertisingPayload.AuxPtr(channelIndex: channel, auxOffset: UInt16(clamping: microseconds / 30),
+                                                     auxPHY: auxPHYCode(phy))
+        }
+        var payloads: [ExtendedAdvertisingPayload] = []
+        for (index, fragment) in fragments.enumerated() {
+            let last = index == fragments.count - 1
+            var payload = ExtendedAdvertisingPayload(advMode: index == 0 && first == .auxAdvInd ? advMode : 0, advData: fragment)
+            if index == 0 {
+                payload.advA = address
+                if first == .auxAdvInd {
+                    payload.targetA = target
+                    payload.adi = adi
+                    payload.txPower = txPower
+                }
+            } else {
+                payload.adi = adi
+            }
+            if !last {
+                payload.auxPtr = pointer(after: 2 + 255, sentOn: phy)
+            }
+            payloads.append(payload)
+        }
+        guard withIndication else { return payloads }
+        var indication = ExtendedAdvertisingPayload(advMode: advMode, adi: adi)
+        indication.auxPtr = pointer(after: 2 + 1 + 1 + 2 + 3, sentOn: primaryPHY)
+        return [indication] + payloads
     }
 }

@@ -280,9 +280,17 @@ public final class VirtualAir: @unchecked Sendable {
             record(.advertising(advertisement.legacyType), from: advertisement.address, advertisement.data)
         } else {
             fragments = AuxiliaryChain.fragments(advertisement.data, first: .auxAdvInd, properties: advertisement.properties)
-            record(.extendedAdvertising(.advExtInd), from: advertisement.address, [])
-            for (index, fragment) in fragments.enumerated() {
-                record(.extendedAdvertising(index == 0 ? .auxAdvInd : .auxChainInd), from: advertisement.address, fragment)
+            if observer != nil {
+                let payloads = AuxiliaryChain.payloads(
+                    advMode: UInt8(advertisement.properties.rawValue & 0x03),
+                    address: advertisement.isAnonymous ? nil : advertisement.address, target: advertisement.target,
+                    adi: (advertisement.dataID, advertisement.sid), txPower: advertisement.txPower,
+                    primaryPHY: advertisement.primaryPHY, phy: advertisement.secondaryPHY,
+                    channel: UInt8(truncatingIfNeeded: identifier % 37), fragments: fragments, first: .auxAdvInd, withIndication: true)
+                for (index, payload) in payloads.enumerated() {
+                    let kind: ExtendedAdvertisingPDU = index == 0 ? .advExtInd : index == 1 ? .auxAdvInd : .auxChainInd
+                    record(.extendedAdvertising(kind), from: advertisement.address, payload.encode())
+                }
             }
         }
         for listener in listeners where listener !== advertiser && listener.isListening(now: now, phy: advertisement.primaryPHY) {
@@ -346,8 +354,14 @@ public final class VirtualAir: @unchecked Sendable {
               advertiser.acceptsScanRequest(from: scannerAddress, for: advertisement) else { return nil }
         let fragments = AuxiliaryChain.fragments(advertiser.scanResponseData(for: advertisement), first: .auxScanRsp,
                                                  properties: advertisement.properties)
-        for (index, fragment) in fragments.enumerated() {
-            record(.extendedAdvertising(index == 0 ? .auxScanRsp : .auxChainInd), from: advertisement.address, fragment)
+        if observer != nil {
+            let payloads = AuxiliaryChain.payloads(
+                advMode: 0, address: advertisement.address, target: nil, adi: (advertisement.dataID, advertisement.sid),
+                txPower: nil, phy: phy, channel: UInt8(truncatingIfNeeded: scanner.identifier % 37), fragments: fragments,
+                first: .auxScanRsp, withIndication: false)
+            for (index, payload) in payloads.enumerated() {
+                record(.extendedAdvertising(index == 0 ? .auxScanRsp : .auxChainInd), from: advertisement.address, payload.encode())
+            }
         }
         return hearChain(fragments, from: advertiser, to: scanner, phy: phy)
     }
@@ -531,7 +545,8 @@ final class AirLink {
 public struct AirPacket: Hashable, Sendable, CustomStringConvertible {
     public enum Kind: Hashable, Sendable {
         case advertising(LEAdvertisingType)
-        /// ADV_EXT_IND and the auxiliary PDUs of extended advertising.
+        /// ADV_EXT_IND and the auxiliary PDUs of extended advertising: for ADV_EXT_IND, AUX_ADV_IND, AUX_SCAN_RSP and
+        /// AUX_CHAIN_IND the payload in the Common Extended Advertising Payload Format (``ExtendedAdvertisingPayload``).
         case extendedAdvertising(ExtendedAdvertisingPDU)
         case scanRequest
         case scanResponse
