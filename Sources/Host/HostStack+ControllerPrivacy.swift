@@ -28,11 +28,12 @@ extension HostStack {
         syncResolvingList()
     }
 
-    /// Whether the resolving list may change now (§7.8.38, §7.8.44).
+    /// Whether the resolving list may change now (§7.8.38, §7.8.44). Advertising the host did not stop may still be
+    /// enabled in the controller's books (legacy advertising ends with a connection without an event): the reload
+    /// then starts by disabling it.
     private var resolvingListIsChangeable: Bool {
         !isAdvertising && !isScanning && pendingConnect == nil && !securityState.resolvingListCommandsPending
-            && !gapLane(.advertising).busy && !gapLane(.scanning).busy
-            && !gapLane(.advertising).controllerEnabled && !gapLane(.scanning).controllerEnabled
+            && !gapLane(.advertising).busy && !gapLane(.scanning).busy && !gapLane(.scanning).controllerEnabled
     }
 
     /// Loads the resolving list again if it changed (a bond came or went), now or at the next quiet moment.
@@ -46,7 +47,12 @@ extension HostStack {
         securityState.resolvingListDirty = false
         securityState.resolvingListRetry = nil
         securityState.resolvingListCommandsPending = true
-        runSequence(resolvingListCommands()) { [self] result in
+        var commands = resolvingListCommands()
+        if gapLane(.advertising).controllerEnabled {
+            commands.insert(info.usesExtendedAdvertising ? Self.extendedAdvertisingDisable : .leSetAdvertisingEnable(false), at: 0)
+            withGAPLane(.advertising) { $0.controllerEnabled = false }
+        }
+        runSequence(commands) { [self] result in
             securityState.resolvingListCommandsPending = false
             if case .failure(let error) = result {
                 emit(.controllerError(error))

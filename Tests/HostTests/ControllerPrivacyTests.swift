@@ -52,13 +52,18 @@ struct ControllerPrivacyTests {
         return true
     }
 
-    @Test("RPAs made and rotated by the controller while advertising; a bonded central sees the identity and reconnects")
-    func controllerPrivacy() throws {
+    /// With the extended commands and with the legacy ones (whose advertising ends with a connection without an
+    /// event: the peripheral's list is reloaded after the bond all the same).
+    @Test("RPAs made and rotated by the controller while advertising; a bonded central sees the identity and reconnects",
+          arguments: [true, false])
+    func controllerPrivacy(extendedCommands: Bool) throws {
         var central = security()
         central.privateAddressRotation = .seconds(2)
         var peripheral = security()
         peripheral.privateAddressRotation = .seconds(2)
-        let s = SecureStacks(central: central, peripheral: peripheral)
+        let s = SecureStacks(central: central, peripheral: peripheral) { configuration, _ in
+            configuration.usesExtendedAdvertising = extendedCommands
+        }
         let stacks = s.stacks
         let started = Recorder<Bool>()
         stacks.peripheral.start { started.append((try? $0.get()) != nil) }
@@ -90,6 +95,8 @@ struct ControllerPrivacyTests {
         stacks.central.disconnect(connectionHandle: stacks.centralHandle) { done.append((try? $0.get()) != nil) }
         try #require(stacks.run(until: { done.count == 1 && stacks.peripheral.openConnections.isEmpty }))
         stacks.loop.advance(by: .seconds(1))  // the resolving lists reload once nothing runs
+        #expect(!stacks.peripheral.securityState.resolvingListDirty && !stacks.central.securityState.resolvingListDirty,
+                "both lists hold the new bond")
 
         // Bonded: the central's controller resolves the RPAs: the host sees the identity, type 0x02/0x03.
         try #require(Self.advertise(s))
