@@ -220,7 +220,7 @@ extension L2CAPLink {
         var actions: [L2CAPLinkAction] = []
         var used = Set(channels.values.map(\.remoteCID))
         for (index, cid) in cids.enumerated() {
-            guard var state = channels[cid], case .connecting = state.state else { continue }
+            guard let state = channels[cid], case .connecting = state.state else { continue }
             let destination = index < response.destinationCIDs.count ? response.destinationCIDs[index] : .null
             guard destination != .null else {
                 channels[cid] = nil
@@ -245,13 +245,8 @@ extension L2CAPLink {
                 continue
             }
             used.insert(destination)
-            state.state = .open
-            state.remoteCID = destination
-            state.remoteMTU = response.mtu
-            state.remoteMPS = response.mps
-            state.sendCredits = Int(response.initialCredits)
-            channels[cid] = state
-            actions.append(.channelOpened(state.info))
+            actions.append(opened(cid, state, destination: destination, mtu: response.mtu, mps: response.mps,
+                                  credits: response.initialCredits))
         }
         return actions
     }

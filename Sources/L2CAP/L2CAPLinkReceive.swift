@@ -253,7 +253,7 @@ extension L2CAPLink {
     mutating func receiveConnectionResponse(
         identifier: UInt8, _ response: L2CAPLECreditBasedConnectionResponse, now: StackInstant
     ) -> [L2CAPLinkAction] {
-        guard case .connect(let cid)? = pending[identifier]?.kind, var state = channels[cid] else { return [] }
+        guard case .connect(let cid)? = pending[identifier]?.kind, let state = channels[cid] else { return [] }
         switch response.result {
         case .successful:
             break
@@ -288,13 +288,21 @@ extension L2CAPLink {
             actions.insert(disconnectRefused(cid, state, destination: destination, identifier: disconnectIdentifier, now: now), at: 0)
             return actions
         }
-        state.state = .open
-        state.remoteCID = destination
-        state.remoteMTU = response.mtu
-        state.remoteMPS = response.mps
-        state.sendCredits = Int(response.initialCredits)
-        channels[cid] = state
-        return [.channelOpened(state.info)]
+        return [opened(cid, state, destination: destination, mtu: response.mtu, mps: response.mps, credits: response.initialCredits)]
+    }
+
+    /// A channel we asked for, accepted by the peer as `destination` with its MTU, MPS and initial credits: open
+    /// (both credit-based modes).
+    mutating func opened(_ cid: L2CAPChannelIdentifier, _ channel: L2CAPCreditBasedChannel, destination: L2CAPChannelIdentifier,
+                         mtu: UInt16, mps: UInt16, credits: UInt16) -> L2CAPLinkAction {
+        var channel = channel
+        channel.state = .open
+        channel.remoteCID = destination
+        channel.remoteMTU = mtu
+        channel.remoteMPS = mps
+        channel.sendCredits = Int(credits)
+        channels[cid] = channel
+        return .channelOpened(channel.info)
     }
 
     /// §4.24: the CID is the sender's Source CID (our remote CID). A count above 65535 disconnects the channel;
