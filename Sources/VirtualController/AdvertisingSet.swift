@@ -18,7 +18,6 @@ struct AdvertisingSet {
     /// The Advertising Data ID (ADI's DID, §2.3.4.6): a new value whenever the data changes.
     var dataID: UInt16 = 0
     var enabled = false
-    var enabledAt = StackInstant.zero
     /// When the set stops with Advertising Set Terminated 0x3C (Duration, §7.8.56), nil for no limit.
     var deadline: StackInstant?
     /// 0: no limit; else Advertising Set Terminated 0x43 after that many extended advertising events.

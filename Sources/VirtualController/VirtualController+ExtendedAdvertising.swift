@@ -183,10 +183,7 @@ extension VirtualController {
             set.enabled = true
             set.deadline = entry.duration == 0 ? nil : now + .milliseconds(Int(entry.duration) * 10)
             set.maximumEvents = entry.maxExtendedAdvertisingEvents
-            if restart {
-                set.enabledAt = now
-                set.completedEvents = 0
-            }
+            if restart { set.completedEvents = 0 }
             settings.advertisingSets[entry.advertisingHandle] = set
             if restart { air.scheduleAdvertising(self, set: entry.advertisingHandle, first: true) }
         }
