@@ -10,9 +10,14 @@ SPSM 0x0027). Both directions are checked:
 - ours -> Bumble: once the link is encrypted our host reads Bumble's Server Supported Features by itself, writes its
   Client Supported Features (EATT + Multiple Handle Value Notifications) and opens three EATT bearers to Bumble's
   server in one request.
-Every capture decodes in tshark without malformed packets."""
+Every capture decodes in tshark without malformed packets. tshark 4.0 does not follow enhanced credit based
+channels, so `blue snoop show` reads the EATT bearers of both captures (Bumble's host's and ours): every ATT PDU one
+side sent on an EATT bearer is one the other received, Bumble's discovery ran on two bearers and our notifications
+went out on one.
+"""
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import time
@@ -169,3 +174,32 @@ def test_eatt_both_directions(tmp_path):
         assert tshark_malformed(capture) == "", f"{capture}: malformed packets"
     # The signaling of enhanced credit based mode is in the capture: our request (3 channels) and Bumble's (2, then 1).
     assert any(tshark_count(capture, "btl2cap.cmd_code == 0x17") >= 2 for capture in captures), captures
+
+    eatt = {os.path.basename(str(capture)): eatt_pdus(capture) for capture in captures}
+    ours = next(pdus for name, pdus in eatt.items() if "blue-serve" in name)
+    bumbles = next(pdus for name, pdus in eatt.items() if "blue-serve" not in name)
+    assert ours and bumbles, eatt
+    sent = lambda pdus, direction: sorted(name for d, _, name in pdus if d == direction)
+    assert sent(ours, "sent") == sent(bumbles, "received"), eatt
+    assert sent(ours, "received") == sent(bumbles, "sent"), eatt
+    discovery = {cid for direction, cid, name in ours if direction == "received" and name == "Read By Group Type Request"}
+    assert len(discovery) >= 2, ours
+    assert any(direction == "sent" and name == "Handle Value Notification" for direction, _, name in ours), ours
+
+
+def eatt_pdus(capture):
+    """(direction, CID, ATT PDU name) of every ATT PDU `blue snoop show --json` decodes on an EATT bearer."""
+    output = subprocess.run([BLUE, "snoop", "show", "--json", str(capture)], capture_output=True, text=True, timeout=60)
+    assert output.returncode == 0, output.stderr
+    pdus = []
+    for line in output.stdout.splitlines():
+        record = json.loads(line)
+        frame = next((c for c in record["dissection"].get("children", []) if c["label"] == "L2CAP Basic Frame"), None)
+        if frame is None:
+            continue
+        cid = next(c["value"] for c in frame["children"] if c["label"] == "Channel ID")
+        for child in frame["children"]:
+            if child["label"] == "K-frame" and child["children"][0]["value"].endswith(" EATT"):
+                decoded = [c["label"] for c in child["children"] if c.get("children")]
+                pdus += [(record["direction"], cid, name) for name in decoded]
+    return pdus

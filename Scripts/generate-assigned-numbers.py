@@ -106,6 +106,10 @@ def main():
     write("AssignedNumbers+FormatTypes.swift", "formattypes.yaml",
           table("formatTypeNames", "UInt8", formats, "Characteristic Presentation Format types.", 2))
 
+    psms = [(int(entry["psm"]), entry["name"]) for entry in load("extra/psm.yaml")["psms"]]
+    write("AssignedNumbers+PSMs.swift", "psm.yaml",
+          table("psmNames", "UInt16", psms, "L2CAP PSMs and LE SPSMs (Vol 3 Part A §4.2, §4.22).", 4))
+
 
 if __name__ == "__main__":
     main()

@@ -5,8 +5,14 @@
 // `Dissectable.dissection`. It also descends: an H4 ACL packet is reassembled into its L2CAP frame, whose channel
 // picks ATT, SMP or LE signaling; an LE Advertising Report's data is decoded as advertising data.
 //
-// State: none. `PacketDissector` is a namespace of pure functions over `[UInt8]`; `SnoopFormatter` keeps only the
-// first timestamp of a capture. Any thread may call it.
+// State: `PacketDissector` is a namespace of pure functions over `[UInt8]` (one packet, no context: `blue decode`).
+// A capture is read in order by a `CaptureDecoder`, one per host (the packets of one controller), owned by its
+// caller (`SnoopFormatter` for `blue snoop show`, `blue monitor` one per device under its lock): it reassembles
+// ACL fragments into L2CAP PDUs, learns the credit-based channels from the LE signaling (`L2CAPChannelTracker`:
+// a channel end is (handle, direction, CID), since both devices number their own), reassembles K-frames into
+// SDUs and decodes ATT on EATT bearers (SPSM 0x0027), and joins extended advertising data from command fragments
+// and report pieces (`ExtendedReportAssembler`, the host scanner's own). All of it bounded, dropped per
+// connection on Disconnection Complete or a new connection with the same handle.
 //
 // Recognition order (first decoder that consumes the whole buffer wins; `--as` bypasses it): H4 (type octet and
 // length field match exactly), HCI event, HCI command, ACL, L2CAP basic frame, advertising data, ATT, SMP. The

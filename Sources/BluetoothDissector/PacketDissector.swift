@@ -148,50 +148,61 @@ public enum PacketDissector {
         }
     }
 
-    private static func advertisingPayloads(of command: HCICommand) -> [[UInt8]] {
+    /// The advertising data a command carries whole: legacy advertising or scan response data, or an extended
+    /// one given in a single command (Operation "complete data"). Fragments need a capture's context
+    /// (``CaptureDecoder`` joins them).
+    static func advertisingPayloads(of command: HCICommand) -> [[UInt8]?] {
         switch command {
         case .leSetAdvertisingData(let data), .leSetScanResponseData(let data): [data]
+        case .extended(.leSetExtendedAdvertisingData(let data)), .extended(.leSetExtendedScanResponseData(let data)):
+            data.operation == .complete ? [data.data] : []
         default: []
         }
     }
 
-    private static func advertisingPayloads(of event: HCIEvent) -> [[UInt8]] {
-        guard case .leMeta(.advertisingReport(let reports)) = event else { return [] }
-        return reports.map(\.data)
+    /// The advertising data of each report of an event, in order; nil for a report whose data is only part of
+    /// the advertiser's (an extended report with more to come or truncated, or the last piece of a series).
+    static func advertisingPayloads(of event: HCIEvent) -> [[UInt8]?] {
+        switch event {
+        case .leMeta(.advertisingReport(let reports)): reports.map(\.data)
+        case .leMeta(.extendedAdvertisingReport(let reports)):
+            reports.map { $0.dataStatus == 0 ? $0.data : nil }
+        default: []
+        }
     }
 
     /// Appends the decoded advertising data after the raw bytes: to the root for commands, to each "Report" node
-    /// (in order) for advertising reports.
-    private static func withAdvertisingData(_ node: Dissection, payloads: [[UInt8]]) -> Dissection {
+    /// (in order, skipping nil payloads) for advertising reports.
+    static func withAdvertisingData(_ node: Dissection, payloads: [[UInt8]?], title: String = "Advertising Data") -> Dissection {
         guard !payloads.isEmpty else { return node }
         var remaining = payloads[...]
         var result = node
-        if !appendToReports(&result, remaining: &remaining), let only = payloads.first {
-            result.children.append(advertisingDataNode(only))
+        if !appendToReports(&result, remaining: &remaining, title: title), let only = payloads.first, let only {
+            result.children.append(advertisingDataNode(only, title: title))
         }
         return result
     }
 
-    private static func appendToReports(_ node: inout Dissection, remaining: inout ArraySlice<[UInt8]>) -> Bool {
+    private static func appendToReports(_ node: inout Dissection, remaining: inout ArraySlice<[UInt8]?>, title: String) -> Bool {
         var found = false
         for index in node.children.indices {
             if node.children[index].label == "Report", let payload = remaining.popFirst() {
-                node.children[index].children.append(advertisingDataNode(payload))
+                if let payload { node.children[index].children.append(advertisingDataNode(payload, title: title)) }
                 found = true
-            } else if appendToReports(&node.children[index], remaining: &remaining) {
+            } else if appendToReports(&node.children[index], remaining: &remaining, title: title) {
                 found = true
             }
         }
         return found
     }
 
-    private static func advertisingDataNode(_ payload: [UInt8]) -> Dissection {
-        if payload.isEmpty { return Dissection("Advertising Data", "(empty)") }
+    private static func advertisingDataNode(_ payload: [UInt8], title: String) -> Dissection {
+        if payload.isEmpty { return Dissection(title, "(empty)") }
         do {
-            let data = try AdvertisingData(decoding: payload)
-            return Dissection("Advertising Data", nil, data.dissection.children)
+            let data = try AdvertisingData(decoding: payload, kind: payload.count > 31 ? .extended : .legacy)
+            return Dissection(title, payload.count > 31 ? "\(payload.count) bytes" : nil, data.dissection.children)
         } catch {
-            return Dissection("Advertising Data", "malformed: \(error)")
+            return Dissection(title, "malformed: \(error)")
         }
     }
 }

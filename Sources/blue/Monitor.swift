@@ -182,6 +182,8 @@ final class MonitorPrinter: Sendable {
     private struct State {
         var names: [Int: String] = [:]
         var number = 0
+        /// One decoder per device: handles and channels mean something only on their own host.
+        var decoders: [Int: CaptureDecoder] = [:]
     }
 
     private let state = LockedValue(State())
@@ -226,7 +228,9 @@ final class MonitorPrinter: Sendable {
     func show(device number: Int, _ record: BTSnoopRecord) {
         guard number != 0 else { return note(String(decoding: record.data, as: UTF8.self)) }
         if let device, device != number { return }
-        let node = SnoopFormatter.dissection(of: record, datalink: .hciUART)
+        let node = state.withLock { state in
+            state.decoders[number, default: CaptureDecoder()].dissection(of: record, datalink: .hciUART)
+        }
         let (summary, protocolName) = Self.summary(node, indicator: record.data.first)
         if let layer, !Self.carries(layer, indicator: record.data.first, protocolName: protocolName) { return }
         let (sequence, name) = state.withLock { state -> (Int, String?) in
@@ -240,7 +244,7 @@ final class MonitorPrinter: Sendable {
             _ = POSIX.writeAll(output, writer.takeBytes(), style: .file)
         }
         if json {
-            var text = SnoopFormatter.json(record, number: sequence, datalink: .hciUART)
+            var text = SnoopFormatter.json(record, number: sequence, node: node)
             text.removeLast()
             if kernel {
                 Console.line(text + ",\"controller\":\"hci\(number - 1)\"}")
@@ -272,15 +276,26 @@ final class MonitorPrinter: Sendable {
     }
 
     /// The line a packet gets: a command or an event by its name; ACL data by its handle, the protocol of its L2CAP
-    /// channel (ATT 0x0004, L2CAP signaling 0x0005, SMP 0x0006) and the innermost PDU's name. The protocol is
-    /// returned for the --layer filter.
+    /// channel (ATT 0x0004, L2CAP signaling 0x0005, SMP 0x0006, EATT on a credit-based channel of SPSM 0x0027) and
+    /// the innermost PDU's name. The protocol is returned for the --layer filter.
     static func summary(_ node: Dissection, indicator: UInt8?) -> (String, String?) {
         let plain = node.label + (node.value.map { ": \($0)" } ?? "")
-        guard indicator == 0x02, let frame = node.children.first(where: { $0.label.hasPrefix("L2CAP") }) else { return (plain, nil) }
+        guard indicator == 0x02 else { return (plain, nil) }
+        let handle = node.children.first { $0.label == "Handle" }?.value ?? "?"
+        guard let frame = node.children.first(where: { $0.label.hasPrefix("L2CAP") && !$0.children.isEmpty }) else {
+            let fragment = node.children.first { $0.label == "L2CAP" }?.value
+            return ("ACL \(handle)" + (fragment.map { " \($0)" } ?? ""), fragment == nil ? nil : "L2CAP")
+        }
         let channel = frame.children.first { $0.label == "Channel ID" }?.value ?? ""
+        if let kFrame = frame.children.first(where: { $0.label == "K-frame" }) {
+            let bearer = kFrame.children.first { $0.label == "Channel" }?.value ?? ""
+            let name = bearer.hasSuffix(" EATT") ? "EATT" : "L2CAP"
+            let inner = kFrame.children.last { !$0.children.isEmpty }?.label
+                ?? kFrame.children.last.map { "\($0.label) \($0.value ?? "")" } ?? "K-frame"
+            return ("ACL \(handle) \(name) \(channel) \(inner)", name)
+        }
         let name = channel.contains("(0x0004)") ? "ATT" : channel.contains("(0x0006)") ? "SMP"
             : channel.contains("(0x0005)") ? "L2CAP signaling" : "L2CAP"
-        let handle = node.children.first { $0.label == "Handle" }?.value ?? "?"
         let inner = frame.children.last { !$0.children.isEmpty }?.label ?? channel
         return ("ACL \(handle) \(name) \(inner)", name)
     }
@@ -292,7 +307,7 @@ final class MonitorPrinter: Sendable {
         case "hci": indicator == 0x01 || indicator == 0x04
         case "acl": indicator == 0x02
         case "l2cap": protocolName != nil
-        case "att": protocolName == "ATT"
+        case "att": protocolName == "ATT" || protocolName == "EATT"
         case "smp": protocolName == "SMP"
         default: false
         }

@@ -39,7 +39,7 @@ struct Snoop: ParsableCommand {
             }
             for (index, record) in capture.records.enumerated() {
                 if json {
-                    print(SnoopFormatter.json(record, number: index + 1, datalink: capture.header.datalink))
+                    print(formatter.json(record, number: index + 1, datalink: capture.header.datalink))
                 } else {
                     print(formatter.format(record, number: index + 1, datalink: capture.header.datalink))
                 }

@@ -130,6 +130,9 @@ public struct LEExtendedAdvertisingReport: Hashable, Sendable {
 
     public static let maximumDataLength = 229
 
+    /// Event_Type bits 5-6: 0b00 complete, 0b01 incomplete with more data to come, 0b10 incomplete and truncated.
+    public var dataStatus: UInt16 { (eventType >> 5) & 0b11 }
+
     public init(eventType: UInt16, addressType: LEAddressType, address: BluetoothAddress, primaryPHY: LEPhy = .le1M,
                 secondaryPHY: LEPhy = LEPhy(0), advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127, rssi: Int8,
                 periodicAdvertisingInterval: UInt16 = 0, directAddressType: LEAddressType = .public,
