@@ -151,25 +151,6 @@ struct ExtendedGAPTests {
         #expect(Self.advertise(stacks, content, AdvertisingOptions(kind: .nonConnectable))?.failure?.code == .advertisingDataTooLarge)
         stacks.disconnectAndCheckLeaks()
     }
-
-    @Test("pieces: joined per advertiser and SID, truncated ones dropped, at most 32 open, none past 1,650 octets")
-    func assemblerBounds() {
-        var assembler = ExtendedReportAssembler()
-        func piece(_ address: UInt64, sid: UInt8 = 1, status: UInt16, _ data: [UInt8]) -> LEExtendedAdvertisingReport {
-            LEExtendedAdvertisingReport(eventType: status << 5, addressType: .public, address: BluetoothAddress(address),
-                                        secondaryPHY: .le1M, advertisingSID: sid, rssi: -40, data: data)
-        }
-        #expect(assembler.add(piece(1, status: 1, [1, 2])) == .pending)
-        #expect(assembler.add(piece(1, sid: 2, status: 0, [9])) == .complete(piece(1, sid: 2, status: 0, [9])))
-        #expect(assembler.add(piece(1, status: 0, [3])) == .complete(piece(1, status: 0, [1, 2, 3])))
-        #expect(assembler.add(piece(2, status: 1, [1])) == .pending)
-        #expect(assembler.add(piece(2, status: 2, [2])) == .dropped)
-        for address in 10..<50 { _ = assembler.add(piece(UInt64(address), status: 1, [0])) }
-        #expect(assembler.pendingCount == 32)
-        #expect(assembler.add(piece(3, status: 1, [UInt8](repeating: 0, count: 229))) == .pending)
-        for _ in 0..<6 { _ = assembler.add(piece(3, status: 1, [UInt8](repeating: 0, count: 229))) }
-        #expect(assembler.add(piece(3, status: 1, [UInt8](repeating: 0, count: 229))) == .dropped, "8 × 229 > 1650")
-    }
 }
 
 extension Result {
