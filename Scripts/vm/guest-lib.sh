@@ -109,13 +109,14 @@ start_btvirt() {
 }
 
 # dbus-daemon and bluetoothd. AutoEnable=false keeps controllers meant for the user channel down; a scenario powers
-# the ones bluetoothd should use with `btctl power on`.
+# the ones bluetoothd should use with `btctl power on`. BLUEZ_GENERAL adds lines to main.conf's [General] section.
 start_bluez() {
     mkdir -p /run/dbus /var/lib/bluetooth
-    cat > /tmp/main.conf <<'CONF'
+    cat > /tmp/main.conf <<CONF
 [General]
 Name = vm-bluez
 DiscoverableTimeout = 0
+${BLUEZ_GENERAL:-}
 [Policy]
 AutoEnable=false
 CONF
