@@ -337,15 +337,15 @@ struct DBusFileDescriptorTests {
 
     private func connectToFakeBus(agree: Bool) async throws -> (FakeBus, DBusConnection) {
         let bus = try FakeBus()
-        async let served: Void = bus.serve(agree: agree)
+        bus.startServing(agree: agree)
         let connection: DBusConnection
         do {
-            connection = try await DBusConnection.connect(address: bus.address)
+            connection = try await DBusConnection.connect(address: bus.address, timeout: .seconds(30))
         } catch {
             bus.close()
             throw error
         }
-        try await served
+        try await bus.served()
         return (bus, connection)
     }
 }
@@ -431,9 +431,31 @@ private final class FakeBus: @unchecked Sendable {
 
     private var connected: Int32 { lock.withLock { client } }
 
-    /// Accepts the client, authenticates it and answers its Hello.
-    func serve(agree: Bool) async throws {
-        try await blockingWork { () throws -> Void in try self.handshake(agree: agree) }
+    private var outcome: Result<Void, FDTestFailure>?
+    private var handshakeOutcome: Result<Void, FDTestFailure>? { lock.withLock { outcome } }
+
+    /// Starts accepting the client, authenticating it and answering its Hello, on a thread started now: not from
+    /// a task, which could wait for the cooperative pool (that other tests keep busy on a loaded machine) while the
+    /// client's authentication runs out of time.
+    func startServing(agree: Bool) {
+        Thread.detachNewThread { [self] in
+            let outcome: Result<Void, FDTestFailure>
+            do {
+                try handshake(agree: agree)
+                outcome = .success(())
+            } catch {
+                outcome = .failure(error as? FDTestFailure ?? FDTestFailure("\(error)"))
+            }
+            lock.withLock { self.outcome = outcome }
+        }
+    }
+
+    /// Waits (at most 40 s: every step of the handshake has its own 10 s bound) for the handshake to end.
+    func served() async throws {
+        guard await poll(within: .seconds(40), until: { self.handshakeOutcome != nil }) else {
+            throw FDTestFailure("the fake bus's handshake did not end within 40 s")
+        }
+        try handshakeOutcome?.get()
     }
 
     /// The next message the client sends.
