@@ -72,6 +72,10 @@ final class ConnectionSession {
     }
     /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
 
+    /// Where each ``GATTClientLane`` with procedures still running sends them (nil: the unenhanced bearer), and
+    /// how many are running. A lane leaves the table when its last procedure completes.
+    var lanes: [GATTClientLane: (bearer: L2CAPChannelIdentifier?, running: Int)] = [:]
+
     /// The connection's Enhanced ATT bearers by local CID.
     var enhanced: [L2CAPChannelIdentifier: EnhancedBearer] = [:] { didSet { noteDeadlineChange() } }
     var enhancedProgress = EnhancedATTProgress.idle

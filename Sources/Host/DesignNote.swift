@@ -85,7 +85,8 @@
 // link). After Encryption Change the client reads the peer's Server Supported Features and, when bit 0 is set,
 // writes Client Supported Features and opens `enhancedATTBearerCount` bearers in one request. Their SDUs go to
 // the bearer instead of `l2capSDU` events; `gatt(...)` procedures go to the least busy bearer we opened (writes
-// without response stay on the fixed bearer); the server answers on the request's bearer and notifies on the
+// without response stay on the fixed bearer), those of one `GATTClientLane` to its bearer while any runs (call
+// order kept; the session's `lanes` table, emptied as they complete); the server answers on the request's bearer and notifies on the
 // first bearer the peer opened. A bearer's ATT timeout closes its channel, not the link; reconfiguration raises
 // ATT_MTU. The security layer's hold-and-retry of Insufficient Encryption/Authentication answers works on every
 // bearer: the held request remembers its bearer and is retried there once the link is secured.

@@ -16,7 +16,8 @@ public import L2CAP
 ///   Credit Based Connection Request.
 /// - Each bearer is an ``ATTBearer`` with ATT_MTU = min(local, remote L2CAP MTU) and its own ``GATTClient``.
 ///   Procedures (``HostStack/gatt(connectionHandle:_:completion:)``) go to the least busy bearer we opened, so
-///   several run in parallel, one request outstanding per bearer; writes without response stay on the
+///   several run in parallel, one request outstanding per bearer; those of one ``GATTClientLane`` stay on one
+///   bearer while any of them runs, so they complete in call order (OpenCoreBluetooth: one lane per manager); writes without response stay on the
 ///   unenhanced bearer (send-queue readiness and order). The server answers on the bearer a request came on and
 ///   notifies/indicates on the first bearer the peer opened (its client's), else on the unenhanced one.
 /// - A bearer's ATT transaction timeout closes its channel, not the link; a closed bearer fails the procedures
@@ -355,14 +356,42 @@ extension HostStack {
         return best
     }
 
-    /// Runs a GATT procedure on the connection's best bearer (on the loop).
-    func startGATT(_ handle: UInt16, _ procedure: GATTProcedure,
+    /// The bearer a procedure of `lane` goes to: the lane's while it has procedures running there (nil: the
+    /// unenhanced bearer), else the least busy one. Writes without response always take the unenhanced bearer.
+    func bearerForProcedure(_ procedure: GATTProcedure, lane: GATTClientLane?, _ session: ConnectionSession) -> L2CAPChannelIdentifier? {
+        guard let lane, let (bearer, _) = session.lanes[lane] else { return bearerForProcedure(procedure, session) }
+        switch procedure {
+        case .writeWithoutResponse, .signedWriteWithoutResponse: return nil
+        default: break
+        }
+        // A closed bearer handed its procedures to the others: the lane goes on from the unenhanced one.
+        guard let bearer, session.enhanced[bearer]?.bearer.isOpen == true else { return nil }
+        return bearer
+    }
+
+    /// Runs a GATT procedure on the connection's best bearer, or its lane's (on the loop).
+    func startGATT(_ handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane? = nil,
                    completion: @escaping ConnectionSession.GATTCompletion) {
         guard let session = connections[handle]?.session else {
             completion(.failure(.bearerFailed(.disconnected(reason: nil))))
             return
         }
-        if let cid = bearerForProcedure(procedure, session) {
+        let chosen = bearerForProcedure(procedure, lane: lane, session)
+        var completion = completion
+        let ordered: Bool = switch procedure {
+        case .writeWithoutResponse, .signedWriteWithoutResponse: false
+        default: true
+        }
+        if let lane, ordered {
+            session.lanes[lane] = (chosen, (session.lanes[lane]?.running ?? 0) + 1)
+            completion = { [weak session, inner = completion] result in
+                if let session, let entry = session.lanes[lane] {
+                    session.lanes[lane] = entry.running > 1 ? (entry.bearer, entry.running - 1) : nil
+                }
+                inner(result)
+            }
+        }
+        if let cid = chosen {
             guard let actions = withEnhanced(handle, cid, { record -> [GATTClientAction] in
                 let (id, actions) = record.client.enqueue(procedure)
                 record.completions[id] = completion

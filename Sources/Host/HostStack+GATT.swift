@@ -185,12 +185,20 @@ extension HostStack {
     /// Runs a GATT client procedure on the connection (Vol 3 Part G §4). On the unenhanced bearer alone,
     /// procedures of one connection run one after the other, in call order; with Enhanced ATT bearers
     /// (`HostStack+EATT.swift`) each goes to the least busy bearer, so several run at once (one request
-    /// outstanding per bearer) and may complete out of call order. Fails with ``GATTClientError/bearerFailed(_:)``
+    /// outstanding per bearer) and may complete out of call order, except those given the same `lane`, which run
+    /// one after another in call order (``GATTClientLane``). Fails with ``GATTClientError/bearerFailed(_:)``
     /// when the connection does not exist or ends first (reason: the HCI disconnection reason), or its bearer
     /// timed out or closed.
+    public func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane?,
+                     completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
+        onLoop { [self] in startGATT(handle, procedure, lane: lane, completion: completion) }
+    }
+
+    /// Runs a GATT procedure on the least busy bearer of the connection (``gatt(connectionHandle:_:lane:completion:)``
+    /// without a lane).
     public func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
                      completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
-        onLoop { [self] in startGATT(handle, procedure, completion: completion) }
+        gatt(connectionHandle: handle, procedure, lane: nil, completion: completion)
     }
 
     /// Sets the signer of the connection's Signed Write Commands (the security layer builds it from the CSRK).

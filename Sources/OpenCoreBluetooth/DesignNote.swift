@@ -47,7 +47,9 @@
 // by the program (`blue` and the examples bootstrap BluetoothRuntime's StandardErrorLogHandler; an app that does
 // not bootstrap gets swift-log's default, standard output from info up). The peripheral side serves cached values from the
 // GATT database and defers every other read/write to the app through the GATT server's deferred requests
-// (GATTDeferral, Core 5.4 Vol 3 Part F §3.4.4–§3.4.6), answered by `respond(to:withResult:)`.
+// (GATTDeferral, Core 5.4 Vol 3 Part F §3.4.4–§3.4.6), answered by `respond(to:withResult:)`. The central side runs
+// its GATT procedures in one `GATTClientLane` per manager: with Enhanced ATT bearers they still complete in the
+// order the app asked (as CoreBluetooth keeps each app on one bearer), not in whatever order parallel bearers answer.
 //
 // Security, as on iOS: attributes published with `.readEncryptionRequired`/`.writeEncryptionRequired` (and the
 // encrypted notify/indicate properties) require an encrypted link; a central touching one pairs (the Host's

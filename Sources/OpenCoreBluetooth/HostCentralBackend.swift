@@ -401,7 +401,12 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
     }
 
-    /// Runs a procedure on the peer's connection.
+    /// The manager's GATT lane: with Enhanced ATT bearers its operations still run and complete in the order the
+    /// app asked for them, as CoreBluetooth keeps each app's operations on one bearer (``GATTClientLane``). Each
+    /// manager has a stack of its own, so one lane value serves every manager.
+    static let managerLane = GATTClientLane(0xCB)
+
+    /// Runs a procedure on the peer's connection, in the manager's lane.
     private func gatt(_ peer: CBBackendPeer, _ procedure: GATTProcedure,
                       _ completion: @escaping @Sendable (Result<GATTProcedureResult, CBBackendError>) -> Void) {
         guard let stack = opener.stack else {
@@ -411,7 +416,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             guard let handle = state.load().links[peer.address]?.handle else {
                 return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
             }
-            stack.host.gatt(connectionHandle: handle, procedure) { [self] result in
+            stack.host.gatt(connectionHandle: handle, procedure, lane: Self.managerLane) { [self] result in
                 let failure = state.load().links[peer.address]?.securityFailure
                 completion(result.mapError { Self.backendError($0, securityFailure: failure) })
             }

@@ -177,6 +177,47 @@ struct EnhancedATTTests {
         s.stacks.disconnectAndCheckLeaks()
     }
 
+    @Test("a lane's procedures run in call order on one bearer while another lane runs beside them")
+    func laneKeepsCallOrder() throws {
+        let s = EATTStacks()
+        #expect(s.stacks.connect())
+        #expect(s.pair())
+        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
+        let pending = Recorder<GATTPendingRequest>()
+        s.stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [s.slow]) { pending.append($0) })
+        let order = Recorder<String>()
+        let app = GATTClientLane(1), other = GATTClientLane(2)
+        let host = s.stacks.central, handle = s.stacks.centralHandle
+        host.gatt(connectionHandle: handle, .readCharacteristicValue(handle: s.slow), lane: app) { _ in order.append("app slow read") }
+        host.gatt(connectionHandle: handle, .writeCharacteristicValue(handle: s.value, value: [9]), lane: app) { _ in order.append("app write") }
+        host.gatt(connectionHandle: handle, .readCharacteristicValue(handle: s.value), lane: app) { result in
+            order.append("app read \((try? result.get()).map { "\($0)" } ?? "failed")")
+        }
+        host.gatt(connectionHandle: handle, .readCharacteristicValue(handle: s.second), lane: other) { _ in order.append("other read") }
+        // The other lane completes while the app's slow read holds its bearer; the app's write waits behind it.
+        #expect(s.stacks.run(until: { order.count == 1 && pending.count == 1 }, limit: .seconds(5)))
+        #expect(order.values == ["other read"])
+        s.stacks.loop.advance(by: .milliseconds(200))
+        #expect(order.values == ["other read"], "the app's write must not overtake its slow read")
+        s.stacks.peripheral.respondToGATTRequest(connectionHandle: s.stacks.peripheralHandle, id: pending.values[0].id, result: .success([1]))
+        #expect(s.stacks.run(until: { order.count == 4 }, limit: .seconds(5)))
+        #expect(order.values == ["other read", "app slow read", "app write", "app read value([9])"])
+        // Idle again: the lane left the connection's table.
+        let lanes = Recorder<Int>()
+        s.stacks.loop.execute { lanes.append(host.connections[handle]?.session?.lanes.count ?? -1) }
+        s.stacks.loop.run()
+        #expect(lanes.last == 0)
+        // Without lanes the same calls run in parallel: the write completes before the slow read.
+        order.removeAll()
+        host.gatt(connectionHandle: handle, .readCharacteristicValue(handle: s.slow)) { _ in order.append("slow read") }
+        host.gatt(connectionHandle: handle, .writeCharacteristicValue(handle: s.value, value: [8])) { _ in order.append("write") }
+        #expect(s.stacks.run(until: { order.count == 1 && pending.count == 2 }, limit: .seconds(5)))
+        #expect(order.values == ["write"])
+        s.stacks.peripheral.respondToGATTRequest(connectionHandle: s.stacks.peripheralHandle, id: pending.values[1].id, result: .success([1]))
+        #expect(s.stacks.run(until: { order.count == 2 }, limit: .seconds(5)))
+        s.stacks.disconnectAndCheckLeaks()
+    }
+
     @Test("notifications, indications and a Multiple Handle Value Notification arrive over an EATT bearer")
     func notificationsOnEATTBearer() throws {
         // Without an Exchange MTU the unenhanced bearer stays at 23: a 100-octet value fits only over EATT.
