@@ -412,14 +412,20 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         guard let stack = opener.stack else {
             return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running")))
         }
-        stack.eventLoop.execute { [self] in
-            guard let handle = state.load().links[peer.address]?.handle else {
-                return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
-            }
-            stack.host.gatt(connectionHandle: handle, procedure, lane: Self.managerLane) { [self] result in
-                let failure = state.load().links[peer.address]?.securityFailure
-                completion(result.mapError { Self.backendError($0, securityFailure: failure) })
-            }
+        stack.eventLoop.execute { [self] in gattOnLoop(stack, peer, procedure, completion) }
+    }
+
+    /// ``gatt(_:_:_:)`` already on the stack's loop. Every procedure reaches the host after the same single hop
+    /// onto the loop, so they start in the order the app called (a second hop for one of them would let a later
+    /// call overtake it).
+    private func gattOnLoop(_ stack: LaunchedStack, _ peer: CBBackendPeer, _ procedure: GATTProcedure,
+                            _ completion: @escaping @Sendable (Result<GATTProcedureResult, CBBackendError>) -> Void) {
+        guard let handle = state.load().links[peer.address]?.handle else {
+            return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
+        }
+        stack.host.gatt(connectionHandle: handle, procedure, lane: Self.managerLane) { [self] result in
+            let failure = state.load().links[peer.address]?.securityFailure
+            completion(result.mapError { Self.backendError($0, securityFailure: failure) })
         }
     }
 
@@ -499,7 +505,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             let procedure: GATTProcedure = value.count <= mtu - 3
                 ? .writeCharacteristicValue(handle: handle, value: value)
                 : .writeLongCharacteristicValue(handle: handle, value: value)
-            gatt(peer, procedure) { result in completion(result.map { _ in () }) }
+            gattOnLoop(stack, peer, procedure) { result in completion(result.map { _ in () }) }
         }
     }
 

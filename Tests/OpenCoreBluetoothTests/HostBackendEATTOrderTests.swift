@@ -93,7 +93,9 @@ private final class OrderingCentral: ConnectingCentral, @unchecked Sendable {
         await onMain { apps.value.1.writeThenRead() }
         try await waitFor("the write and the read", until: { apps.value.1.log.count == 3 },
                           seen: { "central \(apps.value.1.log), peripheral written \(apps.value.0.written)" })
-        #expect(await onMain { apps.value.1.log } == ["written", "written", "read quick"])
-        #expect(await onMain { apps.value.0.written } == ["pair", "ordered"])
+        let log = await onMain { apps.value.1.log }
+        let written = await onMain { apps.value.0.written }
+        #expect(log == ["written", "written", "read quick"], "\(log)")
+        #expect(written == ["pair", "ordered"], "\(written)")
     }
 }
