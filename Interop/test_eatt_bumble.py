@@ -99,9 +99,14 @@ async def read_on(client, uuid):
 def test_eatt_both_directions(tmp_path):
     hub = Hub(tmp_path, free_ports(1))
     serve = None
+    monitor = None
     facts = {}
     try:
         hub.start()
+        # blue monitor watches the whole exchange live, with one capture reader per device.
+        monitor_out = open(tmp_path / "monitor.out", "w")
+        monitor = subprocess.Popen([BLUE, "monitor", "--hci", f"air:{hub.socket}", "--layer", "att"],
+                                   stdout=monitor_out, stderr=subprocess.STDOUT)
         serve_out = open(tmp_path / "serve.out", "w")
         serve_err = open(tmp_path / "serve.err", "w")
         serve = subprocess.Popen([BLUE, "serve", "--hci", f"air:{hub.socket}", "--profile", "heart-rate",
@@ -149,6 +154,10 @@ def test_eatt_both_directions(tmp_path):
                 facts["notification"] = bytes(await asyncio.wait_for(notifications.get(), 10))
                 await asyncio.wait_for(connection.disconnect(), 10)
 
+        # The monitor is connected once it names blue serve (live or in the hub's greeting): before any EATT traffic.
+        deadline = time.monotonic() + 20
+        while "via blue serve" not in open(tmp_path / "monitor.out").read() and time.monotonic() < deadline:
+            time.sleep(0.05)
         asyncio.run(asyncio.wait_for(scenario(), SCENARIO_TIMEOUT))
         time.sleep(0.3)
     finally:
@@ -158,6 +167,12 @@ def test_eatt_both_directions(tmp_path):
                 serve.wait(timeout=10)
         code = hub.interrupt() if hub.process is not None else None
         hub.kill()
+        if monitor is not None:
+            with contextlib.suppress(Exception):
+                monitor.wait(timeout=10)
+            if monitor.poll() is None:
+                monitor.kill()
+                monitor.wait()
 
     serve_output = open(tmp_path / "serve.out").read()
     assert code == 0, hub.stderr()
@@ -185,6 +200,11 @@ def test_eatt_both_directions(tmp_path):
     discovery = {cid for direction, cid, name in ours if direction == "received" and name == "Read By Group Type Request"}
     assert len(discovery) >= 2, ours
     assert any(direction == "sent" and name == "Handle Value Notification" for direction, _, name in ours), ours
+    # The monitor's lines name the EATT bearers' ATT PDUs on both devices (its --layer att keeps them).
+    monitored = open(tmp_path / "monitor.out").read()
+    eatt_lines = [line for line in monitored.splitlines() if " EATT Dynamic LE channel " in line]
+    assert any("blue serve > ACL" in line and "Read By Group Type Request" in line for line in eatt_lines), monitored[-3000:]
+    assert any("blue serve < ACL" in line and "Handle Value Notification" in line for line in eatt_lines), monitored[-3000:]
 
 
 def eatt_pdus(capture):
