@@ -72,6 +72,18 @@ final class EATTStacks: @unchecked Sendable {
         return (try? result.last?.get()) != nil
     }
 
+    /// Connects, pairs and waits for the central's three EATT bearers.
+    func connectPairAndOpenBearers() -> Bool {
+        stacks.connect() && pair() && stacks.run(until: { self.centralBearers().count == 3 }, limit: .seconds(10))
+    }
+
+    /// The peripheral defers the reads of `slow`; the requests it holds, in arrival order.
+    func deferSlowReads() -> Recorder<GATTPendingRequest> {
+        let pending = Recorder<GATTPendingRequest>()
+        stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [slow]) { pending.append($0) })
+        return pending
+    }
+
     func opened(_ events: Recorder<HostEvent>) -> [(L2CAPChannelIdentifier, Int)] {
         events.values.compactMap { if case .enhancedATTBearerOpened(_, let cid, let mtu) = $0 { (cid, mtu) } else { nil } }
     }
@@ -156,11 +168,8 @@ struct EnhancedATTTests {
     @Test("two requests are outstanding at once on two bearers (deferred reads answered later)")
     func parallelRequestsOnTwoBearers() throws {
         let s = EATTStacks()
-        #expect(s.stacks.connect())
-        #expect(s.pair())
-        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
-        let pending = Recorder<GATTPendingRequest>()
-        s.stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [s.slow]) { pending.append($0) })
+        #expect(s.connectPairAndOpenBearers())
+        let pending = s.deferSlowReads()
         let results = Recorder<Result<GATTProcedureResult, GATTClientError>>()
         s.stacks.central.gatt(connectionHandle: s.stacks.centralHandle, .readCharacteristicValue(handle: s.slow)) { results.append($0) }
         s.stacks.central.gatt(connectionHandle: s.stacks.centralHandle, .readCharacteristicValue(handle: s.slow)) { results.append($0) }
@@ -180,11 +189,8 @@ struct EnhancedATTTests {
     @Test("a lane's procedures run in call order on one bearer while another lane runs beside them")
     func laneKeepsCallOrder() throws {
         let s = EATTStacks()
-        #expect(s.stacks.connect())
-        #expect(s.pair())
-        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
-        let pending = Recorder<GATTPendingRequest>()
-        s.stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [s.slow]) { pending.append($0) })
+        #expect(s.connectPairAndOpenBearers())
+        let pending = s.deferSlowReads()
         let order = Recorder<String>()
         let app = GATTClientLane(1), other = GATTClientLane(2)
         let host = s.stacks.central, handle = s.stacks.centralHandle
@@ -222,9 +228,7 @@ struct EnhancedATTTests {
     func notificationsOnEATTBearer() throws {
         // Without an Exchange MTU the unenhanced bearer stays at 23: a 100-octet value fits only over EATT.
         let s = EATTStacks { configuration, _ in configuration.exchangesMTUOnConnect = false }
-        #expect(s.stacks.connect())
-        #expect(s.pair())
-        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
+        #expect(s.connectPairAndOpenBearers())
         let cccd = s.notifying + 1, secondCCCD = s.second + 1
         #expect((try? s.stacks.gatt(.writeCharacteristicValue(handle: cccd, value: [0x01, 0x00]))?.get()) == .written)
         #expect((try? s.stacks.gatt(.writeCharacteristicValue(handle: secondCCCD, value: [0x01, 0x00]))?.get()) == .written)
@@ -254,9 +258,7 @@ struct EnhancedATTTests {
     @Test("an L2CAP reconfiguration raises the bearers' ATT_MTU on both sides")
     func reconfigureRaisesATTMTU() throws {
         let s = EATTStacks { configuration, role in if role == "central" { configuration.enhancedATTMTU = 100 } }
-        #expect(s.stacks.connect())
-        #expect(s.pair())
-        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
+        #expect(s.connectPairAndOpenBearers())
         let bearers = s.centralBearers()
         #expect(bearers.values.allSatisfy { $0 == 100 })
         let channels = bearers.keys.sorted()
@@ -280,9 +282,7 @@ struct EnhancedATTTests {
     @Test("a transaction timeout on an EATT bearer closes that channel, not the link")
     func bearerTimeoutClosesOnlyItsChannel() throws {
         let s = EATTStacks()
-        #expect(s.stacks.connect())
-        #expect(s.pair())
-        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
+        #expect(s.connectPairAndOpenBearers())
         s.stacks.peripheral.ignoreATTRequests(connectionHandle: s.stacks.peripheralHandle)
         let result = s.stacks.gatt(.readCharacteristicValue(handle: s.value), limit: .seconds(40))
         guard case .failure(.bearerFailed)? = result else {
@@ -339,11 +339,8 @@ struct EnhancedATTTests {
     @Test("a bearer the peer closes fails its running procedure; those queued behind it move to the other bearers")
     func queuedProceduresMoveWhenABearerCloses() throws {
         let s = EATTStacks()
-        #expect(s.stacks.connect())
-        #expect(s.pair())
-        #expect(s.stacks.run(until: { s.centralBearers().count == 3 }, limit: .seconds(10)))
-        let pending = Recorder<GATTPendingRequest>()
-        s.stacks.peripheral.setGATTDeferral(GATTDeferral(handles: [s.slow]) { pending.append($0) })
+        #expect(s.connectPairAndOpenBearers())
+        let pending = s.deferSlowReads()
         let results = Recorder<(Int, Result<GATTProcedureResult, GATTClientError>)>()
         for index in 0..<6 {
             s.stacks.central.gatt(connectionHandle: s.stacks.centralHandle, .readCharacteristicValue(handle: s.slow)) { results.append((index, $0)) }
