@@ -248,7 +248,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),
-        .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport", "BlueZTestSupport", "AdvertisingData", "BluetoothCore"], swiftSettings: strict),
         .testTarget(
             name: "BluetoothCoreTests",

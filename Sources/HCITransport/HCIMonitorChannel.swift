@@ -1,4 +1,4 @@
-public import BluetoothCore
+import BluetoothCore
 public import HCI
 #if canImport(Glibc)
 import Glibc
@@ -13,77 +13,15 @@ import Musl
 /// `setcap cap_net_raw+ep`).
 ///
 /// Each read gives one packet: `struct hci_mon_hdr { le16 opcode; le16 index; le16 len }` and `len` octets
-/// (linux/include/net/bluetooth/hci_mon.h); ``Packet/init(decoding:)`` takes hostile bytes.
+/// (linux/include/net/bluetooth/hci_mon.h); ``HCIMonitorPacket/init(decoding:)`` takes hostile bytes.
 public final class HCIMonitorChannel: @unchecked Sendable {
     static let channelMonitor: UInt16 = 2
     static let deviceNone: UInt16 = 0xFFFF
 
-    /// One monitor packet.
-    public struct Packet: Hashable, Sendable {
-        /// HCI_MON_* opcodes the monitor understands (others are kept as ``Kind/other(_:)``).
-        public enum Kind: Hashable, Sendable {
-            /// A controller appeared: its type, bus, address and name (HCI_MON_NEW_INDEX, 0).
-            case newIndex(type: UInt8, bus: UInt8, address: BluetoothAddress, name: String)
-            /// A controller went away (HCI_MON_DEL_INDEX, 1).
-            case deleteIndex
-            /// An HCI packet with its H4 type, and whether the controller sent it (commands 2, events 3, ACL 4/5,
-            /// SCO 6/7, ISO 18/19).
-            case frame(H4Frame, fromController: Bool)
-            /// A line of text from the kernel (HCI_MON_SYSTEM_NOTE 12) or a program (HCI_MON_USER_LOGGING 13: "ident: message").
-            case note(String)
-            /// Any other opcode (open/close index, index info, vendor diagnostics, control channel traffic).
-            case other(UInt16)
-        }
-
-        /// The controller's index (hciN), 0xFFFF for packets about no controller.
-        public var index: UInt16
-        public var kind: Kind
-
-        /// Decodes one packet as read from the socket.
-        public init(decoding bytes: [UInt8]) throws(DecodeError) {
-            var reader = ByteReader(bytes[...])
-            let opcode = try reader.readLittleEndian(UInt16.self, "opcode")
-            index = try reader.readLittleEndian(UInt16.self, "index")
-            let length = Int(try reader.readLittleEndian(UInt16.self, "length"))
-            let payload = try reader.readBytes(length, "payload")
-            func frame(_ type: HCIPacketType, _ fromController: Bool) -> Kind { .frame(H4Frame(type: type, packet: payload), fromController: fromController) }
-            switch opcode {
-            case 0:
-                var fields = ByteReader(payload[...])
-                let type = try fields.readUInt8("type")
-                let bus = try fields.readUInt8("bus")
-                let address = try BluetoothAddress(littleEndianBytes: try fields.readBytes(6, "address"), type: .public)
-                let name = try fields.readBytes(8, "name")
-                kind = .newIndex(type: type, bus: bus, address: address,
-                                 name: String(decoding: name.prefix { $0 != 0 }, as: UTF8.self))
-            case 1: kind = .deleteIndex
-            case 2: kind = frame(.command, false)
-            case 3: kind = frame(.event, true)
-            case 4: kind = frame(.aclData, false)
-            case 5: kind = frame(.aclData, true)
-            case 6: kind = frame(.synchronousData, false)
-            case 7: kind = frame(.synchronousData, true)
-            case 18: kind = frame(HCIPacketType(0x05), false)
-            case 19: kind = frame(HCIPacketType(0x05), true)
-            case 12: kind = .note(HCIMonitorChannel.text(payload[...]))
-            case 13:
-                // struct hci_mon_user_logging { u8 priority; u8 ident_len; } then the ident, then the message.
-                var fields = ByteReader(payload[...])
-                _ = try fields.readUInt8("priority")
-                let identLength = Int(try fields.readUInt8("ident length"))
-                let ident = HCIMonitorChannel.text(try fields.readBytes(identLength, "ident")[...])
-                kind = .note((ident.isEmpty ? "" : ident + ": ") + HCIMonitorChannel.text(fields.readRemaining()[...]))
-            default: kind = .other(opcode)
-            }
-        }
-    }
+    /// One monitor packet (``HCIMonitorPacket``, shared with btsnoop captures of datalink 2001).
+    public typealias Packet = HCIMonitorPacket
 
     private let fd: Int32
-
-    /// The text of a NUL-terminated field (up to its first NUL, or all of it).
-    static func text(_ bytes: ArraySlice<UInt8>) -> String {
-        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-    }
 
     /// Opens the monitor channel; fails with a reason that says what is needed.
     public init() throws(HCITransportError) {

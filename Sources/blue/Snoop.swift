@@ -13,7 +13,7 @@ struct Snoop: ParsableCommand {
 
     /// `blue snoop show FILE`: every record, decoded like btmon prints it.
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a btsnoop capture packet by packet.")
+        static let configuration = CommandConfiguration(abstract: "Print a btsnoop capture (HCI, H4 or btmon's monitor format) packet by packet.")
 
         @Argument(help: "The btsnoop file.")
         var file: String

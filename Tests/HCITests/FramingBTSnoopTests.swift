@@ -119,6 +119,22 @@ import Testing
         #expect(try reader.next() == nil)
     }
 
+    @Test("a datalink 2001 record: flags index << 16 | opcode, the payload as data; direction from the opcode")
+    func monitorRecords() throws {
+        let command = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 1 << 16 | 2), timestamp: 0, data: [0x03, 0x0C, 0x00])
+        #expect(try command.frame(datalink: .linuxMonitor) == H4Frame(type: .command, packet: [0x03, 0x0C, 0x00]))
+        #expect(try command.monitorPacket().index == 1)
+        #expect(command.direction == .sent)
+        let aclIn = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 5), timestamp: 0, data: [0x40, 0x20, 0x00, 0x00])
+        #expect(try aclIn.frame(datalink: .linuxMonitor).type == .aclData)
+        #expect(aclIn.direction == .received)
+        let note = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0xFFFF << 16 | 12), timestamp: 0, data: Array("hi".utf8) + [0])
+        #expect(try note.monitorPacket() == HCIMonitorPacket(index: 0xFFFF, kind: .note("hi")))
+        #expect(throws: DecodeError.self) { try note.frame(datalink: .linuxMonitor) }
+        let shortIndex = BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: 0, data: [0x00, 0x00])
+        #expect(throws: DecodeError.self) { try shortIndex.monitorPacket() }
+    }
+
     @Test func headerErrors() {
         let good = BTSnoopFileHeader().encode()
         for length in 0..<16 {
@@ -130,9 +146,11 @@ import Testing
         #expect(throws: BTSnoopError.unsupportedVersion(2)) {
             try BTSnoopReader(bytes: BTSnoopFileHeader(version: 2).encode())
         }
-        #expect(throws: BTSnoopError.unsupportedDatalink(.linuxMonitor)) {
-            try BTSnoopReader(bytes: BTSnoopFileHeader(datalink: .linuxMonitor).encode())
+        #expect(throws: BTSnoopError.unsupportedDatalink(.hciThreeWire)) {
+            try BTSnoopReader(bytes: BTSnoopFileHeader(datalink: .hciThreeWire).encode())
         }
+        // btmon's captures (the Linux monitor, 2001) are read.
+        #expect((try? BTSnoopReader(bytes: BTSnoopFileHeader(datalink: .linuxMonitor).encode())) != nil)
         #expect(BTSnoopError.unsupportedDatalink(BTSnoopDatalink(7)).decodeError.offset == 12)
         // A header alone is an empty capture.
         #expect((try? BTSnoopReader.readAll(good))?.records.isEmpty == true)

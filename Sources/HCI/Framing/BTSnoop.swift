@@ -81,8 +81,8 @@ public struct BTSnoopDatalink: OpenCode {
         2001: "Linux Bluetooth monitor",
     ]
 
-    /// Whether ``BTSnoopReader`` reads this datalink (1001 and 1002).
-    public var isSupported: Bool { self == .hciUnencapsulated || self == .hciUART }
+    /// Whether ``BTSnoopReader`` reads this datalink (1001, 1002 and 2001).
+    public var isSupported: Bool { self == .hciUnencapsulated || self == .hciUART || self == .linuxMonitor }
 }
 
 /// The direction of a captured packet, from the record flags' bit 0.
@@ -161,11 +161,25 @@ public struct BTSnoopRecord: Hashable, Sendable {
         return writer.bytes
     }
 
+    /// The monitor packet of a record of datalink 2001 (`btmon -w`): the flags are `index << 16 | opcode`, the data
+    /// the payload (``HCIMonitorPacket``). Bit 0 of the opcode of an HCI packet is 1 for the controller's, so
+    /// ``direction`` reads right for these records too.
+    public func monitorPacket() throws(DecodeError) -> HCIMonitorPacket {
+        try HCIMonitorPacket(opcode: UInt16(truncatingIfNeeded: flags.rawValue), index: UInt16(truncatingIfNeeded: flags.rawValue >> 16),
+                             payload: data)
+    }
+
     /// The HCI packet in this record as an H4 frame, given the file's datalink: with 1002 the data starts with the
-    /// indicator; with 1001 the type comes from the flags (command or event by direction, otherwise ACL data).
+    /// indicator; with 1001 the type comes from the flags (command or event by direction, otherwise ACL data);
+    /// with 2001 from the monitor opcode (a record that is no HCI packet, a note for instance, throws).
     /// Throws ``DecodeError`` when the bytes are not one complete packet (a snapped record, for instance).
     public func frame(datalink: BTSnoopDatalink) throws(DecodeError) -> H4Frame {
         switch datalink {
+        case .linuxMonitor:
+            guard case .frame(let frame, _) = try monitorPacket().kind else {
+                throw DecodeError(.unknownType, at: 0, "monitor opcode \(flags.rawValue & 0xFFFF) is not an HCI packet")
+            }
+            return frame
         case .hciUART:
             return try H4Frame(decoding: data)
         case .hciUnencapsulated:
