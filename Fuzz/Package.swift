@@ -19,7 +19,7 @@ let entries = [
     "FuzzSMP",
 ]
 
-let libraries = ["BluetoothCore", "BluetoothRuntime", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP"]
+let libraries = ["BluetoothCore", "BluetoothRuntime", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP", "BluetoothDissector"]
 
 let package = Package(
     name: "OpenCoreBluetoothFuzz",

@@ -1,14 +1,18 @@
-// libFuzzer entry point: btsnoop capture reading.
+// libFuzzer entry point: btsnoop capture reading, and each capture read in order with its context as
+// `blue snoop show` reads it (SnoopFormatter: per-controller CaptureDecoders, monitor packets of datalink 2001).
 import BluetoothCore
+import BluetoothDissector
 import HCI
 import CLibFuzzer
 
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
     if let capture = try? BTSnoopReader.readAll(bytes) {
-        for record in capture.records {
+        var formatter = SnoopFormatter()
+        for (index, record) in capture.records.enumerated() {
             _ = record.dissection
             _ = try? record.frame(datalink: capture.header.datalink)
+            _ = formatter.format(record, number: index + 1, datalink: capture.header.datalink)
         }
     }
     return 0
