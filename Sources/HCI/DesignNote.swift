@@ -22,4 +22,7 @@
 // and holds at most one partial frame; after an unknown packet type or an over-long length the stream is poisoned
 // until `reset()`. `ACLFragmenter` and `ACLReassembler` belong to the host's ACL path on the stack executor; the
 // reassembler keeps one partial L2CAP PDU per handle, capped in size and in handles, and forgets a handle on
-// Disconnection Complete. The btsnoop writer and reader work on bytes; the caller does the file I/O.
+// Disconnection Complete. The btsnoop writer and reader work on bytes; the caller does the file I/O. The reader
+// takes datalinks 1001, 1002 and 2001 (btmon's: each record an `HCIMonitorPacket`, the packet format the kernel's
+// monitor channel gives too). `ExtendedReportAssembler` joins extended advertising report pieces, bounded, for the
+// host's scanner and for capture readers alike.
