@@ -48,6 +48,8 @@ public final class AirHub: @unchecked Sendable {
     private let handler = LockedValue<(@Sendable (AirHubEvent) -> Void)?>(nil)
     private let eventLock = LockedValue(())
     private let state = LockedValue(HubState())
+    /// The link-layer capture (``AirHubConfiguration/sniffPath``), from start to stop.
+    private let sniffer = LockedValue<LinkLayerSniffer?>(nil)
 
     /// Where events go (see the type's notes on threads). Set it before ``start()``.
     public var onEvent: (@Sendable (AirHubEvent) -> Void)? {
@@ -59,8 +61,9 @@ public final class AirHub: @unchecked Sendable {
     public init(configuration: AirHubConfiguration, eventLoop: any EventLoop) {
         self.configuration = configuration
         self.air = VirtualAir(eventLoop: eventLoop, seed: configuration.seed, configuration: configuration.air)
-        let state = state
+        let state = state, sniffer = sniffer
         air.observer = { packet in
+            sniffer.load()?.write(packet)
             state.withLock { state in
                 switch packet.kind {
                 case .advertising, .extendedAdvertising(.advExtInd), .extendedAdvertising(.auxAdvInd),
@@ -115,6 +118,7 @@ public final class AirHub: @unchecked Sendable {
             if let path = configuration.recordPath {
                 air.recorder = try AirRecorder(path: path, seed: configuration.seed, configuration: configuration.air)
             }
+            if let path = configuration.sniffPath { sniffer.store(try LinkLayerSniffer(path: path)) }
             // The monitor and control sockets exist before a host can join (a host may speak as soon as the UNIX
             // listener accepts): each device's traffic reaches the monitor from its first frame. Both are
             // conveniences: a hub without them still runs.
@@ -166,6 +170,7 @@ public final class AirHub: @unchecked Sendable {
             if let interval = configuration.statisticsInterval { armStatistics(interval) }
         } catch {
             state.withLock { $0.phase = .stopped }
+            sniffer.load()?.finish()
             throw error
         }
     }
@@ -210,14 +215,15 @@ public final class AirHub: @unchecked Sendable {
 
     /// Closes the recording after the steps the devices' leaving queued on the loop (at most 2 s of waiting).
     private func finishRecording() {
-        guard let recorder = air.recorder else { return }
+        guard air.recorder != nil || sniffer.load() != nil else { return }
         if !eventLoop.inEventLoop {
             let done = LockedValue(false)
             eventLoop.execute { done.store(true) }
             let deadline = ContinuousClock.now + .seconds(2)
             while !done.load(), ContinuousClock.now < deadline { usleep(1000) }
         }
-        if let failure = recorder.finish() { emit(.warning(failure)) }
+        if let failure = air.recorder?.finish() { emit(.warning(failure)) }
+        if let failure = sniffer.load()?.finish() { emit(.warning(failure)) }
     }
 
     /// The devices on the air now, in join order.

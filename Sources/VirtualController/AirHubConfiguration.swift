@@ -27,6 +27,8 @@ public struct AirHubConfiguration: Hashable, Sendable {
     public var statisticsInterval: Duration?
     /// A file to record every step of the air in (``AirRecorder``), for ``AirReplay``; nil for none.
     public var recordPath: String?
+    /// A pcap file to write every PDU on the air in, as a sniffer would capture it (``LinkLayerSniffer``); nil for none.
+    public var sniffPath: String?
     /// The most frames (events, ACL data) that may wait for one host that does not read its socket fast enough;
     /// beyond it the hub disconnects that host (``AirHubEvent/warning(_:)``) instead of stalling the air.
     public var hostQueueLimit: Int

@@ -43,8 +43,8 @@ public enum AirReplay {
     public static let maximumLines = 50_000_000
     public static let maximumLineLength = 200_000
 
-    /// Replays the recording at `path`.
-    public static func run(path: String, snoopDirectory: String? = nil,
+    /// Replays the recording at `path`; with `sniffer`, every PDU the replayed air carries goes into that capture.
+    public static func run(path: String, snoopDirectory: String? = nil, sniffer: LinkLayerSniffer? = nil,
                            onFrame: (@Sendable (_ device: Int, _ frame: H4Frame) -> Void)? = nil) throws(AirHubError) -> Outcome {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw AirHubError(.invalidRecording, "cannot read the recording \(path)")
@@ -90,6 +90,7 @@ public enum AirReplay {
             if replay == nil {
                 guard let seed, let configuration else { throw Self.bad(number, "a step before the seed and air lines") }
                 replay = try Replay(seed: seed, configuration: configuration, snoopDirectory: snoopDirectory, onFrame: onFrame)
+                if let sniffer { replay?.air.observer = { sniffer.write($0) } }
             }
             guard let replay else { continue }
             try replay.take(Array(words.dropFirst()), at: StackInstant(nanoseconds: time), line: number)

@@ -60,7 +60,7 @@
 // of advertising (no AuxPtr offsets in time). Extended scanning listens per primary PHY with that PHY's window;
 // Duration, Period and the sets' Duration use one `.controllerTimer(device)` task at the controller's
 // `nextDeadline`. The legacy and extended command families exclude each other until Reset (Vol 4 Part E §3.1.1).
-// Link-layer privacy: VirtualController+Privacy.swift (resolving list, RPAs; not yet claimed in the features).
+// Link-layer privacy: VirtualController+Privacy.swift (resolving list, RPAs made and resolved; LE feature bit 6).
 //
 // Not implemented: periodic advertising, LE Secure Connections P-256 commands (the host does them), Connection
 // Parameters Request procedure, controller-to-host flow control (accepted, not enforced), LE Channel Selection
@@ -72,6 +72,15 @@
 // and its steps: `AirRecorder` writes the steps with their times (`blue air --record`), `AirReplay` takes them again
 // on a ManualEventLoop with the timer driven by the recorded firings (`--replay`) and checks each controller's
 // digest of the frames it sent its host.
+//
+// What a sniffer sees: the air's observer gets every PDU as it goes on the air (`AirPacket`: header and payload,
+// channel index, PHY, access address, CRC_INIT, and for a sealed data PDU its plaintext as the sender had it), built
+// only when an observer is set (`AdvertisingChannelPDU` for the advertising channels, `AirLinkRadio` for a
+// connection's access address, CRC_INIT and Channel Selection Algorithm #1 channel, derived from the link's
+// identifier so that observing draws nothing from the generator). The PDUs of one exchange are delivered at once but
+// stamped where they would be (T_IFS, AuxPtr offsets). `LinkLayerSniffer` writes them as a pcap of
+// LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (`blue air --sniff FILE`, also with `--replay`), which Wireshark reads down to
+// ATT; the same recording replayed gives the same PDUs.
 //
 // State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
 // `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.

@@ -43,6 +43,9 @@ public struct ExtendedAdvertisingPayload: Hashable, Sendable {
             self.auxPHY = auxPHY
         }
 
+        /// From the start of the PDU holding the pointer to the start of the one it points to.
+        public var offset: Duration { .microseconds(Int(auxOffset) * (offsetUnits == 1 ? 300 : 30)) }
+
         var value: UInt32 {
             UInt32(channelIndex & 0x3F) | UInt32(clockAccuracy & 1) << 6 | UInt32(offsetUnits & 1) << 7
                 | UInt32(auxOffset & 0x1FFF) << 8 | UInt32(auxPHY & 0x07) << 21

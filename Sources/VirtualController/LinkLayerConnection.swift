@@ -31,6 +31,8 @@ struct LinkLayerConnection {
         var llid: UInt8
         /// The payload as sent (ciphertext and MIC when sealed).
         var payload: [UInt8]
+        /// The payload before it was sealed (nil when sent in the clear), for the air's observer.
+        var plaintext: [UInt8]?
         /// Host ACL packets fully sent once this PDU is acknowledged.
         var completesHostPackets: Int = 0
         var isTerminate = false
@@ -327,15 +329,18 @@ struct LinkLayerConnection {
 
     private mutating func append(llid: UInt8, payload: [UInt8], completes: Int = 0, isTerminate: Bool = false) {
         var sent = payload
+        var plaintext: [UInt8]?
         if transmitEncrypted, var current = session {
             let header = LinkLayerDataHeader(llid: llid, nextExpectedSequence: 0, sequence: 0, moreData: false,
                                              length: UInt8(truncatingIfNeeded: payload.count))
             if let sealed = try? current.seal([header.firstOctet, header.length] + payload) {
                 sent = Array(sealed.dropFirst(2))
+                plaintext = payload
                 session = current
             }
         }
-        transmitQueue.append(Outgoing(llid: llid, payload: sent, completesHostPackets: completes, isTerminate: isTerminate))
+        transmitQueue.append(Outgoing(llid: llid, payload: sent, plaintext: plaintext, completesHostPackets: completes,
+                                      isTerminate: isTerminate))
     }
 
     /// Moves host ACL packets into LL data PDUs of at most ``maxTxOctets``.
@@ -367,6 +372,10 @@ struct LinkLayerConnection {
     // MARK: Air side
 
     /// The PDU to send now: the unacknowledged head of the queue (retransmitted until acknowledged) or an empty PDU.
+    /// The PDU ``nextTransmission()`` last returned as it was before sealing (header, plaintext payload, MIC);
+    /// nil when it went in the clear.
+    private(set) var lastTransmittedPlaintext: [UInt8]?
+
     mutating func nextTransmission() -> [UInt8] {
         refill()
         // An unacknowledged empty PDU is resent as an empty PDU, never replaced by new data.
@@ -377,6 +386,10 @@ struct LinkLayerConnection {
             llid: head?.llid ?? LinkLayerDataHeader.continuation, nextExpectedSequence: nextExpectedSequence,
             sequence: transmitSequence, moreData: transmitQueue.count > (head == nil ? 0 : 1),
             length: UInt8(truncatingIfNeeded: head?.payload.count ?? 0))
+        // The same header over the plaintext and the MIC (the sealed payload's last four octets).
+        lastTransmittedPlaintext = head.flatMap { head in
+            head.plaintext.map { [header.firstOctet, header.length] + $0 + head.payload.suffix(4) }
+        }
         return [header.firstOctet, header.length] + (head?.payload ?? [])
     }
 

@@ -176,9 +176,17 @@ public final class VirtualAir: @unchecked Sendable {
         return Int8(clamping: Int(max(-128, min(127, rssi.rounded()))))
     }
 
-    func record(_ kind: AirPacket.Kind, from sender: BluetoothAddress, _ bytes: [UInt8]) {
+    /// Gives the observer one PDU (built only when there is one): on the advertising access address unless a
+    /// link's radio is given.
+    func record(_ kind: AirPacket.Kind, from sender: BluetoothAddress, channel: UInt8, phy: LEPhy = .le1M,
+                link radio: AirLinkRadio? = nil, after offset: Duration = .zero, decrypted: () -> [UInt8]? = { nil },
+                _ pdu: () -> [UInt8]) {
         guard let observer else { return }
-        observer(AirPacket(time: now, kind: kind, sender: sender, bytes: bytes))
+        var packet = AirPacket(time: now + offset, kind: kind, sender: sender, bytes: pdu(), channel: channel, phy: phy,
+                               accessAddress: radio?.accessAddress ?? AdvertisingChannelPDU.accessAddress,
+                               crcInit: radio?.crcInit ?? AdvertisingChannelPDU.crcInit)
+        packet.decrypted = decrypted()
+        observer(packet)
     }
 
     // MARK: Scheduling (one timer for all tasks)
@@ -277,19 +285,29 @@ public final class VirtualAir: @unchecked Sendable {
         guard let advertisement else { return }
         var fragments: [[UInt8]] = []
         if advertisement.isLegacy {
-            record(.advertising(advertisement.legacyType), from: advertisement.address, advertisement.data)
+            record(.advertising(advertisement.legacyType), from: advertisement.address, channel: 37) {
+                AdvertisingChannelPDU.legacyAdvertising(advertisement.legacyType, advertiser: advertisement.address,
+                                                        target: advertisement.target, data: advertisement.data)
+            }
         } else {
             fragments = AuxiliaryChain.fragments(advertisement.data, first: .auxAdvInd, properties: advertisement.properties)
             if observer != nil {
+                let auxiliaryChannel = UInt8(truncatingIfNeeded: identifier % 37)
                 let payloads = AuxiliaryChain.payloads(
                     advMode: UInt8(advertisement.properties.rawValue & 0x03),
                     address: advertisement.isAnonymous ? nil : advertisement.address, target: advertisement.target,
                     adi: (advertisement.dataID, advertisement.sid), txPower: advertisement.txPower,
                     primaryPHY: advertisement.primaryPHY, phy: advertisement.secondaryPHY,
-                    channel: UInt8(truncatingIfNeeded: identifier % 37), fragments: fragments, first: .auxAdvInd, withIndication: true)
+                    channel: auxiliaryChannel, fragments: fragments, first: .auxAdvInd, withIndication: true)
+                // Each PDU where the AuxPtr before it says (the air delivers the chain at once; the record keeps its timing).
+                var offset = Duration.zero
                 for (index, payload) in payloads.enumerated() {
                     let kind: ExtendedAdvertisingPDU = index == 0 ? .advExtInd : index == 1 ? .auxAdvInd : .auxChainInd
-                    record(.extendedAdvertising(kind), from: advertisement.address, payload.encode())
+                    record(.extendedAdvertising(kind), from: advertisement.address, channel: index == 0 ? 37 : auxiliaryChannel,
+                           phy: index == 0 ? advertisement.primaryPHY : advertisement.secondaryPHY, after: offset) {
+                        AdvertisingChannelPDU.extended(payload)
+                    }
+                    offset += payload.auxPtr?.offset ?? .zero
                 }
             }
         }
@@ -318,6 +336,31 @@ public final class VirtualAir: @unchecked Sendable {
         return device.settings.advertisingSets[handle]?.enabled == true
     }
 
+    /// When a SCAN_REQ, CONNECT_IND or their auxiliary forms start, from the start of the advertising event: T_IFS
+    /// after the ADV_* PDU, or after the AUX_ADV_IND that ADV_EXT_IND's AuxPtr points to (for the record only: the
+    /// air exchanges them at once).
+    static func afterAdvertisingPDU(_ advertisement: AirAdvertisement) -> Duration {
+        if advertisement.isLegacy {
+            let payload = 6 + (advertisement.isDirected ? 6 : advertisement.data.count)
+            return AirTime.packet(pduOctets: 2 + payload, phy: .le1M) + AirTime.interFrameSpace
+        }
+        // ADV_EXT_IND (ADI and AuxPtr) on the primary PHY, the AuxPtr's offset (AuxiliaryChain's), then the
+        // AUX_ADV_IND's header fields.
+        let indication = AirTime.packet(pduOctets: 2 + 1 + 1 + 2 + 3, phy: advertisement.primaryPHY)
+        let pointer = Duration.microseconds(Int(UInt16(clamping: (indication + .microseconds(300)).nanosecondsClamped / 30_000)) * 30)
+        let header = ExtendedAdvertisingPayload(advA: advertisement.isAnonymous ? nil : advertisement.address,
+                                                targetA: advertisement.target, adi: (advertisement.dataID, advertisement.sid),
+                                                txPower: advertisement.txPower)
+        let auxiliary = AirTime.packet(pduOctets: 2 + header.encode().count + (advertisement.isScannable ? 0 : advertisement.data.count),
+                                       phy: advertisement.secondaryPHY)
+        return pointer + auxiliary + AirTime.interFrameSpace
+    }
+
+    /// From the start of a SCAN_REQ or AUX_SCAN_REQ (12 octets) to the start of the response.
+    static func afterScanRequest(_ phy: LEPhy) -> Duration {
+        AirTime.packet(pduOctets: 2 + 12, phy: phy) + AirTime.interFrameSpace
+    }
+
     /// The PDUs of an auxiliary chain `receiver` hears in a row from the first: their data, whether that was all of
     /// them, and the RSSI of the first; nil when it does not hear the first.
     private func hearChain(_ fragments: [[UInt8]], from sender: VirtualController, to receiver: VirtualController,
@@ -335,10 +378,15 @@ public final class VirtualAir: @unchecked Sendable {
     /// SCAN_REQ from `scanner` and the SCAN_RSP back; nil when either is not heard or the advertiser refuses.
     func exchangeScanRequest(scanner: VirtualController, scannerAddress: BluetoothAddress,
                              advertiser: VirtualController, advertisement: AirAdvertisement) -> (data: [UInt8], rssi: Int8)? {
-        record(.scanRequest, from: scannerAddress, advertisement.address.littleEndianBytes)
+        let request = Self.afterAdvertisingPDU(advertisement)
+        record(.scanRequest, from: scannerAddress, channel: 37, after: request) {
+            AdvertisingChannelPDU.scanRequest(scanner: scannerAddress, advertiser: advertisement.address)
+        }
         guard hear(scanner, advertiser) != nil, advertiser.acceptsScanRequest(from: scannerAddress, for: advertisement) else { return nil }
         let data = advertiser.scanResponseData(for: advertisement)
-        record(.scanResponse, from: advertisement.address, data)
+        record(.scanResponse, from: advertisement.address, channel: 37, after: request + Self.afterScanRequest(.le1M)) {
+            AdvertisingChannelPDU.scanResponse(advertiser: advertisement.address, data: data)
+        }
         guard let rssi = hear(advertiser, scanner) else { return nil }
         return (data, rssi)
     }
@@ -349,7 +397,13 @@ public final class VirtualAir: @unchecked Sendable {
     func exchangeAuxiliaryScanRequest(scanner: VirtualController, scannerAddress: BluetoothAddress, advertiser: VirtualController,
                                       advertisement: AirAdvertisement) -> (data: [UInt8], complete: Bool, rssi: Int8)? {
         let phy = advertisement.secondaryPHY
-        record(.extendedAdvertising(.auxScanReq), from: scannerAddress, advertisement.address.littleEndianBytes)
+        // AUX_SCAN_REQ and AUX_SCAN_RSP on the channel of the AUX_ADV_IND; the response's chain where its AuxPtrs say.
+        let advertisingChannel = UInt8(truncatingIfNeeded: advertiser.identifier % 37)
+        let auxiliaryChannel = UInt8(truncatingIfNeeded: scanner.identifier % 37)
+        let request = Self.afterAdvertisingPDU(advertisement)
+        record(.extendedAdvertising(.auxScanReq), from: scannerAddress, channel: advertisingChannel, phy: phy, after: request) {
+            AdvertisingChannelPDU.scanRequest(scanner: scannerAddress, advertiser: advertisement.address)
+        }
         guard hear(scanner, advertiser, phy: phy) != nil,
               advertiser.acceptsScanRequest(from: scannerAddress, for: advertisement) else { return nil }
         let fragments = AuxiliaryChain.fragments(advertiser.scanResponseData(for: advertisement), first: .auxScanRsp,
@@ -357,10 +411,15 @@ public final class VirtualAir: @unchecked Sendable {
         if observer != nil {
             let payloads = AuxiliaryChain.payloads(
                 advMode: 0, address: advertisement.address, target: nil, adi: (advertisement.dataID, advertisement.sid),
-                txPower: nil, phy: phy, channel: UInt8(truncatingIfNeeded: scanner.identifier % 37), fragments: fragments,
+                txPower: nil, phy: phy, channel: auxiliaryChannel, fragments: fragments,
                 first: .auxScanRsp, withIndication: false)
+            var offset = request + Self.afterScanRequest(phy)
             for (index, payload) in payloads.enumerated() {
-                record(.extendedAdvertising(index == 0 ? .auxScanRsp : .auxChainInd), from: advertisement.address, payload.encode())
+                record(.extendedAdvertising(index == 0 ? .auxScanRsp : .auxChainInd), from: advertisement.address,
+                       channel: index == 0 ? advertisingChannel : auxiliaryChannel, phy: phy, after: offset) {
+                    AdvertisingChannelPDU.extended(payload)
+                }
+                offset += payload.auxPtr?.offset ?? .zero
             }
         }
         return hearChain(fragments, from: advertiser, to: scanner, phy: phy)
@@ -373,15 +432,27 @@ public final class VirtualAir: @unchecked Sendable {
                  advertisement: AirAdvertisement, parameters: LEConnectionParameters) -> Bool {
         let advertiserAddress = advertisement.address
         let phy = advertisement.isLegacy ? LEPhy.le1M : advertisement.secondaryPHY
+        let radio = AirLinkRadio(link: nextLinkIdentifier)
+        let requestChannel = advertisement.isLegacy ? 37 : UInt8(truncatingIfNeeded: advertiser.identifier % 37)
+        let request = Self.afterAdvertisingPDU(advertisement)
         record(advertisement.isLegacy ? .connectRequest : .extendedAdvertising(.auxConnectReq), from: initiatorAddress,
-               advertiserAddress.littleEndianBytes)
+               channel: requestChannel, phy: phy, after: request) {
+            AdvertisingChannelPDU.connectIndication(initiator: initiatorAddress, advertiser: advertiserAddress, AdvertisingChannelPDU.LinkLayerData(
+                accessAddress: radio.accessAddress, crcInit: radio.crcInit, interval: parameters.intervalMin,
+                latency: parameters.maxLatency, timeout: parameters.supervisionTimeout, hopIncrement: radio.hopIncrement))
+        }
         guard hear(initiator, advertiser, phy: phy) != nil,
               advertiser.acceptsConnection(from: initiatorAddress, for: advertisement) else { return false }
         if !advertisement.isLegacy {
-            record(.extendedAdvertising(.auxConnectRsp), from: advertiserAddress, initiatorAddress.littleEndianBytes)
+            // AUX_CONNECT_REQ is 34 octets of payload, AUX_CONNECT_RSP follows T_IFS after it.
+            let response = request + AirTime.packet(pduOctets: 2 + 34, phy: phy) + AirTime.interFrameSpace
+            record(.extendedAdvertising(.auxConnectRsp), from: advertiserAddress, channel: requestChannel, phy: phy, after: response) {
+                AdvertisingChannelPDU.extended(ExtendedAdvertisingPayload(advA: advertiserAddress, targetA: initiatorAddress),
+                                               connectResponse: true)
+            }
             guard hear(advertiser, initiator, phy: phy) != nil else { return false }
         }
-        let link = AirLink(identifier: nextLinkIdentifier, central: initiator, peripheral: advertiser)
+        let link = AirLink(identifier: nextLinkIdentifier, central: initiator, peripheral: advertiser, radio: radio)
         nextLinkIdentifier += 1
         links[link.identifier] = link
         let now = self.now
@@ -402,6 +473,7 @@ public final class VirtualAir: @unchecked Sendable {
         if link.centralAlive { link.central.linkBeginEvent(link.centralHandle) }
         if link.peripheralAlive { link.peripheral.linkBeginEvent(link.peripheralHandle) }
         link.eventStart = now
+        link.radio.advance()
         if configuration.realRadioTiming {
             runTimedExchange(identifier)
             return
@@ -447,13 +519,15 @@ public final class VirtualAir: @unchecked Sendable {
         guard link.centralAlive, let request = central.linkTransmit(centralHandle) else { return (.zero, false) }
         let centralPHY = central.linkTransmitPHY(centralHandle)
         var time = AirTime.packet(pduOctets: request.count, phy: centralPHY) + AirTime.interFrameSpace
-        record(.data(link: link.identifier, fromCentral: true), from: central.publicAddress, request)
+        record(.data(link: link.identifier, fromCentral: true), from: central.publicAddress, channel: link.radio.channel,
+               phy: centralPHY, link: link.radio, decrypted: { central.linkLastPlaintext(centralHandle) }) { request }
         guard !link.jammed, link.peripheralAlive, let rssi = hear(central, peripheral, phy: centralPHY) else { return (time, false) }
         peripheral.linkReceive(peripheralHandle, request, rssi: rssi, now: now)
         guard link.peripheralAlive, let response = peripheral.linkTransmit(peripheralHandle) else { return (time, false) }
         let peripheralPHY = peripheral.linkTransmitPHY(peripheralHandle)
         time += AirTime.packet(pduOctets: response.count, phy: peripheralPHY) + AirTime.interFrameSpace
-        record(.data(link: link.identifier, fromCentral: false), from: peripheral.publicAddress, response)
+        record(.data(link: link.identifier, fromCentral: false), from: peripheral.publicAddress, channel: link.radio.channel,
+               phy: peripheralPHY, link: link.radio, decrypted: { peripheral.linkLastPlaintext(peripheralHandle) }) { response }
         guard link.centralAlive, let back = hear(peripheral, central, phy: peripheralPHY) else { return (time, false) }
         central.linkReceive(centralHandle, response, rssi: back, now: now)
         let more = link.centralAlive && link.peripheralAlive
@@ -528,9 +602,12 @@ final class AirLink {
     var eventStart = StackInstant.zero
     /// Nothing sent on the link is heard any more (``VirtualAir/jamLinks(of:)``).
     var jammed = false
+    /// Its access address, CRC_INIT and data channel, for the observer.
+    var radio: AirLinkRadio
 
-    init(identifier: Int, central: VirtualController, peripheral: VirtualController) {
+    init(identifier: Int, central: VirtualController, peripheral: VirtualController, radio: AirLinkRadio) {
         self.identifier = identifier
+        self.radio = radio
         self.central = central
         self.peripheral = peripheral
     }
@@ -558,7 +635,29 @@ public struct AirPacket: Hashable, Sendable, CustomStringConvertible {
     public var time: StackInstant
     public var kind: Kind
     public var sender: BluetoothAddress
+    /// The PDU: its header and payload (Vol 6 Part B §2.3 and §2.4), the payload sealed when the link is encrypted.
     public var bytes: [UInt8]
+    /// The channel index (0...36 data, 37...39 primary advertising) it went on.
+    public var channel: UInt8
+    public var phy: LEPhy
+    public var accessAddress: UInt32
+    /// CRC_INIT of its channel (0x555555 on advertising channels, the link's otherwise).
+    public var crcInit: UInt32
+    /// A data PDU sealed by the link's encryption as its sender had it before: header, plaintext payload and the
+    /// MIC (nil for PDUs sent in the clear).
+    public var decrypted: [UInt8]?
 
-    public var description: String { "\(time) \(kind) \(sender.string) \(Hex.encode(bytes))" }
+    public init(time: StackInstant, kind: Kind, sender: BluetoothAddress, bytes: [UInt8], channel: UInt8, phy: LEPhy,
+                accessAddress: UInt32, crcInit: UInt32) {
+        self.time = time
+        self.kind = kind
+        self.sender = sender
+        self.bytes = bytes
+        self.channel = channel
+        self.phy = phy
+        self.accessAddress = accessAddress
+        self.crcInit = crcInit
+    }
+
+    public var description: String { "\(time) \(kind) \(sender.string) ch\(channel) \(Hex.encode(bytes))" }
 }

@@ -353,6 +353,11 @@ extension VirtualController {
         connections[handle]?.link.nextTransmission()
     }
 
+    /// The PDU this end last transmitted as it was before sealing (nil when it went in the clear).
+    func linkLastPlaintext(_ handle: UInt16) -> [UInt8]? {
+        connections[handle]?.link.lastTransmittedPlaintext
+    }
+
     /// The PHY this end transmits on.
     func linkTransmitPHY(_ handle: UInt16) -> LEPhy {
         connections[handle]?.link.txPHY ?? .le1M

@@ -50,6 +50,12 @@ struct Air: ParsableCommand {
                                    + "for --replay.", valueName: "file"))
     var record: String?
 
+    @Option(help: ArgumentHelp("Write every PDU on the air (advertising, connection requests, data with its LL control, "
+                                   + "L2CAP, ATT and SMP, encrypted ones as their sender had them) to this pcap file as a "
+                                   + "link-layer sniffer would capture it, for Wireshark (also with --replay).",
+                               valueName: "file"))
+    var sniff: String?
+
     @Option(help: ArgumentHelp("Replay a recording made with --record on virtual time, with no hosts: check that every "
                                    + "controller sends its host what it sent then, and (with --snoop DIR) write each "
                                    + "device's capture. Nothing listens.", valueName: "file"))
@@ -97,6 +103,7 @@ struct Air: ParsableCommand {
             socketPath: socketPath ?? StackLaunchOptions.defaultHubSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,
             seed: seed, air: air, statisticsInterval: interval)
         configuration.recordPath = record
+        configuration.sniffPath = sniff
         let hub = AirHub(configuration: configuration, eventLoop: DispatchEventLoop(label: "blue.air"))
         let json = json
         hub.onEvent = { event in
@@ -149,11 +156,18 @@ struct Air: ParsableCommand {
             throw ValidationError("--replay runs alone: no --record, --h4-tcp or --vhci with it")
         }
         let outcome: AirReplay.Outcome
+        var sniffer: LinkLayerSniffer?
         do {
-            outcome = try AirReplay.run(path: path, snoopDirectory: snoopDirectory)
+            sniffer = try sniff.map { path throws(AirHubError) in try LinkLayerSniffer(path: path) }
+            outcome = try AirReplay.run(path: path, snoopDirectory: snoopDirectory, sniffer: sniffer)
         } catch {
+            sniffer?.finish()
             printError(error.reason)
             throw ExitCode(error.code == .invalidRecording ? 64 : 1)
+        }
+        if let failure = sniffer?.finish() {
+            printError(failure)
+            throw ExitCode(1)
         }
         for device in outcome.devices {
             let verdict: String

@@ -7,16 +7,9 @@ import Testing
 /// `tshark` is not on the PATH, unless `OCB_REQUIRE_INTEROP=1` (set by Scripts/test.sh, which installs tshark): then
 /// a missing tshark fails the test instead of skipping it.
 @Suite struct FramingTsharkTests {
-    static let interopRequired = ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1"
+    static let interopRequired = Tshark.required
 
-    static let tsharkPath: String? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/tshark"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }()
+    static let tsharkPath: String? = Tshark.path
 
     /// Runs tshark on `bytes` and returns one line per packet: the fields joined by tabs. Suspends while tshark
     /// runs (TestSupport's `runToCompletion`), never blocking a thread of the cooperative pool.

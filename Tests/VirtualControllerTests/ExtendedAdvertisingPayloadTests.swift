@@ -72,7 +72,7 @@ import Testing
 
     /// Wireshark's BLE dissector (btle) reads the PDUs of a 600-octet chain on LE 2M: DID, SID, AuxPtr's PHY,
     /// TxPower, the advertiser's address; ADV_EXT_IND's CRC; ADV_EXT_IND and AUX_ADV_IND not malformed.
-    @Test(.enabled(if: FramingTsharkSupport.tsharkPath != nil || FramingTsharkSupport.interopRequired, "tshark is not installed"))
+    @Test(.enabled(if: Tshark.enabled, "tshark is not installed"))
     func wiresharkReadsTheChain() async throws {
         let data = (0..<600).map { UInt8(truncatingIfNeeded: $0) }
         let properties: LEAdvertisingEventProperties = [.includeTxPower]
@@ -81,7 +81,7 @@ import Testing
             fragments: AuxiliaryChain.fragments(data, first: .auxAdvInd, properties: properties), first: .auxAdvInd,
             withIndication: true)
         let capture = LinkLayerCapture.pcap(payloads.map { LinkLayerCapture.extendedAdvertisingPDU($0.encode(), txAddRandom: true) })
-        let tshark = try #require(FramingTsharkSupport.tsharkPath)
+        let tshark = try #require(Tshark.path)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("aux-\(UUID().uuidString).pcap")
         try Data(capture).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -110,43 +110,13 @@ import Testing
     }
 }
 
-/// The tshark lookup of HCITests, for this module.
-enum FramingTsharkSupport {
-    static let interopRequired = ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1"
-    static let tsharkPath: String? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/tshark") {
-            return "\(directory)/tshark"
-        }
-        return nil
-    }()
-}
-
 /// Link-layer packets as a pcap of LINKTYPE_BLUETOOTH_LE_LL (251): access address, PDU header, payload and CRC.
 enum LinkLayerCapture {
     /// The advertising channel PDU of ADV_EXT_IND / AUX_* (PDU type 0b0111) with `payload`, on the advertising
     /// access address 0x8E89BED6 with its CRC (init 0x555555, Vol 6 Part B §3.1.1).
     static func extendedAdvertisingPDU(_ payload: [UInt8], txAddRandom: Bool) -> [UInt8] {
         let pdu = [0x07 | (txAddRandom ? 0x40 : 0), UInt8(payload.count)] + payload
-        return [0xD6, 0xBE, 0x89, 0x8E] + pdu + crc24(pdu)
-    }
-
-    /// The BLE CRC (polynomial x^24 + x^10 + x^9 + x^6 + x^4 + x^3 + x + 1, Vol 6 Part B §3.1.1): the register starts
-    /// at CRC_INIT bit-reversed, takes each octet least significant bit first, and is sent least significant octet
-    /// first (as libbtbb and Wireshark compute it; tshark's btle.crc.incorrect checks it).
-    static func crc24(_ bytes: [UInt8], initial: UInt32 = 0x555555) -> [UInt8] {
-        var state: UInt32 = 0
-        for bit in 0..<24 where initial >> bit & 1 == 1 { state |= 1 << (23 - bit) }
-        for byte in bytes {
-            var current = byte
-            for _ in 0..<8 {
-                let next = (state ^ UInt32(current)) & 1
-                current >>= 1
-                state >>= 1
-                if next == 1 { state = (state | 1 << 23) ^ 0x5A_6000 }
-            }
-        }
-        return [UInt8(state & 0xFF), UInt8(state >> 8 & 0xFF), UInt8(state >> 16 & 0xFF)]
+        return [0xD6, 0xBE, 0x89, 0x8E] + pdu + LinkLayerCRC.compute(pdu, initial: AdvertisingChannelPDU.crcInit)
     }
 
     static func pcap(_ packets: [[UInt8]]) -> [UInt8] {
