@@ -16,10 +16,11 @@ let entries = [
     "FuzzHCIEvent",
     "FuzzHex",
     "FuzzL2CAPSignaling",
+    "FuzzLinkLayer",
     "FuzzSMP",
 ]
 
-let libraries = ["BluetoothCore", "BluetoothRuntime", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP", "BluetoothDissector"]
+let libraries = ["BluetoothCore", "BluetoothRuntime", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP", "BluetoothDissector", "VirtualController"]
 
 let package = Package(
     name: "OpenCoreBluetoothFuzz",
