@@ -85,8 +85,8 @@ public final class LinkLayerSniffer: @unchecked Sendable {
 
     // MARK: Encoding
 
-    /// The pcap global header (microsecond timestamps, snap length 65,535, LINKTYPE 256).
-    public static func fileHeader() -> [UInt8] {
+    /// The pcap global header (microsecond timestamps, snap length 65,535, LINKTYPE 256 unless told).
+    public static func fileHeader(linkType: UInt32 = linkType) -> [UInt8] {
         var w = ByteWriter()
         w.write(UInt32(0xA1B2_C3D4))
         w.write(UInt16(2))

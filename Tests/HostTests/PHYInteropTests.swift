@@ -20,18 +20,11 @@ struct PHYInteropTests {
     @Test(.enabled(if: ExtendedAdvertisingInteropTests.enabled, "no Python with Bumble and rootcanal (set OCB_PYTHON)"),
           arguments: [InteropControllerKind.ourAir, .rootCanal])
     func ourCentralChangesThePHYOfALinkToBumble(on kind: InteropControllerKind) async throws {
-        let python = try #require(InteropEnvironment.python)
         let controllers = try InteropControllers.start(kind)
         defer { controllers.stop() }
-        let ours = try await InteropHost(port: controllers.hostPort, label: "phy-central",
-                                         configuration: HostConfiguration(commandTimeout: .seconds(2), address: .fixedRandom(Self.ourAddress)),
-                                         controllerAlive: { controllers.isRunning })
+        let ours = try await Self.startOurHost(on: controllers, "phy-central")
         defer { ours.shutdown() }
-        _ = try await ours.start()
-        let peer = try InteropProcess("bumble-phy-peripheral", executable: python, arguments: [
-            InteropEnvironment.peersDirectory + "/bumble_phy_peer.py", "--port", "\(controllers.peerPort)",
-            "--address", Self.peerAddress.string, "--timeout", "150", "peripheral", "--name", "OCB-PHY",
-        ])
+        let peer = try Self.bumble("bumble-phy-peripheral", on: controllers, ["--timeout", "150", "peripheral", "--name", "OCB-PHY"])
         defer { peer.kill() }
         _ = try await peer.waitForEvent("ready", seconds: 30)
         let connected: Result<Connection, HostError> = try await InteropHost.wait(20, "connect") { done in
@@ -67,25 +60,18 @@ struct PHYInteropTests {
     @Test(.enabled(if: ExtendedAdvertisingInteropTests.enabled, "no Python with Bumble and rootcanal (set OCB_PYTHON)"),
           arguments: [InteropControllerKind.ourAir, .rootCanal])
     func bumblesCentralChangesThePHYOfALinkToUs(on kind: InteropControllerKind) async throws {
-        let python = try #require(InteropEnvironment.python)
         let controllers = try InteropControllers.start(kind)
         defer { controllers.stop() }
-        let ours = try await InteropHost(port: controllers.hostPort, label: "phy-peripheral",
-                                         configuration: HostConfiguration(commandTimeout: .seconds(2), address: .fixedRandom(Self.ourAddress)),
-                                         controllerAlive: { controllers.isRunning })
+        let ours = try await Self.startOurHost(on: controllers, "phy-peripheral")
         defer { ours.shutdown() }
-        _ = try await ours.start()
         let advertising: Result<Void, HostError> = try await InteropHost.wait(10, "start advertising") { done in
             ours.host.startAdvertising(AdvertisingContent(localName: "OCB-PHY-ours"), options: AdvertisingOptions(kind: .connectable)) { done($0) }
         }
         try advertising.get()
         let target = Self.ourAddress
         let phy = LEPhy.leCoded
-        let peer = try InteropProcess("bumble-phy-central", executable: python, arguments: [
-            InteropEnvironment.peersDirectory + "/bumble_phy_peer.py", "--port", "\(controllers.peerPort)",
-            "--address", Self.peerAddress.string, "--timeout", "100", "central",
-            "--target", target.string, "--request", "CODED",
-        ])
+        let peer = try Self.bumble("bumble-phy-central", on: controllers,
+                                   ["--timeout", "100", "central", "--target", target.string, "--request", "CODED"])
         defer { peer.kill() }
         _ = try await peer.waitForEvent("connected", seconds: 30)
         try await ours.waitForEvents(10, "the connection") { events in
@@ -102,6 +88,29 @@ struct PHYInteropTests {
         let update = Self.updates(ours.events, handle)[0]
         #expect(update.status == .success && update.tx == phy && update.rx == phy, "\(kind): our host saw \(update)")
         try await Self.disconnect(ours, handle, peer)
+    }
+
+    /// Our host on `controllers`, with our address, started.
+    static func startOurHost(on controllers: InteropControllers, _ label: String) async throws -> InteropHost {
+        let ours = try await InteropHost(port: controllers.hostPort, label: label,
+                                         configuration: HostConfiguration(commandTimeout: .seconds(2), address: .fixedRandom(ourAddress)),
+                                         controllerAlive: { controllers.isRunning })
+        do {
+            _ = try await ours.start()
+        } catch {
+            ours.shutdown()
+            throw error
+        }
+        return ours
+    }
+
+    /// Interop/peers/bumble_phy_peer.py on the peer's port with Bumble's address, then `arguments`.
+    static func bumble(_ label: String, on controllers: InteropControllers, _ arguments: [String]) throws -> InteropProcess {
+        let python = try #require(InteropEnvironment.python)
+        return try InteropProcess(label, executable: python, arguments: [
+            InteropEnvironment.peersDirectory + "/bumble_phy_peer.py", "--port", "\(controllers.peerPort)",
+            "--address", peerAddress.string,
+        ] + arguments)
     }
 
     /// The LE PHY Update Complete events our host reported for `handle`, in order.

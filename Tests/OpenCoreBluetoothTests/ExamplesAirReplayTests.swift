@@ -16,18 +16,7 @@ struct ExamplesAirReplayTests {
             try? FileManager.default.removeItem(atPath: snoop)
         }
         let hub = try await ExampleHub(arguments: ["--loss", "10", "--seed", "7", "--record", recording])
-        let text = exampleText(bytes: 30_000)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ocb-chat-\(UUID().uuidString.prefix(8)).txt")
-        try Data(text.utf8).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let environment = ["OCB_AIR_SOCKET": hub.socket]
-        let sender = try ExampleProcess("blue", ["chat", "send", "--timeout", "60", "--file", file.path], environment: environment)
-        defer { sender.stopInBackground() }
-        let receiver = try ExampleProcess("blue", ["chat", "receive", "--timeout", "60"], environment: environment)
-        defer { receiver.stopInBackground() }
-        #expect(await receiver.waitForExit(limit: .seconds(70)) == 0, "\(receiver.errors)")
-        #expect(await sender.waitForExit(limit: .seconds(10)) == 0, "\(sender.errors)")
-        #expect(receiver.output == text)
+        try await exampleChat(on: hub, bytes: 30_000)
         await hub.hub.stop()
 
         let replay = try ExampleProcess("blue", ["air", "--replay", recording, "--snoop", snoop])

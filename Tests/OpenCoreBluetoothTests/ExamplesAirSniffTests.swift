@@ -16,18 +16,8 @@ struct ExamplesAirSniffTests {
         let recording = testTemporaryPath("ocb-sniff-\(tag).air")
         defer { for path in [live, replayed, recording] { try? FileManager.default.removeItem(atPath: path) } }
         let hub = try await ExampleHub(arguments: ["--seed", "3", "--record", recording, "--sniff", live])
+        try await exampleChat(on: hub, bytes: 3_000)
         let text = exampleText(bytes: 3_000)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ocb-sniff-chat-\(tag).txt")
-        try Data(text.utf8).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let environment = ["OCB_AIR_SOCKET": hub.socket]
-        let sender = try ExampleProcess("blue", ["chat", "send", "--timeout", "60", "--file", file.path], environment: environment)
-        defer { sender.stopInBackground() }
-        let receiver = try ExampleProcess("blue", ["chat", "receive", "--timeout", "60"], environment: environment)
-        defer { receiver.stopInBackground() }
-        #expect(await receiver.waitForExit(limit: .seconds(70)) == 0, "\(receiver.errors)")
-        #expect(await sender.waitForExit(limit: .seconds(10)) == 0, "\(sender.errors)")
-        #expect(receiver.output == text)
         await hub.hub.stop()
 
         let rows = try await Tshark.fields(live, [

@@ -104,6 +104,23 @@ final class ExampleHub: @unchecked Sendable {
     }
 }
 
+/// `blue chat send` of a text of about `bytes` bytes and `blue chat receive` on `hub`, both to their end: each must
+/// exit 0 and the receiver print the text whole.
+func exampleChat(on hub: ExampleHub, bytes: Int) async throws {
+    let text = exampleText(bytes: bytes)
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("ocb-chat-\(UUID().uuidString.prefix(8)).txt")
+    try Data(text.utf8).write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let environment = ["OCB_AIR_SOCKET": hub.socket]
+    let sender = try ExampleProcess("blue", ["chat", "send", "--timeout", "60", "--file", file.path], environment: environment)
+    defer { sender.stopInBackground() }
+    let receiver = try ExampleProcess("blue", ["chat", "receive", "--timeout", "60"], environment: environment)
+    defer { receiver.stopInBackground() }
+    #expect(await receiver.waitForExit(limit: .seconds(70)) == 0, "\(receiver.errors)")
+    #expect(await sender.waitForExit(limit: .seconds(10)) == 0, "\(sender.errors)")
+    #expect(receiver.output == text)
+}
+
 /// 64-bit FNV-1a, to compare a long text with what arrived.
 func exampleHash(_ data: Data) -> UInt64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325

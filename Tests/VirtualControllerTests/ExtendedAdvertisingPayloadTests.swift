@@ -121,13 +121,7 @@ enum LinkLayerCapture {
 
     static func pcap(_ packets: [[UInt8]]) -> [UInt8] {
         var w = ByteWriter()
-        w.write(UInt32(0xA1B2_C3D4))
-        w.write(UInt16(2))
-        w.write(UInt16(4))
-        w.write(UInt32(0))
-        w.write(UInt32(0))
-        w.write(UInt32(65_535))
-        w.write(UInt32(251))
+        w.write(LinkLayerSniffer.fileHeader(linkType: 251))
         for (index, packet) in packets.enumerated() {
             w.write(UInt32(1_700_000_000))
             w.write(UInt32(index * 1000))
