@@ -27,29 +27,25 @@ import HCI
 /// buffered file. A write error stops the recording and is reported by ``finish()``.
 public final class AirRecorder: @unchecked Sendable {
     private struct State {
-        var handle: FileHandle?
-        var buffer: [UInt8] = []
-        var failure: String?
+        var file: BufferedOutputFile
         var digests: [Int: FrameDigest] = [:]
         var origin: StackInstant?
     }
 
     public let path: String
-    private let state = LockedValue(State())
+    private let state: LockedValue<State>
 
     /// Creates (or truncates) `path` and writes the header.
     public init(path: String, seed: UInt64, configuration: AirConfiguration) throws(AirHubError) {
         self.path = path
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+        guard var file = BufferedOutputFile(path: path, what: "the recording") else {
             throw AirHubError(.listenFailed, "cannot create the recording \(path)")
         }
         let c = configuration
         let header = "# opencorebluetooth air recording 1\nseed \(seed)\nair \(c.referenceLoss) \(c.pathLossExponent) "
             + "\(c.sensitivity) \(c.rssiJitter) \(c.packetLoss) \(c.maximumExchangesPerEvent) \(c.realRadioTiming ? 1 : 0)\n"
-        state.withLock { state in
-            state.handle = handle
-            state.buffer = Array(header.utf8)
-        }
+        file.append(Array(header.utf8))
+        state = LockedValue(State(file: file))
     }
 
     // MARK: Steps (on the air's loop)
@@ -84,37 +80,21 @@ public final class AirRecorder: @unchecked Sendable {
     @discardableResult
     public func finish() -> String? {
         state.withLock { state in
-            guard let handle = state.handle else { return state.failure }
+            guard state.file.isOpen else { return state.file.failure }
             for (identifier, digest) in state.digests.sorted(by: { $0.key < $1.key }) {
-                state.buffer += Array("digest \(identifier) \(digest.count) \(String(digest.hash, radix: 16))\n".utf8)
+                state.file.append(Array("digest \(identifier) \(digest.count) \(String(digest.hash, radix: 16))\n".utf8))
             }
-            Self.flush(&state)
-            try? handle.close()
-            state.handle = nil
-            return state.failure
+            return state.file.close()
         }
     }
 
     private func append(_ time: StackInstant, _ text: String) {
         state.withLock { state in
-            guard state.handle != nil else { return }
+            guard state.file.isOpen else { return }
             let origin = state.origin ?? time
             state.origin = origin
-            state.buffer += Array("\(max(0, (time - origin).nanosecondsClamped)) \(text)\n".utf8)
-            if state.buffer.count >= 64 * 1024 { Self.flush(&state) }
+            state.file.append(Array("\(max(0, (time - origin).nanosecondsClamped)) \(text)\n".utf8))
         }
-    }
-
-    private static func flush(_ state: inout State) {
-        guard let handle = state.handle, !state.buffer.isEmpty else { return }
-        do {
-            try handle.write(contentsOf: Data(state.buffer))
-        } catch {
-            state.failure = "writing the recording failed: \(error.localizedDescription)"
-            try? handle.close()
-            state.handle = nil
-        }
-        state.buffer = []
     }
 
     static func hex48(_ value: UInt64) -> String {

@@ -23,9 +23,7 @@ public final class LinkLayerSniffer: @unchecked Sendable {
     public static let linkType: UInt32 = 256
 
     private struct State {
-        var handle: FileHandle?
-        var buffer: [UInt8] = []
-        var failure: String?
+        var file: BufferedOutputFile
         var origin: StackInstant?
         var packets = 0
     }
@@ -33,20 +31,18 @@ public final class LinkLayerSniffer: @unchecked Sendable {
     public let path: String
     /// The wall-clock time of the first packet, in microseconds since 1970.
     private let startMicroseconds: Int64
-    private let state = LockedValue(State())
+    private let state: LockedValue<State>
 
     /// Creates (or truncates) `path` and writes the pcap header; packets are stamped from `startMicroseconds` (now by
     /// default) plus their time on the air since the first one.
     public init(path: String, startMicroseconds: Int64? = nil) throws(AirHubError) {
         self.path = path
         self.startMicroseconds = startMicroseconds ?? Int64(Date().timeIntervalSince1970 * 1_000_000)
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+        guard var file = BufferedOutputFile(path: path, what: "the capture") else {
             throw AirHubError(.listenFailed, "cannot create the capture \(path)")
         }
-        state.withLock { state in
-            state.handle = handle
-            state.buffer = Self.fileHeader()
-        }
+        file.append(Self.fileHeader())
+        state = LockedValue(State(file: file))
     }
 
     /// How many packets were written so far.
@@ -56,7 +52,7 @@ public final class LinkLayerSniffer: @unchecked Sendable {
     public func write(_ packet: AirPacket) {
         let record = Self.record(packet)
         state.withLock { state in
-            guard state.handle != nil else { return }
+            guard state.file.isOpen else { return }
             let origin = state.origin ?? packet.time
             state.origin = origin
             let stamp = startMicroseconds + max(0, (packet.time - origin).nanosecondsClamped / 1000)
@@ -65,22 +61,15 @@ public final class LinkLayerSniffer: @unchecked Sendable {
             w.write(UInt32(truncatingIfNeeded: stamp % 1_000_000))
             w.write(UInt32(record.count))
             w.write(UInt32(record.count))
-            state.buffer += w.bytes + record
+            state.file.append(w.bytes + record)
             state.packets += 1
-            if state.buffer.count >= 64 * 1024 { Self.flush(&state) }
         }
     }
 
     /// Flushes and closes the file (idempotent); the error of a failed write, if any.
     @discardableResult
     public func finish() -> String? {
-        state.withLock { state in
-            guard let handle = state.handle else { return state.failure }
-            Self.flush(&state)
-            try? handle.close()
-            state.handle = nil
-            return state.failure
-        }
+        state.withLock { $0.file.close() }
     }
 
     // MARK: Encoding
@@ -146,17 +135,5 @@ public final class LinkLayerSniffer: @unchecked Sendable {
         case 0...10: index + 1
         default: min(index, 36) + 2
         }
-    }
-
-    private static func flush(_ state: inout State) {
-        guard let handle = state.handle, !state.buffer.isEmpty else { return }
-        do {
-            try handle.write(contentsOf: Data(state.buffer))
-        } catch {
-            state.failure = "writing the capture failed: \(error.localizedDescription)"
-            try? handle.close()
-            state.handle = nil
-        }
-        state.buffer = []
     }
 }

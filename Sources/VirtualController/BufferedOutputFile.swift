@@ -1,0 +1,51 @@
+import Foundation
+
+/// A file written through a buffer of at least 64 KiB, for the air's recordings and captures (``AirRecorder``,
+/// ``LinkLayerSniffer``), which append on the air's loop and must not make a system call per packet. Not
+/// thread-safe: its owner keeps it under its lock. The first write error closes it and is kept in ``failure``.
+struct BufferedOutputFile {
+    private var handle: FileHandle?
+    private var buffer: [UInt8] = []
+    /// What went wrong, once something did (the file is closed then).
+    private(set) var failure: String?
+    /// What the file is, for the error message ("the recording", "the capture").
+    let what: String
+
+    /// Creates (or truncates) `path`; nil when it cannot be created.
+    init?(path: String, what: String) {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            return nil
+        }
+        self.handle = handle
+        self.what = what
+    }
+
+    var isOpen: Bool { handle != nil }
+
+    mutating func append(_ bytes: [UInt8]) {
+        guard handle != nil else { return }
+        buffer += bytes
+        if buffer.count >= 64 * 1024 { flush() }
+    }
+
+    mutating func flush() {
+        guard let handle, !buffer.isEmpty else { return }
+        do {
+            try handle.write(contentsOf: Data(buffer))
+        } catch {
+            failure = "writing \(what) failed: \(error.localizedDescription)"
+            try? handle.close()
+            self.handle = nil
+        }
+        buffer = []
+    }
+
+    /// Flushes and closes (idempotent); the failure, if any.
+    mutating func close() -> String? {
+        guard let handle else { return failure }
+        flush()
+        try? handle.close()
+        self.handle = nil
+        return failure
+    }
+}
