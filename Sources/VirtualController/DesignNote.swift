@@ -77,8 +77,9 @@
 // channel index, PHY, access address, CRC_INIT, and for a sealed data PDU its plaintext as the sender had it), built
 // only when an observer is set (`AdvertisingChannelPDU` for the advertising channels, `AirLinkRadio` for a
 // connection's access address, CRC_INIT and Channel Selection Algorithm #1 channel, derived from the link's
-// identifier so that observing draws nothing from the generator). The PDUs of one exchange are delivered at once but
-// stamped where they would be (T_IFS, AuxPtr offsets). `LinkLayerSniffer` writes them as a pcap of
+// identifier so that observing draws nothing from the generator). The PDUs of an advertising event are delivered at once but
+// stamped where they would be (T_IFS, AuxPtr offsets); a connection event's are stamped at the event (at each
+// exchange under real radio timing). `LinkLayerSniffer` writes them as a pcap of
 // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (`blue air --sniff FILE`, also with `--replay`), which Wireshark reads down to
 // ATT; the same recording replayed gives the same PDUs.
 //
