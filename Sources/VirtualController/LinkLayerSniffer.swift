@@ -16,8 +16,9 @@ import HCI
 /// here). Packets on the Coded PHY carry the coding indicator octet (S=8) after the access address, as the
 /// link type requires.
 ///
-/// Thread-safe: records are appended under a lock to a buffer flushed every 64 KiB and by ``finish()``; a write
-/// error stops the capture and ``finish()`` reports it.
+/// Thread-safe: records are appended under a lock to a buffer flushed every 64 KiB, at the first packet a quarter
+/// second after the last flush (so a reader can follow the file live) and by ``finish()``; a write error stops the
+/// capture and ``finish()`` reports it.
 public final class LinkLayerSniffer: @unchecked Sendable {
     /// LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR.
     public static let linkType: UInt32 = 256
@@ -26,6 +27,7 @@ public final class LinkLayerSniffer: @unchecked Sendable {
         var file: BufferedOutputFile
         var origin: StackInstant?
         var packets = 0
+        var lastFlush = ContinuousClock.now
     }
 
     public let path: String
@@ -63,6 +65,12 @@ public final class LinkLayerSniffer: @unchecked Sendable {
             w.write(UInt32(record.count))
             state.file.append(w.bytes + record)
             state.packets += 1
+            // A reader following the file (`tail -f | wireshark -k -i -`) sees each packet within a quarter second.
+            let now = ContinuousClock.now
+            if now - state.lastFlush >= .milliseconds(250) {
+                state.file.flush()
+                state.lastFlush = now
+            }
         }
     }
 

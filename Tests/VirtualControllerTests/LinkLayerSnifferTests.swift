@@ -148,4 +148,24 @@ import Testing
         let data = rows.filter { $0[8] != "0x8e89bed6" }
         #expect(!data.isEmpty && data.allSatisfy { $0[1] == "2" }, "the link on LE Coded")
     }
+
+    /// A reader following the file live (`tail -c +1 -f FILE | wireshark -k -i -`) gets the packets before the
+    /// capture ends: the first packet a quarter second after the last flush flushes.
+    @Test func aReaderCanFollowTheCapture() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sniff-live-\(UUID().uuidString).pcap").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sniffer = try LinkLayerSniffer(path: path)
+        let packet = AirPacket(time: .zero, kind: .advertising(.connectableUndirected), sender: BluetoothAddress(1),
+                               bytes: AdvertisingChannelPDU.legacyAdvertising(.connectableUndirected, advertiser: BluetoothAddress(1),
+                                                                              target: nil, data: [2, 1, 6]),
+                               channel: 37, phy: .le1M, accessAddress: AdvertisingChannelPDU.accessAddress,
+                               crcInit: AdvertisingChannelPDU.crcInit)
+        sniffer.write(packet)
+        try await Task.sleep(for: .milliseconds(300))
+        sniffer.write(packet)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        #expect(size == 24 + 2 * (16 + 10 + 4 + 11 + 3), "both packets on disk before the end")
+        #expect(sniffer.finish() == nil)
+        #expect(sniffer.finish() == nil, "idempotent")
+    }
 }
