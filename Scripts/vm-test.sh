@@ -19,7 +19,7 @@ say() { echo "vm-test: $*" >&2; }
 
 # 1. What the VM needs from Debian.
 packages=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools bluez-test-scripts python3-dbus python3-gi
-    dbus cpio kmod util-linux)
+    dbus cpio kmod util-linux tshark)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -103,6 +103,13 @@ run_scenario() {
     local status
     status=$(cat "$share/exit-status" 2>/dev/null || echo none)
     rm -rf "$share"
+    # A scenario may have its results checked on the host too (Scripts/vm/host-checks/NAME.sh RESULTS_DIR).
+    if [ "$status" = 0 ] && [ -f "Scripts/vm/host-checks/$name.sh" ] \
+        && ! bash "Scripts/vm/host-checks/$name.sh" "$results/$name" > "$results/$name/host-check.log" 2>&1; then
+        echo "FAIL $name (${elapsed}s): the host's check of its results failed (Scripts/vm/host-checks/$name.sh)"
+        tail -15 "$results/$name/host-check.log" | sed 's/^/    /'
+        return 1
+    fi
     if [ "$status" = 0 ]; then
         echo "PASS $name (${elapsed}s)"
         return 0

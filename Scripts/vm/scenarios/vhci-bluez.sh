@@ -1,8 +1,9 @@
 # `blue air --vhci --vhci`: two controllers of our virtual air under the kernel (hci0, hci1). bluetoothd takes them;
 # bluetoothctl powers hci0, scans, finds `blue serve` (another device on the same air), connects, lists, reads,
-# writes and subscribes. Both adapters disappear when the hub stops.
+# writes and subscribes. Both adapters disappear when the hub stops. The hub sniffs its air (--sniff): the host
+# checks the capture with tshark afterwards (Scripts/vm/host-checks/vhci-bluez.sh).
 start_btmon
-start air "$BLUE" air --vhci --vhci --socket /tmp/air.sock --stats-interval 0
+start air "$BLUE" air --vhci --vhci --socket /tmp/air.sock --stats-interval 0 --sniff "$OUT/air.pcap"
 wait_for "$OUT/air.log" "vhci: the kernel's hci1" 30 || fail "blue air --vhci --vhci did not give two adapters"
 wait_for_controllers 0 1
 start serve "$BLUE" serve --hci air:/tmp/air.sock --profile heart-rate
