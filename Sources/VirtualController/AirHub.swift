@@ -214,16 +214,24 @@ public final class AirHub: @unchecked Sendable {
     }
 
     /// Closes the recording after the steps the devices' leaving queued on the loop (at most 2 s of waiting).
+    /// Both end in one job on the loop, so that no step of the air falls between them (a replay of the recording
+    /// then sniffs exactly what the live air did).
     private func finishRecording() {
         guard air.recorder != nil || sniffer.load() != nil else { return }
-        if !eventLoop.inEventLoop {
-            let done = LockedValue(false)
-            eventLoop.execute { done.store(true) }
-            let deadline = ContinuousClock.now + .seconds(2)
-            while !done.load(), ContinuousClock.now < deadline { usleep(1000) }
+        let failures = LockedValue<[String]?>(nil)
+        let finish: @Sendable () -> Void = { [air, sniffer] in
+            failures.store([air.recorder?.finish(), sniffer.load()?.finish()].compactMap { $0 })
         }
-        if let failure = air.recorder?.finish() { emit(.warning(failure)) }
-        if let failure = sniffer.load()?.finish() { emit(.warning(failure)) }
+        if eventLoop.inEventLoop {
+            finish()
+        } else {
+            eventLoop.execute(finish)
+            let deadline = ContinuousClock.now + .seconds(2)
+            while failures.load() == nil, ContinuousClock.now < deadline { usleep(1000) }
+            // A loop that did not get to it within the bound: closed from here (both are thread-safe).
+            if failures.load() == nil { finish() }
+        }
+        for failure in failures.load() ?? [] { emit(.warning(failure)) }
     }
 
     /// The devices on the air now, in join order.
