@@ -3,6 +3,7 @@ import BluetoothCore
 import BluetoothDissector
 import Foundation
 import HCI
+import VirtualController
 
 /// `blue snoop`: btsnoop captures (the format btmon, Android and Wireshark use).
 struct Snoop: ParsableCommand {
@@ -13,19 +14,24 @@ struct Snoop: ParsableCommand {
 
     /// `blue snoop show FILE`: every record, decoded like btmon prints it.
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a btsnoop capture (HCI, H4 or btmon's monitor format) packet by packet.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print a btsnoop capture (HCI, H4 or btmon's monitor format) or a link-layer pcap (blue air --sniff) packet by packet.")
 
-        @Argument(help: "The btsnoop file.")
+        @Argument(help: "The btsnoop or link-layer pcap file.")
         var file: String
 
         @Flag(help: "Print JSON (one object per record and line).")
         var json = false
+
+        @Flag(help: "Link-layer captures: also print the empty data PDUs (counted otherwise).")
+        var empty = false
 
         func run() throws {
             guard let data = FileManager.default.contents(atPath: file) else {
                 printError("cannot read \(file)")
                 throw ExitCode(1)
             }
+            if LinkLayerCaptureReader.isPcap(Array(data.prefix(4))) { return try showLinkLayer(Array(data)) }
             let capture: (header: BTSnoopFileHeader, records: [BTSnoopRecord], error: BTSnoopError?)
             do {
                 capture = try BTSnoopReader.readAll(Array(data))
@@ -95,6 +101,31 @@ struct Snoop: ParsableCommand {
                 throw ExitCode(1)
             }
             print("wrote \(count) records to \(file)")
+        }
+    }
+}
+
+extension Snoop.Show {
+    /// A link-layer capture (LINKTYPE 256 or 251): every packet, its advertising PDU or its connection's LL
+    /// procedures and L2CAP (``LinkLayerSnoopFormatter``).
+    func showLinkLayer(_ bytes: [UInt8]) throws {
+        let capture: (linkType: UInt32, packets: [LinkLayerCapturedPacket], error: DecodeError?)
+        do {
+            capture = try LinkLayerCaptureReader.read(bytes)
+        } catch {
+            printError("\(file) is not a link-layer capture: \(error.reason)")
+            throw ExitCode(1)
+        }
+        var formatter = LinkLayerSnoopFormatter()
+        formatter.showEmpty = empty
+        if !json { print("pcap, link type \(capture.linkType), \(capture.packets.count) packets") }
+        for (index, packet) in capture.packets.enumerated() {
+            if let line = json ? formatter.json(packet, number: index + 1) : formatter.format(packet, number: index + 1) { print(line) }
+        }
+        if !json, formatter.emptyPDUs > 0, !empty { print("(\(formatter.emptyPDUs) empty data PDUs not shown: --empty shows them)") }
+        if let error = capture.error {
+            printError("\(file): stopped after \(capture.packets.count) packets: \(error.reason)")
+            throw ExitCode(1)
         }
     }
 }

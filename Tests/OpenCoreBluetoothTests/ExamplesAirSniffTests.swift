@@ -3,8 +3,9 @@ import TestSupport
 import Testing
 
 /// `blue air --sniff FILE` as a user runs it: a `blue chat` on a hub that sniffs and records, the capture read by
-/// Wireshark's tshark (the chat's connection followed from its CONNECT_IND, its text in ATT values), and the replay
-/// of the recording sniffed again: the same PDUs, packet for packet (only the timestamps differ).
+/// Wireshark's tshark (the chat's connection followed from its CONNECT_IND, its text in ATT values) and by `blue
+/// snoop show` (text and JSON; a capture cut short is one line and exit 1), and the replay of the recording sniffed
+/// again: the same PDUs, packet for packet (only the timestamps differ).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct ExamplesAirSniffTests {
     @Test("blue air --sniff: a chat as a sniffer captures it, and its replay captures the same PDUs",
@@ -32,6 +33,29 @@ struct ExamplesAirSniffTests {
         // The text went by in ATT values (writes or notifications), its first line among them.
         let firstLine = Array(text.utf8.prefix(20)).map { String(format: "%02x", $0) }.joined()
         #expect(rows.contains { $0[3].contains(firstLine) }, "the chat's first bytes in an ATT value")
+
+        // blue snoop show reads the same capture: the connection, GATT discovery, the empty PDUs counted.
+        let show = try ExampleProcess("blue", ["snoop", "show", live])
+        #expect(await show.waitForExit(limit: .seconds(60)) == 0, "\(show.errors)")
+        for expected in ["pcap, link type 256", "CONNECT_IND", "Exchange MTU Request", "Read By Group Type Request", "empty data PDUs not shown"] {
+            #expect(show.output.contains(expected), "\(expected): \(show.output.prefix(3000))")
+        }
+        let json = try ExampleProcess("blue", ["snoop", "show", "--json", live])
+        #expect(await json.waitForExit(limit: .seconds(60)) == 0, "\(json.errors)")
+        let objects = json.output.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+        #expect(objects.count == json.output.split(separator: "\n").count && objects.count > 20)
+        #expect(objects.allSatisfy { $0["dissection"] != nil && $0["accessAddress"] != nil })
+        // Cut in the middle of a record: the packets before it, then one line on stderr and exit 1.
+        let cut = testTemporaryPath("ocb-sniff-cut-\(tag).pcap")
+        defer { try? FileManager.default.removeItem(atPath: cut) }
+        let whole = try Data(contentsOf: URL(fileURLWithPath: live))
+        try whole.prefix(whole.count - 2).write(to: URL(fileURLWithPath: cut))
+        let cutShow = try ExampleProcess("blue", ["snoop", "show", cut])
+        #expect(await cutShow.waitForExit(limit: .seconds(60)) == 1)
+        #expect(cutShow.errors.contains("stopped after") && cutShow.errors.split(separator: "\n").count == 1, "\(cutShow.errors)")
+        #expect(cutShow.output.contains("CONNECT_IND"))
 
         let replay = try ExampleProcess("blue", ["air", "--replay", recording, "--sniff", replayed])
         #expect(await replay.waitForExit(limit: .seconds(60)) == 0, "\(replay.output) \(replay.errors)")
