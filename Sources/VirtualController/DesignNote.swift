@@ -81,7 +81,8 @@
 // stamped where they would be (T_IFS, AuxPtr offsets); a connection event's are stamped at the event (at each
 // exchange under real radio timing). `LinkLayerSniffer` writes them as a pcap of
 // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (`blue air --sniff FILE`, also with `--replay`), which Wireshark reads down to
-// ATT; the same recording replayed gives the same PDUs.
+// ATT; the same recording replayed gives the same PDUs. `LinkLayerCaptureReader` reads such captures back (ours or
+// a hardware sniffer's) for `blue snoop show`.
 //
 // State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
 // `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.
