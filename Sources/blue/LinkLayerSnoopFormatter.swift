@@ -210,7 +210,7 @@ struct LinkLayerSnoopFormatter {
                 return Dissection("LL control", "malformed", [Dissection("Payload", Dissection.bytes(payload)), Dissection("Header", flags)])
             }
             let name = Self.controlNames[pdu.opcode] ?? "LL control \(Dissection.hex8(pdu.opcode))"
-            return Dissection(name, nil, [Dissection("Parameters", "\(pdu)"), Dissection("Header", flags)])
+            return Dissection(name, Self.summary(of: pdu), Self.fields(of: pdu) + [Dissection("Header", flags)])
         case let llid where !payload.isEmpty && (llid == LinkLayerDataHeader.start || llid == LinkLayerDataHeader.continuation):
             let handle = self.handle(packet.accessAddress)
             let boundary: HCIACLDataPacket.PacketBoundary = header.llid == LinkLayerDataHeader.start ? .firstNonFlushable : .continuing
@@ -229,6 +229,42 @@ struct LinkLayerSnoopFormatter {
             emptyPDUs += 1
             return showEmpty ? Dissection("Empty PDU", flags) : nil
         }
+    }
+
+    /// The summary of an LL control PDU, in the spec's terms (Core 5.4 Vol 6 Part B §2.4.2).
+    static func summary(of pdu: LinkLayerControlPDU) -> String? {
+        func phys(_ bits: UInt8) -> String {
+            let names = [(0x01, "1M"), (0x02, "2M"), (0x04, "Coded")].filter { bits & UInt8($0.0) != 0 }.map(\.1)
+            return names.isEmpty ? "none" : names.joined(separator: "+")
+        }
+        switch pdu {
+        case .connectionUpdateIndication(_, _, let interval, let latency, let timeout, let instant):
+            return "interval \(Double(interval) * 1.25) ms, latency \(latency), timeout \(Int(timeout) * 10) ms at event \(instant)"
+        case .terminateIndication(let code), .rejectIndication(let code):
+            return HCIStatus(code).description
+        case .rejectExtendedIndication(let opcode, let code):
+            return "\(controlNames[opcode] ?? Dissection.hex8(opcode)): \(HCIStatus(code).description)"
+        case .unknownResponse(let type):
+            return controlNames[type] ?? Dissection.hex8(type)
+        case .versionIndication(let version, let company, let subversion):
+            return "version \(Dissection.hex8(version)), company \(Dissection.hex16(company)), subversion \(Dissection.hex16(subversion))"
+        case .featureRequest(let features), .featureResponse(let features), .peripheralFeatureRequest(let features):
+            return "features \(Dissection.hex16(UInt16(truncatingIfNeeded: features)))\(features > 0xFFFF ? "+" : "")"
+        case .lengthRequest(let l), .lengthResponse(let l):
+            return "RX \(l.maxRxOctets) octets/\(l.maxRxTime) µs, TX \(l.maxTxOctets) octets/\(l.maxTxTime) µs"
+        case .phyRequest(let tx, let rx), .phyResponse(let tx, let rx):
+            return "TX \(phys(tx)), RX \(phys(rx))"
+        case .phyUpdateIndication(let cToP, let pToC, let instant):
+            return cToP == 0 && pToC == 0 ? "no change" : "C→P \(cToP == 0 ? "unchanged" : phys(cToP)), P→C \(pToC == 0 ? "unchanged" : phys(pToC)) at event \(instant)"
+        default:
+            return nil
+        }
+    }
+
+    /// Every field of an LL control PDU (its CtrData as the decoder read it).
+    static func fields(of pdu: LinkLayerControlPDU) -> [Dissection] {
+        let parameters = Array(pdu.encode().dropFirst())
+        return parameters.isEmpty ? [] : [Dissection("CtrData", Dissection.bytes(parameters))]
     }
 
     private mutating func handle(_ accessAddress: UInt32) -> UInt16 {

@@ -37,7 +37,8 @@ struct ExamplesAirSniffTests {
         // blue snoop show reads the same capture: the connection, GATT discovery, the empty PDUs counted.
         let show = try ExampleProcess("blue", ["snoop", "show", live])
         #expect(await show.waitForExit(limit: .seconds(60)) == 0, "\(show.errors)")
-        for expected in ["pcap, link type 256", "CONNECT_IND", "Exchange MTU Request", "Read By Group Type Request", "empty data PDUs not shown"] {
+        for expected in ["pcap, link type 256", "CONNECT_IND", "Exchange MTU Request", "Read By Group Type Request", "empty data PDUs not shown",
+                         "LL_LENGTH_REQ: RX 251 octets/2120 µs, TX 251 octets/2120 µs", "LL_TERMINATE_IND: Remote User Terminated Connection"] {
             #expect(show.output.contains(expected), "\(expected): \(show.output.prefix(3000))")
         }
         let json = try ExampleProcess("blue", ["snoop", "show", "--json", live])
