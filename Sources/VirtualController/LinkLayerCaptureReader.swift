@@ -17,10 +17,7 @@ public struct LinkLayerCapturedPacket: Hashable, Sendable {
     public var pdu: [UInt8]
 
     /// Whether it went on an advertising physical channel (by the pseudo-header, else by the access address).
-    public var isAdvertising: Bool {
-        if let pduType, pduType == 0 || pduType == 1 { return pduType == 1 || accessAddress == AdvertisingChannelPDU.accessAddress }
-        return accessAddress == AdvertisingChannelPDU.accessAddress
-    }
+    public var isAdvertising: Bool { pduType == 1 || accessAddress == AdvertisingChannelPDU.accessAddress }
 }
 
 /// Reads pcap files of LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (256, what ``LinkLayerSniffer`` and sniffers such as

@@ -372,9 +372,16 @@ struct LinkLayerConnection {
     // MARK: Air side
 
     /// The PDU to send now: the unacknowledged head of the queue (retransmitted until acknowledged) or an empty PDU.
-    /// The PDU ``nextTransmission()`` last returned as it was before sealing (header, plaintext payload, MIC);
-    /// nil when it went in the clear.
-    private(set) var lastTransmittedPlaintext: [UInt8]?
+    /// The PDU ``nextTransmission()`` last returned with data, and its header (kept as they are: the plaintext
+    /// is assembled only when the air's observer asks).
+    private var lastTransmitted: (pdu: Outgoing, header: [UInt8])?
+
+    /// The PDU ``nextTransmission()`` last returned as it was before sealing (the same header, the plaintext
+    /// payload, then the MIC: the sealed payload's last four octets); nil when it went in the clear.
+    var lastTransmittedPlaintext: [UInt8]? {
+        guard let (pdu, header) = lastTransmitted, let plaintext = pdu.plaintext else { return nil }
+        return header + plaintext + pdu.payload.suffix(4)
+    }
 
     mutating func nextTransmission() -> [UInt8] {
         refill()
@@ -386,10 +393,7 @@ struct LinkLayerConnection {
             llid: head?.llid ?? LinkLayerDataHeader.continuation, nextExpectedSequence: nextExpectedSequence,
             sequence: transmitSequence, moreData: transmitQueue.count > (head == nil ? 0 : 1),
             length: UInt8(truncatingIfNeeded: head?.payload.count ?? 0))
-        // The same header over the plaintext and the MIC (the sealed payload's last four octets).
-        lastTransmittedPlaintext = head.flatMap { head in
-            head.plaintext.map { [header.firstOctet, header.length] + $0 + head.payload.suffix(4) }
-        }
+        lastTransmitted = head.map { ($0, [header.firstOctet, header.length]) }
         return [header.firstOctet, header.length] + (head?.payload ?? [])
     }
 

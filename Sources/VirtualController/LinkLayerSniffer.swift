@@ -96,7 +96,7 @@ public final class LinkLayerSniffer: @unchecked Sendable {
     }
 
     /// The pseudo-header and the packet of one PDU.
-    public static func record(_ packet: AirPacket, decrypt: Bool = true) -> [UInt8] {
+    public static func record(_ packet: AirPacket) -> [UInt8] {
         let pduType: UInt16 = switch packet.kind {
         case .data(_, fromCentral: true): 2
         case .data(_, fromCentral: false): 3
@@ -113,7 +113,7 @@ public final class LinkLayerSniffer: @unchecked Sendable {
         // The CRC is left for the reader to check (Wireshark does, with CRC_INIT from the CONNECT_IND).
         var flags: UInt16 = 0x0001 | pduType << 7 | phyBits << 14
         let pdu: [UInt8]
-        if decrypt, let decrypted = packet.decrypted {
+        if let decrypted = packet.decrypted {
             flags |= 0x0008 | 0x1000 | 0x2000
             pdu = decrypted
         } else {

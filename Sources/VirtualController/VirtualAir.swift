@@ -179,10 +179,10 @@ public final class VirtualAir: @unchecked Sendable {
     /// Gives the observer one PDU (built only when there is one): on the advertising access address unless a
     /// link's radio is given.
     func record(_ kind: AirPacket.Kind, from sender: BluetoothAddress, channel: UInt8, phy: LEPhy = .le1M,
-                link radio: AirLinkRadio? = nil, after offset: Duration = .zero, decrypted: () -> [UInt8]? = { nil },
+                link radio: AirLinkRadio? = nil, after offset: @autoclosure () -> Duration = .zero, decrypted: () -> [UInt8]? = { nil },
                 _ pdu: () -> [UInt8]) {
         guard let observer else { return }
-        var packet = AirPacket(time: now + offset, kind: kind, sender: sender, bytes: pdu(), channel: channel, phy: phy,
+        var packet = AirPacket(time: now + offset(), kind: kind, sender: sender, bytes: pdu(), channel: channel, phy: phy,
                                accessAddress: radio?.accessAddress ?? AdvertisingChannelPDU.accessAddress,
                                crcInit: radio?.crcInit ?? AdvertisingChannelPDU.crcInit)
         packet.decrypted = decrypted()
@@ -378,13 +378,13 @@ public final class VirtualAir: @unchecked Sendable {
     /// SCAN_REQ from `scanner` and the SCAN_RSP back; nil when either is not heard or the advertiser refuses.
     func exchangeScanRequest(scanner: VirtualController, scannerAddress: BluetoothAddress,
                              advertiser: VirtualController, advertisement: AirAdvertisement) -> (data: [UInt8], rssi: Int8)? {
-        let request = Self.afterAdvertisingPDU(advertisement)
-        record(.scanRequest, from: scannerAddress, channel: 37, after: request) {
+        record(.scanRequest, from: scannerAddress, channel: 37, after: Self.afterAdvertisingPDU(advertisement)) {
             AdvertisingChannelPDU.scanRequest(scanner: scannerAddress, advertiser: advertisement.address)
         }
         guard hear(scanner, advertiser) != nil, advertiser.acceptsScanRequest(from: scannerAddress, for: advertisement) else { return nil }
         let data = advertiser.scanResponseData(for: advertisement)
-        record(.scanResponse, from: advertisement.address, channel: 37, after: request + Self.afterScanRequest(.le1M)) {
+        record(.scanResponse, from: advertisement.address, channel: 37,
+               after: Self.afterAdvertisingPDU(advertisement) + Self.afterScanRequest(.le1M)) {
             AdvertisingChannelPDU.scanResponse(advertiser: advertisement.address, data: data)
         }
         guard let rssi = hear(advertiser, scanner) else { return nil }
@@ -400,8 +400,8 @@ public final class VirtualAir: @unchecked Sendable {
         // AUX_SCAN_REQ and AUX_SCAN_RSP on the channel of the AUX_ADV_IND; the response's chain where its AuxPtrs say.
         let advertisingChannel = UInt8(truncatingIfNeeded: advertiser.identifier % 37)
         let auxiliaryChannel = UInt8(truncatingIfNeeded: scanner.identifier % 37)
-        let request = Self.afterAdvertisingPDU(advertisement)
-        record(.extendedAdvertising(.auxScanReq), from: scannerAddress, channel: advertisingChannel, phy: phy, after: request) {
+        record(.extendedAdvertising(.auxScanReq), from: scannerAddress, channel: advertisingChannel, phy: phy,
+               after: Self.afterAdvertisingPDU(advertisement)) {
             AdvertisingChannelPDU.scanRequest(scanner: scannerAddress, advertiser: advertisement.address)
         }
         guard hear(scanner, advertiser, phy: phy) != nil,
@@ -413,7 +413,7 @@ public final class VirtualAir: @unchecked Sendable {
                 advMode: 0, address: advertisement.address, target: nil, adi: (advertisement.dataID, advertisement.sid),
                 txPower: nil, phy: phy, channel: auxiliaryChannel, fragments: fragments,
                 first: .auxScanRsp, withIndication: false)
-            var offset = request + Self.afterScanRequest(phy)
+            var offset = Self.afterAdvertisingPDU(advertisement) + Self.afterScanRequest(phy)
             for (index, payload) in payloads.enumerated() {
                 record(.extendedAdvertising(index == 0 ? .auxScanRsp : .auxChainInd), from: advertisement.address,
                        channel: index == 0 ? advertisingChannel : auxiliaryChannel, phy: phy, after: offset) {
@@ -434,9 +434,8 @@ public final class VirtualAir: @unchecked Sendable {
         let phy = advertisement.isLegacy ? LEPhy.le1M : advertisement.secondaryPHY
         let radio = AirLinkRadio(link: nextLinkIdentifier)
         let requestChannel = advertisement.isLegacy ? 37 : UInt8(truncatingIfNeeded: advertiser.identifier % 37)
-        let request = Self.afterAdvertisingPDU(advertisement)
         record(advertisement.isLegacy ? .connectRequest : .extendedAdvertising(.auxConnectReq), from: initiatorAddress,
-               channel: requestChannel, phy: phy, after: request) {
+               channel: requestChannel, phy: phy, after: Self.afterAdvertisingPDU(advertisement)) {
             AdvertisingChannelPDU.connectIndication(initiator: initiatorAddress, advertiser: advertiserAddress, AdvertisingChannelPDU.LinkLayerData(
                 accessAddress: radio.accessAddress, crcInit: radio.crcInit, interval: parameters.intervalMin,
                 latency: parameters.maxLatency, timeout: parameters.supervisionTimeout, hopIncrement: radio.hopIncrement))
@@ -445,8 +444,8 @@ public final class VirtualAir: @unchecked Sendable {
               advertiser.acceptsConnection(from: initiatorAddress, for: advertisement) else { return false }
         if !advertisement.isLegacy {
             // AUX_CONNECT_REQ is 34 octets of payload, AUX_CONNECT_RSP follows T_IFS after it.
-            let response = request + AirTime.packet(pduOctets: 2 + 34, phy: phy) + AirTime.interFrameSpace
-            record(.extendedAdvertising(.auxConnectRsp), from: advertiserAddress, channel: requestChannel, phy: phy, after: response) {
+            record(.extendedAdvertising(.auxConnectRsp), from: advertiserAddress, channel: requestChannel, phy: phy,
+                   after: Self.afterAdvertisingPDU(advertisement) + AirTime.packet(pduOctets: 2 + 34, phy: phy) + AirTime.interFrameSpace) {
                 AdvertisingChannelPDU.extended(ExtendedAdvertisingPayload(advA: advertiserAddress, targetA: initiatorAddress),
                                                connectResponse: true)
             }

@@ -210,7 +210,8 @@ struct LinkLayerSnoopFormatter {
                 return Dissection("LL control", "malformed", [Dissection("Payload", Dissection.bytes(payload)), Dissection("Header", flags)])
             }
             let name = Self.controlNames[pdu.opcode] ?? "LL control \(Dissection.hex8(pdu.opcode))"
-            return Dissection(name, Self.summary(of: pdu), Self.fields(of: pdu) + [Dissection("Header", flags)])
+            let fields = payload.count > 1 ? [Dissection("CtrData", Dissection.bytes(Array(payload.dropFirst())))] : []
+            return Dissection(name, Self.summary(of: pdu), fields + [Dissection("Header", flags)])
         case let llid where !payload.isEmpty && (llid == LinkLayerDataHeader.start || llid == LinkLayerDataHeader.continuation):
             let handle = self.handle(packet.accessAddress)
             let boundary: HCIACLDataPacket.PacketBoundary = header.llid == LinkLayerDataHeader.start ? .firstNonFlushable : .continuing
@@ -259,12 +260,6 @@ struct LinkLayerSnoopFormatter {
         default:
             return nil
         }
-    }
-
-    /// Every field of an LL control PDU (its CtrData as the decoder read it).
-    static func fields(of pdu: LinkLayerControlPDU) -> [Dissection] {
-        let parameters = Array(pdu.encode().dropFirst())
-        return parameters.isEmpty ? [] : [Dissection("CtrData", Dissection.bytes(parameters))]
     }
 
     private mutating func handle(_ accessAddress: UInt32) -> UInt16 {
