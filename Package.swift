@@ -70,19 +70,22 @@ let package = Package(
         // HCI packets (Vol 4 Part E), H4 framing (Vol 4 Part A), ACL fragmentation, btsnoop.
         .target(name: "HCI", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // L2CAP basic frames and LE signaling (Vol 3 Part A).
-        .target(name: "L2CAP", dependencies: ["BluetoothCore", "BluetoothRuntime"], swiftSettings: strict),
+        .target(name: "L2CAP", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // ATT PDUs (Vol 3 Part F).
-        .target(name: "ATT", dependencies: ["BluetoothCore", "BluetoothRuntime"], swiftSettings: strict),
+        .target(name: "ATT", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // SMP PDUs (Vol 3 Part H §3).
-        .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime"], swiftSettings: strict),
+        .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto"], swiftSettings: strict),
         // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
         .target(
             name: "BluetoothRuntime",
-            dependencies: [.product(name: "Logging", package: "swift-log"), .product(name: "HeapModule", package: "swift-collections")],
+            dependencies: [
+                "BluetoothCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
             swiftSettings: strict
         ),
         // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
-        .target(name: "GATT", dependencies: ["BluetoothCore", "ATT", "BluetoothRuntime"], swiftSettings: strict),
+        .target(name: "GATT", dependencies: ["BluetoothCore", "ATT"], swiftSettings: strict),
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
         .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime"], swiftSettings: strict),
         .target(name: "DBus", dependencies: ["BluetoothRuntime", "HCITransport"], swiftSettings: strict),
@@ -195,7 +198,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SMPTests",
-            dependencies: ["SMP", "BluetoothCrypto", "BluetoothRuntime", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["SMP", "BluetoothCrypto", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,5 +1,4 @@
-import BluetoothCore
-public import BluetoothRuntime
+public import BluetoothCore
 
 /// One ATT bearer (the LE fixed channel 0x0004 of one connection), both roles, sans-I/O
 /// (Core 5.4 Vol 3 Part F §3.3 "Attribute PDU" / §3.3.2 sequential protocol / §3.3.3 transaction timeout,

@@ -6,7 +6,8 @@
 // Part B §1.3); open code types (`OpenCode`: every raw value representable, known ones print the spec's name —
 // HCI status, ATT error, SMP reason, L2CAP result, AD type, company identifier, appearance); the SIG assigned
 // numbers, generated into Generated/ by Scripts/generate-assigned-numbers.py and committed; `Dissection`, the tree
-// every codec describes its PDUs with.
+// every codec describes its PDUs with; `StackInstant`, a point on a stack's timeline (nanoseconds from its loop's
+// epoch), so that the sans-I/O layers (L2CAP, ATT, GATT, SMP) take time as a value and import no runtime.
 //
 // State: none. Everything here is a Sendable value; any thread may use it. No Foundation.
 //

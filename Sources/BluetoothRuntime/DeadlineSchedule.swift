@@ -1,3 +1,4 @@
+public import BluetoothCore
 import HeapModule
 
 /// When each of a set of keys is next due, for an owner that keeps ONE timer armed for the earliest (DESIGN.md "one

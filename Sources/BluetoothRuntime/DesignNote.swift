@@ -2,7 +2,8 @@
 //
 // What: time and execution for every stateful part of the stack (Host, VirtualController, the air).
 //
-// - `StackInstant` is a point on the stack's own timeline (nanoseconds), `Duration` the standard library's.
+// - Time is `StackInstant` (BluetoothCore: a point on the stack's own timeline, in nanoseconds, so the sans-I/O
+//   layers use it without importing a runtime) and the standard library's `Duration`.
 // - `EventLoop` is a serial executor with a clock: jobs run one at a time, in the order they were enqueued;
 //   timers run on the same loop, in deadline order (ties in scheduling order). Protocol state machines are plain
 //   structs driven synchronously by jobs on one loop; they never await in the middle of a transition.

@@ -1,3 +1,4 @@
+public import BluetoothCore
 import Dispatch
 
 /// The production `EventLoop`: a serial DispatchQueue and the continuous clock. It is also a Swift concurrency

@@ -1,3 +1,4 @@
+public import BluetoothCore
 /// A serial executor with a clock (see the design note). Everything stateful in the stack runs on one.
 public protocol EventLoop: AnyObject, Sendable {
     /// The current time on this loop's timeline.

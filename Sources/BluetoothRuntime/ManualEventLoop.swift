@@ -1,3 +1,4 @@
+public import BluetoothCore
 /// An `EventLoop` that runs only when told to, on the caller's thread, with time that moves only when told to.
 /// Tests and the deterministic simulation use it: the same calls give the same order of events every run.
 public final class ManualEventLoop: EventLoop, @unchecked Sendable {

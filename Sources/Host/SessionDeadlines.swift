@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import BluetoothCore
 
 /// The earliest deadline of every connection's L2CAP link, ATT bearer and Security Manager, kept up to date
 /// without visiting every connection after every packet (issue 13: with a hundred links that visit was a quarter

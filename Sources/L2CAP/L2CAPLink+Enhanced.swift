@@ -1,6 +1,5 @@
-import BluetoothCore
+public import BluetoothCore
 
-public import BluetoothRuntime
 
 /// Enhanced Credit Based Flow Control mode (Core 5.4 Vol 3 Part A §3.4, §4.25 to §4.28): the L2CAP Credit Based
 /// Connection Request/Response (up to 5 channels in one request) and the Credit Based Reconfigure

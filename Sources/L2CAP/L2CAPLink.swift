@@ -1,4 +1,4 @@
-public import BluetoothRuntime
+public import BluetoothCore
 
 /// The L2CAP state machine of one LE ACL link (LE-U), Core 5.4 Vol 3 Part A: the fixed channels (ATT 0x0004,
 /// LE signaling 0x0005, SMP 0x0006), the LE signaling procedures (§4: Command Reject, Disconnection,

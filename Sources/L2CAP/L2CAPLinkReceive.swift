@@ -1,6 +1,5 @@
-import BluetoothCore
+public import BluetoothCore
 
-public import BluetoothRuntime
 
 /// Received frames: fixed channels, the LE signaling channel (Core 5.4 Vol 3 Part A §4) and K-frames on
 /// credit-based channels (§3.4.3).

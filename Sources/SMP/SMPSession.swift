@@ -1,6 +1,5 @@
 public import BluetoothCore
 import BluetoothCrypto
-public import BluetoothRuntime
 
 /// The Security Manager of one LE link: pairing, key generation and key distribution in either role, sans-I/O
 /// (Core 5.4 Vol 3 Part H §2.3 pairing methods, §2.4 key distribution, §3 SMP; timeout §3.4).

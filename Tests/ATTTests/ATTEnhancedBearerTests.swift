@@ -1,6 +1,5 @@
 import ATT
 import BluetoothCore
-import BluetoothRuntime
 import Testing
 import TestSupport
 

@@ -1,5 +1,6 @@
 import BluetoothRuntime
 import Testing
+import BluetoothCore
 
 /// The schedule one timer is armed from: the earliest current deadline, ties in scheduling order, a key scheduled
 /// again or cancelled no longer due at its old time.

@@ -1,5 +1,6 @@
 import BluetoothRuntime
 import Testing
+import BluetoothCore
 
 @Suite struct ManualEventLoopTests {
     @Test func jobsRunInOrderOnlyWhenAsked() {

@@ -1,5 +1,4 @@
 import BluetoothCore
-import BluetoothRuntime
 import L2CAP
 import TestSupport
 import Testing

@@ -1,6 +1,5 @@
 import BluetoothCore
 import BluetoothCrypto
-import BluetoothRuntime
 import SMP
 import TestSupport
 import Testing
