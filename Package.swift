@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "BluetoothDissector", targets: ["BluetoothDissector"]),
         .library(name: "BluetoothRuntime", targets: ["BluetoothRuntime"]),
         .library(name: "GATT", targets: ["GATT"]),
+        .library(name: "SystemInterface", targets: ["SystemInterface"]),
         .library(name: "HCITransport", targets: ["HCITransport"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
         .library(name: "Host", targets: ["Host"]),
@@ -87,13 +88,16 @@ let package = Package(
         // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
         .target(name: "GATT", dependencies: ["BluetoothCore", "ATT"], swiftSettings: strict),
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
-        .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime"], swiftSettings: strict),
-        .target(name: "DBus", dependencies: ["BluetoothRuntime", "HCITransport"], swiftSettings: strict),
+        .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime", "SystemInterface"], swiftSettings: strict),
+        // POSIX calls, socket addresses and peer processes, shared by the transports, the bus client and the hub.
+        .target(name: "SystemInterface", swiftSettings: strict),
+        // A D-Bus client (the wire protocol, a connection on its own reader thread), for the bluetoothd engine.
+        .target(name: "DBus", dependencies: ["BluetoothRuntime", "SystemInterface"], swiftSettings: strict),
         .target(name: "BlueZ", dependencies: ["DBus", "BluetoothRuntime"], swiftSettings: strict),
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime"],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime", "SystemInterface"],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -127,7 +131,7 @@ let package = Package(
             name: "OpenCoreBluetooth",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "VirtualController", "StackLauncher", "DBus", "BlueZ", .product(name: "Logging", package: "swift-log"),
+                "VirtualController", "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -141,7 +145,7 @@ let package = Package(
             name: "blue",
             dependencies: [
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
-                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ",
+                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
                 "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -208,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HCITransportTests",
-            dependencies: ["HCITransport", "HCI", "BluetoothRuntime", "TestSupport"],
+            dependencies: ["HCITransport", "HCI", "BluetoothRuntime", "SystemInterface", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,7 +1,7 @@
 import BluetoothRuntime
 import Dispatch
 import Foundation
-import HCITransport
+import SystemInterface
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

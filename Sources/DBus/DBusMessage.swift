@@ -1,4 +1,4 @@
-import HCITransport
+import SystemInterface
 
 /// One D-Bus message (D-Bus Specification, "Message Format"): a fixed header (byte order, type, flags, version 1,
 /// body length, serial), the header fields `a(yv)`, padding to 8, then the body whose types the SIGNATURE field

@@ -1,4 +1,4 @@
-import HCITransport
+import SystemInterface
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -7,6 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 
 /// The engine shared by the descriptor-based transports (``SocketH4Transport``, ``SerialH4Transport``,
 /// ``HCIUserChannelTransport``): one reader thread doing blocking reads (`poll` on the descriptor and a wake pipe,

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 
 /// A listening TCP or UNIX stream socket that hands each accepted connection to a callback as a
 /// ``SocketH4Transport`` (H4 framing, Core 5.4 Vol 4 Part A §2): how a virtual controller is exposed to external

@@ -5,6 +5,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SystemInterface
 
 /// The Linux kernel's HCI monitor channel, as btmon reads it: a raw Bluetooth socket (AF_BLUETOOTH 31, BTPROTO_HCI 1)
 /// bound to `sockaddr_hci { family 31, HCI_DEV_NONE, HCI_CHANNEL_MONITOR 2 }`, on which the kernel copies every HCI

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 
 /// A real adapter through the Linux HCI user channel: a raw Bluetooth socket (AF_BLUETOOTH 31, BTPROTO_HCI 1) bound
 /// to `sockaddr_hci { family 31, device index, channel HCI_CHANNEL_USER 1 }`, which gives this process exclusive

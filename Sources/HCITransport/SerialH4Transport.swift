@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 
 /// HCI over a UART (H4, Core 5.4 Vol 4 Part A §2): a tty in raw mode (8 data bits, no parity, one stop bit, no
 /// echo or line processing) at a fixed baud rate, optionally with RTS/CTS hardware flow control (which the spec

@@ -7,6 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 
 /// A btsnoop capture file written as packets go by (the format of ``BTSnoopWriter``, datalink 1002 "HCI UART (H4)",
 /// which Wireshark and `tshark` open): the file header at creation, then each record written to the file as soon as

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+public import SystemInterface
 
 /// HCI over a stream socket with the UART transport's framing (H4, Core 5.4 Vol 4 Part A §2): each packet is its
 /// indicator octet then the packet, back to back. This is what Bumble's `tcp-server:` transport, RootCanal's HCI

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 
 /// The controller's end of a Linux virtual HCI device (`/dev/vhci`, drivers/bluetooth/hci_vhci.c): the kernel gets a
 /// new adapter `hciN` whose "firmware" is this process. Every frame the kernel's host sends to hciN (commands, ACL

@@ -5,6 +5,7 @@ import DBus
 import Dispatch
 import Foundation
 import HCITransport
+import SystemInterface
 
 /// The central role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): scanning, connecting, GATT discovery, reads,
 /// writes and notifications through BlueZ's D-Bus API (Adapter1, Device1, GattService1, GattCharacteristic1,

@@ -8,6 +8,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SystemInterface
 
 /// LE credit-based channels through the kernel's L2CAP sockets, for the BlueZ backends (Core 5.4 Vol 3 Part A §10.1;
 /// Linux `include/net/bluetooth/l2cap.h`: `socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)` with a

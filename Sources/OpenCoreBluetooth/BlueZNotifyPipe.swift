@@ -6,6 +6,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SystemInterface
 
 /// A characteristic's notifications handed to bluetoothd through AcquireNotify (BlueZ's
 /// doc/org.bluez.GattCharacteristic.rst: the server returns a socket and an MTU; bluetoothd reads each value from it

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HCI
 import HCITransport
+import SystemInterface
 
 /// The hub's monitor socket (`SOCKET.monitor`): every controller's HCI traffic, and each join and leave, for any
 /// number of readers (`blue monitor`). The stream is a sequence of records, each the device number (2 octets,

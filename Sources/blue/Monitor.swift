@@ -6,6 +6,7 @@ import Foundation
 import HCI
 import HCITransport
 import OpenCoreBluetooth
+import SystemInterface
 
 /// `blue monitor`: the live, decoded HCI traffic of every controller on the shared air (btmon for the virtual air;
 /// Core 5.4 Vol 4 Part E HCI packets, decoded down to L2CAP, ATT and SMP), read from the hub's monitor socket

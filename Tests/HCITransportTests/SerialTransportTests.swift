@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemInterface
 
 /// ``SerialH4Transport`` on a pseudo-terminal pair: the slave stands in for the UART device, the test drives the
 /// master side as the "controller".

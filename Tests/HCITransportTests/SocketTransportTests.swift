@@ -6,6 +6,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemInterface
 
 /// H4 over TCP and UNIX sockets through ``H4Listener``, against raw peers written with plain POSIX calls.
 @Suite struct SocketTransportTests {

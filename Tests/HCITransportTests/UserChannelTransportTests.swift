@@ -3,6 +3,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemInterface
 
 /// This machine has no Bluetooth adapter (and containers usually lack AF_BLUETOOTH): opening must fail clearly.
 @Suite struct UserChannelTransportTests {

@@ -15,8 +15,8 @@ package enum SocketAddress {
     #endif
 
     /// Resolves an IPv4 host ("127.0.0.1", "localhost", a name) to a `sockaddr_in` with `port`.
-    package static func ipv4(host: String, port: UInt16) throws(HCITransportError) -> sockaddr_in {
-        if host.isEmpty { throw HCITransportError(.openFailed, "empty TCP host name") }
+    package static func ipv4(host: String, port: UInt16) throws(SocketAddressError) -> sockaddr_in {
+        if host.isEmpty { throw SocketAddressError("empty TCP host name") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -31,7 +31,7 @@ package enum SocketAddress {
               first.pointee.ai_addrlen >= socklen_t(MemoryLayout<sockaddr_in>.size)
         else {
             let detail = status == 0 ? "no IPv4 address" : String(cString: gai_strerror(status))
-            throw HCITransportError(.openFailed, "cannot resolve TCP host \"\(host)\" to an IPv4 address: \(detail)")
+            throw SocketAddressError("cannot resolve TCP host \"\(host)\" to an IPv4 address: \(detail)")
         }
         resolved.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address.sin_addr = $0.pointee.sin_addr }
         return address
@@ -41,13 +41,11 @@ package enum SocketAddress {
     package static var maximumUnixPathLength: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
 
     /// A `sockaddr_un` for `path`; throws when the path is empty or too long.
-    package static func unix(path: String) throws(HCITransportError) -> sockaddr_un {
+    package static func unix(path: String) throws(SocketAddressError) -> sockaddr_un {
         let bytes = Array(path.utf8)
-        guard !bytes.isEmpty else { throw HCITransportError(.openFailed, "empty UNIX socket path") }
+        guard !bytes.isEmpty else { throw SocketAddressError("empty UNIX socket path") }
         guard bytes.count <= maximumUnixPathLength, !bytes.contains(0) else {
-            throw HCITransportError(
-                .openFailed,
-                "UNIX socket path \"\(path)\" is \(bytes.count) bytes; at most \(maximumUnixPathLength) fit in sockaddr_un")
+            throw SocketAddressError("UNIX socket path \"\(path)\" is \(bytes.count) bytes; at most \(maximumUnixPathLength) fit in sockaddr_un")
         }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -121,6 +119,15 @@ private func systemBind(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ lengt
 }
 
 /// `listen(2)`, callable from types that have their own `listen` members.
-func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 {
+package func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 {
     listen(fd, backlog)
+}
+
+/// Why a socket address could not be made from a host name or a path; callers put `reason` in their own error.
+package struct SocketAddressError: Error, Sendable {
+    package var reason: String
+
+    package init(_ reason: String) {
+        self.reason = reason
+    }
 }
