@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "SystemInterface", targets: ["SystemInterface"]),
         .library(name: "HCITransport", targets: ["HCITransport"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
+        .library(name: "SharedAir", targets: ["SharedAir"]),
         .library(name: "Host", targets: ["Host"]),
         .library(name: "StackLauncher", targets: ["StackLauncher"]),
         .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
@@ -97,7 +98,14 @@ let package = Package(
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "BluetoothCrypto", "BluetoothRuntime", "SystemInterface"],
+            dependencies: ["BluetoothCore", "HCI", "BluetoothCrypto", "BluetoothRuntime"],
+            swiftSettings: strict
+        ),
+        // The shared air's server: one VirtualAir for many processes (host, control and monitor sockets, H4 on TCP,
+        // /dev/vhci), its recorder and replay, and the link-layer sniffer.
+        .target(
+            name: "SharedAir",
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "VirtualController", "BluetoothRuntime", "SystemInterface"],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -113,7 +121,7 @@ let package = Package(
         // serial, Linux user channel).
         .target(
             name: "StackLauncher",
-            dependencies: ["BluetoothCore", "BluetoothRuntime", "Host", "HCITransport", "VirtualController",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -131,7 +139,7 @@ let package = Package(
             name: "OpenCoreBluetooth",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "VirtualController", "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
+                "VirtualController", "SharedAir", "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -144,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "blue",
             dependencies: [
-                "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController",
+                "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController", "SharedAir",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
                 "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -217,21 +225,21 @@ let package = Package(
         ),
         .testTarget(
             name: "VirtualControllerTests",
-            dependencies: ["VirtualController", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "TestSupport"],
+            dependencies: ["VirtualController", "SharedAir", "StackLauncher", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "SystemInterface", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HostTests",
             dependencies: [
                 "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
-                "VirtualController", "BluetoothCrypto", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "VirtualController", "SharedAir", "StackLauncher", "BluetoothCrypto", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "OpenCoreBluetoothTests",
             dependencies: [
-                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BluetoothCore", "Host", "GATT", "StackLauncher",
+                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BluetoothCore", "Host", "GATT", "StackLauncher", "SharedAir",
                 "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
@@ -242,7 +250,7 @@ let package = Package(
         .testTarget(
             name: "StackLauncherTests",
             dependencies: [
-                "StackLauncher", "Host", "HCITransport", "VirtualController", "BluetoothRuntime", "ATT", "GATT", "TestSupport",
+                "StackLauncher", "Host", "HCITransport", "VirtualController", "SharedAir", "BluetoothRuntime", "ATT", "GATT", "TestSupport",
             ],
             swiftSettings: strict
         ),

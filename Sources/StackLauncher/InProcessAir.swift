@@ -3,6 +3,7 @@ public import BluetoothRuntime
 import HCITransport
 import Host
 public import VirtualController
+import SharedAir
 
 /// A private virtual air in this process (DESIGN.md "The virtual controller and the air"): one ``VirtualAir`` on
 /// its own `DispatchEventLoop`, and any number of stacks on it, each a ``HostStack`` on its own loop over its own

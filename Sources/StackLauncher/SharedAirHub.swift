@@ -7,6 +7,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SharedAir
 
 /// The shared air (`virtual`, DESIGN.md "Transports"): the one place where the programs of this machine meet as
 /// devices do, an ``AirHub`` listening on a UNIX socket (``StackLaunchOptions/defaultHubSocketPath``), started on

@@ -7,6 +7,7 @@ import Musl
 import Darwin
 #endif
 import VirtualController
+import SharedAir
 
 /// How ``StackLauncher/open(spec:options:)`` opens a stack.
 public struct StackLaunchOptions: Sendable {

@@ -2,6 +2,8 @@
 //
 // What: a software LE controller (the controller side of HCI, Core 5.4 Vol 4 Part E; the link layer, Vol 6
 // Part B) and the virtual air it shares with other controllers. A host we did not write must run on it unchanged.
+// It speaks HCI frames in and out (`receiveFromHost`, `toHost`) and knows no transport: StackLauncher's
+// `VirtualControllerTransport` puts a host in the same process on it, SharedAir's hub puts hosts in other processes.
 //
 // - `VirtualAir` (VirtualAir.swift) is the radio medium and the only scheduler: advertising events at the
 //   advertising interval plus a seeded 0-10 ms advDelay (§4.4.2.2), connection events at the connection interval
@@ -44,11 +46,9 @@
 // HCI_Disconnect: ACL data already buffered (at most 8 x 251 octets) is sent before LL_TERMINATE_IND and completed
 // with Number Of Completed Packets; data sent after the command is not; T_Terminate (the supervision timeout) ends
 // the procedure if the peer never acknowledges (§5.1.6). `VirtualAir.detach` takes a controller off the air for good
-// (AirHub uses it when a host leaves). AirHub writes to each host from a bounded queue off the loop
-// (`AirHubOutbox`); a host that stops reading is disconnected when it overflows. Faults on demand (AirHubFault,
-// `SOCKET.control`, `blue fault`) change the air at run time on its loop: the loss rate, a link jammed (nothing on it
-// heard: both ends time out), a radio silenced (`radioOn`: unlike power-off the controller still answers its
-// host), a device moved.
+// (the shared air's hub uses it when a host leaves). Faults change the air at run time on its loop (`jamLinks`, a
+// link on which nothing is heard: both ends time out; `radioOn`, a radio silenced while the controller still answers
+// its host, unlike power-off; `move`); the hub in SharedAir applies them on demand.
 //
 // Extended advertising (VirtualController+ExtendedAdvertising.swift, AdvertisingSet, AuxiliaryChain): up to 16
 // advertising sets, each an `.advertisingSet(device, handle)` task of the air on its own interval, with legacy PDUs or
@@ -69,9 +69,8 @@
 // Steps and replay: everything the air does happens in a step — a device joins or leaves, a host's frame reaches its
 // controller, the air's timer fires, a fault changes the air — and within a step the air's clock (`VirtualAir.now`)
 // stands still. With the seeded generator drawn in step order, the air is a function of its seed, its radio model
-// and its steps: `AirRecorder` writes the steps with their times (`blue air --record`), `AirReplay` takes them again
-// on a ManualEventLoop with the timer driven by the recorded firings (`--replay`) and checks each controller's
-// digest of the frames it sent its host.
+// and its steps. The air tells an `AirStepRecording` (set as `VirtualAir.recorder`) every step and every frame to a
+// host; SharedAir's `AirRecorder` writes them and its `AirReplay` takes them again (`blue air --record/--replay`).
 //
 // What a sniffer sees: the air's observer gets every PDU as it goes on the air (`AirPacket`: header and payload,
 // channel index, PHY, access address, CRC_INIT, and for a sealed data PDU its plaintext as the sender had it), built
@@ -79,10 +78,8 @@
 // connection's access address, CRC_INIT and Channel Selection Algorithm #1 channel, derived from the link's
 // identifier so that observing draws nothing from the generator). The PDUs of an advertising event are delivered at once but
 // stamped where they would be (T_IFS, AuxPtr offsets); a connection event's are stamped at the event (at each
-// exchange under real radio timing). `LinkLayerSniffer` writes them as a pcap of
-// LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (`blue air --sniff FILE`, also with `--replay`), which Wireshark reads down to
-// ATT; the same recording replayed gives the same PDUs. `LinkLayerCaptureReader` reads such captures back (ours or
-// a hardware sniffer's) for `blue snoop show`.
+// exchange under real radio timing). SharedAir's `LinkLayerSniffer` writes them as a pcap of
+// LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (`blue air --sniff FILE`).
 //
 // State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
 // `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.

@@ -67,19 +67,19 @@ public final class VirtualAir: @unchecked Sendable {
 
     /// The time of the step being taken (see ``now``).
     private var stepTime: StackInstant?
-    /// Writes every step (``AirRecorder``); set before any device joins, from the thread that made the air.
-    public var recorder: AirRecorder?
+    /// Writes every step (``AirStepRecording``, SharedAir's AirRecorder); set before any device joins, from the thread that made the air.
+    public var recorder: (any AirStepRecording)?
     /// Whether the air's timer is driven from outside (``AirReplay``): it is then never armed on the loop, and
     /// ``fireRecordedTick()`` takes the place of its firing.
-    var replaying = false
+    package var replaying = false
 
     /// The air's clock: the loop's, standing still for the length of a step (a timer's firing, a host's frame, a
     /// device joining or leaving, a fault), so that a step does the same whatever the wall clock did meanwhile and a
-    /// recorded run replays exactly (``AirRecorder``).
+    /// recorded run replays exactly (``AirStepRecording``, SharedAir's AirRecorder).
     public var now: StackInstant { stepTime ?? eventLoop.now }
 
     /// Runs `body` as one step at the loop's current time (nested steps share the outer one's time).
-    func step<Result>(_ body: (StackInstant) -> Result) -> Result {
+    package func step<Result>(_ body: (StackInstant) -> Result) -> Result {
         if let stepTime { return body(stepTime) }
         let time = eventLoop.now
         stepTime = time
@@ -233,7 +233,7 @@ public final class VirtualAir: @unchecked Sendable {
     }
 
     /// A recorded firing of the air's timer, at the loop's current time (``AirReplay``).
-    func fireRecordedTick() { fire() }
+    package func fireRecordedTick() { fire() }
 
     // MARK: Advertising
 
@@ -556,7 +556,7 @@ public final class VirtualAir: @unchecked Sendable {
     /// Jams every link `device` is an end of (every link when nil): from now on nothing sent on them is heard, so
     /// both ends leave the Connection State by supervision timeout (§4.5.2), as when a link fades. On the loop;
     /// returns how many links were jammed.
-    func jamLinks(of device: VirtualController?) -> Int {
+    package func jamLinks(of device: VirtualController?) -> Int {
         var jammed = 0
         for link in links.values where !link.jammed && (device == nil || link.central === device || link.peripheral === device) {
             link.jammed = true
@@ -566,7 +566,7 @@ public final class VirtualAir: @unchecked Sendable {
     }
 
     /// Moves `device` as one recorded step (on the loop).
-    func move(_ device: VirtualController, to position: AirPosition) {
+    package func move(_ device: VirtualController, to position: AirPosition) {
         step { time in
             recorder?.fault("move \(device.identifier) \(position.x) \(position.y) \(position.z)", at: time)
             device.position = position
@@ -574,7 +574,7 @@ public final class VirtualAir: @unchecked Sendable {
     }
 
     /// The live links `device` is an end of (on the loop).
-    func linkCount(of device: VirtualController) -> Int {
+    package func linkCount(of device: VirtualController) -> Int {
         links.values.filter { ($0.central === device && $0.centralAlive) || ($0.peripheral === device && $0.peripheralAlive) }.count
     }
 

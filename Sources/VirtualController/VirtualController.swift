@@ -17,7 +17,7 @@ public final class VirtualController: @unchecked Sendable {
     public let publicAddress: BluetoothAddress
     /// Transmit power (dBm) for RSSI and HCI_LE_Read_Advertising_Physical_Channel_Tx_Power.
     public let txPower: Int8
-    let identifier: Int
+    package let identifier: Int
 
     private let sink = LockedValue<(@Sendable (H4Frame) -> Void)?>(nil)
     private let place: LockedValue<AirPosition>
@@ -40,7 +40,7 @@ public final class VirtualController: @unchecked Sendable {
     var powered = true { didSet { updateListening() } }
     /// Whether the radio sends and hears (a hub's `power DEVICE off` turns it off; unlike ``powerOff()`` the
     /// controller still answers its host, which sees its links time out as the peers do).
-    var radioOn = true
+    package var radioOn = true
     /// Whether the air counts this controller among its listeners (scanning or initiating, powered).
     private var listensOnAir = false
     var nextHandle: UInt16 = 0x0001

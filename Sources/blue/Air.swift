@@ -5,6 +5,7 @@ import Foundation
 import HCITransport
 import StackLauncher
 import VirtualController
+import SharedAir
 
 /// `blue air`: the shared virtual air (issue 3 item 4). Every process that connects to the hub's UNIX socket, and
 /// every host that connects to one of its `--h4-tcp` ports, gets a new virtual controller on one air, and speaks

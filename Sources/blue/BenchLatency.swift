@@ -5,6 +5,7 @@ import GATT
 import HCI
 import Host
 import VirtualController
+import StackLauncher
 
 /// `blue bench latency` (issue 13 item 3): the path an app takes to its first value (scan, connect, discover,
 /// subscribe, first notification) between two of our host stacks on one in-process ``VirtualAir``, each step

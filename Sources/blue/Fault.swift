@@ -1,6 +1,7 @@
 import ArgumentParser
 import StackLauncher
 import VirtualController
+import SharedAir
 
 /// `blue fault`: faults on demand for a running `blue air` hub (issue 13 item 6), through its control socket.
 struct Fault: ParsableCommand {

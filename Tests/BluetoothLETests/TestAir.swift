@@ -4,6 +4,7 @@ import BluetoothRuntime
 import Host
 import Testing
 import VirtualController
+import StackLauncher
 
 /// Two stacks (central, peripheral) on one in-process virtual air, everything on ONE DispatchEventLoop: async
 /// tests need real time, so they keep their radio work short (20 ms advertising, 30–50 ms connection events).

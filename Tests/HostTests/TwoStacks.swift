@@ -8,6 +8,7 @@ import HCITransport
 import L2CAP
 import Testing
 import VirtualController
+import StackLauncher
 
 /// Two host stacks, each on its own virtual controller on one air, all on ONE manual loop (deterministic: the
 /// `VirtualControllerTransport` hands frames over without threads). The peripheral advertises, the central connects.

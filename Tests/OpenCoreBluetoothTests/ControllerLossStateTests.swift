@@ -7,6 +7,7 @@ import VirtualController
 #if canImport(Glibc)
 import Glibc
 #endif
+import SharedAir
 
 /// A manager whose controller goes away (its `blue air` hub killed with SIGKILL) leaves `.poweredOn` for
 /// `.poweredOff`, as an iOS app sees Bluetooth turned off, instead of staying `.poweredOn` on a stack that can do

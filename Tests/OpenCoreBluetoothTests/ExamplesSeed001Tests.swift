@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import VirtualController
+import SharedAir
 
 /// Seed 001 (issue 5 item 2) as two programs of Examples/: the iOS peripheral's and the macOS central's
 /// BluetoothManager, each in its own process, meeting on a `blue air` hub of the test's own.

@@ -8,6 +8,7 @@ import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
+import SharedAir
 
 private nonisolated(unsafe) let hubServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-000000000A1B")
 private nonisolated(unsafe) let hubCharacteristicUUID = CBUUID(string: "5E570001-0000-4000-8000-000000000A1B")

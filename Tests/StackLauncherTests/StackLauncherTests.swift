@@ -8,6 +8,7 @@ import Host
 import StackLauncher
 import Testing
 import VirtualController
+import SharedAir
 
 /// Collects values from any thread.
 final class Collected<Value: Sendable>: Sendable {

@@ -5,6 +5,7 @@ import HCI
 import HCITransport
 import Testing
 @testable import VirtualController
+@testable import SharedAir
 
 /// The hub's faults on demand (issue 13 item 6): the command lines (every malformed one refused with one line),
 /// and each fault's effect on a hub's devices and links, through the control socket as `blue fault` uses it.

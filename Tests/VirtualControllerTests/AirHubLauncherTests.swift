@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import VirtualController
+@testable import SharedAir
 
 @Suite("AirHubLauncher")
 struct AirHubLauncherTests {

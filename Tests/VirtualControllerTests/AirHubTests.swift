@@ -7,6 +7,7 @@ import HCITransport
 import TestSupport
 import Testing
 @testable import VirtualController
+@testable import SharedAir
 
 /// Records what a hub reports, and lets a test wait (bounded, suspending) for an event.
 private final class HubEvents: Sendable {

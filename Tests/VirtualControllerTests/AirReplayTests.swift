@@ -5,6 +5,7 @@ import HCI
 import HCITransport
 import Testing
 @testable import VirtualController
+@testable import SharedAir
 
 /// Record and replay (issue 13 item 7): a hub on the wall clock records its steps (joins, host frames, timer
 /// firings, faults, leaves); the replay on virtual time makes every controller send its host exactly the same

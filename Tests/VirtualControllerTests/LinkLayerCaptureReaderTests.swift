@@ -5,6 +5,7 @@ import HCI
 import TestSupport
 import Testing
 @testable import VirtualController
+@testable import SharedAir
 
 /// ``LinkLayerCaptureReader`` (what `blue snoop show` reads link-layer pcaps with): what ``LinkLayerSniffer`` wrote
 /// comes back PDU for PDU with its channel, PHY, direction and the decrypted mark, in either byte order; hostile

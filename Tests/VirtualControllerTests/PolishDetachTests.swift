@@ -4,6 +4,7 @@ import HCI
 import HCITransport
 import Testing
 @testable import VirtualController
+@testable import SharedAir
 
 /// A transport driven by the test: `deliver` hands a command to the hub synchronously; what the hub sends is kept.
 final class PolishManualTransport: HCITransport {

@@ -7,6 +7,7 @@ import HCITransport
 import TestSupport
 import Testing
 @testable import VirtualController
+@testable import SharedAir
 
 /// A UNIX stream client that writes raw bytes and never reads (a host that stopped reading its socket).
 private final class DeafClient {

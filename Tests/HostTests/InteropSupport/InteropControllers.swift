@@ -1,6 +1,7 @@
 import BluetoothRuntime
 import Foundation
 import VirtualController
+import SharedAir
 
 /// The three controllers our host is proven on (issue 4 item 7), each serving HCI over H4 on TCP: one port for
 /// our host, one for the Bumble peer.

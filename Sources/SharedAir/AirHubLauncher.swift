@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import VirtualController
 
 /// Starts `blue air` in the background when no hub runs, so that commands in two terminals meet with no flags
 /// (issue 3 item 4: "later commands start the hub themselves when none runs").

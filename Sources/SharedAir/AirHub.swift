@@ -9,6 +9,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+public import VirtualController
 
 /// The air hub behind `blue air` (DESIGN.md "The virtual controller and the air", issue 3 item 4): one
 /// ``VirtualAir`` shared by every host that joins it. Each connection to the hub's UNIX socket (default
@@ -220,7 +221,7 @@ public final class AirHub: @unchecked Sendable {
         guard air.recorder != nil || sniffer.load() != nil else { return }
         let failures = LockedValue<[String]?>(nil)
         let finish: @Sendable () -> Void = { [air, sniffer] in
-            failures.store([air.recorder?.finish(), sniffer.load()?.finish()].compactMap { $0 })
+            failures.store([(air.recorder as? AirRecorder)?.finish(), sniffer.load()?.finish()].compactMap { $0 })
         }
         if eventLoop.inEventLoop {
             finish()

@@ -1,3 +1,4 @@
+import VirtualController
 /// The frames a controller sent its host, counted and hashed (FNV-1a, 64 bits, over each frame's H4 bytes in
 /// order): what ``AirRecorder`` writes at the end of a recording and ``AirReplay`` compares.
 public struct FrameDigest: Hashable, Sendable {

@@ -1,7 +1,8 @@
-import BluetoothCore
+public import BluetoothCore
 import BluetoothRuntime
 import Foundation
-import HCI
+public import HCI
+public import VirtualController
 
 /// Writes every step of a ``VirtualAir`` to a file, in the order and at the time the air took it, so that
 /// ``AirReplay`` can take the same steps again and reproduce the run packet for packet (issue 13 item 7;
@@ -25,7 +26,7 @@ import HCI
 ///
 /// Steps are appended under a lock (the air's loop writes them; ``finish()`` may come from another thread) to a
 /// buffered file. A write error stops the recording and is reported by ``finish()``.
-public final class AirRecorder: @unchecked Sendable {
+public final class AirRecorder: AirStepRecording, @unchecked Sendable {
     private struct State {
         var file: BufferedOutputFile
         var digests: [Int: FrameDigest] = [:]
@@ -50,23 +51,23 @@ public final class AirRecorder: @unchecked Sendable {
 
     // MARK: Steps (on the air's loop)
 
-    func join(_ device: VirtualController, at time: StackInstant) {
+    public func join(_ device: VirtualController, at time: StackInstant) {
         let p = device.position
         append(time, "join \(device.identifier) \(Self.hex48(device.publicAddress.value)) \(p.x) \(p.y) \(p.z) \(device.txPower)")
     }
 
-    func leave(_ device: VirtualController, at time: StackInstant) { append(time, "leave \(device.identifier)") }
+    public func leave(_ device: VirtualController, at time: StackInstant) { append(time, "leave \(device.identifier)") }
 
-    func frame(_ frame: H4Frame, to device: VirtualController, at time: StackInstant) {
+    public func frame(_ frame: H4Frame, to device: VirtualController, at time: StackInstant) {
         append(time, "frame \(device.identifier) \(Hex.encode(frame.encode()))")
     }
 
-    func tick(at time: StackInstant) { append(time, "tick") }
+    public func tick(at time: StackInstant) { append(time, "tick") }
 
-    func fault(_ text: String, at time: StackInstant) { append(time, text) }
+    public func fault(_ text: String, at time: StackInstant) { append(time, text) }
 
     /// A frame `device` sent its host: counted into its digest.
-    func toHost(_ frame: H4Frame, from device: VirtualController) {
+    public func toHost(_ frame: H4Frame, from device: VirtualController) {
         let bytes = frame.encode()
         state.withLock { state in state.digests[device.identifier, default: FrameDigest()].add(bytes) }
     }

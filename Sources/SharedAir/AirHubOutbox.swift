@@ -2,6 +2,7 @@ import BluetoothRuntime
 import Dispatch
 import HCI
 import HCITransport
+import VirtualController
 
 /// Frames on their way from the hub to one host (DESIGN.md "The virtual controller and the air"): the air's loop
 /// only appends here and never waits for a socket; a writer on the outbox's own serial queue does the (blocking)

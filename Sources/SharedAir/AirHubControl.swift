@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HCITransport
 import SystemInterface
+import VirtualController
 
 /// The hub's control socket (`SOCKET.control`, beside `SOCKET.monitor`): faults on demand at run time
 /// (``AirHubFault``; `blue fault` is its client). A client connects, writes one command line (at most

@@ -1,3 +1,4 @@
+public import VirtualController
 public import HCI
 public import HCITransport
 import BluetoothRuntime

@@ -1,3 +1,4 @@
+public import VirtualController
 /// A fault or change asked of a running hub at run time (issue 13 item 6): through its control socket
 /// (`SOCKET.control`, ``AirHubControl``) by `blue fault`, or in process with ``AirHub/apply(_:)``.
 ///

@@ -3,6 +3,7 @@ import BluetoothRuntime
 import Foundation
 public import HCI
 import HCITransport
+import VirtualController
 
 /// Takes the steps of an ``AirRecorder`` recording again, on a fresh air with the recorded seed and radio model,
 /// on virtual time (a `ManualEventLoop` moved to each step's recorded time), with no host: the recorded host frames

@@ -1,4 +1,5 @@
 import Foundation
+import VirtualController
 
 /// A file written through a buffer of at least 64 KiB, for the air's recordings and captures (``AirRecorder``,
 /// ``LinkLayerSniffer``), which append on the air's loop and must not make a system call per packet. Not

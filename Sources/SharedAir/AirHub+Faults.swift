@@ -1,3 +1,4 @@
+import VirtualController
 /// Faults on demand (issue 13 item 6): what ``AirHubFault`` does to a running hub. Each change is made on the
 /// air's loop, reported as ``AirHubEvent/fault(_:_:)`` (so `blue air` prints it) and answered with the same line.
 extension AirHub {

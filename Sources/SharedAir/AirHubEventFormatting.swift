@@ -1,4 +1,5 @@
 import BluetoothCore
+import VirtualController
 
 /// Human-readable lines and one-line JSON objects for ``AirHubEvent`` (what `blue air` prints, with and without
 /// `--json`). JSON objects always carry `"event"`; numbers are numbers, addresses strings.

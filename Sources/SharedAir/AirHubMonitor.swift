@@ -4,6 +4,7 @@ import Foundation
 import HCI
 import HCITransport
 import SystemInterface
+import VirtualController
 
 /// The hub's monitor socket (`SOCKET.monitor`): every controller's HCI traffic, and each join and leave, for any
 /// number of readers (`blue monitor`). The stream is a sequence of records, each the device number (2 octets,

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+public import VirtualController
 
 /// How an ``AirHub`` is set up: where hosts join (a UNIX socket, TCP ports), the radio model and seed, where
 /// captures go, and how devices are placed (DESIGN.md "The virtual controller and the air").

@@ -2,6 +2,7 @@ import BluetoothRuntime
 import Foundation
 import HCITransport
 import SystemInterface
+import VirtualController
 
 /// A listening UNIX socket beside the hub's own (`SOCKET.monitor`, `SOCKET.control`) with a wake pipe, and the
 /// accept loop its thread runs until ``close()``: what ``AirHubMonitor`` and ``AirHubControl`` share.

@@ -1,0 +1,20 @@
+// SharedAir — design note
+//
+// What: the shared air's server (`blue air`, started on demand by StackLauncher): one `VirtualAir` on one
+// DispatchEventLoop, with a VirtualController for each host that joins over its UNIX socket, and around it the
+// control socket (`SOCKET.control`, faults and moves: `AirHubFault`, `blue fault`), the monitor socket
+// (`SOCKET.monitor`, every controller's HCI traffic for `blue monitor`), H4 on TCP (`--h4-tcp`, a controller for an
+// external host such as Bumble), /dev/vhci (`--vhci`, a controller for the Linux kernel), the recorder and replay
+// (`AirRecorder`, `AirReplay`: `--record`, `--replay`) and the link-layer sniffer (`LinkLayerSniffer`, `--sniff`).
+// `AirHubLauncher` starts a hub as a child process and waits for its socket.
+//
+// Who owns the state: the air and its controllers are confined to the hub's loop (VirtualController's note). Each
+// host connection has one reader thread (HCITransport's descriptor transports) that hops frames onto the loop, and
+// one bounded outbox (`AirHubOutbox`) drained off the loop, so a host that stops reading is disconnected when it
+// overflows rather than stalling the air. Faults are applied on the loop, as steps (so they are recorded and
+// replayed). The recorder and the sniffer append under their own locks to buffered files (`BufferedOutputFile`);
+// the recording and the capture are ended in one job on the loop, so no step falls between them.
+//
+// Replay: a recording is the air's seed and configuration and its steps with their times; `AirReplay` runs them on a
+// ManualEventLoop with the air's timer driven by the recorded firings and compares each controller's digest of the
+// frames it sent its host (`FrameDigest`) with the recorded one.
