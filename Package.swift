@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "GATT", targets: ["GATT"]),
         .library(name: "SystemInterface", targets: ["SystemInterface"]),
         .library(name: "HCITransport", targets: ["HCITransport"]),
+        .library(name: "LinkLayer", targets: ["LinkLayer"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
         .library(name: "SharedAir", targets: ["SharedAir"]),
         .library(name: "Host", targets: ["Host"]),
@@ -95,17 +96,20 @@ let package = Package(
         // A D-Bus client (the wire protocol, a connection on its own reader thread), for the bluetoothd engine.
         .target(name: "DBus", dependencies: ["BluetoothRuntime", "SystemInterface"], swiftSettings: strict),
         .target(name: "BlueZ", dependencies: ["DBus", "BluetoothRuntime"], swiftSettings: strict),
+        // Link-layer packets (Core 5.4 Vol 6 Part B §2): advertising and data channel PDUs, LL control PDUs, the
+        // Common Extended Advertising Payload Format, the CRC, and link-layer capture files.
+        .target(name: "LinkLayer", dependencies: ["BluetoothCore", "HCI"], swiftSettings: strict),
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "BluetoothCrypto", "BluetoothRuntime"],
+            dependencies: ["BluetoothCore", "HCI", "LinkLayer", "BluetoothCrypto", "BluetoothRuntime"],
             swiftSettings: strict
         ),
         // The shared air's server: one VirtualAir for many processes (host, control and monitor sockets, H4 on TCP,
         // /dev/vhci), its recorder and replay, and the link-layer sniffer.
         .target(
             name: "SharedAir",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "VirtualController", "BluetoothRuntime", "SystemInterface"],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface"],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -146,13 +150,13 @@ let package = Package(
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
         .target(
             name: "BluetoothDissector",
-            dependencies: ["BluetoothCore", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP"],
+            dependencies: ["BluetoothCore", "AdvertisingData", "HCI", "LinkLayer", "L2CAP", "ATT", "SMP"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "blue",
             dependencies: [
-                "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "VirtualController", "SharedAir",
+                "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "LinkLayer", "VirtualController", "SharedAir",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
                 "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -225,7 +229,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VirtualControllerTests",
-            dependencies: ["VirtualController", "SharedAir", "StackLauncher", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "SystemInterface", "TestSupport"],
+            dependencies: ["VirtualController", "SharedAir", "LinkLayer", "StackLauncher", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "SystemInterface", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -20,7 +20,7 @@ let entries = [
     "FuzzSMP",
 ]
 
-let libraries = ["BluetoothCore", "BluetoothRuntime", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP", "BluetoothDissector", "VirtualController"]
+let libraries = ["BluetoothCore", "BluetoothRuntime", "AdvertisingData", "HCI", "L2CAP", "ATT", "SMP", "BluetoothDissector", "LinkLayer", "VirtualController"]
 
 let package = Package(
     name: "OpenCoreBluetoothFuzz",

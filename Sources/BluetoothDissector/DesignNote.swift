@@ -12,7 +12,10 @@
 // a channel end is (handle, direction, CID), since both devices number their own), reassembles K-frames into
 // SDUs and decodes ATT on EATT bearers (SPSM 0x0027), and joins extended advertising data from command fragments
 // and report pieces (`ExtendedReportAssembler`, the host scanner's own). All of it bounded, dropped per
-// connection on Disconnection Complete or a new connection with the same handle.
+// connection on Disconnection Complete or a new connection with the same handle. A link-layer capture (LINKTYPE
+// 256/251, read by LinkLayer's `LinkLayerCaptureReader`) is read in order by a `LinkLayerSnoopFormatter`: advertising
+// PDUs with their AdvData, auxiliary chains joined, LL control procedures in the spec's terms, and each data PDU fed
+// to a `CaptureDecoder` as the ACL fragment it carries, so everything above the link layer reads as in an HCI capture.
 //
 // Recognition order (first decoder that consumes the whole buffer wins; `--as` bypasses it): H4 (type octet and
 // length field match exactly), HCI event, HCI command, ACL, L2CAP basic frame, advertising data, ATT, SMP. The

@@ -3,6 +3,7 @@ import BluetoothCore
 import Foundation
 import HCI
 public import VirtualController
+import LinkLayer
 
 /// Writes what a sniffer on the virtual air would capture (`blue air --sniff FILE`): every PDU of ``VirtualAir``'s
 /// observer, advertising and data, as a pcap file of LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (256), which Wireshark and

@@ -1,3 +1,4 @@
+import LinkLayer
 /// What a sniffer sees of a connection on the air (Core 5.4 Vol 6 Part B §2.1.2, §3.1.1, §4.5.8.2): its access
 /// address and CRC_INIT, sent in the CONNECT_IND, and the data channel of each connection event by Channel
 /// Selection Algorithm #1 over all 37 data channels. Our air delivers packets without channels, so these only

@@ -1,5 +1,6 @@
 import BluetoothCore
 import HCI
+import LinkLayer
 
 /// The extended advertising PDUs (Core 5.4 Vol 6 Part B §2.3.1, §2.3.4): ADV_EXT_IND on the primary advertising
 /// channels points to an AUX_ADV_IND on a secondary channel, which AUX_CHAIN_INDs may follow; AUX_SCAN_REQ/RSP and

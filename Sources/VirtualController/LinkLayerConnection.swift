@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothCrypto
 import BluetoothRuntime
 import HCI
+import LinkLayer
 
 /// One end of an LE connection in the Connection State (Core 5.4 Vol 6 Part B §4.5, §5): the acknowledgement
 /// scheme (SN/NESN, §4.5.9), the data path between host ACL packets and LL data PDUs, and the control procedures

@@ -8,6 +8,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LinkLayer
 
 /// The shared radio medium of virtual controllers: who hears whom, at which RSSI, and when (DESIGN.md "The
 /// virtual controller and the air"). It owns all link-layer scheduling: advertising events (Core 5.4 Vol 6 Part B

@@ -3,7 +3,7 @@ import BluetoothCore
 import BluetoothDissector
 import Foundation
 import HCI
-import VirtualController
+import LinkLayer
 
 /// `blue snoop`: btsnoop captures (the format btmon, Android and Wireshark use).
 struct Snoop: ParsableCommand {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 @testable import VirtualController
 @testable import SharedAir
+import LinkLayer
 
 /// The Common Extended Advertising Payload Format (issue 15 item 5; Core 5.4 Vol 6 Part B §2.3.4) our air puts
 /// extended advertising in: a golden vector worked out from the spec's field layout, hostile bytes, the auxiliary

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 @testable import VirtualController
 @testable import SharedAir
+import LinkLayer
 
 /// ``LinkLayerCaptureReader`` (what `blue snoop show` reads link-layer pcaps with): what ``LinkLayerSniffer`` wrote
 /// comes back PDU for PDU with its channel, PHY, direction and the decrypted mark, in either byte order; hostile

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 @testable import VirtualController
 @testable import SharedAir
+import LinkLayer
 
 /// Golden vectors of the link-layer control PDUs our controller sends (Core 5.4 Vol 6 Part B §2.4.2, the CtrData
 /// layouts of Figures 2.35–2.65), each checked three ways: our encoding is the spec's bytes, our decoder gives the

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 @testable import VirtualController
 @testable import SharedAir
+import LinkLayer
 
 /// The air as a sniffer sees it (``LinkLayerSniffer``, `blue air --sniff`), read by Wireshark's dissectors, which we
 /// did not write: every PDU our controllers put on the air, advertising and data, in a pcap of

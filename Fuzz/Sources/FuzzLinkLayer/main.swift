@@ -3,7 +3,7 @@
 // rest of the input).
 import BluetoothCore
 import CLibFuzzer
-import VirtualController
+import LinkLayer
 
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []

@@ -1,8 +1,7 @@
 import AdvertisingData
-import BluetoothCore
-import BluetoothDissector
+public import BluetoothCore
 import HCI
-import VirtualController
+public import LinkLayer
 
 /// `blue snoop show` for link-layer captures (`blue air --sniff`, or a sniffer's pcap of LINKTYPE 256/251): each
 /// advertising PDU with its addresses, AdvData and LLData; each data PDU with its LL control procedure or, for
@@ -10,7 +9,7 @@ import VirtualController
 /// fragments (LLID 0b10 starts an L2CAP PDU, 0b01 continues it; Core 5.4 Vol 6 Part B §2.4), so L2CAP, ATT,
 /// SMP and the credit-based channels decode as in an HCI capture, central to peripheral as "sent". Empty data PDUs
 /// are counted, not shown, unless asked for.
-struct LinkLayerSnoopFormatter {
+public struct LinkLayerSnoopFormatter {
     private var decoder = CaptureDecoder()
     /// A handle per access address, for the decoder's reassembly and channel state.
     private var handles: [UInt32: UInt16] = [:]
@@ -23,8 +22,12 @@ struct LinkLayerSnoopFormatter {
         var sid: UInt8?
         var did: UInt16?
     }
-    var showEmpty = false
-    private(set) var emptyPDUs = 0
+    /// Whether empty data PDUs are shown (they are counted either way).
+    public var showEmpty = false
+    /// The empty data PDUs read so far.
+    public private(set) var emptyPDUs = 0
+
+    public init() {}
 
     static let controlNames: [UInt8: String] = [
         0x00: "LL_CONNECTION_UPDATE_IND", 0x01: "LL_CHANNEL_MAP_IND", 0x02: "LL_TERMINATE_IND", 0x03: "LL_ENC_REQ",
@@ -37,12 +40,12 @@ struct LinkLayerSnoopFormatter {
     ]
 
     /// The packet's dissection, or nil for an empty data PDU that is not to be shown.
-    mutating func dissection(of packet: LinkLayerCapturedPacket) -> Dissection? {
+    public mutating func dissection(of packet: LinkLayerCapturedPacket) -> Dissection? {
         packet.isAdvertising ? advertising(packet) : data(packet)
     }
 
     /// The text of one packet: summary line (channel, PHY, what it is) and indented fields.
-    mutating func format(_ packet: LinkLayerCapturedPacket, number: Int) -> String? {
+    public mutating func format(_ packet: LinkLayerCapturedPacket, number: Int) -> String? {
         guard let node = dissection(of: packet) else { return nil }
         let start = firstTimestamp ?? packet.unixMicroseconds
         firstTimestamp = start
@@ -56,7 +59,7 @@ struct LinkLayerSnoopFormatter {
     }
 
     /// One JSON object per packet.
-    mutating func json(_ packet: LinkLayerCapturedPacket, number: Int) -> String? {
+    public mutating func json(_ packet: LinkLayerCapturedPacket, number: Int) -> String? {
         guard let node = dissection(of: packet) else { return nil }
         var text = "{\"number\":\(number),\"unixMicroseconds\":\(packet.unixMicroseconds)"
         if let channel = packet.rfChannel { text += ",\"rfChannel\":\(channel)" }
