@@ -7,7 +7,8 @@
 // user channel: our host on a kernel controller), `VHCIControllerTransport` (the controller end of /dev/vhci: a
 // controller of ours under the kernel, `blue air --vhci`; both proven on Linux 6.1 by Scripts/vm-test.sh), and
 // `SnoopingTransport` (a btsnoop tap around any of them, written through `BTSnoopFileSink`).
-// `HCITransportSpec` parses the `--hci` strings and opens the transports that need no virtual controller.
+// `HCITransportSpec` is the grammar of transports and opens those that need no virtual controller; StackLauncher's
+// `StackSpecification` is the one reader of a stack's name and hands transports to it.
 //
 // Who owns the state: each transport owns its descriptor, its `H4Framer` and its callbacks. Shared mutable state
 // (started/closing flags, callbacks) sits behind `LockedValue`; writes are serialized by a per-transport lock.

@@ -3,8 +3,6 @@ import BluetoothRuntime
 import Foundation
 import Host
 public import StackLauncher
-import VirtualController
-import SharedAir
 
 /// The production backend: CoreBluetooth managers on this package's own `HostStack` (Core 5.4 Vol 3 Part C
 /// GAP, Part G GATT over Part F ATT), on a virtual controller or on real hardware.
@@ -36,7 +34,7 @@ public enum HostBackend {
     public enum Transport: Sendable {
         /// A new device on this in-process air.
         case inProcess(InProcessAir)
-        /// A new device on the air hub listening at `socketPath` (`AirHub`), started in the background first
+        /// A new device on the air hub listening at `socketPath` (`blue air`), started in the background first
         /// when none runs there.
         case hub(socketPath: String)
         /// A stack opened by `StackLauncher` from a `--hci` specification.
@@ -47,7 +45,7 @@ public enum HostBackend {
     }
 
     /// The environment variable that chooses the transport.
-    public static let environmentVariable = "OCB_HCI"
+    public static let environmentVariable = StackSpecification.environmentVariable
 
     /// Whether a manager whose controller goes away logs it (one error, besides its move to
     /// `.poweredOff`). On by default; a program that reports the loss itself (the `blue` tool) turns it off, so
@@ -75,18 +73,20 @@ public enum HostBackend {
         transport(named: ProcessInfo.processInfo.environment[environmentVariable] ?? "")
     }
 
-    /// The transport a text names, as in `OCB_HCI`: empty or `virtual` (the shared air: the hub at its default
-    /// socket; `virtual-hub` is read as `virtual`), `air:PATH` (the hub at PATH), `in-process` (the process's own
-    /// air), or another `--hci` specification.
+    /// The transport a text names, as in `OCB_HCI` (``StackSpecification``, the one reading of a stack's name): empty
+    /// or `virtual` (the shared air: the hub at its default socket), `air:PATH` (the hub at PATH), `in-process` (the
+    /// process's own air), `bluez[:hciN]`, or another `--hci` transport. A name that does not parse is kept as a
+    /// specification, which the launch refuses with the parser's reason (the manager then reports `.unsupported`).
     public static func transport(named text: String) -> Transport {
-        let value = text.trimmingCharacters(in: .whitespaces)
-        switch value {
-        case "", "virtual", "virtual-hub": return .hub(socketPath: StackLaunchOptions.defaultHubSocketPath)
-        case "in-process": return .inProcess(sharedAir)
-        case "bluez": return .bluez(adapter: nil)
-        case let name where name.hasPrefix("bluez:hci") && name.count > 9: return .bluez(adapter: String(name.dropFirst(6)))
-        case let air where air.hasPrefix("air:") && air.count > 4: return .hub(socketPath: String(air.dropFirst(4)))
-        default: return .specification(value)
+        let name = text.trimmingCharacters(in: .whitespaces)
+        if name.isEmpty { return .hub(socketPath: StackLaunchOptions.defaultHubSocketPath) }
+        guard let specification = try? StackSpecification(parsing: name) else { return .specification(name) }
+        switch specification {
+        case .bluez(let adapter): return .bluez(adapter: adapter)
+        case .host(.inProcess): return .inProcess(sharedAir)
+        case .host(let transport):
+            if let socket = specification.airHubSocket() { return .hub(socketPath: socket) }
+            return .specification(transport.description)
         }
     }
 
@@ -114,8 +114,8 @@ public enum HostBackend {
             return try await StackLauncher.open(spec: .air(path: path), options: options)
         case .specification(let text):
             return try await StackLauncher.open(text, options: options)
-        case .bluez:
-            throw StackLaunchError(.invalidSpecification, "bluez is bluetoothd's stack, not ours")
+        case .bluez(let adapter):
+            return try await StackLauncher.open(StackSpecification.bluez(adapter: adapter).description, options: options)
         }
     }
 
@@ -125,17 +125,10 @@ public enum HostBackend {
     /// starts do; a program (or a test) that wants them gone stops them with SIGTERM.
     public static var hubsStarted: [Int32] { startedHubs.load() }
 
-    /// Makes sure a hub listens at `path`, starting one when none does (`SharedAirHub`, on a thread of its own).
-    /// Only the default socket's directory is created; a hub is not started at a path whose directory does not
-    /// exist (a mistyped `air:PATH` fails instead of creating directories).
+    /// Makes sure a hub listens at `path`, starting one when none does and `path`'s directory exists
+    /// (``SharedAirHub``, the one place that starts the shared air), and records the process it started.
     static func ensureHub(at path: String) async throws(StackLaunchError) {
-        if AirHub.isRunning(at: path) { return }
-        let directory = (path as NSString).deletingLastPathComponent
-        if path != StackLaunchOptions.defaultHubSocketPath, !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            throw StackLaunchError(.unreachable, "no air hub at \(path), and its directory does not exist "
-                                   + "(start one with `blue air --socket \(path)`)")
-        }
-        if case .started(let pid) = try await SharedAirHub.ensure(at: path, starter: .automatic) {
+        if case .started(let pid) = try await SharedAirHub.ensure(at: path, starter: .automatic, inExistingDirectoryOnly: true) {
             startedHubs.withLock { $0.append(pid) }
         }
     }
@@ -215,7 +208,7 @@ public enum HostBackend {
 /// Opens one stack for a backend, asynchronously, and reports it once (Host's `start`, through
 /// `StackLauncher` or `InProcessAir`), and takes it off the air when the backend is done.
 ///
-/// Closing a stack on an in-process air also powers its ``VirtualController`` off: closing the host's transport
+/// Closing a stack on an in-process air also powers its virtual controller off: closing the host's transport
 /// leaves the controller on the air, still advertising and accepting connections, with nobody behind it (a
 /// released `CBPeripheralManager` would go on advertising its services, and a central would connect to that
 /// ghost and wait forever for ATT answers). A device whose program ended goes silent; its peers see the link
@@ -319,7 +312,6 @@ final class HostBackendStack: Sendable {
     private func release(_ stack: LaunchedStack) {
         stack.shutdown()
         guard let air = state.load().air else { return }
-        let address = stack.controllerInfo.publicAddress
-        air.controllerList.first { $0.publicAddress == address }?.powerOff()
+        air.powerOffController(of: stack.controllerInfo.publicAddress)
     }
 }

@@ -1,12 +1,17 @@
-// StackLauncher: from a `--hci` text to a running host stack.
+// StackLauncher: assembles stacks, from a stack's name to a running host stack.
 //
-// What it is: the edge that turns a transport specification (DESIGN.md "Transports", `HCITransportSpec`:
-// virtual, in-process, air:PATH, tcp:HOST:PORT, unix:PATH, serial:..., hciN) into a started `HostStack`: it opens the
+// What it is: the one reader of a stack's name (`StackSpecification`: `--hci`, `OCB_HCI`, `BluetoothStack.open`;
+// our host on an `HCITransportSpec` — virtual, in-process, air:PATH, tcp:HOST:PORT, unix:PATH, serial:..., hciN — or
+// bluetoothd's `bluez[:hciN]`, which is not ours to launch) and the edge that turns a transport into a started
+// `HostStack`: it opens the
 // transport (Core 5.4 Vol 4 Part A H4 framing lives in HCITransport), taps it into a btsnoop file when asked
 // (`SnoopingTransport`), creates the stack's `DispatchEventLoop`, runs the controller initialisation (Vol 4 Part E
 // §4.4, §7.3, §7.8) and waits for it with a time limit. `virtual` is the shared air: it joins the air hub at the default socket,
-// started first when none runs (`SharedAirHub`: the `blue` tool spawns itself, a library spawns the `blue` it
-// finds, else hosts the hub in its own process); `in-process` is an air of the process's own.
+// started first when none runs (`SharedAirHub`, the one place that starts the shared air: the `blue` tool spawns
+// itself, a library spawns the `blue` it finds, else hosts the hub in its own process; OpenCoreBluetooth's
+// `air:PATH` asks it too, where PATH's directory exists); `in-process` is an in-process air: of the stack's own
+// here, the process's one for CoreBluetooth managers (`HostBackend.sharedAir`), so that a program's managers meet.
+// `VirtualControllerTransport` is the in-process HCI transport between a host and a `VirtualController`.
 // `InProcessAir` puts N stacks on one private air (demo, benchmarks, tests). The launched stack's transport is
 // wrapped (`LossWatchingTransport`) so that the end of the controller while the stack runs is one value,
 // `StackLoss`, reported to the stack's and the process's observers (the `blue` tool ends every command with it).

@@ -71,6 +71,12 @@ public final class InProcessAir: Sendable {
             ownedAir: owned ? self : nil)
     }
 
+    /// Powers off the controller of the stack whose public address is `address` (its peers see the link time out),
+    /// for a stack whose owner is done with it: closing the host's transport alone leaves the controller on the air.
+    public func powerOffController(of address: BluetoothAddress) {
+        controllers.load().first { $0.publicAddress == address }?.powerOff()
+    }
+
     /// Powers every controller off (their links end for the peers). The stacks are shut down by their owners.
     public func shutdown() {
         for controller in controllers.load() { controller.powerOff() }

@@ -65,12 +65,21 @@ public enum SharedAirHub {
     /// One start at a time in this process: the stacks opened together join the first one's hub.
     private static let starting = NSLock()
 
-    /// Makes sure a hub listens at `path`, starting one with `starter` when none does. Blocking (a spawned hub is
+    /// Makes sure a hub listens at `path`, starting one with `starter` when none does. With
+    /// `inExistingDirectoryOnly`, a hub is started only where `path`'s directory exists (a mistyped `air:PATH` fails
+    /// rather than creating directories); the default socket's directory is always made. Blocking (a spawned hub is
     /// waited for, up to 5 s): call it off any executor that must stay responsive, or use the async form.
-    public static func ensure(at path: String, starter: Starter) throws(StackLaunchError) -> Outcome {
+    public static func ensure(at path: String, starter: Starter, inExistingDirectoryOnly: Bool = false)
+        throws(StackLaunchError) -> Outcome {
         starting.lock()
         defer { starting.unlock() }
         if AirHub.isRunning(at: path) { return .running }
+        let directory = (path as NSString).deletingLastPathComponent
+        if inExistingDirectoryOnly, path != StackLaunchOptions.defaultHubSocketPath, !directory.isEmpty,
+           !FileManager.default.fileExists(atPath: directory) {
+            throw StackLaunchError(.unreachable, "no air hub at \(path), and its directory does not exist "
+                                   + "(start one with `blue air --socket \(path)`)")
+        }
         switch starter {
         case .never:
             throw StackLaunchError(.unreachable, "no air hub at \(path) (start one with `blue air --socket \(path)`)")
@@ -91,11 +100,13 @@ public enum SharedAirHub {
 
     /// ``ensure(at:starter:)`` on a thread of its own, so that a spawned hub's start does not hold up the caller's
     /// executor.
-    public static func ensure(at path: String, starter: Starter) async throws(StackLaunchError) -> Outcome {
+    public static func ensure(at path: String, starter: Starter, inExistingDirectoryOnly: Bool = false)
+        async throws(StackLaunchError) -> Outcome {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Outcome, StackLaunchError>, Never>) in
             Thread.detachNewThread {
                 do throws(StackLaunchError) {
-                    continuation.resume(returning: .success(try ensure(at: path, starter: starter)))
+                    let outcome = try ensure(at: path, starter: starter, inExistingDirectoryOnly: inExistingDirectoryOnly)
+                    continuation.resume(returning: .success(outcome))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

@@ -23,15 +23,15 @@ import SharedAir
 ///
 /// Every failure is a ``StackLaunchError`` with one line saying what and where.
 public enum StackLauncher {
-    /// Parses `text` (``HCITransportSpec/init(parsing:)``) and opens it.
+    /// Parses `text` (``StackSpecification/init(parsing:)``) and opens it; bluetoothd's stack (`bluez`) is not ours to
+    /// open and throws ``StackLaunchError/Code/invalidSpecification``.
     public static func open(_ text: String, options: StackLaunchOptions = StackLaunchOptions()) async throws(StackLaunchError) -> LaunchedStack {
-        let spec: HCITransportSpec
-        do {
-            spec = try HCITransportSpec(parsing: text)
-        } catch {
-            throw StackLaunchError(.invalidSpecification, error.reason)
+        switch try StackSpecification(parsing: text) {
+        case .host(let spec):
+            return try await open(spec: spec, options: options)
+        case .bluez:
+            throw StackLaunchError(.invalidSpecification, "bluez is bluetoothd's stack, not ours")
         }
-        return try await open(spec: spec, options: options)
     }
 
     /// Opens the transport, taps it when ``StackLaunchOptions/snoopPath`` is set, starts a ``HostStack`` on a

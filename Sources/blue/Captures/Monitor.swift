@@ -5,7 +5,7 @@ import BluetoothRuntime
 import Foundation
 import HCI
 import HCITransport
-import OpenCoreBluetooth
+import StackLauncher
 import SystemInterface
 
 /// `blue monitor`: the live, decoded HCI traffic of every controller on the shared air (btmon for the virtual air;
@@ -68,7 +68,7 @@ struct Monitor: ParsableCommand, Sendable {
             if device != nil { throw CLIFailure(.usage, "--device numbers the hub's devices; with --hci \(hci) choose the controller with --hci hciN") }
             return try await monitorKernel(selection)
         }
-        guard case .hub(let socketPath) = HostBackend.transport(named: hci) else {
+        guard let socketPath = (try? StackSpecification(parsing: hci))?.airHubSocket() else {
             throw CLIFailure(.usage, "--hci \(hci): blue monitor reads the shared air's hub (virtual or air:PATH) or the kernel's "
                              + "controllers (hciN, kernel); a program of ours on another transport records with --snoop FILE")
         }

@@ -2,7 +2,7 @@ import ArgumentParser
 import BluetoothCore
 import Foundation
 import Host
-import OpenCoreBluetooth
+import StackLauncher
 
 /// `blue bonds list|remove`: the bonds of the ``FileBondStore`` (Core 5.4 Vol 3 Part H §2.4.1 keys kept per peer
 /// identity; Vol 3 Part G §3.3.3.3 CCCDs of bonded clients), in its default directory or `--directory`.
@@ -29,7 +29,7 @@ struct BondDirectoryOption: ParsableArguments, Sendable {
     /// The adapter when `--hci` names bluetoothd (`.some(nil)`: its first adapter).
     var bluezAdapter: String?? {
         guard let hci else { return nil }
-        if case .bluez(let adapter) = HostBackend.transport(named: hci) { return .some(adapter) }
+        if case .bluez(let adapter)? = try? StackSpecification(parsing: hci) { return .some(adapter) }
         return nil
     }
 

@@ -30,7 +30,7 @@ struct StackOptions: ParsableArguments, Sendable {
     /// The adapter when `--hci` names bluetoothd (`bluez`, `bluez:hciN`), else nil. `--snoop` cannot go with it:
     /// bluetoothd's HCI traffic is the kernel's (btmon records it).
     func bluezAdapter() throws(CLIFailure) -> BlueZAdapterChoice? {
-        guard case .bluez(let adapter) = HostBackend.transport(named: hci) else { return nil }
+        guard case .bluez(let adapter)? = try? StackSpecification(parsing: hci) else { return nil }
         if snoop != nil {
             throw CLIFailure(.usage, "--snoop records our host's HCI traffic; through bluetoothd (--hci \(hci)) use btmon")
         }
@@ -45,7 +45,7 @@ struct StackOptions: ParsableArguments, Sendable {
 
     /// ``open(_:)`` for a command whose options are not a ``StackOptions`` (`blue bench ... --hci`).
     static func open(hci: String, snoop: String?, _ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
-        if case .bluez = HostBackend.transport(named: hci) {
+        if case .bluez? = try? StackSpecification(parsing: hci) {
             throw CLIFailure(.usage, "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
                              + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
                              + "the adapter (bluetoothd must let go of it), or virtual")
