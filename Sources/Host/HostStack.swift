@@ -100,6 +100,8 @@ public final class HostStack: @unchecked Sendable {
     var timer: ScheduledJob?
     var timerDeadline: StackInstant?
     var eventHandler: ((HostEvent) -> Void)?
+    /// The handlers added with ``addEventHandler(_:)``, called after ``eventHandler``.
+    let eventHandlers = HostEventHandlers()
     var l2capHandler: ((Connection, [UInt8]) -> Void)?
     var stats = HostStatistics()
     /// The GATT server every connection shares (its database, per-connection CCCDs, MTU and security).
@@ -129,9 +131,22 @@ public final class HostStack: @unchecked Sendable {
 
     // MARK: Owner hooks
 
-    /// Sets the handler of ``HostEvent``s (called on the loop, in order).
+    /// Sets the handler of ``HostEvent``s (called on the loop, in order), replacing the one set before; the
+    /// handlers of ``addEventHandler(_:)`` are called after it.
     public func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
         onLoop { [self] in eventHandler = handler }
+    }
+
+    /// Adds a handler of every ``HostEvent`` from the next one on (called on the loop, in the order handlers were
+    /// added); callable from any thread.
+    @discardableResult
+    public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> HostEventSubscription {
+        HostEventSubscription(id: eventHandlers.add(handler), host: self)
+    }
+
+    /// Removes every handler added with ``addEventHandler(_:)`` (the owner is done with the stack).
+    public func removeEventHandlers() {
+        eventHandlers.removeAll()
     }
 
     /// Sets the handler of complete L2CAP PDUs received (basic header included), per connection, called on the
@@ -148,6 +163,7 @@ public final class HostStack: @unchecked Sendable {
     func emit(_ event: HostEvent) {
         logEvent(event)
         eventHandler?(event)
+        eventHandlers.deliver(event)
     }
 
     // MARK: Lifecycle

@@ -10,11 +10,7 @@ import VirtualController
 /// transport (the controller's connections drop), then the snoop capture.
 public final class LaunchedStack: Sendable {
     /// Cancels an event handler added with ``addEventHandler(_:)``.
-    public struct EventSubscription: Sendable {
-        let id: UInt64
-        weak var stack: LaunchedStack?
-        public func cancel() { stack?.removeEventHandler(id) }
-    }
+    public typealias EventSubscription = HostEventSubscription
 
     public let host: HostStack
     public let eventLoop: DispatchEventLoop
@@ -28,13 +24,11 @@ public final class LaunchedStack: Sendable {
     public let snoopSink: BTSnoopFileSink?
     /// Keeps a private in-process air alive as long as the stack (the `virtual` fallback).
     let ownedAir: InProcessAir?
-    private let handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>
     private let stopped = LockedValue(false)
     private let watch: LossWatchingTransport
 
     init(host: HostStack, eventLoop: DispatchEventLoop, spec: HCITransportSpec, transportDescription: String,
          controllerInfo: ControllerInfo, snoopSink: BTSnoopFileSink?, ownedAir: InProcessAir?,
-         handlers: LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>,
          watch: LossWatchingTransport) {
         self.host = host
         self.eventLoop = eventLoop
@@ -43,7 +37,6 @@ public final class LaunchedStack: Sendable {
         self.controllerInfo = controllerInfo
         self.snoopSink = snoopSink
         self.ownedAir = ownedAir
-        self.handlers = handlers
         self.watch = watch
         let stopped = stopped
         watch.onLoss { loss in
@@ -79,29 +72,11 @@ public final class LaunchedStack: Sendable {
         }
     }
 
-    /// A handler table installed as the host's event handler (before start, so no event is missed).
-    static func makeHandlerTable(for host: HostStack) -> LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])> {
-        let table = LockedValue<(next: UInt64, list: [(UInt64, @Sendable (HostEvent) -> Void)])>((next: 0, list: []))
-        host.setEventHandler { event in
-            let list = table.load().list
-            for (_, handler) in list { handler(event) }
-        }
-        return table
-    }
-
-    /// Adds a handler of every ``HostEvent`` from now on (called on ``eventLoop``).
+    /// Adds a handler of every ``HostEvent`` from now on (called on ``eventLoop``): the host's own fan-out
+    /// (``HostStack/addEventHandler(_:)``).
     @discardableResult
     public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> EventSubscription {
-        let id = handlers.withLock { table -> UInt64 in
-            table.next &+= 1
-            table.list.append((table.next, handler))
-            return table.next
-        }
-        return EventSubscription(id: id, stack: self)
-    }
-
-    func removeEventHandler(_ id: UInt64) {
-        handlers.withLock { table in table.list.removeAll { $0.0 == id } }
+        host.addEventHandler(handler)
     }
 
     /// The address peers see (the random static address by default, Core 5.4 Vol 6 Part B §1.3.2.1).
@@ -115,7 +90,7 @@ public final class LaunchedStack: Sendable {
             return !stopped
         }
         guard first else { return }
-        handlers.withLock { $0.list = [] }
+        host.removeEventHandlers()
         host.shutdown()
         if !eventLoop.inEventLoop { eventLoop.sync {} }
         snoopSink?.close()

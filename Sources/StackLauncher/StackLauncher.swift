@@ -124,13 +124,11 @@ public enum StackLauncher {
             return logger
         }
         let host = HostStack(transport: watch, eventLoop: loop, configuration: hostConfiguration)
-        let handlers = LaunchedStack.makeHandlerTable(for: host)
         let result = await startHost(host, loop: loop, timeout: options.startTimeout)
         switch result {
         case .success(let info):
             return LaunchedStack(host: host, eventLoop: loop, spec: spec, transportDescription: description,
-                                 controllerInfo: info, snoopSink: sink, ownedAir: ownedAir, handlers: handlers,
-                                 watch: watch)
+                                 controllerInfo: info, snoopSink: sink, ownedAir: ownedAir, watch: watch)
         case .failure(let error):
             host.shutdown()
             loop.sync {}
