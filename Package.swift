@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "LinkLayer", targets: ["LinkLayer"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
         .library(name: "SharedAir", targets: ["SharedAir"]),
+        .library(name: "BluetoothEngine", targets: ["BluetoothEngine"]),
         .library(name: "Host", targets: ["Host"]),
         .library(name: "StackLauncher", targets: ["StackLauncher"]),
         .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
@@ -112,11 +113,18 @@ let package = Package(
             dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface"],
             swiftSettings: strict
         ),
+        // The engine seam: what the APIs ask of a Bluetooth stack (StackEngine) and the vocabulary both engines speak
+        // (events, scan reports, connections, options, errors, pairing); our host and bluetoothd are engines.
+        .target(
+            name: "BluetoothEngine",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData"],
+            swiftSettings: strict
+        ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
         .target(
             name: "Host",
             dependencies: [
-                "BluetoothCore", "BluetoothRuntime", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
+                "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
                 "AdvertisingData", "BluetoothCrypto", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -125,7 +133,7 @@ let package = Package(
         // serial, Linux user channel).
         .target(
             name: "StackLauncher",
-            dependencies: ["BluetoothCore", "BluetoothRuntime", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -133,7 +141,7 @@ let package = Package(
         .target(
             name: "BluetoothLE",
             dependencies: [
-                "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
+                "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
                 "HCI", "SMP", "OpenCoreBluetooth", "BlueZ",
             ],
             swiftSettings: strict
@@ -142,8 +150,8 @@ let package = Package(
         .target(
             name: "OpenCoreBluetooth",
             dependencies: [
-                "BluetoothCore", "BluetoothRuntime", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "VirtualController", "SharedAir", "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
+                "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
+                "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -155,7 +163,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "blue",
-            dependencies: [
+            dependencies: ["BluetoothEngine",
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "LinkLayer", "VirtualController", "SharedAir",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
                 "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics",
@@ -234,7 +242,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HostTests",
-            dependencies: [
+            dependencies: ["BluetoothEngine",
                 "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
                 "VirtualController", "SharedAir", "StackLauncher", "BluetoothCrypto", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
@@ -242,7 +250,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenCoreBluetoothTests",
-            dependencies: [
+            dependencies: ["BluetoothEngine",
                 "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BluetoothCore", "Host", "GATT", "StackLauncher", "SharedAir",
                 "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
@@ -253,14 +261,14 @@ let package = Package(
         ),
         .testTarget(
             name: "StackLauncherTests",
-            dependencies: [
+            dependencies: ["BluetoothEngine",
                 "StackLauncher", "Host", "HCITransport", "VirtualController", "SharedAir", "BluetoothRuntime", "ATT", "GATT", "TestSupport",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "BluetoothLETests",
-            dependencies: [
+            dependencies: ["BluetoothEngine",
                 "BluetoothLE", "Host", "VirtualController", "BluetoothRuntime", "BluetoothCore", "GATT", "StackLauncher",
                 "TestSupport", "BlueZTestSupport", "DBus",
             ],
@@ -268,7 +276,7 @@ let package = Package(
         ),
         .testTarget(name: "BluetoothRuntimeTests", dependencies: ["BluetoothRuntime"], swiftSettings: strict),
         .testTarget(name: "BluetoothDissectorTests", dependencies: ["BluetoothDissector", "TestSupport"], exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "BlueToolTests", dependencies: ["blue", "TestSupport", "BlueZTestSupport", "AdvertisingData", "BluetoothCore"], swiftSettings: strict),
+        .testTarget(name: "BlueToolTests", dependencies: ["BluetoothEngine", "blue", "TestSupport", "BlueZTestSupport", "AdvertisingData", "BluetoothCore"], swiftSettings: strict),
         .testTarget(
             name: "BluetoothCoreTests",
             dependencies: ["BluetoothCore", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],

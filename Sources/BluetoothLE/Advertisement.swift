@@ -1,6 +1,7 @@
 public import AdvertisingData
 public import BluetoothCore
 public import Host
+public import BluetoothEngine
 
 /// One device heard while scanning: its advertising data merged with its scan response (Core 5.4 Vol 3 Part C
 /// §11; Vol 4 Part E §7.7.65.2), with the RSSI of the packet that produced this report.

@@ -4,6 +4,7 @@ import BluetoothCore
 import GATT
 import Host
 import OpenCoreBluetooth
+import BluetoothEngine
 
 /// The GATT server and advertising (Core 5.4 Vol 3 Part G §3, §4.8–§4.11; Part C §9.3) on bluetoothd: published
 /// services become a GATT application of the peripheral backend (GattManager1.RegisterApplication) whose values
@@ -12,7 +13,7 @@ import OpenCoreBluetooth
 /// notifications wait for room in bluetoothd's notification socket (`readyToSend`).
 extension BlueZStackEngine {
     func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
-                 completion: @escaping @Sendable (Result<[GATTServiceHandles], BluetoothLEError>) -> Void) {
+                 completion: @escaping @Sendable (Result<[GATTServiceHandles], HostError>) -> Void) {
         onLoop { [self] in
             var handles: [GATTServiceHandles] = []
             var services: [CBBackendLocalService] = []
@@ -23,7 +24,7 @@ extension BlueZStackEngine {
                     services.append(localService(definition, added))
                 }
             } catch {
-                return completion(.failure(BluetoothLEError(error)))
+                return completion(.failure(HostError(.invalidDatabase, error.description)))
             }
             let numbered = handles, name = description
             addServices(services[...]) { [self] result in
@@ -31,7 +32,7 @@ extension BlueZStackEngine {
                     switch result {
                     case .success: completion(.success(numbered))
                     case .failure(let error):
-                        completion(.failure(BluetoothLEError(.commandFailed, "\(name) refused the services: \(error)")))
+                        completion(.failure(HostError(.commandFailed, "\(name) refused the services: \(error)")))
                     }
                 }
             }

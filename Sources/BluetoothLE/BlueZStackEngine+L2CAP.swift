@@ -2,6 +2,7 @@ import BluetoothCore
 import Host
 import L2CAP
 import OpenCoreBluetooth
+import BluetoothEngine
 
 /// LE credit-based channels (Core 5.4 Vol 3 Part A §4.22) on bluetoothd's links: the kernel's L2CAP sockets,
 /// through OpenCoreBluetooth's BlueZ backends (a connecting socket to open one; a listening socket bound to the

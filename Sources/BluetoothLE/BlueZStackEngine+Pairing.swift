@@ -3,6 +3,7 @@ import BluetoothCore
 import Host
 import OpenCoreBluetooth
 import SMP
+import BluetoothEngine
 
 /// Pairing (Core 5.4 Vol 3 Part H §2.3) on bluetoothd: ``Peripheral/pair(_:)`` is Device1.Pair with an agent of ours
 /// (org.bluez.Agent1, KeyboardDisplay) whose prompts become the host's `pairingInteraction` events, so that the

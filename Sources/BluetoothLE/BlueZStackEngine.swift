@@ -9,6 +9,7 @@ import L2CAP
 import BlueZ
 import OpenCoreBluetooth
 import SMP
+import BluetoothEngine
 
 /// The async API on bluetoothd rather than on our host (issue 16; ``BluetoothStack/init(bluez:)``): the engine
 /// operations done by OpenCoreBluetooth's BlueZ backends (D-Bus: Adapter1, Device1, GattService1 /

@@ -2,6 +2,7 @@ public import BluetoothCore
 public import GATT
 public import Host
 import L2CAP
+public import BluetoothEngine
 
 /// Why an operation of the async API failed: a ``Code`` a program can test, a reason a person can read, and the
 /// ATT error (Core 5.4 Vol 3 Part F §3.4.1.1, Table 3.4) or HCI status (Vol 1 Part F) behind it when there is one.
@@ -89,6 +90,7 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
         case .advertisingDataTooLarge: .advertisingDataTooLarge
         case .invalidParameters: .invalidParameters
         case .securityFailed: .securityFailed
+        case .invalidDatabase: .invalidDatabase
         }
         self.init(code, error.reason, hciStatus: error.status, securityFailure: error.security.map(Self.securityFailure))
     }

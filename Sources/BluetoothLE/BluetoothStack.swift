@@ -6,6 +6,7 @@ public import Host
 import L2CAP
 import OpenCoreBluetooth
 public import StackLauncher
+public import BluetoothEngine
 
 /// The async/await API over one `HostStack` (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part A L2CAP
 /// credit-based channels): scanning as an `AsyncSequence`, async connect and GATT client procedures on
@@ -238,7 +239,7 @@ public final class BluetoothStack: Sendable {
         let definitions = list.map(\.definition)
         let engine = engine
         let result: Result<[GATTServiceHandles], BluetoothLEError> = try await PendingOperation.run { operation in
-            engine.publish(deviceName: deviceName, definitions) { operation.succeed($0) }
+            engine.publish(deviceName: deviceName, definitions) { operation.succeed($0.mapError { BluetoothLEError($0) }) }
         }
         let handles = try result.get()
         var published: [(UInt16, Characteristic)] = []

@@ -1,6 +1,7 @@
 import BluetoothCore
 import GATT
 import Host
+import BluetoothEngine
 
 /// Answers the local GATT server's deferred requests (Core 5.4 Vol 3 Part F §3.4.4, §3.4.5, §3.4.6: the host
 /// holds the response until the application answers) with the async handlers of ``Characteristic``s. The host

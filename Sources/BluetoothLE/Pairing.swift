@@ -2,6 +2,7 @@ public import BluetoothCore
 import BluetoothRuntime
 public import Host
 import SMP
+public import BluetoothEngine
 
 /// The user side of pairing (Core 5.4 Vol 3 Part H §2.3.5.1 association models): what a person would see and
 /// answer. Set one with ``BluetoothStack/setPairingDelegate(_:)``; every `HostEvent/pairingInteraction(handle:_:)`

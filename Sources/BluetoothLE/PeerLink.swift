@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothRuntime
 import Host
+import BluetoothEngine
 
 /// One LE connection as the async API sees it (Core 5.4 Vol 6 Part B §4.5): the host's connection record, the
 /// ATT_MTU as last exchanged (Vol 3 Part F §3.4.2) and the disconnection reason once the link ended. Shared by

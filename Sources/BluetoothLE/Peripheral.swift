@@ -3,6 +3,7 @@ public import BluetoothCore
 import BluetoothRuntime
 public import GATT
 public import Host
+public import BluetoothEngine
 
 /// A peripheral the local central is connected to, with its GATT server as async methods (Core 5.4 Vol 3
 /// Part G §4: discovery §4.4–§4.7, reads §4.8, writes §4.9, notifications and indications §4.10–§4.12) and

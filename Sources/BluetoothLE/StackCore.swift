@@ -4,6 +4,7 @@ import BluetoothRuntime
 import GATT
 import Host
 import L2CAP
+import BluetoothEngine
 
 /// The loop-confined state of a ``BluetoothStack``: who listens to what (scan streams, notification streams,
 /// connection streams, L2CAP channels), who waits for send room, and the links with their peer objects. Every

@@ -1,4 +1,5 @@
 import HCI
+import BluetoothEngine
 
 /// Host-to-controller ACL data flow control (Core 5.4 Vol 4 Part E §4.1.1): the controller has
 /// Total_Num_LE_ACL_Data_Packets buffers; each packet sent takes one, Number Of Completed Packets (§7.7.19) gives

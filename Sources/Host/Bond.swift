@@ -1,6 +1,7 @@
 public import BluetoothCore
 public import BluetoothCrypto
 public import SMP
+import BluetoothEngine
 
 /// What we keep about a bonded peer (Core 5.4 Vol 3 Part H §2.4.1 "bonding", §3.6 key distribution; Vol 3
 /// Part G §7.1/§3.3.3.3: the CCCD values of bonded clients persist across connections).
@@ -171,5 +172,13 @@ struct BondRecord: Codable, Equatable {
     static func longTermKey(_ record: LongTermKey, _ field: String) throws(BondStoreError) -> SMPLongTermKey {
         let block = try block(record.key, field)
         return SMPLongTermKey(key: block.littleEndian, ediv: record.ediv, rand: record.rand)
+    }
+}
+
+extension PairingOutcome {
+    /// The outcome of securing a link with a bond already held (no pairing happened).
+    init(bond: Bond) {
+        self.init(usedExistingBond: true, method: nil, secureConnections: bond.secureConnections,
+                  authenticated: bond.authenticated, keySize: bond.keySize, bonded: true, identityAddress: bond.identityAddress)
     }
 }

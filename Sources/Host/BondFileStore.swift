@@ -7,6 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+public import BluetoothEngine
 
 /// Bonds as JSON files, one per peer identity, in a directory of mode 0700 (Core 5.4 Vol 3 Part H §2.4.1: keys
 /// are secrets; Vol 3 Part G §3.3.3.3: CCCDs of bonded clients persist).

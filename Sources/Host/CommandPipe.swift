@@ -1,6 +1,7 @@
 import BluetoothRuntime
 import HCI
 import BluetoothCore
+import BluetoothEngine
 
 /// The host side of HCI command flow control (Core 5.4 Vol 4 Part E §4.4): commands wait in a queue until the
 /// controller grants a credit; Num_HCI_Command_Packets of the latest Command Complete / Command Status sets the

@@ -3,6 +3,7 @@ import BluetoothRuntime
 import BluetoothCore
 import GATT
 import L2CAP
+import BluetoothEngine
 
 /// The protocol state of one LE connection above HCI (Core 5.4 Vol 3 Part A L2CAP, Part F ATT, Part G GATT):
 /// the connection's ``L2CAPLink`` (fixed channels, signaling, credit-based channels), its ``ATTBearer`` on the

@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import BluetoothEngine
 
 /// The owners of a ``HostStack``'s events (Bumble's `Host` fans its events out the same way): any number of handlers,
 /// each called on the host's loop for every ``HostEvent``, in the order they were added. Adding and removing is

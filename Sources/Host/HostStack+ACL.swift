@@ -1,5 +1,6 @@
 import BluetoothCore
 import HCI
+public import BluetoothEngine
 
 /// ACL data both ways (Core 5.4 Vol 4 Part E §5.4.2, §4.1.1 flow control; Vol 3 Part A §7.2 fragmentation and
 /// recombination of L2CAP PDUs).

@@ -3,6 +3,7 @@ import BluetoothCore
 import BluetoothRuntime
 import GATT
 public import L2CAP
+public import BluetoothEngine
 
 /// Enhanced ATT (Core 5.4 Vol 3 Part F §3.2.11, Part G §5.4, §7.2, §7.4): ATT bearers on L2CAP channels in
 /// Enhanced Credit Based Flow Control mode, SPSM 0x0027, next to the unenhanced bearer on CID 0x0004.

@@ -1,6 +1,7 @@
 import AdvertisingData
 import BluetoothCore
 import HCI
+import BluetoothEngine
 
 /// GAP with the Bluetooth 5 extended commands (Core 5.4 Vol 4 Part E §7.8.53–§7.8.66), used when
 /// ``ControllerInfo/usesExtendedAdvertising``: one advertising set (handle 0) with legacy PDUs when the data fits

@@ -2,6 +2,7 @@ public import AdvertisingData
 public import BluetoothCore
 import BluetoothRuntime
 public import HCI
+public import BluetoothEngine
 
 /// GAP over HCI (Core 5.4 Vol 3 Part C §9; Vol 4 Part E §7.8): advertising (legacy, or extended with
 /// HostStack+ExtendedGAP.swift when the controller has it), scanning with advertising and

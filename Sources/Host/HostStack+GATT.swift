@@ -2,6 +2,7 @@ public import ATT
 import BluetoothCore
 import L2CAP
 public import GATT
+public import BluetoothEngine
 
 /// The GATT API of the host (Core 5.4 Vol 3 Part G): the local server's database and values, the client
 /// procedures on each connection, ATT_MTU, and send-queue readiness. Callable from any thread; completions and

@@ -1,6 +1,7 @@
 import AdvertisingData
 import BluetoothCore
 import HCI
+import BluetoothEngine
 
 /// Controller initialisation (Core 5.4 Vol 4 Part E §7.3.2 Reset, §7.4.1 / §7.4.3 / §7.4.2 local version,
 /// features and supported commands, §7.8.2 / §7.8.93 LE buffer size v1 / v2, §7.4.5 Read Buffer Size when LE has

@@ -1,5 +1,6 @@
 import BluetoothCore
 public import L2CAP
+public import BluetoothEngine
 
 /// The L2CAP API of the host (Core 5.4 Vol 3 Part A): LE credit-based connection-oriented channels (§4.22–§4.24,
 /// §10.1) and the Connection Parameter Update procedure (§4.20, §4.21). Callable from any thread; completions and

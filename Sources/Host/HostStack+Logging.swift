@@ -4,6 +4,7 @@ import HCI
 import L2CAP
 import Logging
 import SMP
+import BluetoothEngine
 
 /// What the host logs (labels and levels in `LogLabel`): every HCI command and event it sends or receives, every
 /// L2CAP PDU of every connection under the label of its channel's protocol (ATT, SMP, L2CAP), and the events that

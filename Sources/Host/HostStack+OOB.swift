@@ -2,6 +2,7 @@ public import BluetoothCore
 public import BluetoothCrypto
 import BluetoothRuntime
 import SMP
+public import BluetoothEngine
 
 /// Our LE Secure Connections out-of-band data (Core 5.4 Vol 3 Part H §2.3.5.6.4): the address we connect or
 /// advertise with, our random r and the confirm value C = f4(PKx, PKx, r, 0) computed from the P-256 public key

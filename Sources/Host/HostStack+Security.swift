@@ -6,6 +6,7 @@ import GATT
 import HCI
 import L2CAP
 import SMP
+public import BluetoothEngine
 
 /// The Security Manager of the host (Core 5.4 Vol 3 Part H): one ``SMPSession`` per connection on the host's
 /// loop, fed SMP payloads (fixed channel 0x0006), Encryption Change and Encryption Key Refresh Complete; its PDUs

@@ -4,6 +4,7 @@ import BluetoothRuntime
 import GATT
 import HCI
 import L2CAP
+import BluetoothEngine
 
 /// The wiring of L2CAP, ATT and GATT on each connection (Core 5.4 Vol 3 Part A, Part F, Part G): complete L2CAP
 /// PDUs from ACL go to the connection's ``L2CAPLink``; its ATT payloads to the ``ATTBearer``; the bearer's requests

@@ -5,6 +5,7 @@ import GATT
 public import HCI
 public import HCITransport
 import L2CAP
+public import BluetoothEngine
 
 /// The host stack over one controller: the HCI command pipe with credits and timeouts (Core 5.4 Vol 4 Part E
 /// §4.4), controller initialisation (§7.3, §7.4, §7.8), the connection table, ACL flow control and

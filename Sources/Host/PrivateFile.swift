@@ -4,6 +4,7 @@ import BluetoothRuntime
 #if canImport(Glibc)
 import Glibc
 #endif
+public import BluetoothEngine
 
 /// Writing files that hold keys or private state: bonds and the local identity (the keys of Core 5.4 Vol 3 Part H
 /// §3.6), and OpenCoreBluetooth's known peers and state restoration snapshots. Readable by the owner only (mode

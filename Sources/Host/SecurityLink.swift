@@ -3,6 +3,7 @@ import BluetoothCore
 import BluetoothRuntime
 import L2CAP
 import SMP
+import BluetoothEngine
 
 /// The Security Manager state of one connection (Core 5.4 Vol 3 Part H §3): its ``SMPSession``, the identity of
 /// the peer, the callers waiting for the link to become secure, and the GATT client request held while security

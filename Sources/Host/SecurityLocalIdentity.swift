@@ -8,6 +8,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+public import BluetoothEngine
 
 /// Our own LE identity (Core 5.4 Vol 3 Part H §2.4.1 IRK and CSRK; Vol 6 Part B §1.3.2.1 random static
 /// address): what a peer's bond with us rests on. A process that opens a new stack on each run (`blue pair`)

@@ -3,6 +3,7 @@ import BluetoothRuntime
 import Foundation
 import Host
 public import StackLauncher
+import BluetoothEngine
 
 /// The production backend: CoreBluetooth managers on this package's own `HostStack` (Core 5.4 Vol 3 Part C
 /// GAP, Part G GATT over Part F ATT), on a virtual controller or on real hardware.

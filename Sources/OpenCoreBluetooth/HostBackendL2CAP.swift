@@ -2,6 +2,7 @@ import BluetoothRuntime
 import Host
 import L2CAP
 import StackLauncher
+import BluetoothEngine
 
 /// An LE credit-based channel (Core 5.4 Vol 3 Part A §4.22–§4.24, §10.1) of a host backend, as the façade's
 /// `CBL2CAPChannel` sees it: received SDUs in order, `send` taking at most one SDU (the peer's MTU) per call.

@@ -6,6 +6,7 @@ import GATT
 import HCI
 import Host
 public import StackLauncher
+import BluetoothEngine
 
 /// The GAP central and GATT client of a `CBCentralManager` on its own `HostStack` (see ``HostBackend``): scanning
 /// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (one

@@ -6,6 +6,7 @@ import GATT
 import Host
 import L2CAP
 public import StackLauncher
+import BluetoothEngine
 
 /// The GAP peripheral and GATT server of a `CBPeripheralManager` on its own `HostStack` (see ``HostBackend``).
 ///

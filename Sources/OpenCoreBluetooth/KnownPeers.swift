@@ -2,6 +2,7 @@ public import BluetoothCore
 public import Foundation
 import BluetoothRuntime
 import Host
+import BluetoothEngine
 
 /// The peers a central has met, kept across runs so that `CBCentralManager.retrievePeripherals(withIdentifiers:)`
 /// finds them in a later process, as on Apple platforms (corebluetooth-api.md §2). Each entry maps a peer's

@@ -1,6 +1,7 @@
 import AdvertisingData
 import BluetoothCore
 package import Host
+import BluetoothEngine
 
 extension ScanReport {
     /// What a backend reports of an advertiser, as the report our host gives (Core Supplement Part A): the decoded

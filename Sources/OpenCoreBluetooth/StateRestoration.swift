@@ -6,6 +6,7 @@ import Host
 #if canImport(Glibc)
 import Glibc
 #endif
+import BluetoothEngine
 
 /// CoreBluetooth's state preservation and restoration (corebluetooth-api.md §2.11) on Linux: what the system keeps
 /// for a manager created with `CBCentralManagerOptionRestoreIdentifierKey` / `CBPeripheralManagerOptionRestoreIdentifierKey`,

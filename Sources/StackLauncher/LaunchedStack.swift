@@ -2,6 +2,7 @@ public import BluetoothRuntime
 public import HCITransport
 public import Host
 import VirtualController
+public import BluetoothEngine
 
 /// A started ``HostStack`` on its own `DispatchEventLoop`, as ``StackLauncher`` opened it: the transport it runs
 /// on, what the controller told at initialisation, and any number of event handlers (the host itself takes one).

@@ -11,6 +11,7 @@ import Musl
 import Darwin
 #endif
 import SharedAir
+import BluetoothEngine
 
 /// Opens a started ``HostStack`` on any transport named by `--hci` (DESIGN.md "Transports";
 /// ``HCITransportSpec``): H4 over TCP, UNIX sockets and serial ports (Core 5.4 Vol 4 Part A §2), the Linux HCI

@@ -5,6 +5,7 @@ import GATT
 import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// Answers numeric comparison and Just Works consent as told, types a fixed passkey (nil: cancels).
 private final class AnsweringDelegate: PairingDelegate, @unchecked Sendable {

@@ -1,6 +1,7 @@
 import HCI
 @testable import Host
 import Testing
+import BluetoothEngine
 
 /// ``ACLOutbound`` (Core 5.4 Vol 4 Part E §4.1.1 host flow control) after its per-connection queue became an
 /// in-place queue with a head index and a packet count (the notification benchmark's send path): order, round

@@ -4,6 +4,7 @@ import HCI
 import Host
 import TestSupport
 import Testing
+import BluetoothEngine
 
 @Suite("Connections and ACL data")
 struct ACLTests {

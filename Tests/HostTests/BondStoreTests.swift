@@ -4,6 +4,7 @@ import Foundation
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 @Suite("Bond store: JSON files 0600 in a 0700 directory, atomic replace, corrupt files reported and untouched")
 struct BondStoreTests {

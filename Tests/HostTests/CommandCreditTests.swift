@@ -5,6 +5,7 @@ import HCITransport
 import Host
 import TestSupport
 import Testing
+import BluetoothEngine
 
 /// Issue 10 item 4: a controller that withholds command credits (Core 5.4 Vol 4 Part E §4.4 sets no limit). A
 /// command that can never be sent fails like one that was never answered, after the command timeout; the

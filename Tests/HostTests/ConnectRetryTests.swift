@@ -3,6 +3,7 @@ import BluetoothRuntime
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// A connect that fails with Connection Failed to be Established (0x3E) is attempted again
 /// (``HostStack/connectRetryLimit`` times, ``HostStack/connectRetryDelay`` apart), within the connect's own time limit;

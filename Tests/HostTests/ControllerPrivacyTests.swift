@@ -5,6 +5,7 @@ import BluetoothRuntime
 import HCI
 @testable import Host
 import Testing
+import BluetoothEngine
 
 /// Privacy done by the controller (issue 15 item 4; Core 5.4 Vol 6 Part B §6): with privacy asked for and LL Privacy
 /// offered (our controller), the host loads the resolving list and uses Own_Address_Type 0x03; the controller

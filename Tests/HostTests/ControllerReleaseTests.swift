@@ -3,6 +3,7 @@ import HCI
 @testable import Host
 import Testing
 import VirtualController
+import BluetoothEngine
 
 /// A host that shuts down closes its in-process transport, and the ``VirtualController`` behind it goes off the air
 /// (``VirtualControllerTransport``'s `close()`): as when a dongle is unplugged, the peer's link ends with a

@@ -5,6 +5,7 @@ import HCI
 import Host
 import L2CAP
 import Testing
+import BluetoothEngine
 
 /// Issue 15 item 3 against code we did not write: **our central** (HostStack over `SocketH4Transport`) with a
 /// **Bumble peripheral that has EATT enabled** (Interop/peers/bumble_eatt_peripheral.py), on our virtual controller

@@ -2,6 +2,7 @@ import BluetoothCore
 @testable import Host
 import L2CAP
 import Testing
+import BluetoothEngine
 
 /// A channel server that requires encryption (CoreBluetooth's `publishL2CAPChannel(withEncryption: true)`): an
 /// LE Credit Based Connection Request on a link that is not encrypted is refused with Insufficient Authentication

@@ -6,6 +6,7 @@ import GATT
 import L2CAP
 import SMP
 import Testing
+import BluetoothEngine
 
 /// Two stacks on the virtual air with Enhanced ATT (Core 5.4 Vol 3 Part F §3.2.11, Part G §7.2, §7.4): bearers
 /// opened automatically after pairing when the server offers EATT, refused on an unencrypted link, requests in

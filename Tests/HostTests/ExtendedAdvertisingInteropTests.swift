@@ -4,6 +4,7 @@ import Foundation
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// Extended advertising against code we did not write (issue 15 items 1 and 5): Bumble's host
 /// (Interop/peers/bumble_extended_peer.py) and our host on one controller, ours, Bumble's stock controller and

@@ -5,6 +5,7 @@ import HCI
 @testable import Host
 import Testing
 import VirtualController
+import BluetoothEngine
 
 /// The host with the Bluetooth 5 extended commands (issue 15 item 1; Core 5.4 Vol 4 Part E §7.8.53–§7.8.66) on
 /// our controller: legacy PDUs while the data fits them, extended PDUs with data beyond 31 octets on the chosen PHYs,

@@ -5,6 +5,7 @@ import HCI
 import Host
 import TestSupport
 import Testing
+import BluetoothEngine
 
 @Suite("GAP")
 struct GAPTests {

@@ -6,6 +6,7 @@ import HCI
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// A peer that pairs from a public or static address but distributes another identity (Bumble with an all-zero
 /// IRK) is recognised when it connects from that address again: the pairing address is kept as an alias.

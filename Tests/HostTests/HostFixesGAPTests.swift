@@ -5,6 +5,7 @@ import HCI
 import Host
 import TestSupport
 import Testing
+import BluetoothEngine
 
 /// Scan and advertising requests are strictly ordered: the last one wins (Core 5.4 Vol 3 Part C §9.2, §9.3).
 @Suite("GAP request ordering")

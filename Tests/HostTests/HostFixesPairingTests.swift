@@ -4,6 +4,7 @@ import HCI
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// `pair` completes only once our own SMP PDUs (the central's key distribution, sent last) were acknowledged by
 /// the controller (Number Of Completed Packets), so a caller that disconnects at once does not lose them.

@@ -5,6 +5,7 @@ import GATT
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 // The pairing matrix between two full host stacks (Core 5.4 Vol 3 Part H §2.3.5.1 association models, §2.3.5.6 /
 // Vol 3 Part C §10.2.4 Secure Connections Only mode, §3.5.1 feature exchange, §3.6.1 key distribution): the factors,

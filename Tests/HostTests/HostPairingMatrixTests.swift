@@ -5,6 +5,7 @@ import GATT
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// The pairing matrix between two full host stacks (each on its own virtual controller, one virtual air, one
 /// manual loop): IO capabilities × LE Secure Connections support / Secure Connections Only × MITM × bonding × key

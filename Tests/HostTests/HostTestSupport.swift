@@ -3,6 +3,7 @@ import BluetoothRuntime
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// A host on a manual loop over a scripted controller, started and initialised.
 struct Rig {

@@ -4,6 +4,7 @@ import HCI
 import Host
 import TestSupport
 import Testing
+import BluetoothEngine
 
 /// What the hostile-controller fuzz (Fuzz/hostile-controller.sh) found, on virtual time: regression tests of the
 /// fixes.

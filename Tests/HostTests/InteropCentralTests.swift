@@ -4,6 +4,7 @@ import GATT
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// Issue 4 item 7, first half: **our central** (HostStack over `SocketH4Transport`, `DispatchEventLoop`) against a
 /// **Bumble GATT server** (Interop/peers/bumble_gatt_server.py, Google's host, which we did not write), on our

@@ -6,6 +6,7 @@ import GATT
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// Issue 4 item 7, second half: a **Bumble central** (Interop/peers/bumble_gatt_central.py, Google's GATT client,
 /// which we did not write) against **our GATT server** (HostStack advertising the interop database), on our

@@ -4,6 +4,7 @@ import BluetoothRuntime
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 extension SecureStacks {
     /// Each side's local OOB data (after start).

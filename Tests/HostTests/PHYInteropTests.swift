@@ -3,6 +3,7 @@ import Foundation
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// The link's PHY changed against code we did not write (issue 15 items 2 and 5): Bumble's host
 /// (Interop/peers/bumble_phy_peer.py) and our host on one controller, ours and RootCanal in turn (Bumble's stock

@@ -5,6 +5,7 @@ import Foundation
 import HCI
 import Host
 import Testing
+import BluetoothEngine
 
 /// Privacy done by the controller, seen by code we did not write (issue 15 items 4 and 5): our host with privacy on
 /// a controller that offers LL Privacy (ours, and RootCanal, which sets LE feature bit 6) loads the resolving list and

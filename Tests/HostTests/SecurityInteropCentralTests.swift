@@ -5,6 +5,7 @@ import HCI
 import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// Issue 6 item 6, first half: **our central** (HostStack over `SocketH4Transport`, `DispatchEventLoop`) pairing with
 /// a **Bumble peripheral** (Interop/peers/pairing_peer.py), on Bumble's stock controller pair, on our virtual

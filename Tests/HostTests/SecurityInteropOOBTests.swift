@@ -6,6 +6,7 @@ import HCI
 import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// One run of our host against Interop/peers/oob_signing_peer.py on one controller setup: the controllers, our
 /// host (started, with an in-memory bond store), then the peer script with the arguments `prepare` returns (it

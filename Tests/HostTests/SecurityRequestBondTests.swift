@@ -4,6 +4,7 @@ import HCI
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// A peripheral that asks for MITM protection (Security Request with MITM, Core 5.4 Vol 3 Part H §2.4.6, §3.6.7)
 /// from a bonded central that has neither input nor output: the central encrypts with its unauthenticated bond, as

@@ -7,6 +7,7 @@ import HCI
 @testable import Host
 import SMP
 import Testing
+import BluetoothEngine
 
 /// Two stacks whose event handlers also answer pairing questions as told, and count SMP PDUs.
 final class SecureStacks: @unchecked Sendable {

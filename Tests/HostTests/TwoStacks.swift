@@ -9,6 +9,7 @@ import L2CAP
 import Testing
 import VirtualController
 import StackLauncher
+import BluetoothEngine
 
 /// Two host stacks, each on its own virtual controller on one air, all on ONE manual loop (deterministic: the
 /// `VirtualControllerTransport` hands frames over without threads). The peripheral advertises, the central connects.

@@ -7,6 +7,7 @@ import HCI
 import L2CAP
 import TestSupport
 import Testing
+import BluetoothEngine
 
 /// A host wired with L2CAP / ATT / GATT (no raw L2CAP handler) over a scripted controller: exact bytes.
 private struct WiredRig {

@@ -7,6 +7,7 @@ import HCI
 import L2CAP
 import Testing
 import VirtualController
+import BluetoothEngine
 
 @Suite("L2CAP channels, parameter updates, disconnection and timeouts between two stacks")
 struct WiringLinkTests {

@@ -5,6 +5,7 @@ import Host
 import StackLauncher
 import Testing
 @testable import OpenCoreBluetooth
+import BluetoothEngine
 
 private nonisolated(unsafe) let secureServiceUUID = CBUUID(string: "5E1F0000-0000-4000-8000-00000000E5C0")
 private nonisolated(unsafe) let secureCharacteristicUUID = CBUUID(string: "5E1F0001-0000-4000-8000-00000000E5C0")

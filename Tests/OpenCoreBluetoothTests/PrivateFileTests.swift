@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import BluetoothEngine
 
 private func mode(_ path: String) -> mode_t? {
     var info = stat()

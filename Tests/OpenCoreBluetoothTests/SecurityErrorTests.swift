@@ -3,6 +3,7 @@ import GATT
 import Host
 import Testing
 @testable import OpenCoreBluetooth
+import BluetoothEngine
 
 /// How security outcomes reach a CoreBluetooth app: ATT security errors as `CBATTError`, a peer that removed its
 /// pairing information as `CBError.peerRemovedPairingInformation`, an SMP timeout as `.encryptionTimedOut`

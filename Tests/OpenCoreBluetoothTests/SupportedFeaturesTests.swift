@@ -1,6 +1,7 @@
 import Host
 import Testing
 @testable import OpenCoreBluetooth
+import BluetoothEngine
 
 /// `CBCentralManager.supports(_:)` answers from the stack: `.extendedScanAndConnect` when the host drives the
 /// controller's extended advertising, scanning and connection commands (LE Extended Advertising, Core 5.4 Vol 6

@@ -3,6 +3,7 @@ import Foundation
 import Host
 import StackLauncher
 import Testing
+import BluetoothEngine
 
 /// The persistent local identity (random static address, IRK, CSRK) kept next to the bonds, and the launcher
 /// option that uses it.

@@ -9,6 +9,7 @@ import StackLauncher
 import Testing
 import VirtualController
 import SharedAir
+import BluetoothEngine
 
 /// Collects values from any thread.
 final class Collected<Value: Sendable>: Sendable {

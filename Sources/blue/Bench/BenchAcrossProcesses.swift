@@ -7,6 +7,7 @@ import Host
 import ATT
 import AdvertisingData
 import StackLauncher
+import BluetoothEngine
 
 /// `blue bench notify|write --hci TRANSPORT --role central|peripheral` (issue 13 item 5): the GATT throughput
 /// benchmark between two processes, each with its own host on its own controller, the way `bumble-bench` works,

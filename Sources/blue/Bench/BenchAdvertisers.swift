@@ -5,6 +5,7 @@ import Host
 import Foundation
 import VirtualController
 import StackLauncher
+import BluetoothEngine
 
 /// `blue bench advertisers` (issue 13 item 1): `count` advertising devices on one in-process ``VirtualAir`` and one
 /// scanning host, all on one ``ManualEventLoop`` driven by ``BenchDriver`` (virtual time jumps to the next timer);

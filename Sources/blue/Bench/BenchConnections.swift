@@ -6,6 +6,7 @@ import HCI
 import Host
 import VirtualController
 import StackLauncher
+import BluetoothEngine
 
 /// `blue bench connections` (issue 13 item 2): one central connected to `count` peripherals at once, every
 /// peripheral notifying its central; all of them our host stacks on their own ``VirtualController``s, on one

@@ -5,6 +5,7 @@ import HCI
 import Host
 import VirtualController
 import StackLauncher
+import BluetoothEngine
 
 /// The GATT throughput benchmark of issue 4 (`blue bench notify|write`): two of our host stacks, each on its own
 /// ``VirtualController``, on one in-process ``VirtualAir``, all on ONE ``ManualEventLoop`` driven by

@@ -6,6 +6,7 @@ import HCI
 import Host
 import VirtualController
 import StackLauncher
+import BluetoothEngine
 
 /// `blue bench latency` (issue 13 item 3): the path an app takes to its first value (scan, connect, discover,
 /// subscribe, first notification) between two of our host stacks on one in-process ``VirtualAir``, each step

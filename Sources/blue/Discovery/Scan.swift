@@ -7,6 +7,7 @@ import HCI
 import Host
 import OpenCoreBluetooth
 import StackLauncher
+import BluetoothEngine
 
 /// `blue scan`: the devices advertising around, as a live table (Core 5.4 Vol 3 Part C §9.2 discovery; Vol 4
 /// Part E §7.7.65.2 reports; Core Supplement Part A data).

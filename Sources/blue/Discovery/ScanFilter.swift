@@ -1,6 +1,7 @@
 import AdvertisingData
 import BluetoothCore
 import Host
+import BluetoothEngine
 
 /// Which advertising reports `blue scan` shows (Core 5.4 Vol 4 Part E §7.7.65.2 reports; Core Supplement Part A
 /// §1.1 local name, §1.4 manufacturer data): service UUIDs, a name substring, an address or its leading octets, a

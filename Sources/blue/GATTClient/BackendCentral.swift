@@ -5,6 +5,7 @@ import Foundation
 import HCI
 import Host
 import OpenCoreBluetooth
+import BluetoothEngine
 
 /// A central on a CoreBluetooth backend rather than on our host: bluetoothd over D-Bus for `--hci bluez` and
 /// `bluez:hciN` (issue 16). The commands wait on it as they wait on a ``LaunchedStack``: its first state, the

@@ -4,6 +4,7 @@ import ATT
 import GATT
 import Host
 import OpenCoreBluetooth
+import BluetoothEngine
 
 /// A connection to a TARGET through bluetoothd (`--hci bluez`, `bluez:hciN`): the scan is its discovery, the
 /// connection Device1.Connect, the database the GATT objects it resolved, reads and writes ReadValue and WriteValue,

@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothRuntime
 import Host
+import BluetoothEngine
 
 /// A connection to a TARGET as the GATT client commands (`explore`, `read`, `write`, `subscribe`) use it, whoever
 /// runs the link: our host (``TargetSession``: `--hci virtual`, `hciN`, `tcp:…`) or bluetoothd over D-Bus

@@ -2,6 +2,7 @@ import Foundation
 import HCI
 import Host
 import StackLauncher
+import BluetoothEngine
 
 /// What `blue explore` shows of the link it used (Core 5.4 Vol 4 Part E §7.7.65.1/§7.7.65.3 interval, latency and
 /// supervision timeout; §7.7.65.12 PHYs; §7.7.65.7 data length; §7.5.4 RSSI; Vol 3 Part F §3.2.8 ATT_MTU): what the

@@ -5,6 +5,7 @@ import GATT
 import HCI
 import Host
 import StackLauncher
+import BluetoothEngine
 
 /// Async forms of the host's completion-based GAP and GATT calls, for the commands (and `blue demo`). Each waits
 /// for exactly one completion; time limits run on the stack's loop.

@@ -4,6 +4,7 @@ import BluetoothRuntime
 import Foundation
 import Host
 import StackLauncher
+import BluetoothEngine
 
 /// What a TARGET argument names (issue 5 item 4): a device address ("C0:11:22:33:44:55", optionally "/random"),
 /// a CoreBluetooth peer identifier (the UUID `CBPeer.identifier` gives the device, see

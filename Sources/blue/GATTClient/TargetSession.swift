@@ -4,6 +4,7 @@ import Foundation
 import GATT
 import Host
 import StackLauncher
+import BluetoothEngine
 
 /// A connection to a TARGET through our host: scan for the target, connect, and run the GATT procedures on the
 /// link (``GATTClientSession``).

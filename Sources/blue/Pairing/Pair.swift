@@ -5,6 +5,7 @@ import Foundation
 import Host
 import SMP
 import StackLauncher
+import BluetoothEngine
 
 /// The association model `blue pair` asks for (Core 5.4 Vol 3 Part H §2.3.5.1): the IO capability, MITM and
 /// Secure Connections policy it implies for our side.

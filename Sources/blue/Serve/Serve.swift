@@ -8,6 +8,7 @@ import HCI
 import Host
 import SMP
 import StackLauncher
+import BluetoothEngine
 
 /// `blue serve`: a GATT server (Core 5.4 Vol 3 Part G §3) from a JSON definition or a built-in profile, advertised
 /// under its name and service UUIDs (Vol 3 Part C §11), printing connections, reads, writes and subscriptions.

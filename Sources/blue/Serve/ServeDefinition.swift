@@ -3,6 +3,7 @@ import Foundation
 import AdvertisingData
 import GATT
 import Host
+import BluetoothEngine
 
 /// The JSON definition `blue serve FILE.json` reads (the format is documented in Docs/serve-format.md): the device
 /// name, what to advertise, and the services (Core 5.4 Vol 3 Part G §3) with their characteristics, values,

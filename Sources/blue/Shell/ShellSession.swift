@@ -6,6 +6,7 @@ import GATT
 import HCI
 import Host
 import StackLauncher
+import BluetoothEngine
 
 /// The state of `blue shell` and its commands: one stack, at most one connection (as central), the database found
 /// on it, the devices heard (for completion). Commands run one after the other on the shell's task; completions are

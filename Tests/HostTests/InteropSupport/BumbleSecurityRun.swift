@@ -4,6 +4,7 @@ import Foundation
 import HCI
 import Host
 import SMP
+import BluetoothEngine
 
 /// What the security interop runs share (``SecurityInteropRun`` with pairing_peer.py, ``OOBSigningInteropRun`` with
 /// oob_signing_peer.py): our host and a Bumble peer script on one controller setup, Bumble's JSON keystore file,

@@ -6,6 +6,7 @@ import GATT
 import HCI
 import HCITransport
 import Host
+import BluetoothEngine
 
 /// Our host stack as the interop tests drive it: a ``HostStack`` on a `DispatchEventLoop` over
 /// `SocketH4Transport` to one controller port, with every host event recorded and async, bounded waits for

@@ -74,19 +74,19 @@ public struct ControllerInfo: Hashable, Sendable {
 }
 
 /// Positions in the Supported_Commands mask the host consults (Core 5.4 Vol 4 Part E §6.27).
-enum SupportedCommandBit {
-    static let readRSSI = (octet: 15, bit: 5)
-    static let leSetDataLength = (octet: 33, bit: 6)
-    static let leWriteSuggestedDefaultDataLength = (octet: 34, bit: 0)
-    static let leReadBufferSizeV2 = (octet: 41, bit: 5)
-    static let leSetPHY = (octet: 35, bit: 6)
-    static let leReadPHY = (octet: 35, bit: 4)
+package enum SupportedCommandBit {
+    package static let readRSSI = (octet: 15, bit: 5)
+    package static let leSetDataLength = (octet: 33, bit: 6)
+    package static let leWriteSuggestedDefaultDataLength = (octet: 34, bit: 0)
+    package static let leReadBufferSizeV2 = (octet: 41, bit: 5)
+    package static let leSetPHY = (octet: 35, bit: 6)
+    package static let leReadPHY = (octet: 35, bit: 4)
     /// LE Add Device To / Clear Resolving List, LE Set Address Resolution Enable, LE Set RPA Timeout.
-    static let resolvingList: [(octet: Int, bit: Int)] = [(34, 3), (34, 5), (35, 1), (35, 2)]
+    package static let resolvingList: [(octet: Int, bit: Int)] = [(34, 3), (34, 5), (35, 1), (35, 2)]
     /// LE Set Advertising Set Random Address, Set Extended Advertising Parameters / Data / Scan Response Data /
     /// Enable, Read Maximum Advertising Data Length (octet 36 bits 1–6), Set Extended Scan Parameters / Enable,
     /// Extended Create Connection (octet 37 bits 5–7).
-    static let extendedAdvertising: [(octet: Int, bit: Int)] = [
+    package static let extendedAdvertising: [(octet: Int, bit: Int)] = [
         (36, 1), (36, 2), (36, 3), (36, 4), (36, 5), (36, 6), (37, 5), (37, 6), (37, 7),
     ]
 }

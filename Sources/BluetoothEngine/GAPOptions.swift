@@ -13,7 +13,7 @@ public struct AdvertisingOptions: Hashable, Sendable {
         /// ADV_NONCONN_IND: neither (a beacon).
         case nonConnectable
 
-        var advertisingType: LEAdvertisingType {
+        package var advertisingType: LEAdvertisingType {
             switch self {
             case .connectable: .connectableUndirected
             case .scannable: .scannableUndirected

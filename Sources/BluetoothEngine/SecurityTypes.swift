@@ -49,11 +49,6 @@ public struct PairingOutcome: Hashable, Sendable {
         self.localKeys = localKeys
         self.peerKeys = peerKeys
     }
-
-    init(bond: Bond) {
-        self.init(usedExistingBond: true, method: nil, secureConnections: bond.secureConnections,
-                  authenticated: bond.authenticated, keySize: bond.keySize, bonded: true, identityAddress: bond.identityAddress)
-    }
 }
 
 /// What pairing needs from the user (Core 5.4 Vol 3 Part H §2.3.5.1 association models), delivered as

@@ -35,6 +35,8 @@ public struct HostError: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidParameters
         /// The controller sent something the host could not decode or did not expect.
         case protocolError
+        /// The local GATT database refused the services given (duplicate or out of handles, Vol 3 Part G §3).
+        case invalidDatabase
         /// Securing the link failed: pairing failed (SMP Pairing Failed, either side), encryption failed, or the
         /// peer lost its bond and re-pairing was not allowed. ``HostError/security`` says which and why.
         case securityFailed
@@ -79,7 +81,7 @@ public struct HostError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The error for a command answered with a non-success status. Unknown Command and Unsupported Feature map
     /// to ``Code/unsupported``, anything else to ``Code/commandFailed``.
-    static func command(_ opcode: HCIOpcode, failedWith status: HCIStatus) -> HostError {
+    package static func command(_ opcode: HCIOpcode, failedWith status: HCIStatus) -> HostError {
         let name = HCICommand.table[opcode]?.name ?? opcode.description
         let unsupported: Set<HCIStatus> = [.unknownCommand, .unsupportedFeatureOrParameterValue]
         return HostError(unsupported.contains(status) ? .unsupported : .commandFailed,

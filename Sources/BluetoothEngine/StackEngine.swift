@@ -1,21 +1,19 @@
-import BluetoothCore
-import BluetoothRuntime
-import GATT
-import HCI
-import Host
-import L2CAP
-import SMP
+public import BluetoothCore
+public import BluetoothRuntime
+public import GATT
+public import HCI
+public import L2CAP
 
-/// What a ``BluetoothStack`` asks of the Bluetooth stack underneath it: the operations of our `HostStack` that the
-/// async API uses, with the host's own signatures, so that `HostStack` is an engine as it is and bluetoothd can be
-/// another (`BlueZStackEngine`, issue 16). Core 5.4 Vol 3 Part C (GAP), Part G (GATT), Part A (L2CAP), Part H
-/// (SMP) name what each operation does.
+/// The seam between the APIs and the stacks that do the work: what the async API (`BluetoothStack`) asks of the
+/// Bluetooth stack underneath it, with our host's own signatures, so that `HostStack` is an engine as it is and
+/// bluetoothd is another (BluetoothLE's `BlueZStackEngine`). Core 5.4 Vol 3 Part C (GAP), Part G (GATT), Part A
+/// (L2CAP), Part H (SMP) name what each operation does.
 ///
 /// Contract (the host's): every method may be called from any thread and hops onto ``eventLoop``; completions and
 /// events run on that loop, in order; each completion is called once (also when the link ends). ``attMTU(connectionHandle:)``,
 /// ``isReadyToSend(connectionHandle:)`` and ``controllerInfo`` are read on the loop. Connection handles name links in
 /// both roles; attribute handles name the local server's and each peer's attributes.
-protocol StackEngine: AnyObject, Sendable {
+public protocol StackEngine: AnyObject, Sendable {
     var eventLoop: any EventLoop { get }
     /// The controller as the engine knows it (the own address for ``BluetoothStack/localAddress()``). On the loop.
     var controllerInfo: ControllerInfo { get }
@@ -42,7 +40,7 @@ protocol StackEngine: AnyObject, Sendable {
     /// Adds services to the local server (with the GAP and GATT services first when the engine keeps them itself
     /// and the database is empty) and returns the handles each got.
     func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
-                 completion: @escaping @Sendable (Result<[GATTServiceHandles], BluetoothLEError>) -> Void)
+                 completion: @escaping @Sendable (Result<[GATTServiceHandles], HostError>) -> Void)
     func setGATTDeferral(_ deferral: GATTDeferral?)
     func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>)
     func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>?, requireReady: Bool,
@@ -65,26 +63,4 @@ protocol StackEngine: AnyObject, Sendable {
     func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
                          completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?)
     func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer)
-}
-
-/// Our own host is the first engine: its methods are the requirements, two are shaped here.
-extension HostStack: StackEngine {
-    func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
-                 completion: @escaping @Sendable (Result<[GATTServiceHandles], BluetoothLEError>) -> Void) {
-        modifyGATTDatabase({ database throws(GATTDatabaseError) -> [GATTServiceHandles] in
-            if database.services.isEmpty {
-                try database.addGAPService(deviceName: deviceName)
-                try database.addGATTService(serverSupportedFeatures: .enhancedATT)
-            }
-            var handles: [GATTServiceHandles] = []
-            for definition in definitions { handles.append(try database.add(definition)) }
-            return handles
-        }, completion: { completion($0.mapError { BluetoothLEError($0) }) })
-    }
-
-    func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
-                     completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
-        openL2CAPChannel(connectionHandle: handle, psm: psm, mtu: mtu, mps: 247, initialCredits: 16,
-                         creditPolicy: .automatic(), completion: completion)
-    }
 }

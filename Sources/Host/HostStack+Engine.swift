@@ -1,0 +1,25 @@
+public import BluetoothEngine
+public import GATT
+public import L2CAP
+
+/// Our own host is the first engine: its methods are the requirements, two are shaped here.
+extension HostStack: StackEngine {
+    public func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
+                 completion: @escaping @Sendable (Result<[GATTServiceHandles], HostError>) -> Void) {
+        modifyGATTDatabase({ database throws(GATTDatabaseError) -> [GATTServiceHandles] in
+            if database.services.isEmpty {
+                try database.addGAPService(deviceName: deviceName)
+                try database.addGATTService(serverSupportedFeatures: .enhancedATT)
+            }
+            var handles: [GATTServiceHandles] = []
+            for definition in definitions { handles.append(try database.add(definition)) }
+            return handles
+        }, completion: { completion($0.mapError { HostError(.invalidDatabase, $0.description) }) })
+    }
+
+    public func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
+                     completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
+        openL2CAPChannel(connectionHandle: handle, psm: psm, mtu: mtu, mps: 247, initialCredits: 16,
+                         creditPolicy: .automatic(), completion: completion)
+    }
+}
