@@ -74,28 +74,29 @@ let package = Package(
         // HCI packets (Vol 4 Part E), H4 framing (Vol 4 Part A), ACL fragmentation, btsnoop.
         .target(name: "HCI", dependencies: ["BluetoothCore"], swiftSettings: strict),
         // L2CAP basic frames and LE signaling (Vol 3 Part A).
-        .target(name: "L2CAP", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        .target(name: "L2CAP", dependencies: ["BluetoothCore", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
         // ATT PDUs (Vol 3 Part F).
-        .target(name: "ATT", dependencies: ["BluetoothCore"], swiftSettings: strict),
+        .target(name: "ATT", dependencies: ["BluetoothCore", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
         // SMP PDUs (Vol 3 Part H §3).
-        .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto"], swiftSettings: strict),
+        .target(name: "SMP", dependencies: ["BluetoothCore", "BluetoothCrypto", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
         // Event loops (serial executor + injectable clock), timers, locks: the concurrency model of DESIGN.md.
         .target(
             name: "BluetoothRuntime",
             dependencies: [
                 "BluetoothCore", .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
         // GATT server database and procedures, GATT client procedures (Vol 3 Part G), sans-I/O over ATT.
-        .target(name: "GATT", dependencies: ["BluetoothCore", "ATT"], swiftSettings: strict),
+        .target(name: "GATT", dependencies: ["BluetoothCore", "ATT", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
         // HCI transports: in-process, H4 over TCP / UNIX / serial, Linux HCI user channel, btsnoop tap.
         .target(name: "HCITransport", dependencies: ["BluetoothCore", "HCI", "BluetoothRuntime", "SystemInterface"], swiftSettings: strict),
         // POSIX calls, socket addresses and peer processes, shared by the transports, the bus client and the hub.
         .target(name: "SystemInterface", swiftSettings: strict),
         // A D-Bus client (the wire protocol, a connection on its own reader thread), for the bluetoothd engine.
-        .target(name: "DBus", dependencies: ["BluetoothRuntime", "SystemInterface"], swiftSettings: strict),
+        .target(name: "DBus", dependencies: ["BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
         .target(name: "BlueZ", dependencies: ["DBus", "BluetoothRuntime"], swiftSettings: strict),
         // Link-layer packets (Core 5.4 Vol 6 Part B §2): advertising and data channel PDUs, LL control PDUs, the
         // Common Extended Advertising Payload Format, the CRC, and link-layer capture files.
@@ -103,14 +104,14 @@ let package = Package(
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "LinkLayer", "BluetoothCrypto", "BluetoothRuntime"],
+            dependencies: ["BluetoothCore", "HCI", "LinkLayer", "BluetoothCrypto", "BluetoothRuntime", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The shared air's server: one VirtualAir for many processes (host, control and monitor sockets, H4 on TCP,
         // /dev/vhci), its recorder and replay, and the link-layer sniffer.
         .target(
             name: "SharedAir",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface"],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The engine seam: what the APIs ask of a Bluetooth stack (StackEngine) and the vocabulary both engines speak
@@ -126,6 +127,7 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
                 "AdvertisingData", "BluetoothCrypto", .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
@@ -142,7 +144,7 @@ let package = Package(
             name: "BluetoothLE",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
-                "HCI", "SMP", "OpenCoreBluetooth", "BlueZ",
+                "HCI", "SMP", "OpenCoreBluetooth", "BlueZ", .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
@@ -152,6 +154,7 @@ let package = Package(
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
                 "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),

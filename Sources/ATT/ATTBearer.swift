@@ -1,4 +1,5 @@
 public import BluetoothCore
+import DequeModule
 
 /// One ATT bearer (the LE fixed channel 0x0004 of one connection), both roles, sans-I/O
 /// (Core 5.4 Vol 3 Part F §3.3 "Attribute PDU" / §3.3.2 sequential protocol / §3.3.3 transaction timeout,
@@ -73,14 +74,14 @@ public struct ATTBearer: Sendable {
 
     private var nextRequestNumber: UInt64 = 1
     private var outstanding: PendingRequest?
-    private var requestQueue: [PendingRequest] = []
+    private var requestQueue: Deque<PendingRequest> = []
     private var transactionDeadline: StackInstant?
 
     private var incomingInProgress: ATTPDU?
-    private var incomingQueue: [IncomingRequest] = []
+    private var incomingQueue: Deque<IncomingRequest> = []
 
     private var indicationOutstanding: PendingIndication?
-    private var indicationQueue: [PendingIndication] = []
+    private var indicationQueue: Deque<PendingIndication> = []
     private var confirmationDeadline: StackInstant?
 
     /// Indications received by our client and not yet confirmed.

@@ -1,4 +1,5 @@
 import BluetoothCore
+import DequeModule
 import Host
 import L2CAP
 import OpenCoreBluetooth
@@ -19,7 +20,7 @@ extension BlueZStackEngine {
     struct OpenChannel {
         var backend: any CBL2CAPChannelBackend
         var info: L2CAPChannelInfo
-        var waiting: [(sdu: [UInt8], completion: (@Sendable (Result<Void, HostError>) -> Void)?)] = []
+        var waiting: Deque<(sdu: [UInt8], completion: (@Sendable (Result<Void, HostError>) -> Void)?)> = []
     }
 
     func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool,

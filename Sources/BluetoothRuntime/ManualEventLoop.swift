@@ -1,4 +1,6 @@
 public import BluetoothCore
+import DequeModule
+
 /// An `EventLoop` that runs only when told to, on the caller's thread, with time that moves only when told to.
 /// Tests and the deterministic simulation use it: the same calls give the same order of events every run.
 public final class ManualEventLoop: EventLoop, @unchecked Sendable {
@@ -11,8 +13,7 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
 
     private struct State {
         var now: StackInstant = .zero
-        var jobs: [@Sendable () -> Void] = []
-        var jobsHead = 0
+        var jobs: Deque<@Sendable () -> Void> = []
         var timers: [Timer] = []
         var sequence: UInt64 = 0
         var running = false
@@ -81,14 +82,14 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
     /// Whether any job or live timer is left.
     public var hasPendingWork: Bool {
         state.withLock { state in
-            state.jobsHead < state.jobs.count || state.timers.contains { !$0.handle.isCancelled }
+            !state.jobs.isEmpty || state.timers.contains { !$0.handle.isCancelled }
         }
     }
 
     /// What is left, for leak checks: "2 jobs, 1 timer (next at 30.000000s)", or "nothing".
     public var pendingWorkDescription: String {
         state.withLock { state in
-            let jobs = state.jobs.count - state.jobsHead
+            let jobs = state.jobs.count
             let live = state.timers.filter { !$0.handle.isCancelled }
             if jobs == 0 && live.isEmpty { return "nothing" }
             let next = live.map(\.deadline).min().map { " (next at \($0))" } ?? ""
@@ -104,15 +105,7 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
     private func nextRunnable() -> (@Sendable () -> Void)? {
         state.withLock { state in
             state.timers.removeAll { $0.handle.isCancelled }
-            if state.jobsHead < state.jobs.count {
-                let job = state.jobs[state.jobsHead]
-                state.jobsHead += 1
-                if state.jobsHead == state.jobs.count {
-                    state.jobs.removeAll(keepingCapacity: true)
-                    state.jobsHead = 0
-                }
-                return job
-            }
+            if let job = state.jobs.popFirst() { return job }
             var best: Int?
             for index in state.timers.indices where state.timers[index].deadline <= state.now {
                 if let current = best {

@@ -1,3 +1,4 @@
+import DequeModule
 import SystemInterface
 #if canImport(Glibc)
 import Glibc
@@ -14,8 +15,8 @@ struct DBusInbox {
     /// The most descriptors waiting at once (a peer sending descriptors with a message it never finishes).
     static let maximumQueuedDescriptors = 4 * DBusMessage.maximumFileDescriptors
 
-    var bytes: [UInt8] = []
-    var descriptors: [Int32] = []
+    var bytes: Deque<UInt8> = []
+    var descriptors: Deque<Int32> = []
 
     /// The first whole message, removed with its descriptors; nil when the octets hold less. A message that
     /// announces more descriptors than arrived (or more than ``DBusMessage/maximumFileDescriptors``) is a

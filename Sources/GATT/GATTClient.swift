@@ -1,5 +1,6 @@
 public import ATT
 import BluetoothCore
+import DequeModule
 
 /// Signs a Signed Write Command (Core 5.4 Vol 3 Part H §2.4.5): given the message (opcode ‖ handle ‖ value),
 /// returns the 12-octet Authentication Signature (SignCounter ‖ MAC) with the local CSRK and counter, or nil when
@@ -54,7 +55,7 @@ public struct GATTClient: Sendable {
         var outstanding: ATTPDU
     }
 
-    private var queue: [(id: GATTOperationID, procedure: GATTProcedure)] = []
+    private var queue: Deque<(id: GATTOperationID, procedure: GATTProcedure)> = []
     private var running: Running?
     private var lastID: UInt64 = 0
     /// Why the bearer ended, once it has.
@@ -170,7 +171,7 @@ public struct GATTClient: Sendable {
     /// bearer closing, Vol 3 Part F §3.2.11). The running procedure is left alone.
     public mutating func takeQueuedProcedures() -> [(id: GATTOperationID, procedure: GATTProcedure)] {
         defer { queue.removeAll() }
-        return queue
+        return Array(queue)
     }
 
     /// Fails the procedure whose request is outstanding with `error` (its request was never answered because the

@@ -1,5 +1,6 @@
 import ATT
 import BluetoothCore
+import DequeModule
 
 private let primaryServiceType: UInt16 = 0x2800
 private let includeType: UInt16 = 0x2802
@@ -77,7 +78,7 @@ struct GATTClientIncludedServiceDiscovery: GATTClientProcedureMachine {
     var start: UInt16
     var found: [GATTDiscoveredIncludedService] = []
     /// Indexes into `found` whose UUID is still to be read (placeholder UUID until then).
-    var unresolved: [Int] = []
+    var unresolved: Deque<Int> = []
     /// Where the next Read By Type starts, nil when the range is exhausted.
     var next: UInt16?
 

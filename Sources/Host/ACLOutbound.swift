@@ -1,3 +1,4 @@
+import DequeModule
 import HCI
 import BluetoothEngine
 
@@ -15,17 +16,23 @@ struct ACLOutbound {
         var fragments: [HCIACLDataPacket]
         var next = 0
         let completion: Completion?
+
+        /// The next fragment, and whether it was the last one.
+        mutating func takeFragment() -> (packet: HCIACLDataPacket, last: Bool)? {
+            guard next < fragments.count else { return nil }
+            let packet = fragments[next]
+            next += 1
+            return (packet, next >= fragments.count)
+        }
     }
 
-    /// One connection's PDUs, oldest first: those before `head` are sent (dropped in batches, not one by one), and
-    /// `packets` counts the fragments still waiting, so the readiness check after every send costs nothing.
+    /// One connection's PDUs not wholly sent, oldest first, and `packets` counts the fragments still waiting, so
+    /// the readiness check after every send costs nothing.
     private struct Queue {
-        var pdus: [PendingPDU] = []
-        var head = 0
+        var pdus: Deque<PendingPDU> = []
         var packets = 0
 
-        var isEmpty: Bool { head >= pdus.count }
-        var pending: ArraySlice<PendingPDU> { pdus[min(head, pdus.count)...] }
+        var isEmpty: Bool { pdus.isEmpty }
 
         mutating func append(_ pdu: PendingPDU) {
             packets += pdu.fragments.count - pdu.next
@@ -34,21 +41,11 @@ struct ACLOutbound {
 
         /// The next fragment, and the PDU's completion when it was the PDU's last fragment.
         mutating func takeNext() -> (packet: HCIACLDataPacket, finished: Bool, completion: Completion?)? {
-            guard head < pdus.count, pdus[head].next < pdus[head].fragments.count else { return nil }
-            let packet = pdus[head].fragments[pdus[head].next]
-            pdus[head].next += 1
+            // Changed in place in the deque (no copy of the PDU per packet).
+            guard !pdus.isEmpty, let taken = pdus[pdus.startIndex].takeFragment() else { return nil }
             packets -= 1
-            guard pdus[head].next >= pdus[head].fragments.count else { return (packet, false, nil) }
-            let completion = pdus[head].completion
-            head += 1
-            if head >= pdus.count {
-                pdus.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 32, head * 2 >= pdus.count {
-                pdus.removeFirst(head)
-                head = 0
-            }
-            return (packet, true, completion)
+            guard taken.last else { return (taken.packet, false, nil) }
+            return (taken.packet, true, pdus.removeFirst().completion)
         }
     }
 
@@ -56,7 +53,7 @@ struct ACLOutbound {
     private(set) var freeBuffers: Int
     private var queues: [UInt16: Queue] = [:]
     /// Handles with queued packets, in serving order.
-    private var rotation: [UInt16] = []
+    private var rotation: Deque<UInt16> = []
     /// Packets sent and not yet reported completed, per handle.
     private(set) var inFlight: [UInt16: Int] = [:]
     /// Number Of Completed Packets entries for handles with nothing in flight.
@@ -125,14 +122,14 @@ struct ACLOutbound {
     /// The connection is gone: its buffers come back and its queued PDUs fail (their completions are returned).
     mutating func removeConnection(_ handle: UInt16) -> [Completion] {
         completed(handle: handle, count: inFlight[handle] ?? 0)
-        let failed = queues.removeValue(forKey: handle)?.pending.compactMap(\.completion) ?? []
+        let failed = queues.removeValue(forKey: handle)?.pdus.compactMap(\.completion) ?? []
         rotation.removeAll { $0 == handle }
         return failed
     }
 
     /// Everything goes (shutdown): the queued PDUs' completions are returned.
     mutating func removeAll() -> [Completion] {
-        let failed = queues.values.flatMap { $0.pending.compactMap(\.completion) }
+        let failed = queues.values.flatMap { $0.pdus.compactMap(\.completion) }
         queues = [:]
         rotation = []
         inFlight = [:]

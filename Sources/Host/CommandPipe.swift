@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import DequeModule
 import HCI
 import BluetoothCore
 import BluetoothEngine
@@ -46,9 +47,8 @@ struct CommandPipe {
     }
 
     let timeout: Duration
-    /// Commands not yet sent, oldest first (`waiting[waitingHead...]`; the head moves instead of shifting).
-    private var waiting: [Entry] = []
-    private var waitingHead = 0
+    /// Commands not yet sent, oldest first.
+    private var waiting: Deque<Entry> = []
     /// Commands sent and not answered, oldest first (initialisation commands have a longer timeout than the others,
     /// so the first one's deadline is not always the earliest).
     private(set) var inFlight: [Sent] = []
@@ -64,7 +64,7 @@ struct CommandPipe {
         self.timeout = timeout
     }
 
-    var waitingCount: Int { waiting.count - waitingHead }
+    var waitingCount: Int { waiting.count }
     var pendingCount: Int { waitingCount + inFlight.count }
 
     /// Queues `command`; once sent it may wait `timeout` for its answer (the pipe's own timeout when nil).
@@ -76,18 +76,9 @@ struct CommandPipe {
     /// until nil after anything that may have changed the credits or the queue: the nil call also starts or ends
     /// a credit starvation.
     mutating func takeSendable(now: StackInstant) -> HCICommand? {
-        guard credits > 0, waitingHead < waiting.count else {
+        guard credits > 0, let entry = waiting.popFirst() else {
             noteStarvation(now: now)
             return nil
-        }
-        let entry = waiting[waitingHead]
-        waitingHead += 1
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        } else if waitingHead >= 32, waitingHead * 2 >= waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
         }
         inFlight.append(Sent(command: entry.command, completion: entry.completion, deadline: now + entry.timeout,
                              timeout: entry.timeout))
@@ -99,7 +90,7 @@ struct CommandPipe {
     /// Its deadline is set when it begins and kept while it lasts (an answer granting 0 credits again does not
     /// move it); anything else ends it.
     private mutating func noteStarvation(now: StackInstant) {
-        if credits == 0, inFlight.isEmpty, waitingHead < waiting.count {
+        if credits == 0, inFlight.isEmpty, !waiting.isEmpty {
             if starvationDeadline == nil { starvationDeadline = now + timeout }
         } else {
             starvationDeadline = nil
@@ -177,9 +168,8 @@ struct CommandPipe {
         if let deadline = starvationDeadline, deadline <= now {
             starvationDeadline = nil
             starvations += 1
-            let starved = waiting[waitingHead...]
+            let starved = waiting
             waiting = []
-            waitingHead = 0
             for entry in starved {
                 expiry.failed.append((entry.completion, HostError(
                     .unresponsiveController,
@@ -200,10 +190,9 @@ struct CommandPipe {
 
     /// Removes every command (shutdown, transport lost) and returns their completions.
     mutating func removeAll() -> [Completion] {
-        let all = inFlight.map(\.completion) + waiting[waitingHead...].map(\.completion)
+        let all = inFlight.map(\.completion) + waiting.map(\.completion)
         inFlight = []
         waiting = []
-        waitingHead = 0
         starvationDeadline = nil
         return all
     }

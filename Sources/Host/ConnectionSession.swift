@@ -1,6 +1,7 @@
 import ATT
 import BluetoothRuntime
 import BluetoothCore
+import DequeModule
 import GATT
 import L2CAP
 import BluetoothEngine
@@ -40,7 +41,7 @@ final class ConnectionSession {
     var channelOpens: [L2CAPChannelIdentifier: ChannelOpenCompletion] = [:]
     var channelCloses: [L2CAPChannelIdentifier: [ChannelCloseCompletion]] = [:]
     /// Our Connection Parameter Update Requests (Peripheral), oldest first.
-    var parameterUpdates: [ParameterUpdateCompletion] = []
+    var parameterUpdates: Deque<ParameterUpdateCompletion> = []
     /// The owner found the send queue full; ``HostEvent/readyToSend(handle:)`` is due when it drains.
     var waitingForSendRoom = false
     /// The link's security as the GATT server checks it (encryption from Encryption Change; the rest from SMP).

@@ -395,8 +395,7 @@ extension HostStack {
             stats.unknownHandleEvents += 1
             return
         }
-        let waiting = record.pendingUpdates.first
-        if !record.pendingUpdates.isEmpty { record.pendingUpdates.removeFirst() }
+        let waiting = record.pendingUpdates.popFirst()
         if status == .success { record.connection.parameters = parameters }
         connections[handle] = record
         if status == .success {

@@ -194,8 +194,7 @@ extension HostStack {
             case .connectionParameterUpdateRequested(let identifier, let request):
                 answerL2CAPParameterUpdate(handle: handle, identifier: identifier, request)
             case .connectionParameterUpdateResponse(let accepted):
-                guard let session = connections[handle]?.session, !session.parameterUpdates.isEmpty else { continue }
-                let completion = session.parameterUpdates.removeFirst()
+                guard let completion = connections[handle]?.session?.parameterUpdates.popFirst() else { continue }
                 completion(.success(accepted))
             case .disconnectLink(let reason):
                 dropLink(handle, because: "L2CAP \(reason)")

@@ -1,6 +1,7 @@
 import ATT
 import BluetoothCore
 public import BluetoothRuntime
+import DequeModule
 import GATT
 public import HCI
 public import HCITransport
@@ -41,7 +42,7 @@ public final class HostStack: @unchecked Sendable {
     /// was most of the notification benchmark's time. The table owns its records; nothing else keeps one.
     final class ConnectionRecord {
         var connection: Connection
-        var pendingUpdates: [(Result<Connection, HostError>) -> Void] = []
+        var pendingUpdates: Deque<(Result<Connection, HostError>) -> Void> = []
         var pendingDisconnects: [(Result<HCIStatus, HostError>) -> Void] = []
         /// L2CAP, ATT and GATT of the connection (nil when an L2CAP handler takes the raw PDUs).
         var session: ConnectionSession?

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// The state of one LE Credit Based Flow Control channel inside ``L2CAPLink``, Core 5.4 Vol 3 Part A §3.4 and
 /// §4.22 to §4.24: both sides' MTU and MPS, the two credit counts, the queue of K-frames waiting for credits and
 /// the SDU reassembler.
@@ -35,9 +37,8 @@ struct L2CAPCreditBasedChannel: Sendable {
     /// The level automatic credit return tops the peer back up to.
     let initialCredits: UInt16
     let creditPolicy: L2CAPChannelCreditPolicy
-    /// Encoded basic frames (K-frames) waiting for credits, from `queueHead` on.
-    private var queue: [[UInt8]] = []
-    private var queueHead = 0
+    /// Encoded basic frames (K-frames) waiting for credits, oldest first.
+    private var queue: Deque<[UInt8]> = []
     var reassembler: L2CAPSDUReassembler
 
     init(
@@ -66,7 +67,7 @@ struct L2CAPCreditBasedChannel: Sendable {
 
     var isOpen: Bool { state == .open }
 
-    var queuedFrameCount: Int { queue.count - queueHead }
+    var queuedFrameCount: Int { queue.count }
 
     /// Queues the K-frame payloads of one SDU (already segmented to the peer's MPS) as basic frames.
     mutating func enqueue(_ payloads: [[UInt8]]) {
@@ -79,23 +80,16 @@ struct L2CAPCreditBasedChannel: Sendable {
     mutating func takeSendable() -> [[UInt8]] {
         let count = min(sendCredits, queuedFrameCount)
         guard count > 0 else { return [] }
-        let frames = Array(queue[queueHead..<(queueHead + count)])
-        queueHead += count
+        var frames: [[UInt8]] = []
+        frames.reserveCapacity(count)
+        for _ in 0..<count { frames.append(queue.removeFirst()) }
         sendCredits -= count
-        if queueHead == queue.count {
-            queue.removeAll(keepingCapacity: true)
-            queueHead = 0
-        } else if queueHead >= 64, queueHead * 2 >= queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
-        }
         return frames
     }
 
     /// Drops everything queued or partly received (the channel is closing).
     mutating func discardData() {
         queue = []
-        queueHead = 0
         reassembler.reset()
     }
 

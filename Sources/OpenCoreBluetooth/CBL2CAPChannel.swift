@@ -1,5 +1,6 @@
 public import Foundation
 import BluetoothRuntime
+import DequeModule
 
 /// An open L2CAP LE credit-based channel (Core 5.4 Vol 3 Part A §10.1) with Foundation streams, as
 /// CoreBluetooth's `CBL2CAPChannel`. Keep a strong reference: releasing the channel closes it.
@@ -220,7 +221,7 @@ final class StreamRunLoopEvents: @unchecked Sendable {
 /// the run loops it is scheduled in.
 final class L2CAPInputStream: InputStream {
     private let events = StreamRunLoopEvents()
-    private let buffer = LockedValue<(bytes: [UInt8], status: Stream.Status, ended: Bool)>(([], .notOpen, false))
+    private let buffer = LockedValue<(bytes: Deque<UInt8>, status: Stream.Status, ended: Bool)>(([], .notOpen, false))
 
     init() {
         super.init(data: Data())
@@ -286,7 +287,7 @@ final class L2CAPInputStream: InputStream {
     func received(_ bytes: [UInt8]) {
         let open = buffer.withLock { state -> Bool in
             guard state.status != .closed else { return false }
-            state.bytes += bytes
+            state.bytes.append(contentsOf: bytes)
             return state.status == .open
         }
         if open { events.post(.hasBytesAvailable) }

@@ -2,6 +2,7 @@ import ATT
 import AdvertisingData
 public import BluetoothCore
 import BluetoothRuntime
+import DequeModule
 import GATT
 import HCI
 import Host
@@ -45,13 +46,13 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     struct State {
         var sink: (@Sendable (CBCentralBackendEvent) -> Void)?
         var links: [BluetoothAddress: Link] = [:]
-        var connectQueue: [BluetoothAddress] = []
+        var connectQueue: Deque<BluetoothAddress> = []
         var connecting: BluetoothAddress?
         var scanning: CBBackendScanParameters?
         /// Scannable devices heard without their scan response yet, and how many of their reports were held.
         var heldReports: [BluetoothAddress: Int] = [:]
         /// Devices heard or connected since the backend started, oldest first (at most 256).
-        var seen: [BluetoothAddress] = []
+        var seen: Deque<BluetoothAddress> = []
         var closed = false
     }
 

@@ -1,5 +1,6 @@
 public import BluetoothCore
 import BluetoothCrypto
+import DequeModule
 
 /// The Security Manager of one LE link: pairing, key generation and key distribution in either role, sans-I/O
 /// (Core 5.4 Vol 3 Part H §2.3 pairing methods, §2.4 key distribution, §3 SMP; timeout §3.4).
@@ -101,7 +102,7 @@ public struct SMPSession: Sendable {
         var peerCheck: Block128?
         var localCheckSent = false
         var encryptionKey: Block128?
-        var expectedKeys: [SMPCode] = []
+        var expectedKeys: Deque<SMPCode> = []
         var pendingLongTermKey: [UInt8]?
         var localKeys = SMPDistributedKeys()
         var peerKeys = SMPDistributedKeys()
@@ -779,7 +780,7 @@ public struct SMPSession: Sendable {
         }
         if peerKeys.contains(.identityKey) { expected += [.identityInformation, .identityAddressInformation] }
         if peerKeys.contains(.signingKey) { expected.append(.signingInformation) }
-        p.expectedKeys = expected
+        p.expectedKeys = Deque(expected)
         pairing = p
         state = .pairing(.keys)
         if role == .peripheral { distributeOurKeys(now: now, &actions) }

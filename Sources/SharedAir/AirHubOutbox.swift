@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import DequeModule
 import Dispatch
 import HCI
 import HCITransport
@@ -14,12 +15,9 @@ final class AirHubOutbox: Sendable {
     enum Offer: Equatable { case queued, overflow, closed }
 
     private struct State {
-        var frames: [H4Frame] = []
-        var head = 0
+        var frames: Deque<H4Frame> = []
         var writing = false
         var closed = false
-
-        var count: Int { frames.count - head }
     }
 
     /// The most frames waiting for the host (the one being written included).
@@ -38,10 +36,9 @@ final class AirHubOutbox: Sendable {
     func offer(_ frame: H4Frame) -> Offer {
         let (offer, start) = state.withLock { state -> (Offer, Bool) in
             guard !state.closed else { return (.closed, false) }
-            guard state.count < limit else {
+            guard state.frames.count < limit else {
                 state.closed = true
                 state.frames = []
-                state.head = 0
                 return (.overflow, false)
             }
             state.frames.append(frame)
@@ -54,31 +51,23 @@ final class AirHubOutbox: Sendable {
     }
 
     /// Frames waiting now.
-    var waiting: Int { state.withLock { $0.count } }
+    var waiting: Int { state.withLock { $0.frames.count } }
 
     /// Drops what waits and refuses more (the transport is closed by its owner).
     func close() {
         state.withLock { state in
             state.closed = true
             state.frames = []
-            state.head = 0
         }
     }
 
     private func drain() {
         while true {
             let next = state.withLock { state -> H4Frame? in
-                guard !state.closed, state.head < state.frames.count else {
+                guard !state.closed, let frame = state.frames.popFirst() else {
                     state.writing = false
                     state.frames = []
-                    state.head = 0
                     return nil
-                }
-                let frame = state.frames[state.head]
-                state.head += 1
-                if state.head >= 1024, state.head * 2 >= state.frames.count {
-                    state.frames.removeFirst(state.head)
-                    state.head = 0
                 }
                 return frame
             }

@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothCrypto
 import BluetoothRuntime
+import DequeModule
 import HCI
 import LinkLayer
 
@@ -81,13 +82,13 @@ struct LinkLayerConnection {
 
     var transmitSequence: UInt8 = 0
     var nextExpectedSequence: UInt8 = 0
-    var transmitQueue: [Outgoing] = []
+    var transmitQueue: Deque<Outgoing> = []
     /// Whether the last PDU sent was the head of ``transmitQueue`` (else an empty PDU): what an acknowledgement acks.
     var headSent = false
     /// Whether the last PDU sent still awaits its acknowledgement (it must then be resent unchanged, §4.5.9).
     var awaitingAcknowledgement = false
     var deferred: [LinkLayerControlPDU] = []
-    var hostPackets: [HCIACLDataPacket] = []
+    var hostPackets: Deque<HCIACLDataPacket> = []
     var completedHostPackets = 0
 
     var localMaxTxOctets: UInt16
