@@ -130,7 +130,9 @@ extension AirHubEvent {
     }
 }
 
-/// A flat JSON object written by hand (this module stays Foundation-free), keys in insertion order.
+/// A flat JSON object, keys in insertion order: `"event"` first, then the event's fields, as `blue air --json` has
+/// always printed them (tests and scripts compare the lines). Not `JSONEncoder`: on Linux it keeps no key order
+/// (only sorted) and writes 0.0 as 0. Strings are escaped by BluetoothCore's ``Dissection/jsonString(_:)``.
 struct JSONObject {
     private var members: [String] = []
 
@@ -143,24 +145,5 @@ struct JSONObject {
 
     var text: String { "{" + members.joined(separator: ",") + "}" }
 
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ text: String) -> String { Dissection.jsonString(text) }
 }

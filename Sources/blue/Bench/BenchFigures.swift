@@ -1,26 +1,69 @@
-import BluetoothCore
 import CMallocStatistics
 import Foundation
 
-/// What one of the scale benchmarks (`advertisers`, `connections`, `latency`) measured: named figures in a fixed
-/// order, printed as a few text lines or one JSON object. (The throughput benchmarks keep ``BenchResult``, whose
-/// fields `Scripts/bench_bumble.py` mirrors.)
-struct BenchFigures {
-    enum Value {
+/// The JSON the benchmarks print: one object on one line, written by `JSONEncoder` with its keys sorted (the
+/// encoder keeps no insertion order; sorted, the same run prints the same line) and slashes left alone.
+enum BenchJSON {
+    /// A key named at run time.
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+
+        init(_ name: String) { stringValue = name }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// `value` as one line of JSON. Never fails for the benchmarks' figures: every number in them is finite or null.
+    static func line(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// `value` rounded to `decimals` decimal places (the precision the figure is printed with), nil when it is
+    /// not finite (JSON has no NaN nor infinity: null).
+    static func number(_ value: Double, decimals: Int) -> Double? {
+        guard value.isFinite else { return nil }
+        let scale = pow(10, Double(decimals))
+        let rounded = (value * scale).rounded() / scale
+        return rounded.isFinite ? rounded : value
+    }
+}
+
+/// What one of the scale benchmarks (`advertisers`, `connections`, `latency`) measured: named figures, printed as a
+/// few text lines or one JSON object (``BenchJSON``). (The throughput benchmarks keep ``BenchResult``, whose fields
+/// `Scripts/bench_bumble.py` mirrors.)
+struct BenchFigures: Encodable {
+    enum Value: Encodable {
         case integer(Int)
         case number(Double, decimals: Int)
         case text(String)
         case bool(Bool)
+        case null
         /// A nested object (each step of `latency`).
         case object([(String, Value)])
 
-        var json: String {
+        func encode(to encoder: any Encoder) throws {
             switch self {
-            case .integer(let value): "\(value)"
-            case .number(let value, let decimals): value.isFinite ? String(format: "%.\(decimals)f", value) : "null"
-            case .text(let text): Dissection.jsonString(text)
-            case .bool(let value): value ? "true" : "false"
-            case .object(let fields): "{" + fields.map { "\(Dissection.jsonString($0.0)):\($0.1.json)" }.joined(separator: ",") + "}"
+            case .object(let fields):
+                var container = encoder.container(keyedBy: BenchJSON.Key.self)
+                for (key, value) in fields { try container.encode(value, forKey: BenchJSON.Key(key)) }
+            case .number(let value, let decimals):
+                var container = encoder.singleValueContainer()
+                if let number = BenchJSON.number(value, decimals: decimals) { try container.encode(number) } else { try container.encodeNil() }
+            case .integer(let value):
+                var container = encoder.singleValueContainer()
+                try container.encode(value)
+            case .text(let text):
+                var container = encoder.singleValueContainer()
+                try container.encode(text)
+            case .bool(let value):
+                var container = encoder.singleValueContainer()
+                try container.encode(value)
+            case .null:
+                var container = encoder.singleValueContainer()
+                try container.encodeNil()
             }
         }
     }
@@ -32,10 +75,11 @@ struct BenchFigures {
 
     mutating func add(_ key: String, _ value: Value) { fields.append((key, value)) }
 
-    var json: String {
-        "{" + ([("benchmark", Value.text(benchmark))] + fields).map { "\(Dissection.jsonString($0.0)):\($0.1.json)" }
-            .joined(separator: ",") + "}"
+    func encode(to encoder: any Encoder) throws {
+        try Value.object([("benchmark", .text(benchmark))] + fields).encode(to: encoder)
     }
+
+    var json: String { BenchJSON.line(self) }
 
     var text: String { lines.joined(separator: "\n") }
 }

@@ -61,38 +61,26 @@ struct BenchResult {
     var airPacketsPerSecond: Double { airSeconds > 0 ? Double(received) / airSeconds : 0 }
     var airBitsPerSecond: Double { airSeconds > 0 ? Double(received * size * 8) / airSeconds : 0 }
 
-    /// One JSON object on one line, keys in a fixed order.
+    /// One JSON object on one line (``BenchJSON``: keys sorted; seconds to the microsecond, rates to 1/1000).
     var json: String {
-        func string(_ text: String) -> String {
-            var escaped = ""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": escaped += "\\\""
-                case "\\": escaped += "\\\\"
-                case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
-                default: escaped.unicodeScalars.append(scalar)
-                }
-            }
-            return "\"\(escaped)\""
-        }
-        func number(_ value: Double) -> String { String(format: "%.3f", value) }
-        var fields: [(String, String)] = [
-            ("benchmark", string(benchmark)), ("stack", string(stack)), ("transport", string(transport)),
-            ("loop", string(loop)), ("size", "\(size)"), ("count", "\(count)"), ("mtu", "\(mtu)"),
-            ("dataLength", "\(dataLength)"), ("sent", "\(sent)"), ("received", "\(received)"), ("lost", "\(lost)"),
-            ("outOfOrder", "\(outOfOrder)"), ("seconds", String(format: "%.6f", seconds)),
-            ("airSeconds", String(format: "%.6f", airSeconds)), ("packetsPerSecond", number(packetsPerSecond)),
+        func number(_ value: Double) -> BenchFigures.Value { .number(value, decimals: 3) }
+        var fields: [(String, BenchFigures.Value)] = [
+            ("benchmark", .text(benchmark)), ("stack", .text(stack)), ("transport", .text(transport)),
+            ("loop", .text(loop)), ("size", .integer(size)), ("count", .integer(count)), ("mtu", .integer(mtu)),
+            ("dataLength", .integer(dataLength)), ("sent", .integer(sent)), ("received", .integer(received)),
+            ("lost", .integer(lost)), ("outOfOrder", .integer(outOfOrder)), ("seconds", .number(seconds, decimals: 6)),
+            ("airSeconds", .number(airSeconds, decimals: 6)), ("packetsPerSecond", number(packetsPerSecond)),
             ("bytesPerSecond", number(bytesPerSecond)), ("kilobytesPerSecond", number(bytesPerSecond / 1000)),
             ("airPacketsPerSecond", number(airPacketsPerSecond)),
         ]
         if let link {
             fields += [
-                ("phy", string(link.phy)), ("intervalMilliseconds", number(link.intervalMilliseconds)),
-                ("realtime", link.realtime ? "true" : "false"), ("airKilobitsPerSecond", number(airBitsPerSecond / 1000)),
-                ("ceilingKilobitsPerSecond", link.ceilingBitsPerSecond.map { number($0 / 1000) } ?? "null"),
+                ("phy", .text(link.phy)), ("intervalMilliseconds", number(link.intervalMilliseconds)),
+                ("realtime", .bool(link.realtime)), ("airKilobitsPerSecond", number(airBitsPerSecond / 1000)),
+                ("ceilingKilobitsPerSecond", link.ceilingBitsPerSecond.map { number($0 / 1000) } ?? .null),
             ]
         }
-        return "{" + fields.map { "\(string($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+        return BenchJSON.line(BenchFigures.Value.object(fields))
     }
 
     /// A few human lines.

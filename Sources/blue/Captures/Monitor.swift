@@ -270,7 +270,7 @@ final class MonitorPrinter: Sendable {
             state.withLock { $0.names[number] = name }
         }
         if json {
-            Console.line("{\"note\":" + Dissection.jsonString(text) + "}")
+            Console.json(["note": text])
         } else if device == nil || text.contains("dev\(device ?? 0) ") {
             Console.line(Timestamp.clock() + " " + TerminalStyle.bold(text))
         }
