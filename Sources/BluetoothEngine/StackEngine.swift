@@ -1,7 +1,6 @@
 public import BluetoothCore
 public import BluetoothRuntime
 public import GATT
-public import HCI
 public import L2CAP
 
 /// The seam between the APIs and the stacks that do the work: what the async API (`BluetoothStack`) asks of the

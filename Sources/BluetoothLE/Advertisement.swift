@@ -1,6 +1,5 @@
 public import AdvertisingData
 public import BluetoothCore
-public import Host
 public import BluetoothEngine
 
 /// One device heard while scanning: its advertising data merged with its scan response (Core 5.4 Vol 3 Part C

@@ -1,6 +1,5 @@
 public import BluetoothCore
 public import GATT
-public import Host
 import L2CAP
 public import BluetoothEngine
 

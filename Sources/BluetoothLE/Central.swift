@@ -1,5 +1,4 @@
 public import BluetoothCore
-public import Host
 public import BluetoothEngine
 
 /// A central connected to the local peripheral (Core 5.4 Vol 3 Part C §2.2.2: the GAP Central role on the other

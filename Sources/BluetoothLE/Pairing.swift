@@ -1,6 +1,5 @@
 public import BluetoothCore
 import BluetoothRuntime
-public import Host
 import SMP
 public import BluetoothEngine
 

@@ -2,7 +2,6 @@ import ATT
 public import BluetoothCore
 import BluetoothRuntime
 public import GATT
-public import Host
 public import BluetoothEngine
 
 /// A peripheral the local central is connected to, with its GATT server as async methods (Core 5.4 Vol 3

@@ -1,6 +1,6 @@
 import AdvertisingData
 import BluetoothCore
-package import Host
+import Host
 import BluetoothEngine
 
 extension ScanReport {
