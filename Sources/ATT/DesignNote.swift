@@ -1,6 +1,6 @@
 // ATT: the Attribute Protocol's PDUs (Core 5.4 Vol 3 Part F §3.4).
 //
-// What this layer is: codecs only. `ATTOpcode` is the open opcode set (bit 6 command flag, bit 7 authentication
+// What this layer is: the PDU codecs and the bearer state machine (`ATTBearer`, below). `ATTOpcode` is the open opcode set (bit 6 command flag, bit 7 authentication
 // signature flag); `ATTOpcodeTable` says, for every opcode the specification defines, its kind (request, response,
 // command, notification, indication, confirmation), the response that answers a request, and the length rule a
 // PDU must satisfy. `ATTPDU` is one enum case per PDU, decoded from and encoded to the bytes of one L2CAP

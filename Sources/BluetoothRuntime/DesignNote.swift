@@ -1,6 +1,7 @@
 // BluetoothRuntime — design note
 //
-// What: time and execution for every stateful part of the stack (Host, VirtualController, the air).
+// What: an event loop, timers and logging for every stateful part of the stack (Host, VirtualController, the air);
+// nothing Bluetooth.
 //
 // - Time is `StackInstant` (BluetoothCore: a point on the stack's own timeline, in nanoseconds, so the sans-I/O
 //   layers use it without importing a runtime) and the standard library's `Duration`.
@@ -13,7 +14,7 @@
 //   (`run()`, `advance(by:)`), and time only moves when the test moves it. A 30 s ATT timeout is a call to
 //   `advance(by: .seconds(30))`, not a sleep. `pendingWorkDescription` lists what is left (the leak check).
 // - One timer per owner: a layer reports its next deadline; the owner keeps one `ScheduledJob` armed for the
-//   earliest and asks each layer again when it fires (DESIGN.md "one timer asking each layer").
+//   earliest and asks each layer again when it fires (NimBLE's one timer asking each layer for its next deadline).
 //
 // State: each loop owns its queue of jobs and timers behind a lock; everything else is confined to the loop.
 // `LoopBound` carries loop-confined values across the Sendable boundary, checked in debug builds.

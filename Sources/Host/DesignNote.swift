@@ -2,8 +2,9 @@
 //
 // What: the host side of HCI over one controller (Core 5.4 Vol 4 Part E) and GAP on top of it (Vol 3 Part C §9).
 //
-// - `HostStack` (final class) owns everything: the command pipe, controller info, the connection table, ACL in
-//   and out, the scan merge state, the pending connect, one timer. It is driven by an `HCITransport` (frames in
+// - `HostStack` (final class) owns the controller side: the command pipe, controller info, the connection table,
+//   ACL in and out, the scan merge state, the pending connect, one timer; each connection's protocol state is its
+//   `ConnectionSession` (below). It is driven by an `HCITransport` (frames in
 //   via `onFrame`, hopped onto the loop in order) and by its owner's calls (any thread, hopped onto the loop).
 // - `CommandPipe` (struct, sans-I/O): queue + credits from the latest Command Complete / Command Status
 //   (Num_HCI_Command_Packets, §4.4, starting at 1), answers matched by opcode to the oldest command in flight
@@ -94,5 +95,14 @@
 // Raw mode: when an owner sets `setL2CAPHandler`, complete PDUs go to it instead and no session is created (the
 // scripted-controller tests of the HCI layer, or an external L2CAP implementation).
 //
-// SMP is not wired yet: SMP payloads come out as `HostEvent.securityManagerPDU` and the LTK request / encryption
-// events of `HostEvent` pass through.
+// Security (`HostStack+Security.swift`, Vol 3 Part H): each session holds a `SecurityLink` with the connection's
+// `SMPSession`, fed SMP payloads from the fixed channel 0x0006, Encryption Change and Key Refresh; the host turns its
+// actions into SMP PDUs, LE Enable Encryption (central) and LE Long Term Key Request replies (peripheral, from the
+// session while pairing or from the bond store after), stores bonds (`BondStore`, `FileBondStore`) and holds GATT
+// requests answered with Insufficient Encryption/Authentication until the link is secured, then retries them once.
+// `HostEvent.securityManagerPDU` and the LTK request / encryption events are still emitted for observers.
+//
+// Events (`HostEventHandlers`): the host fans its `HostEvent`s out to any number of owners, in the order they were
+// added (`addEventHandler`, from any thread), after the one `setEventHandler` sets. The events and the other types an
+// owner sees (ScanReport, Connection, the options, HostError, the pairing types) live in BluetoothEngine, the seam the
+// APIs stand on; `HostStack` is an engine there (`StackEngine`, HostStack+Engine.swift).

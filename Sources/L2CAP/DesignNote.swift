@@ -5,10 +5,10 @@
 // the LE signaling channel's commands (§4, CID 0x0005: one command per C-frame on LE), and the segmentation and
 // reassembly of SDUs over LE Credit Based Flow Control channels (K-frames, §3.4).
 //
-// Who owns state: nobody here. Every type is a pure value (`L2CAPBasicFrame`, `L2CAPSignalingCommand`) except
-// `L2CAPSDUReassembler`, a small struct the Host keeps per credit-based channel and drives synchronously; it
-// returns complete SDUs or a typed `L2CAPSDUError` naming the rule the peer broke (the Host then disconnects the
-// channel, as §3.4.3 requires).
+// Who owns state: the codecs are pure values (`L2CAPBasicFrame`, `L2CAPSignalingCommand`). `L2CAPSDUReassembler`
+// is a small struct each credit-based channel of an `L2CAPLink` keeps (and a capture reader may keep, as
+// BluetoothDissector does); it returns complete SDUs or a typed `L2CAPSDUError` naming the rule the peer broke
+// (the link then closes the channel as a violation and disconnects it, as §3.4.3 requires).
 //
 // `L2CAPLink` is the one stateful part: the sans-I/O state machine of one LE ACL link (fixed channels, signaling
 // identifiers and the RTX timeout, credit-based channel tables and credits, connection parameter update requests).

@@ -2,7 +2,6 @@
 // machine (LE and enhanced credit based servers, open enhanced channels, our own pending requests) fed the input
 // as a sequence of signaling C-frames and K-frames.
 import BluetoothCore
-import BluetoothRuntime
 import L2CAP
 import CLibFuzzer
 
