@@ -1,3 +1,5 @@
+public import AdvertisingData
+public import ATT
 public import BluetoothCore
 public import BluetoothRuntime
 public import GATT
@@ -27,12 +29,25 @@ public protocol StackEngine: AnyObject, Sendable {
     func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?)
     func disconnect(connectionHandle handle: UInt16, reason: HCIStatus, completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)?)
     func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void)
+    /// Advertises exactly this advertising data and scan response (CoreBluetooth lays its own out).
+    func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
+                          completion: @escaping @Sendable (Result<Void, HostError>) -> Void)
     func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)?)
+
+    // The link
+    /// The RSSI of the link's last packets (Core 5.4 Vol 4 Part E §7.5.4).
+    func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void)
+    /// A peripheral's L2CAP Connection Parameter Update Request (Vol 3 Part A §4.20); true when the central accepted.
+    func requestConnectionParameterUpdate(connectionHandle handle: UInt16, _ request: L2CAPConnectionParameterUpdateRequest,
+                                          completion: (@Sendable (Result<Bool, HostError>) -> Void)?)
 
     // GATT client
     func attMTU(connectionHandle handle: UInt16) -> Int?
     func isReadyToSend(connectionHandle handle: UInt16) -> Bool
     func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
+              completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void)
+    /// A procedure kept in call order with the others of `lane` (``GATTClientLane``; nil: none).
+    func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane?,
               completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void)
 
     // GATT server
@@ -40,6 +55,10 @@ public protocol StackEngine: AnyObject, Sendable {
     /// and the database is empty) and returns the handles each got.
     func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
                  completion: @escaping @Sendable (Result<[GATTServiceHandles], HostError>) -> Void)
+    /// Replaces the whole local database (CoreBluetooth's add/remove service), telling subscribed clients that
+    /// `changedRange` changed (Service Changed, Vol 3 Part G §7.1) when given.
+    func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
+                             completion: (@Sendable (Result<Void, HostError>) -> Void)?)
     func setGATTDeferral(_ deferral: GATTDeferral?)
     func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>)
     func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>?, requireReady: Bool,
@@ -62,4 +81,54 @@ public protocol StackEngine: AnyObject, Sendable {
     func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
                          completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?)
     func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer)
+}
+
+/// The host's defaults, for callers through the seam (every engine takes the full forms above).
+extension StackEngine {
+    public func startScanning(completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        startScanning(ScanOptions(), completion: completion)
+    }
+
+    public func stopScanning() { stopScanning(completion: nil) }
+
+    public func connect(to peer: BluetoothAddress, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
+        connect(to: peer, options: ConnectOptions(), completion: completion)
+    }
+
+    /// Disconnects with Remote User Terminated Connection (Core 5.4 Vol 4 Part E §7.1.6).
+    public func disconnect(connectionHandle handle: UInt16) {
+        disconnect(connectionHandle: handle, reason: .remoteUserTerminatedConnection, completion: nil)
+    }
+
+    public func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData,
+                                 completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        startAdvertising(advertisingData: advertisingData, scanResponse: scanResponse, options: AdvertisingOptions(),
+                         completion: completion)
+    }
+
+    public func stopAdvertising() { stopAdvertising(completion: nil) }
+
+    public func cancelConnect() { cancelConnect(completion: nil) }
+
+    public func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?) {
+        replaceGATTDatabase(database, changedRange: changedRange, completion: nil)
+    }
+
+    public func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>?,
+                            completion: (@Sendable (Result<[UInt16], HostError>) -> Void)?) {
+        updateValue(value, handle: handle, to: targets, requireReady: false, completion: completion)
+    }
+
+    public func requestConnectionParameterUpdate(connectionHandle handle: UInt16,
+                                                 _ request: L2CAPConnectionParameterUpdateRequest) {
+        requestConnectionParameterUpdate(connectionHandle: handle, request, completion: nil)
+    }
+
+    public func closeL2CAPChannel(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier) {
+        closeL2CAPChannel(connectionHandle: handle, channel: channel, completion: nil)
+    }
+
+    public func pair(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) {
+        pair(connectionHandle: handle, options: PairingOptions(), completion: completion)
+    }
 }

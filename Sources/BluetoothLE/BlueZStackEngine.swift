@@ -399,3 +399,35 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         }
     }
 }
+
+/// What bluetoothd offers no call for: refused here, in one place, with the reason.
+extension BlueZStackEngine {
+    static func refusal(_ what: String) -> HostError {
+        HostError(.unsupported, "through bluetoothd \(what)")
+    }
+
+    func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
+                          completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { completion(.failure(Self.refusal("advertising data is bluetoothd's to lay out (a name and service UUIDs)"))) }
+    }
+
+    func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {
+        onLoop { completion(.failure(Self.refusal("a connected peer's RSSI cannot be read"))) }
+    }
+
+    func requestConnectionParameterUpdate(connectionHandle handle: UInt16, _ request: L2CAPConnectionParameterUpdateRequest,
+                                          completion: (@Sendable (Result<Bool, HostError>) -> Void)?) {
+        onLoop { completion?(.failure(Self.refusal("connection parameters are bluetoothd's to choose"))) }
+    }
+
+    func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
+                             completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { completion?(.failure(Self.refusal("services are published one application at a time, not as a database"))) }
+    }
+
+    /// bluetoothd keeps each client's requests in order itself: the lane is not needed.
+    func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane?,
+              completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
+        gatt(connectionHandle: handle, procedure, completion: completion)
+    }
+}

@@ -43,9 +43,6 @@ public final class BluetoothStack: Sendable {
     /// The launched stack this one wraps, shut down with it.
     let launched: LaunchedStack?
 
-    /// Our host under this API; nil when bluetoothd runs the stack (``init(bluez:)``).
-    public var host: HostStack? { engine as? HostStack }
-
     /// Wraps `host` (started or not; see ``start()``) and installs its event handler: do not set another.
     public convenience init(host: HostStack) {
         self.init(engine: host)
@@ -60,8 +57,9 @@ public final class BluetoothStack: Sendable {
         self.init(engine: BlueZStackEngine(adapter: adapter))
     }
 
-    /// Wraps `engine` and installs its event handler.
-    init(engine: any StackEngine) {
+    /// Wraps `engine` (our host, or bluetoothd: the seam's ``StackEngine``) and installs its event handler: do not
+    /// set another.
+    public init(engine: any StackEngine) {
         self.engine = engine
         let core = StackCore(engine: engine)
         self.core = core
@@ -78,10 +76,10 @@ public final class BluetoothStack: Sendable {
     /// Wraps a stack opened by `StackLauncher` (already started, on any `--hci` transport), as one more of its
     /// event handlers. ``shutdown()`` shuts the launched stack down too.
     public init(launched: LaunchedStack) {
-        engine = launched.host
-        let core = StackCore(engine: launched.host)
+        engine = launched.engine
+        let core = StackCore(engine: launched.engine)
         self.core = core
-        let pairing = PairingRouter(engine: launched.host)
+        let pairing = PairingRouter(engine: launched.engine)
         self.pairing = pairing
         self.launched = launched
         let subscription = launched.addEventHandler { event in

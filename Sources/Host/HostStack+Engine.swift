@@ -1,6 +1,7 @@
 public import BluetoothEngine
 public import GATT
 public import L2CAP
+public import ATT
 
 /// Our own host is the first engine: its methods are the requirements, two are shaped here.
 extension HostStack: StackEngine {
@@ -21,5 +22,10 @@ extension HostStack: StackEngine {
                      completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
         openL2CAPChannel(connectionHandle: handle, psm: psm, mtu: mtu, mps: 247, initialCredits: 16,
                          creditPolicy: .automatic(), completion: completion)
+    }
+
+    public func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
+                                    completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        setGATTDatabase(database, changedRange: changedRange) { completion?(.success(())) }
     }
 }

@@ -222,6 +222,9 @@ final class HostBackendStack: Sendable {
     let preferredATTMTU: Int?
     /// The L2CAP channels open on the stack.
     let channels = HostL2CAPChannels()
+    /// Whether the host exchanges MTUs as a connection starts (HostConfiguration's default), so the façade waits
+    /// for that exchange before reporting the connection.
+    let exchangesMTUOnConnect = HostConfiguration().exchangesMTUOnConnect
     private let state = LockedValue<(stack: LaunchedStack?, closed: Bool, air: InProcessAir?)>((nil, false, nil))
 
     init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?) {

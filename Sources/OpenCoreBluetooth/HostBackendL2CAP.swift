@@ -68,7 +68,7 @@ final class HostL2CAPChannel: CBL2CAPChannelBackend, Sendable {
             return true
         }
         guard accepted else { return 0 }
-        let host = stack.host, key = self.key
+        let host = stack.engine, key = self.key
         host.sendL2CAPSDU(connectionHandle: key.connection, channel: key.channel, Array(bytes.prefix(count))) { [self] _ in
             let ready = host.isReadyToSend(connectionHandle: key.connection)
             state.withLock { state in
@@ -81,7 +81,7 @@ final class HostL2CAPChannel: CBL2CAPChannelBackend, Sendable {
     }
 
     func close() {
-        stack.host.closeL2CAPChannel(connectionHandle: key.connection, channel: key.channel)
+        stack.engine.closeL2CAPChannel(connectionHandle: key.connection, channel: key.channel)
     }
 
     // MARK: From the backend, on the loop

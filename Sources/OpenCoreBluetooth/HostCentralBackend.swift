@@ -118,9 +118,9 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
                 ? ScanOptions(active: true, interval: 0x0800, window: 0x0060, filterDuplicates: !parameters.allowDuplicates)
                 : ScanOptions(active: true, filterDuplicates: !parameters.allowDuplicates)
             if previous != nil {
-                stack.host.stopScanning { _ in stack.host.startScanning(options) { _ in } }
+                stack.engine.stopScanning { _ in stack.engine.startScanning(options) { _ in } }
             } else {
-                stack.host.startScanning(options) { _ in }
+                stack.engine.startScanning(options) { _ in }
             }
         }
     }
@@ -129,7 +129,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     public func stopScan() {
         opener.onStack { [self] stack in
             guard state.withLock({ state -> Bool in defer { state.scanning = nil }; return state.scanning != nil }) else { return }
-            stack.host.stopScanning()
+            stack.engine.stopScanning()
         }
     }
 
@@ -167,7 +167,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             return next
         }
         guard let next else { return }
-        stack.host.connect(to: next) { [self] result in
+        stack.engine.connect(to: next) { [self] result in
             let (link, hadLink) = state.withLock { state -> (Link?, Bool) in
                 state.connecting = nil
                 guard var link = state.links[next] else { return (nil, false) }
@@ -183,7 +183,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             switch result {
             case .success(let connection):
                 if !hadLink || link?.cancelled == true {
-                    stack.host.disconnect(connectionHandle: connection.handle)
+                    stack.engine.disconnect(connectionHandle: connection.handle)
                 } else {
                     awaitMTU(next, connection.handle, stack)
                 }
@@ -198,12 +198,12 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     /// Reports `.connected` once the MTU exchange the host started is over (or did not happen in time).
     private func awaitMTU(_ address: BluetoothAddress, _ handle: UInt16, _ stack: LaunchedStack) {
-        let mtu = stack.host.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault
-        if mtu > ATTMTU.leDefault || !stack.host.configuration.exchangesMTUOnConnect {
+        let mtu = stack.engine.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault
+        if mtu > ATTMTU.leDefault || !opener.exchangesMTUOnConnect {
             return reportConnected(address, mtu: mtu)
         }
         let timer = stack.eventLoop.schedule(after: Self.mtuWait) { [weak self] in
-            self?.reportConnected(address, mtu: stack.host.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault)
+            self?.reportConnected(address, mtu: stack.engine.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault)
         }
         state.withLock { $0.links[address]?.mtuTimer = timer }
     }
@@ -227,7 +227,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     /// Finds the peer's Service Changed characteristic and enables its indications, as CoreBluetooth does
     /// (Core 5.4 Vol 3 Part G §7.1), so that `.servicesChanged` reaches the app (`didModifyServices`).
     private func subscribeToServiceChanged(_ address: BluetoothAddress, _ handle: UInt16, _ stack: LaunchedStack) {
-        let host = stack.host
+        let host = stack.engine
         host.gatt(connectionHandle: handle, .discoverPrimaryServices(uuid: GATTUUID.genericAttributeService)) { [self] result in
             guard case .success(.services(let services)) = result, let service = services.first else { return }
             host.gatt(connectionHandle: handle, .discoverCharacteristics(range: service.range, uuid: GATTUUID.serviceChanged)) { [self] result in
@@ -264,8 +264,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             }
             switch action {
             case .none: break
-            case .disconnect(let handle): stack.host.disconnect(connectionHandle: handle)
-            case .cancelPending: stack.host.cancelConnect()
+            case .disconnect(let handle): stack.engine.disconnect(connectionHandle: handle)
+            case .cancelPending: stack.engine.cancelConnect()
             }
         }
     }
@@ -353,7 +353,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         case .pairingInteraction(let handle, let interaction):
             // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
             guard let answer = HostBackend.automaticAnswer(interaction), let stack = opener.stack else { return }
-            stack.host.answerPairing(connectionHandle: handle, answer)
+            stack.engine.answerPairing(connectionHandle: handle, answer)
         default:
             break
         }
@@ -425,7 +425,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         guard let handle = state.load().links[peer.address]?.handle else {
             return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
         }
-        stack.host.gatt(connectionHandle: handle, procedure, lane: Self.managerLane) { [self] result in
+        stack.engine.gatt(connectionHandle: handle, procedure, lane: Self.managerLane) { [self] result in
             let failure = state.load().links[peer.address]?.securityFailure
             completion(result.mapError { Self.backendError($0, securityFailure: failure) })
         }
@@ -503,7 +503,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
         stack.eventLoop.execute { [self] in
             let linkHandle = state.load().links[peer.address]?.handle
-            let mtu = linkHandle.flatMap { stack.host.attMTU(connectionHandle: $0) } ?? ATTMTU.leDefault
+            let mtu = linkHandle.flatMap { stack.engine.attMTU(connectionHandle: $0) } ?? ATTMTU.leDefault
             let procedure: GATTProcedure = value.count <= mtu - 3
                 ? .writeCharacteristicValue(handle: handle, value: value)
                 : .writeLongCharacteristicValue(handle: handle, value: value)
@@ -522,8 +522,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         }
         opener.onStack { [self] stack in
             guard let connection = state.load().links[peer.address]?.handle else { return }
-            stack.host.gatt(connectionHandle: connection, .writeWithoutResponse(handle: handle, value: value)) { [self] _ in
-                let ready = stack.host.isReadyToSend(connectionHandle: connection)
+            stack.engine.gatt(connectionHandle: connection, .writeWithoutResponse(handle: handle, value: value)) { [self] _ in
+                let ready = stack.engine.isReadyToSend(connectionHandle: connection)
                 state.withLock { state in
                     state.links[peer.address]?.queuedWrites -= 1
                     if !ready { state.links[peer.address]?.notReady = true }
@@ -574,7 +574,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             guard let handle = state.load().links[peer.address]?.handle else {
                 return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
             }
-            stack.host.readRSSI(connectionHandle: handle) { result in
+            stack.engine.readRSSI(connectionHandle: handle) { result in
                 completion(result.map { Int($0) }.mapError { .core(.operationNotSupported, $0.reason) })
             }
         }
@@ -595,14 +595,14 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
             guard let handle = state.load().links[peer.address]?.handle else {
                 return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
             }
-            stack.host.openL2CAPChannel(connectionHandle: handle, psm: psm) { [self] result in
+            stack.engine.openChannel(connectionHandle: handle, psm: psm, mtu: 2048) { [self] result in
                 switch result {
                 case .success(let info):
                     let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: peer)
                     opener.channels.add(channel)
                     completion(.success(channel))
                 case .failure(let error) where securing && Self.securityRefusals.contains(error.l2capRefusal ?? .successful):
-                    stack.host.pair(connectionHandle: handle) { [self] secured in
+                    stack.engine.pair(connectionHandle: handle) { [self] secured in
                         switch secured {
                         case .success: openL2CAPChannel(peer, psm: psm, securing: false, completion: completion)
                         case .failure(let failure):

@@ -160,8 +160,8 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         let deferred = Set(characteristics.values.filter(\.deferred).map(\.valueHandle))
         // Connected clients that enabled Service Changed indications hear of any change (Vol 3 Part G §7.1).
         let tell = changed || !state.load().centrals.isEmpty
-        stack.host.setGATTDatabase(database, changedRange: tell ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil)
-        stack.host.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
+        stack.engine.replaceGATTDatabase(database, changedRange: tell ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil)
+        stack.engine.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
         completion(.success(()))
     }
 
@@ -208,7 +208,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
         guard let (central, byValue) = resolved else {
             stack.eventLoop.execute {
-                stack.host.respondToGATTRequest(connectionHandle: connection, id: request.id, result: .failure(GATTAttributeError(.unlikelyError)))
+                stack.engine.respondToGATTRequest(connectionHandle: connection, id: request.id, result: .failure(GATTAttributeError(.unlikelyError)))
             }
             return
         }
@@ -234,7 +234,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     private func refuse(_ request: GATTPendingRequest, _ stack: LaunchedStack) {
         state.withLock { _ = $0.pending.removeValue(forKey: request.id) }
         stack.eventLoop.execute {
-            stack.host.respondToGATTRequest(connectionHandle: request.connection.rawValue, id: request.id, result: .failure(GATTAttributeError(.attributeNotFound)))
+            stack.engine.respondToGATTRequest(connectionHandle: request.connection.rawValue, id: request.id, result: .failure(GATTAttributeError(.attributeNotFound)))
         }
     }
 
@@ -254,7 +254,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     public func respond(to requestID: UInt64, result: UInt8, value: [UInt8]?) {
         guard let connection = state.withLock({ $0.pending.removeValue(forKey: requestID) }), let stack = opener.stack else { return }
         let answer: Result<[UInt8], GATTAttributeError> = result == 0 ? .success(value ?? []) : .failure(GATTAttributeError(ATTErrorCode(rawValue: result)))
-        stack.host.respondToGATTRequest(connectionHandle: connection, id: requestID, result: answer)
+        stack.engine.respondToGATTRequest(connectionHandle: connection, id: requestID, result: answer)
     }
 
     // MARK: Advertising
@@ -270,12 +270,12 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                 return state.advertisement != nil
             }
             let start: @Sendable () -> Void = {
-                stack.host.startAdvertising(advertisingData: advertisement.advertisingData, scanResponse: advertisement.scanResponse) { result in
+                stack.engine.startAdvertising(advertisingData: advertisement.advertisingData, scanResponse: advertisement.scanResponse) { result in
                     completion(result.mapError { .core(.unknown, $0.reason) })
                 }
             }
             if wasAdvertising {
-                stack.host.stopAdvertising { _ in start() }
+                stack.engine.stopAdvertising { _ in start() }
             } else {
                 start()
             }
@@ -289,7 +289,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                 defer { state.advertisement = nil }
                 return state.advertisement != nil
             }
-            if was { stack.host.stopAdvertising() }
+            if was { stack.engine.stopAdvertising() }
         }
     }
 
@@ -320,9 +320,9 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                 state.withLock { $0.queuedUpdates -= 1 }
                 return maybeReady()
             }
-            stack.host.updateValue(value, handle: valueHandle, to: targets) { [self] result in
+            stack.engine.updateValue(value, handle: valueHandle, to: targets) { [self] result in
                 let sent = (try? result.get()) ?? []
-                let full = sent.filter { !stack.host.isReadyToSend(connectionHandle: $0) }
+                let full = sent.filter { !stack.engine.isReadyToSend(connectionHandle: $0) }
                 state.withLock { state in
                     state.queuedUpdates -= 1
                     state.blocked.formUnion(full)
@@ -353,7 +353,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         opener.onStack { [self] stack in
             let connection = state.load().centrals.first { $0.value == central.address }?.key
             guard let connection else { return }
-            stack.host.requestConnectionParameterUpdate(connectionHandle: connection, request)
+            stack.engine.requestConnectionParameterUpdate(connectionHandle: connection, request)
         }
     }
 
@@ -370,7 +370,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
                 return free
             }
             guard let psm else { return completion(.failure(.core(.outOfSpace, "every dynamic LE_PSM is published"))) }
-            stack.host.registerL2CAPServer(L2CAPChannelServer(psm: psm, mtu: 2048, mps: 247, initialCredits: 16),
+            stack.engine.registerL2CAPServer(L2CAPChannelServer(psm: psm, mtu: 2048, mps: 247, initialCredits: 16),
                                            requiresEncryption: encryptionRequired) { [self] result in
                 switch result {
                 case .success: completion(.success(psm))
@@ -390,7 +390,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
             guard state.withLock({ $0.publishedPSMs.remove(psm) != nil }) else {
                 return completion(.failure(.core(.invalidParameters, "PSM \(psm) is not published")))
             }
-            stack.host.unregisterL2CAPServer(psm: psm)
+            stack.engine.unregisterL2CAPServer(psm: psm)
             // Apple's header: unpublishing closes the channels open on the PSM.
             for channel in opener.channels.open(onPSM: psm) { channel.close() }
             completion(.success(()))
@@ -416,7 +416,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
             emit(.centralConnected(CBBackendPeer(address: connection.peer), mtu: ATTMTU.leDefault))
             // The controller stopped advertising for the connection; CoreBluetooth keeps advertising.
             if let advertisement {
-                stack.host.startAdvertising(advertisingData: advertisement.advertisingData, scanResponse: advertisement.scanResponse) { _ in }
+                stack.engine.startAdvertising(advertisingData: advertisement.advertisingData, scanResponse: advertisement.scanResponse) { _ in }
             }
         case .disconnected(let handle, _):
             let gone = state.withLock { state -> (BluetoothAddress, [Int])? in
@@ -455,7 +455,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         case .pairingInteraction(let handle, let interaction):
             // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
             guard let answer = HostBackend.automaticAnswer(interaction) else { return }
-            stack.host.answerPairing(connectionHandle: handle, answer)
+            stack.engine.answerPairing(connectionHandle: handle, answer)
         default:
             break
         }

@@ -14,6 +14,8 @@ public final class LaunchedStack: Sendable {
     public typealias EventSubscription = HostEventSubscription
 
     public let host: HostStack
+    /// The stack as the APIs use it: through the engine seam.
+    public var engine: any StackEngine { host }
     public let eventLoop: DispatchEventLoop
     /// The `--hci` specification this stack runs on; for `virtual`, what it became (`air:PATH` or `virtual`).
     public let spec: HCITransportSpec
