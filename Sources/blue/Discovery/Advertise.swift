@@ -1,3 +1,4 @@
+import BlueZ
 import AdvertisingData
 import ArgumentParser
 import BluetoothCore
@@ -80,7 +81,7 @@ struct Advertise: ParsableCommand, Sendable {
         }
         guard (20...10_240).contains(interval) else { throw CLIFailure(.usage, "--interval \(interval): from 20 to 10240 milliseconds") }
         if try stack.bluezAdapter() != nil {
-            throw CLIFailure(.usage, "--hci \(stack.hci): bluetoothd advertises GATT applications only here (use blue serve --hci bluez)")
+            throw CLIFailure(.usage, BluetoothdLimitation.rawAdvertising.message(hci: stack.hci))
         }
         let first = try definition.packets()
         let units = UInt16((interval / 0.625).rounded())

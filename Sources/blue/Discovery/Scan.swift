@@ -1,3 +1,4 @@
+import BlueZ
 import AdvertisingData
 import ArgumentParser
 import BluetoothCore
@@ -96,7 +97,7 @@ struct Scan: ParsableCommand, Sendable {
     /// The same scan through bluetoothd: its discovery (Adapter1.SetDiscoveryFilter and StartDiscovery), each
     /// device's properties as a report. bluetoothd decides active or passive scanning (`--passive` is refused).
     private func scanThroughBlueZ(_ adapter: BlueZAdapterChoice, filter: ScanFilter, table: ScanTable) async throws(CLIFailure) {
-        if passive { throw CLIFailure(.usage, "--passive: bluetoothd decides how it scans (--hci \(stack.hci))") }
+        if passive { throw CLIFailure(.usage, BluetoothdLimitation.passiveScan.message(hci: stack.hci)) }
         let central = try await BackendCentral.openBlueZ(adapter)
         defer { central.shutdown() }
         let wanted = filter.services

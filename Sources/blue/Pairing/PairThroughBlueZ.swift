@@ -25,13 +25,12 @@ extension Pair {
     func checkBlueZOptions() throws(CLIFailure) {
         let hci = stack.hci
         if method.isOutOfBand || method.secureConnections == .legacyOnly {
-            throw CLIFailure(.usage, "--method \(method.rawValue): bluetoothd chooses LE Secure Connections or legacy pairing "
-                             + "itself and takes no out-of-band data from us (--hci \(hci)); use jw, numeric or passkey")
+            throw CLIFailure(.usage, BluetoothdLimitation.pairingMethod(method.rawValue).message(hci: hci))
         }
         let kept: [(Bool, String)] = [(oobIn != nil, "--oob-in"), (oobOut != nil, "--oob-out"), (oobKey != nil, "--oob-key"),
                                       (bonds != nil, "--bonds"), (noBond, "--no-bond"), (reconnect, "--reconnect")]
         if let option = kept.first(where: \.0)?.1 {
-            throw CLIFailure(.usage, "\(option): bluetoothd keeps the bonds and encrypts with them itself (--hci \(hci))")
+            throw CLIFailure(.usage, BluetoothdLimitation.bonds(option: option).message(hci: hci))
         }
     }
 

@@ -1,3 +1,4 @@
+import BlueZ
 import ArgumentParser
 import ATT
 import BluetoothCore
@@ -157,13 +158,13 @@ struct Serve: ParsableCommand, Sendable {
         let wanted = try definition.advertisingContent(name: deviceName, services: advertised)
         if let adapter = try stack.bluezAdapter() {
             if privacy {
-                throw CLIFailure(.usage, "--privacy: through bluetoothd (--hci \(stack.hci)) its own privacy setting decides (Privacy= in main.conf)")
+                throw CLIFailure(.usage, BluetoothdLimitation.privacy.message(hci: stack.hci))
             }
             if definition.advertisingData != nil {
-                throw CLIFailure(.usage, "advertisingData: through bluetoothd (--hci \(stack.hci)) the advertisement carries the name and service UUIDs only")
+                throw CLIFailure(.usage, BluetoothdLimitation.advertisementContent.message(hci: stack.hci))
             }
             if extendedAdvertising || advertisingPHY != nil {
-                throw CLIFailure(.usage, "--extended, --advertising-phy: through bluetoothd (--hci \(stack.hci)) it chooses the advertising PDUs")
+                throw CLIFailure(.usage, BluetoothdLimitation.advertisingPDUs.message(hci: stack.hci))
             }
             return try await serveThroughBlueZ(adapter, compiled: compiled, advertised: advertised, deviceName: deviceName)
         }

@@ -1,3 +1,4 @@
+import BlueZ
 import BluetoothCore
 import BluetoothRuntime
 import Foundation
@@ -15,7 +16,7 @@ extension Serve {
         let refused: [(Bool, String)] = [(io != .noInputNoOutput, "--io"), (passkey != nil, "--passkey"), (oobIn != nil, "--oob-in"),
                                          (oobOut != nil, "--oob-out"), (oobKey != nil, "--oob-key"), (allowRepairing, "--allow-repairing")]
         if let option = refused.first(where: \.0)?.1 {
-            throw CLIFailure(.usage, "\(option): through bluetoothd (--hci \(stack.hci)) pairing is answered by its default agent")
+            throw CLIFailure(.usage, BluetoothdLimitation.serverPairing(option: option).message(hci: stack.hci))
         }
     }
 

@@ -1,3 +1,4 @@
+import BlueZ
 import ArgumentParser
 import BluetoothCore
 import BluetoothRuntime
@@ -27,7 +28,7 @@ struct Shell: ParsableCommand, Sendable {
 
     func shell() async throws(CLIFailure) {
         if try stack.bluezAdapter() != nil {
-            throw CLIFailure(.usage, "--hci \(stack.hci): blue shell runs on our host only for now (bluetoothctl is bluetoothd's shell)")
+            throw CLIFailure(.usage, BluetoothdLimitation.shell.message(hci: stack.hci))
         }
         let interactive = isatty(0) == 1
         let launched = try await stack.open(label: "shell")

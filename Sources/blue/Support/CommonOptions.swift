@@ -1,3 +1,4 @@
+import BlueZ
 import ArgumentParser
 import BluetoothRuntime
 import Dispatch
@@ -32,7 +33,7 @@ struct StackOptions: ParsableArguments, Sendable {
     func bluezAdapter() throws(CLIFailure) -> BlueZAdapterChoice? {
         guard case .bluez(let adapter)? = try? StackSpecification(parsing: hci) else { return nil }
         if snoop != nil {
-            throw CLIFailure(.usage, "--snoop records our host's HCI traffic; through bluetoothd (--hci \(hci)) use btmon")
+            throw CLIFailure(.usage, BluetoothdLimitation.snoop.message(hci: hci))
         }
         return BlueZAdapterChoice(name: adapter)
     }
@@ -46,9 +47,7 @@ struct StackOptions: ParsableArguments, Sendable {
     /// ``open(_:)`` for a command whose options are not a ``StackOptions`` (`blue bench ... --hci`).
     static func open(hci: String, snoop: String?, _ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
         if case .bluez? = try? StackSpecification(parsing: hci) {
-            throw CLIFailure(.usage, "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
-                             + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
-                             + "the adapter (bluetoothd must let go of it), or virtual")
+            throw CLIFailure(.usage, BluetoothdLimitation.ourHost.message(hci: hci))
         }
         var options = options
         options.snoopPath = snoop
