@@ -1,8 +1,10 @@
 // BluetoothLE: the modern async/await API on the OpenCoreBluetooth stack.
 //
-// What it is: `BluetoothStack` wraps one stack engine (`StackEngine`: the host operations it uses, with the host's
-// signatures): our `HostStack` on any transport, or bluetoothd (`BlueZStackEngine`, over OpenCoreBluetooth's BlueZ
-// backends, which turns their events into the host's events so that nothing above the seam knows). It offers the GAP
+// What it is: `BluetoothStack` wraps one stack engine (BluetoothEngine's `StackEngine`, the seam under both APIs:
+// the host operations it uses, with the host's signatures): our `HostStack` on any transport, or bluetoothd
+// (`BlueZStackEngine`, still over OpenCoreBluetooth's BlueZ backends, which turns their events into the host's events
+// so that nothing above the seam knows; issue 27 moves it onto D-Bus directly, and BluetoothLE then stops importing
+// OpenCoreBluetooth). What bluetoothd has no call for is refused through `BlueZStackEngine.refusal`. It offers the GAP
 // central and peripheral roles (Core 5.4 Vol 3 Part C §9), the GATT client and server (Vol 3 Part G) and LE
 // credit-based L2CAP channels (Vol 3 Part A §4.22) with Swift concurrency: scanning, notifications, incoming centrals
 // and channel SDUs are `AsyncSequence`s; connect, discovery, reads, writes, notify and channel sends are `async
@@ -20,11 +22,11 @@
 // `PendingOperation` (one-shot, cancellation-aware); stream elements are yielded to `AsyncStream` continuations;
 // `Characteristic.onWrite` handlers run on their own tasks. No user code runs on the loop. Local characteristics
 // are value-backed by default (reads answered from the stored value by the host, writes stored then reported);
-// with `onRead` / `onWriteRequest` the host defers the request (`HostStack.setGATTDeferral`), a task runs the
-// async handler and `HostStack.respondToGATTRequest` answers it (`DeferredRequests.swift`).
+// with `onRead` / `onWriteRequest` the engine defers the request (`StackEngine.setGATTDeferral`), a task runs the
+// async handler and `StackEngine.respondToGATTRequest` answers it (`DeferredRequests.swift`).
 //
 // Flow control: write-without-response and notify wait for the connection's send queue to have room
-// (`HostStack.isReadyToSend` / `HostEvent.readyToSend`, the same signal as CoreBluetooth's
+// (`StackEngine.isReadyToSend` / `HostEvent.readyToSend`, the same signal as CoreBluetooth's
 // `canSendWriteWithoutResponse` and `peripheralManagerIsReady`), so a producer loop never floods the controller.
 //
 // Pairing: `BluetoothStack.setPairingDelegate(_:)` routes the Host's pairing interactions (numeric comparison,

@@ -28,7 +28,8 @@
 // wake-up, because RunLoop.perform does not wake a sleeping run loop on Linux, and a keep-alive timer per scheduled
 // mode); unscheduled streams keep their events pending.
 //
-// The production backend (HostBackend*.swift): one HostStack per manager, each over its own controller, so a
+// The production backend (HostBackend*.swift): one stack per manager, each over its own controller, called
+// through the engine seam (BluetoothEngine's `StackEngine`, `LaunchedStack.engine`) rather than HostStack itself, so a
 // central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`);
 // a released manager's device leaves the air (on an in-process air its controller is powered off: the peers'
 // links time out, as when a program on the hub ends), so no ghost keeps advertising its services.
@@ -36,7 +37,7 @@
 // devices meet: the `blue air` hub at its default socket; `air:PATH` → the hub at PATH; either started in the
 // background when none runs (`blue air --socket PATH` with the `blue` of OCB_BLUE, beside the program or on PATH,
 // as the `blue` commands start it; it outlives the program), else hosted by this process until it exits
-// (StackLauncher.SharedAirHub); `in-process` → the process's own air (StackLauncher.InProcessAir, public addresses
+// (StackLauncher.SharedAirHub, the one starter); names are read by StackLauncher.StackSpecification; `in-process` → the process's own air (StackLauncher.InProcessAir, public addresses
 // 0A:1C:00:00:00:nn in creation order, hence identifiers stable across runs: `blue demo`, tests); any other text →
 // a `--hci` specification (tcp:, unix:, serial:, hciN). Each backend's
 // state sits in a LockedValue changed on its stack's loop; the stack opens asynchronously and the first state
