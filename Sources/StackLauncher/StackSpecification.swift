@@ -1,5 +1,5 @@
 public import HCITransport
-import Foundation
+public import Foundation
 
 /// The one reading of a stack's name, wherever a program names one: `--hci` on every `blue` command, the `OCB_HCI`
 /// environment variable (CoreBluetooth's default), `BluetoothStack.open` (DESIGN.md "Transports").
@@ -41,6 +41,16 @@ public enum StackSpecification: Hashable, Sendable, CustomStringConvertible {
         } catch {
             throw StackLaunchError(.invalidSpecification, error.reason)
         }
+    }
+
+    /// The name a program runs on: `given` (its `--hci`) when there is one, else `$OCB_HCI` when set and not empty,
+    /// else `fallback` (the one reading of `OCB_HCI` for programs that choose their default: `blue demo`'s is
+    /// `in-process`, `blue chat`'s and the libraries' `virtual`).
+    public static func name(given: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+                            default fallback: String) -> String {
+        if let given { return given }
+        if let named = environment[environmentVariable], !named.isEmpty { return named }
+        return fallback
     }
 
     /// The hub's socket when the name is the shared air or another air hub (`virtual`: `hubSocketPath`), else nil.

@@ -60,4 +60,12 @@ import Testing
             #expect(error.reason == "bluez is bluetoothd's stack, not ours")
         }
     }
+
+    /// A program's name for its stack: its --hci, else OCB_HCI when set and not empty, else its own default.
+    @Test func theChosenNameIsTheArgumentThenOCBHCIThenTheDefault() {
+        #expect(StackSpecification.name(given: "hci1", environment: ["OCB_HCI": "bluez"], default: "virtual") == "hci1")
+        #expect(StackSpecification.name(given: nil, environment: ["OCB_HCI": "bluez"], default: "virtual") == "bluez")
+        #expect(StackSpecification.name(given: nil, environment: ["OCB_HCI": ""], default: "in-process") == "in-process")
+        #expect(StackSpecification.name(given: nil, environment: [:], default: "virtual") == "virtual")
+    }
 }

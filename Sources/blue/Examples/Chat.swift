@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import OpenCoreBluetooth
+import StackLauncher
 
 /// `blue chat send|receive`: seed 002's text transfer (Apple's BTLE Transfer sample) between two processes, on
 /// the CoreBluetooth API (issue 5 item 4). The sender is the sample's peripheral: it publishes the transfer
@@ -50,8 +51,7 @@ struct ChatOptions: ParsableArguments {
 
     /// Installs the backend on the chosen transport; returns its name for messages.
     func installTransport() -> String {
-        let environment = ProcessInfo.processInfo.environment[HostBackend.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let name = hci ?? environment ?? "virtual"
+        let name = StackSpecification.name(given: hci, default: "virtual")
         CBBackendRegistry.setDefault(HostBackend.provider(HostBackend.transport(named: name)))
         return name
     }
