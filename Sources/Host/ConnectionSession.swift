@@ -6,9 +6,10 @@ import GATT
 import L2CAP
 import BluetoothEngine
 
-/// The protocol state of one LE connection above HCI (Core 5.4 Vol 3 Part A L2CAP, Part F ATT, Part G GATT):
-/// the connection's ``L2CAPLink`` (fixed channels, signaling, credit-based channels), its ``ATTBearer`` on the
-/// ATT fixed channel, its ``GATTClient``, and the completions of the operations the owner started on them.
+/// The protocol state of one LE connection above HCI (Core 5.4 Vol 3 Part A L2CAP, Part F ATT, Part G GATT,
+/// Part H SMP): the connection's ``L2CAPLink`` (fixed channels, signaling, credit-based channels), its table of
+/// ATT bearers (``ATTBearerTable``: the one on the ATT fixed channel and the Enhanced ATT bearers, each with its
+/// ``GATTClient``), its Security Manager, and the completions of the operations the owner started on them.
 /// The connection's share of the stack-wide ``GATTServer`` lives in that server, keyed by the connection handle.
 ///
 /// Kept in the host's connection table and mutated only on the host's event loop; the machines (values) are
@@ -30,14 +31,12 @@ final class ConnectionSession {
     var deadlineChanged = false
 
     var link: L2CAPLink { didSet { noteDeadlineChange() } }
-    var bearer: ATTBearer { didSet { noteDeadlineChange() } }
-    var client: GATTClient
-    /// Bearer requests enqueued for the GATT client (their results go to the client through the bridge).
-    var clientRequests: Set<ATTBearerRequestID> = []
-    /// Our own Exchange MTU Request, when one is pending.
+    /// The connection's ATT bearers: ``ATTBearerKey/fixed`` from the start, Enhanced ATT bearers as their channels
+    /// open (`HostStack+EATT.swift`).
+    var bearers: ATTBearerTable { didSet { noteDeadlineChange() } }
+    /// Our own Exchange MTU Request on the fixed bearer (the only one that exchanges), when one is pending.
     var mtuExchangeRequest: ATTBearerRequestID?
     var mtuExchangeCompletion: ((Result<Int, HostError>) -> Void)?
-    var gattCompletions: [GATTOperationID: GATTCompletion] = [:]
     var channelOpens: [L2CAPChannelIdentifier: ChannelOpenCompletion] = [:]
     var channelCloses: [L2CAPChannelIdentifier: [ChannelCloseCompletion]] = [:]
     /// Our Connection Parameter Update Requests (Peripheral), oldest first.
@@ -51,18 +50,6 @@ final class ConnectionSession {
     /// The connection's Security Manager (nil when security is disabled).
     var securityLink: SecurityLink? { didSet { noteDeadlineChange() } }
 
-    /// One Enhanced ATT bearer (Core 5.4 Vol 3 Part F §3.2.11) on an L2CAP enhanced credit-based channel of SPSM
-    /// 0x0027: its ATT machine, the GATT client running on it and that client's requests and completions.
-    struct EnhancedBearer {
-        var bearer: ATTBearer
-        var client: GATTClient
-        /// Whether we opened the channel (our client's procedures run only on bearers we opened; the peer's
-        /// client uses the ones it opened, where our server's notifications go).
-        var isInitiator: Bool
-        var clientRequests: Set<ATTBearerRequestID> = []
-        var completions: [GATTOperationID: GATTCompletion] = [:]
-    }
-
     /// Where automatic EATT stands on this connection (`HostStack+EATT.swift`).
     enum EnhancedATTProgress: Equatable {
         /// Not tried (the link was never encrypted, or EATT is off).
@@ -72,15 +59,13 @@ final class ConnectionSession {
         /// Done: bearers requested (or the peer does not support EATT).
         case settled
     }
-    /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
 
-    /// Where each ``GATTClientLane`` with procedures still running sends them (nil: the unenhanced bearer), and
-    /// how many are running. A lane leaves the table when its last procedure completes.
-    var lanes: [GATTClientLane: (bearer: L2CAPChannelIdentifier?, running: Int)] = [:]
+    /// Where each ``GATTClientLane`` with procedures still running sends them, and how many are running. A lane
+    /// leaves the table when its last procedure completes.
+    var lanes: [GATTClientLane: (bearer: ATTBearerKey, running: Int)] = [:]
 
-    /// The connection's Enhanced ATT bearers by local CID.
-    var enhanced: [L2CAPChannelIdentifier: EnhancedBearer] = [:] { didSet { noteDeadlineChange() } }
     var enhancedProgress = EnhancedATTProgress.idle
+    /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
     var enhancedPending: Set<L2CAPChannelIdentifier> = []
     /// An `openEnhancedATTBearers` call waiting for its channels.
     struct EnhancedOpen {
@@ -98,18 +83,19 @@ final class ConnectionSession {
         self.handle = handle
         self.deadlines = deadlines
         link = L2CAPLink(role: role == .central ? .central : .peripheral)
-        bearer = ATTBearer(preferredMTU: preferredMTU)
-        client = GATTClient(mtu: ATTMTU.leDefault)
+        bearers = ATTBearerTable(fixed: SessionBearer(
+            key: .fixed, isInitiator: false, bearer: ATTBearer(preferredMTU: preferredMTU), client: GATTClient(mtu: ATTMTU.leDefault)))
         noteDeadlineChange()
     }
 
     /// The earliest deadline of the link, the bearers and the Security Manager.
     var nextDeadline: StackInstant? {
-        var earliest = link.nextDeadline
-        for deadline in [bearer.nextDeadline, securityLink?.smp.nextDeadline] + enhanced.values.map(\.bearer.nextDeadline) {
-            if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        func earlier(_ one: StackInstant?, _ other: StackInstant?) -> StackInstant? {
+            guard let one else { return other }
+            guard let other else { return one }
+            return min(one, other)
         }
-        return earliest
+        return earlier(earlier(link.nextDeadline, bearers.nextDeadline), securityLink?.smp.nextDeadline)
     }
 
     private func noteDeadlineChange() {
@@ -120,7 +106,7 @@ final class ConnectionSession {
 
     /// Operations of the owner waiting for an answer on this connection.
     var pendingOperationCount: Int {
-        gattCompletions.count + enhanced.values.reduce(0) { $0 + $1.completions.count } + enhancedOpens.count
+        bearers.reduce(0) { $0 + $1.completions.count } + enhancedOpens.count
             + reconfigures.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
             + (securityLink?.pendingCount ?? 0)
     }

@@ -93,12 +93,10 @@ extension HostStack {
             timerArmed: timer.map { !$0.isCancelled } ?? false,
             pendingATTTransactions: connections.values.reduce(0) { total, record in
                 guard let session = record.session else { return total }
-                return total + session.bearer.pendingRequestCount + session.bearer.pendingIndicationCount
-                    + session.bearer.pendingIncomingRequestCount + session.client.pendingProcedureCount
-                    + session.enhanced.values.reduce(0) {
-                        $0 + $1.bearer.pendingRequestCount + $1.bearer.pendingIndicationCount
-                            + $1.bearer.pendingIncomingRequestCount + $1.client.pendingProcedureCount
-                    }
+                return total + session.bearers.reduce(0) {
+                    $0 + $1.bearer.pendingRequestCount + $1.bearer.pendingIndicationCount
+                        + $1.bearer.pendingIncomingRequestCount + $1.client.pendingProcedureCount
+                }
             },
             l2capChannels: connections.values.reduce(0) { $0 + ($1.session?.link.channelCount ?? 0) },
             l2capSignalingRequests: connections.values.reduce(0) {

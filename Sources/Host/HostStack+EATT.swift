@@ -15,15 +15,18 @@ public import BluetoothEngine
 ///   Features (0x2B3A); when bit 0 (EATT) is set it writes its Client Supported Features (0x2B29: EATT and
 ///   Multiple Handle Value Notifications, kept with what the server had) and opens the bearers in one L2CAP
 ///   Credit Based Connection Request.
-/// - Each bearer is an ``ATTBearer`` with ATT_MTU = min(local, remote L2CAP MTU) and its own ``GATTClient``.
-///   Procedures (``HostStack/gatt(connectionHandle:_:completion:)``) go to the least busy bearer we opened, so
-///   several run in parallel, one request outstanding per bearer; those of one ``GATTClientLane`` stay on one
-///   bearer while any of them runs, so they complete in call order (OpenCoreBluetooth: one lane per manager); writes without response stay on the
-///   unenhanced bearer (send-queue readiness and order). The server answers on the bearer a request came on and
-///   notifies/indicates on the first bearer the peer opened (its client's), else on the unenhanced one.
-/// - A bearer's ATT transaction timeout closes its channel, not the link; a closed bearer fails the procedures
-///   it was running. An Insufficient Authentication answer on a bearer is held, the link secured, and the request
-///   retried on the same bearer (as on the unenhanced one).
+/// - Each bearer is an entry of the session's bearer table (``ATTBearerKey/enhanced(_:)``) beside the fixed one:
+///   an ``ATTBearer`` with ATT_MTU = min(local, remote L2CAP MTU) and its own ``GATTClient``, driven by the same
+///   `performBearer` / `performClient` as the fixed bearer (`HostStack+Wiring.swift`). Procedures
+///   (``HostStack/gatt(connectionHandle:_:completion:)``) go to the least busy bearer we opened, so several run in
+///   parallel, one request outstanding per bearer; those of one ``GATTClientLane`` stay on one bearer while any of
+///   them runs, so they complete in call order (OpenCoreBluetooth: one lane per manager); writes without response
+///   stay on the unenhanced bearer (send-queue readiness and order). The server answers on the bearer a request
+///   came on and notifies/indicates on the first bearer the peer opened (its client's), else on the unenhanced one.
+/// - A bearer's ATT transaction timeout closes its channel, not the link; a closed bearer fails the procedure it
+///   was running and hands those queued behind to the connection's other bearers. An Insufficient Authentication
+///   answer on a bearer is held, the link secured, and the request retried on the same bearer (as on the
+///   unenhanced one).
 extension HostStack {
     /// The SPSM of the Enhanced ATT bearer (Assigned Numbers, L2CAP SPSM 0x0027).
     public static let enhancedATTPSM: UInt16 = 0x0027
@@ -38,7 +41,11 @@ extension HostStack {
     /// The connection's Enhanced ATT bearers: local CID → ATT_MTU (read on the loop).
     public func enhancedATTBearers(connectionHandle handle: UInt16) -> [L2CAPChannelIdentifier: Int] {
         guard let session = connections[handle]?.session else { return [:] }
-        return session.enhanced.filter { $0.value.bearer.isOpen }.mapValues(\.bearer.mtu)
+        var bearers: [L2CAPChannelIdentifier: Int] = [:]
+        for entry in session.bearers where entry.bearer.isOpen {
+            if case .enhanced(let cid) = entry.key { bearers[cid] = entry.bearer.mtu }
+        }
+        return bearers
     }
 
     /// Opens `count` (1...5) Enhanced ATT bearers now, whatever the peer's Server Supported Features say (the
@@ -75,7 +82,7 @@ extension HostStack {
                 completion?(.failure(unknownConnection(handle)))
                 return
             }
-            guard channels.allSatisfy({ session.enhanced[$0] != nil }) else {
+            guard channels.allSatisfy({ session.bearers.contains(.enhanced($0)) }) else {
                 completion?(.failure(HostError(.invalidParameters, "not Enhanced ATT bearers: \(channels)")))
                 return
             }
@@ -192,9 +199,9 @@ extension HostStack {
     func enhancedBearerOpened(_ info: L2CAPChannelInfo, _ handle: UInt16) {
         guard let session = connections[handle]?.session else { return }
         let mtu = Int(min(info.localMTU, info.remoteMTU))
-        session.enhanced[info.localCID] = ConnectionSession.EnhancedBearer(
-            bearer: ATTBearer(enhancedMTU: mtu), client: GATTClient(mtu: mtu, signer: session.client.signer),
-            isInitiator: info.isInitiator)
+        session.bearers.insert(SessionBearer(
+            key: .enhanced(info.localCID), isInitiator: info.isInitiator, bearer: ATTBearer(enhancedMTU: mtu),
+            client: GATTClient(mtu: mtu, signer: session.bearers[.fixed]?.client.signer)))
         gattServer.openBearer(GATTBearerID(info.localCID.rawValue), mtu: mtu, for: GATTConnectionID(handle),
                               notifications: !info.isInitiator)
         if info.isInitiator { enhancedRequestSettled(info.localCID, handle) }
@@ -211,7 +218,7 @@ extension HostStack {
             if let failure { session.enhancedOpens[index].failure = failure }
             guard session.enhancedOpens[index].waiting.isEmpty else { continue }
             let open = session.enhancedOpens.remove(at: index)
-            let opened = open.requested.filter { session.enhanced[$0] != nil }
+            let opened = open.requested.filter { session.bearers.contains(.enhanced($0)) }
             if opened.isEmpty {
                 var error = HostError(.commandFailed, "no Enhanced ATT bearer opened: \(open.failure.map { "\($0)" } ?? "refused")")
                 if case .refused(let result)? = open.failure { error.l2capRefusal = result }
@@ -225,149 +232,41 @@ extension HostStack {
     /// An EATT channel closed (either side, violation): its bearer ends, the procedure it was running and its
     /// indications fail, the procedures queued behind go to the connection's other bearers, the server forgets it.
     func enhancedBearerClosed(_ cid: L2CAPChannelIdentifier, _ handle: UInt16, reason: String) {
-        guard let session = connections[handle]?.session, var record = session.enhanced.removeValue(forKey: cid) else { return }
-        gattServer.closeBearer(GATTBearerID(cid.rawValue), for: GATTConnectionID(handle))
-        let moved = record.client.takeQueuedProcedures().compactMap { queued in
-            record.completions.removeValue(forKey: queued.id).map { (queued.procedure, $0) }
+        guard let session = connections[handle]?.session, var entry = session.bearers.remove(.enhanced(cid)) else { return }
+        gattServer.closeBearer(entry.key.gattBearer, for: GATTConnectionID(handle))
+        let moved = entry.client.takeQueuedProcedures().compactMap { queued in
+            entry.completions.removeValue(forKey: queued.id).map { (queued.procedure, $0) }
         }
-        for action in record.bearer.close(reason: reason) {
-            if case .indicationFailed(let attributeHandle, let error) = action {
-                emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, error))
-            }
-        }
-        for action in record.client.bearerFailed(.other("Enhanced ATT bearer closed: \(reason)")) {
-            if case .complete(let id, let result) = action { record.completions.removeValue(forKey: id)?(result) }
-        }
+        closeBearer(&entry, handle, reason: reason, failure: .other("Enhanced ATT bearer closed: \(reason)"))
         emit(.enhancedATTBearerClosed(handle: handle, channel: cid))
         for (procedure, completion) in moved { startGATT(handle, procedure, completion: completion) }
     }
 
-    // MARK: Bearer and client actions of an EATT bearer
-
-    /// Mutates the EATT bearer record `cid` of connection `handle` in place.
-    @discardableResult
-    func withEnhanced<R>(_ handle: UInt16, _ cid: L2CAPChannelIdentifier,
-                         _ body: (inout ConnectionSession.EnhancedBearer) -> R) -> R? {
-        guard let session = connections[handle]?.session, var record = session.enhanced.removeValue(forKey: cid) else {
-            return nil
-        }
-        let result = body(&record)
-        session.enhanced[cid] = record
-        return result
-    }
-
-    func performEnhancedBearer(_ actions: [ATTBearerAction], _ handle: UInt16, _ cid: L2CAPChannelIdentifier) {
-        let connection = GATTConnectionID(handle)
-        let bearerID = GATTBearerID(cid.rawValue)
-        for action in actions {
-            guard connections[handle]?.session?.enhanced[cid] != nil else { return }
-            switch action {
-            case .send(let bytes):
-                guard let linkActions = try? connections[handle]?.session?.link.send(sdu: bytes, on: cid) else { continue }
-                performLink(linkActions, handle)
-            case .response(let id, let result):
-                if securityHoldsResponse(id, result, handle: handle, bearer: cid) { continue }
-                guard let clientActions = withEnhanced(handle, cid, { record -> [GATTClientAction] in
-                    guard record.clientRequests.remove(id) != nil else { return [] }
-                    return record.client.receive(bearerResult: result)
-                }) else { continue }
-                performClient(clientActions, handle, on: cid)
-            case .request(let pdu):
-                if connections[handle]?.session?.ignoresATTRequests == true { continue }
-                let reply = gattServer.handleRequest(pdu, from: connection, on: bearerID)
-                let now = eventLoop.now
-                guard let answer = withEnhanced(handle, cid, { try? $0.bearer.respond(reply.response, now: now) }) ?? nil
-                else { continue }
-                performEnhancedBearer(answer, handle, cid)
-                securityServerEvents(reply.events, handle: handle)
-                for event in reply.events { emit(.gattServer(event)) }
-            case .command(let pdu):
-                for event in gattServer.handleCommand(pdu, from: connection) { emit(.gattServer(event)) }
-            case .notification, .indication:
-                guard let clientActions = withEnhanced(handle, cid, { $0.client.handle(bearerAction: action) }) ?? nil
-                else { continue }
-                performClient(clientActions, handle, on: cid)
-            case .mtuChanged(let mtu):
-                withEnhanced(handle, cid) { $0.client.mtu = mtu }
-                gattServer.setMTU(mtu, for: connection, bearer: bearerID)
-            case .indicationConfirmed(let attributeHandle):
-                emit(.gattIndicationConfirmed(handle: handle, attributeHandle: attributeHandle))
-            case .indicationFailed(let attributeHandle, let error):
-                emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, error))
-            case .disconnectLink(let reason):
-                // On an Enhanced ATT bearer a dead transaction closes the channel, not the link (§3.3.3).
-                emit(.controllerError(HostError(.protocolError, "closing EATT bearer \(cid) of \(Dissection.hex16(handle)): \(reason)")))
-                guard let linkActions = try? connections[handle]?.session?.link.disconnect(channel: cid, now: eventLoop.now)
-                else { continue }
-                performLink(linkActions, handle)
-            }
-        }
-    }
-
-    func performClient(_ actions: [GATTClientAction], _ handle: UInt16, on cid: L2CAPChannelIdentifier) {
-        for action in actions {
-            guard connections[handle]?.session?.enhanced[cid] != nil else { return }
-            switch action {
-            case .sendRequest(let pdu):
-                let now = eventLoop.now
-                guard let bearerActions = withEnhanced(handle, cid, { record -> [ATTBearerAction] in
-                    let (id, actions) = record.bearer.enqueue(request: pdu, now: now)
-                    record.clientRequests.insert(id)
-                    return actions
-                }) else { continue }
-                performEnhancedBearer(bearerActions, handle, cid)
-            case .sendCommand(let pdu):
-                switch withEnhanced(handle, cid, { record in Result { () throws(ATTBearerError) in try record.bearer.send(pdu) } }) {
-                case .success(let bearerActions)?: performEnhancedBearer(bearerActions, handle, cid)
-                case .failure?: stats.refusedATTCommands += 1
-                case nil: continue
-                }
-            case .complete(let id, let result):
-                let completion = withEnhanced(handle, cid) { $0.completions.removeValue(forKey: id) } ?? nil
-                completion?(result)
-            case .notification(let attributeHandle, let value):
-                emit(.gattNotification(handle: handle, attributeHandle: attributeHandle, value: value))
-            case .indication(let attributeHandle, let value):
-                emit(.gattIndication(handle: handle, attributeHandle: attributeHandle, value: value))
-                guard let confirm = withEnhanced(handle, cid, { $0.bearer.confirmIndication() }) else { continue }
-                performEnhancedBearer(confirm, handle, cid)
-            }
-        }
-    }
-
     // MARK: Procedures over several bearers
 
-    /// Where a new procedure runs: the least busy bearer we opened (an Enhanced ATT bearer on a tie), else the
-    /// unenhanced bearer; writes without response always on the unenhanced bearer.
-    func bearerForProcedure(_ procedure: GATTProcedure, _ session: ConnectionSession) -> L2CAPChannelIdentifier? {
+    /// Where a new procedure runs. Writes without response always on the fixed bearer (send-queue readiness and
+    /// order); a procedure of a `lane` with procedures running goes where they run (to the fixed bearer when
+    /// theirs closed); otherwise the least busy of the fixed bearer and the Enhanced ATT bearers we opened (an
+    /// Enhanced one on a tie).
+    func bearerForProcedure(_ procedure: GATTProcedure, lane: GATTClientLane?, _ session: ConnectionSession) -> ATTBearerKey {
         switch procedure {
-        case .writeWithoutResponse, .signedWriteWithoutResponse: return nil
+        case .writeWithoutResponse, .signedWriteWithoutResponse: return .fixed
         default: break
         }
-        var best: L2CAPChannelIdentifier?
-        var load = session.client.pendingProcedureCount
-        for cid in session.enhanced.keys.sorted() {
-            guard let record = session.enhanced[cid], record.isInitiator, record.bearer.isOpen else { continue }
-            let pending = record.client.pendingProcedureCount
-            if pending < load || (pending == load && best == nil) {
-                best = cid
+        if let lane, let (bearer, _) = session.lanes[lane] {
+            // A closed bearer handed its procedures to the others: the lane goes on from the fixed one.
+            return session.bearers[bearer]?.bearer.isOpen == true ? bearer : .fixed
+        }
+        var best = ATTBearerKey.fixed
+        var load = Int.max
+        for entry in session.bearers where entry.key == .fixed || (entry.isInitiator && entry.bearer.isOpen) {
+            let pending = entry.client.pendingProcedureCount
+            if pending < load || (pending == load && best == .fixed) {
+                best = entry.key
                 load = pending
             }
         }
         return best
-    }
-
-    /// The bearer a procedure of `lane` goes to: the lane's while it has procedures running there (nil: the
-    /// unenhanced bearer), else the least busy one. Writes without response always take the unenhanced bearer.
-    func bearerForProcedure(_ procedure: GATTProcedure, lane: GATTClientLane?, _ session: ConnectionSession) -> L2CAPChannelIdentifier? {
-        guard let lane, let (bearer, _) = session.lanes[lane] else { return bearerForProcedure(procedure, session) }
-        switch procedure {
-        case .writeWithoutResponse, .signedWriteWithoutResponse: return nil
-        default: break
-        }
-        // A closed bearer handed its procedures to the others: the lane goes on from the unenhanced one.
-        guard let bearer, session.enhanced[bearer]?.bearer.isOpen == true else { return nil }
-        return bearer
     }
 
     /// Runs a GATT procedure on the connection's best bearer, or its lane's (on the loop).
@@ -392,18 +291,12 @@ extension HostStack {
                 inner(result)
             }
         }
-        if let cid = chosen {
-            guard let actions = withEnhanced(handle, cid, { record -> [GATTClientAction] in
-                let (id, actions) = record.client.enqueue(procedure)
-                record.completions[id] = completion
-                return actions
-            }) else { return }
-            performClient(actions, handle, on: cid)
-        } else {
-            let (id, actions) = session.client.enqueue(procedure)
-            session.gattCompletions[id] = completion
-            performClient(actions, handle)
-        }
+        guard let actions = withBearer(handle, chosen, { entry -> [GATTClientAction] in
+            let (id, actions) = entry.client.enqueue(procedure)
+            entry.completions[id] = completion
+            return actions
+        }) else { return }
+        performClient(actions, handle, chosen)
         armTimer()
     }
 }

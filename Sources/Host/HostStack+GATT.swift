@@ -50,8 +50,8 @@ extension HostStack {
             guard let session = record.session else { continue }
             let id = GATTConnectionID(handle)
             server.connect(id, security: session.security, mtu: old.mtu(for: id))
-            for (cid, record) in session.enhanced where record.bearer.isOpen {
-                server.openBearer(GATTBearerID(cid.rawValue), mtu: record.bearer.mtu, for: id, notifications: !record.isInitiator)
+            for entry in session.bearers where entry.key != .fixed && entry.bearer.isOpen {
+                server.openBearer(entry.key.gattBearer, mtu: entry.bearer.mtu, for: id, notifications: !entry.isInitiator)
             }
             for (valueHandle, descriptor) in cccds {
                 let configuration = old.clientConfiguration(valueHandle: valueHandle, for: id)
@@ -142,15 +142,7 @@ extension HostStack {
                   let bearer = gattServer.deferredRequest(id: id, on: GATTConnectionID(handle))?.bearer,
                   let reply = gattServer.respond(toDeferred: id, on: GATTConnectionID(handle), result: result)
             else { return }
-            let now = eventLoop.now
-            if bearer.isEnhanced {
-                let cid = L2CAPChannelIdentifier(bearer.rawValue)
-                guard let answer = withEnhanced(handle, cid, { try? $0.bearer.respond(reply.response, now: now) }) ?? nil else { return }
-                performEnhancedBearer(answer, handle, cid)
-            } else {
-                guard let answer = try? connections[handle]?.session?.bearer.respond(reply.response, now: now) else { return }
-                performBearer(answer, handle)
-            }
+            guard respond(reply.response, handle, ATTBearerKey(bearer)) else { return }
             for event in reply.events { emit(.gattServer(event)) }
             armTimer()
         }
@@ -175,8 +167,10 @@ extension HostStack {
     /// credits (notifications on an EATT bearer wait there first), below the limit.
     func sendRoom(_ handle: UInt16) -> Bool {
         var queued = outbound.queuedPacketCount(for: handle)
-        if let session = connections[handle]?.session, !session.enhanced.isEmpty {
-            for cid in session.enhanced.keys { queued += session.link.queuedFrameCount(on: cid) ?? 0 }
+        if let session = connections[handle]?.session, session.bearers.count > 1 {
+            for key in session.bearers.keys {
+                if case .enhanced(let cid) = key { queued += session.link.queuedFrameCount(on: cid) ?? 0 }
+            }
         }
         return queued < configuration.sendQueueLimit
     }
@@ -205,27 +199,27 @@ extension HostStack {
     /// Sets the signer of the connection's Signed Write Commands (the security layer builds it from the CSRK).
     public func setGATTSigner(connectionHandle handle: UInt16, _ signer: GATTClientSigner?) {
         onLoop { [self] in
-            connections[handle]?.session?.client.signer = signer
-            for cid in connections[handle]?.session?.enhanced.keys.sorted() ?? [] { withEnhanced(handle, cid) { $0.client.signer = signer } }
+            for key in connections[handle]?.session?.bearers.keys ?? [] { withBearer(handle, key) { $0.client.signer = signer } }
         }
     }
 
     /// The connection's ATT_MTU (23 until an exchange), nil for an unknown connection (read on the loop).
     public func attMTU(connectionHandle handle: UInt16) -> Int? {
-        connections[handle]?.session?.bearer.mtu
+        connections[handle]?.session?.bearers[.fixed]?.bearer.mtu
     }
 
     /// Sends our Exchange MTU Request now (when ``HostConfiguration/exchangesMTUOnConnect`` is off, or as
     /// peripheral). Completes with the ATT_MTU after the exchange; an exchange happens once per connection.
     public func exchangeMTU(connectionHandle handle: UInt16, completion: (@Sendable (Result<Int, HostError>) -> Void)? = nil) {
         onLoop { [self] in
-            guard let (id, actions) = connections[handle]?.session?.bearer.exchangeMTU(now: eventLoop.now) else {
+            let now = eventLoop.now
+            guard let (id, actions) = withBearer(handle, .fixed, { $0.bearer.exchangeMTU(now: now) }) else {
                 completion?(.failure(unknownConnection(handle)))
                 return
             }
             connections[handle]?.session?.mtuExchangeRequest = id
             connections[handle]?.session?.mtuExchangeCompletion = completion
-            performBearer(actions, handle)
+            performBearer(actions, handle, .fixed)
             armTimer()
         }
     }

@@ -309,16 +309,12 @@ extension HostStack {
 
     /// A client request's answer: Insufficient Encryption / Authentication / Key Size is held (not given to the
     /// client) while the link is secured; returns true when held.
-    /// `bearer` names the Enhanced ATT bearer the answer came on (nil: the unenhanced bearer); the retry goes on
-    /// the same bearer.
+    /// `bearer` names the bearer the answer came on; the retry goes on the same bearer.
     func securityHoldsResponse(_ id: ATTBearerRequestID, _ result: Result<ATTPDU, ATTBearerError>, handle: UInt16,
-                               bearer: L2CAPChannelIdentifier? = nil) -> Bool {
+                               bearer: ATTBearerKey) -> Bool {
         guard let link = connections[handle]?.session?.securityLink else { return false }
         if link.retriedRequest == id, link.retriedBearer == bearer {
-            withSecurityLink(handle) {
-                $0.retriedRequest = nil
-                $0.retriedBearer = nil
-            }
+            withSecurityLink(handle) { $0.retriedRequest = nil }
             return false
         }
         let answered: ATTErrorCode?
@@ -329,18 +325,9 @@ extension HostStack {
         }
         guard configuration.security.retriesOnInsufficientSecurity, let error = answered,
               [ATTErrorCode.insufficientEncryption, .insufficientAuthentication, .insufficientEncryptionKeySize].contains(error),
-              link.held == nil, !link.smp.isDead, let session = connections[handle]?.session else { return false }
-        let request: ATTPDU
-        if let bearer {
-            guard let outstanding = session.enhanced[bearer]?.client.outstandingRequest,
-                  withEnhanced(handle, bearer, { $0.clientRequests.remove(id) }) != nil else { return false }
-            request = outstanding
-        } else {
-            guard let outstanding = session.client.outstandingRequest, session.clientRequests.remove(id) != nil else {
-                return false
-            }
-            request = outstanding
-        }
+              link.held == nil, !link.smp.isDead,
+              let request = connections[handle]?.session?.bearers[bearer]?.client.outstandingRequest,
+              withBearer(handle, bearer, { $0.requests.remove(id) }) != nil else { return false }
         withSecurityLink(handle) {
             $0.held = SecurityLink.HeldRequest(request: request, answer: result, error: error, bearer: bearer)
         }
@@ -648,15 +635,9 @@ extension HostStack {
         withSecurityLink(handle) { $0.held = nil }
         emit(.gattSecurityFailed(handle: handle, attError: held.error, error: error))
         let failure = Self.gattSecurityFailure(error)
-        if let bearer = held.bearer {
-            guard let actions = withEnhanced(handle, bearer, { $0.client.receive(bearerResult: held.answer, securityFailure: failure) })
-            else { return }
-            performClient(actions, handle, on: bearer)
-            return
-        }
-        guard let actions = connections[handle]?.session?.client.receive(bearerResult: held.answer, securityFailure: failure)
+        guard let actions = withBearer(handle, held.bearer, { $0.client.receive(bearerResult: held.answer, securityFailure: failure) })
         else { return }
-        performClient(actions, handle)
+        performClient(actions, handle, held.bearer)
     }
 
     /// The GATT client's view of a security failure (GATT does not know ``HostError``).
@@ -681,34 +662,21 @@ extension HostStack {
 
     /// The held client request goes out again, once.
     func resumeHeld(_ handle: UInt16) {
-        if let held = connections[handle]?.session?.securityLink?.held, let bearer = held.bearer {
-            let now = eventLoop.now
-            let enqueued = withEnhanced(handle, bearer) { record -> (ATTBearerRequestID, [ATTBearerAction]) in
-                let (id, actions) = record.bearer.enqueue(request: held.request, now: now)
-                record.clientRequests.insert(id)
-                return (id, actions)
-            }
-            withSecurityLink(handle) { link in
-                link.held = nil
-                link.retriedRequest = enqueued?.0
-                link.retriedBearer = enqueued == nil ? nil : bearer
-            }
-            // A bearer closed meanwhile already failed its procedures.
-            guard let (_, actions) = enqueued else { return }
-            performEnhancedBearer(actions, handle, bearer)
-            armTimer()
-            return
+        guard let held = connections[handle]?.session?.securityLink?.held else { return }
+        let now = eventLoop.now
+        let enqueued = withBearer(handle, held.bearer) { entry -> (ATTBearerRequestID, [ATTBearerAction]) in
+            let (id, actions) = entry.bearer.enqueue(request: held.request, now: now)
+            entry.requests.insert(id)
+            return (id, actions)
         }
-        guard let held = connections[handle]?.session?.securityLink?.held,
-              let (id, actions) = connections[handle]?.session?.bearer.enqueue(request: held.request, now: eventLoop.now)
-        else { return }
         withSecurityLink(handle) { link in
             link.held = nil
-            link.retriedRequest = id
-            link.retriedBearer = nil
+            link.retriedRequest = enqueued?.0
+            link.retriedBearer = held.bearer
         }
-        connections[handle]?.session?.clientRequests.insert(id)
-        performBearer(actions, handle)
+        // An Enhanced ATT bearer closed meanwhile already failed its procedures.
+        guard let (_, actions) = enqueued else { return }
+        performBearer(actions, handle, held.bearer)
         armTimer()
     }
 

@@ -23,8 +23,8 @@ extension HostStack {
         guard let identity = connections[handle]?.session?.securityLink?.identity,
               let bond = securityState.bonds[identity] else { return }
         if bond.localSignatureKey != nil {
-            connections[handle]?.session?.client.signer = { [weak self] message in
-                self?.signWithBond(identity: identity, message: message)
+            withBearer(handle, .fixed) {
+                $0.client.signer = { [weak self] message in self?.signWithBond(identity: identity, message: message) }
             }
         }
         if bond.peerSignatureKey != nil, gattServer.signatureVerifier == nil {

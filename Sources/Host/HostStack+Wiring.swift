@@ -7,11 +7,13 @@ import L2CAP
 import BluetoothEngine
 
 /// The wiring of L2CAP, ATT and GATT on each connection (Core 5.4 Vol 3 Part A, Part F, Part G): complete L2CAP
-/// PDUs from ACL go to the connection's ``L2CAPLink``; its ATT payloads to the ``ATTBearer``; the bearer's requests
-/// and commands to the shared ``GATTServer`` and their answers back; the bearer's results, notifications and
-/// indications to the ``GATTClient`` through its bridge; every frame the machines emit goes out through ACL. All of
-/// it runs on the host's event loop; each action is carried out in order, and the connection is looked up again
-/// before each one (a completion may have ended it).
+/// PDUs from ACL go to the connection's ``L2CAPLink``; its ATT payloads (fixed channel PDUs and EATT channel SDUs)
+/// to the ``ATTBearer`` of the session's bearer table they belong to; every bearer's requests and commands to the
+/// shared ``GATTServer`` and their answers back; its results, notifications and indications to its own
+/// ``GATTClient`` through the bridge; every frame the machines emit goes out through ACL. One `performBearer` and
+/// one `performClient` serve every bearer, named by its ``ATTBearerKey``. All of it runs on the host's event loop;
+/// each action is carried out in order, and the connection and bearer are looked up again before each one (a
+/// completion may have ended them).
 extension HostStack {
     // MARK: Connection lifecycle
 
@@ -40,9 +42,10 @@ extension HostStack {
     func exchangeMTUIfCentral(_ connection: Connection) {
         guard connection.role == .central, configuration.exchangesMTUOnConnect else { return }
         let handle = connection.handle
-        guard let (id, actions) = connections[handle]?.session?.bearer.exchangeMTU(now: eventLoop.now) else { return }
+        let now = eventLoop.now
+        guard let (id, actions) = withBearer(handle, .fixed, { $0.bearer.exchangeMTU(now: now) }) else { return }
         connections[handle]?.session?.mtuExchangeRequest = id
-        performBearer(actions, handle)
+        performBearer(actions, handle, .fixed)
         armTimer()
     }
 
@@ -53,22 +56,15 @@ extension HostStack {
         sessionDeadlines.remove(handle)
         guard let session else { return }
         let linkActions = session.link.linkDisconnected()
-        let bearerActions = session.bearer.close(reason: "\(error)")
-        let clientActions = session.client.bearerFailed(.disconnected(reason: reason.rawValue))
-        for (cid, var record) in session.enhanced.sorted(by: { $0.key < $1.key }) {
-            for action in record.bearer.close(reason: "\(error)") {
-                if case .indicationFailed(let attributeHandle, let bearerError) = action {
-                    emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, bearerError))
-                }
-            }
-            for action in record.client.bearerFailed(.disconnected(reason: reason.rawValue)) {
-                if case .complete(let id, let result) = action { record.completions.removeValue(forKey: id)?(result) }
-            }
-            for completion in record.completions.values { completion(.failure(.bearerFailed(.disconnected(reason: reason.rawValue)))) }
+        // The Enhanced ATT bearers end first, the fixed one after the link's other channels.
+        var enhancedChannels: Set<L2CAPChannelIdentifier> = []
+        for var entry in session.bearers {
+            guard case .enhanced(let cid) = entry.key else { continue }
+            enhancedChannels.insert(cid)
+            closeBearer(&entry, handle, reason: "\(error)", failure: .disconnected(reason: reason.rawValue))
             emit(.enhancedATTBearerClosed(handle: handle, channel: cid))
         }
-        let enhancedChannels = Set(session.enhanced.keys)
-        session.enhanced = [:]
+        for cid in enhancedChannels { session.bearers.remove(.enhanced(cid)) }
         for open in session.enhancedOpens { open.completion?(.failure(error)) }
         session.enhancedOpens = []
         for completion in session.reconfigures.values { completion(.failure(error)) }
@@ -85,21 +81,31 @@ extension HostStack {
                 break
             }
         }
-        for action in bearerActions {
-            if case .indicationFailed(let attributeHandle, let bearerError) = action {
-                emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, bearerError))
-            }
-        }
-        for action in clientActions {
-            if case .complete(let id, let result) = action { session.gattCompletions.removeValue(forKey: id)?(result) }
+        if var fixed = session.bearers[.fixed] {
+            closeBearer(&fixed, handle, reason: "\(error)", failure: .disconnected(reason: reason.rawValue))
         }
         // Anything left (defensive: the machines reported everything above).
-        for completion in session.gattCompletions.values { completion(.failure(.bearerFailed(.disconnected(reason: reason.rawValue)))) }
         for completion in session.channelOpens.values { completion(.failure(error)) }
         for completions in session.channelCloses.values { for completion in completions { completion(.failure(error)) } }
         for completion in session.parameterUpdates { completion(.failure(error)) }
         session.mtuExchangeCompletion?(.failure(error))
         securityLinkClosed(session.securityLink, handle: handle, error: error)
+    }
+
+    /// A bearer ends (its connection or its channel closed): the indications it was sending fail, then the
+    /// procedures of its client, the one running and those queued (with `failure`), and anything left.
+    func closeBearer(_ entry: inout SessionBearer, _ handle: UInt16, reason: String, failure: GATTClientBearerFailure) {
+        for action in entry.bearer.close(reason: reason) {
+            if case .indicationFailed(let attributeHandle, let bearerError) = action {
+                emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, bearerError))
+            }
+        }
+        for action in entry.client.bearerFailed(failure) {
+            if case .complete(let id, let result) = action { entry.completions.removeValue(forKey: id)?(result) }
+        }
+        // Anything left (defensive: the machines reported everything above).
+        for completion in entry.completions.values { completion(.failure(.bearerFailed(failure))) }
+        entry.completions = [:]
     }
 
     /// A machine asked to drop the link for a protocol reason (ATT transaction timeout or violation, L2CAP RTX).
@@ -134,8 +140,7 @@ extension HostStack {
                 enqueueL2CAP(handle: handle, pdu: frame, completion: nil)
             case .deliverFixed(let channel, let payload):
                 if channel == .attributeProtocol {
-                    guard let bearerActions = connections[handle]?.session?.bearer.receive(payload, now: eventLoop.now) else { return }
-                    performBearer(bearerActions, handle)
+                    receiveATT(payload, handle, .fixed)
                 } else if channel == .securityManager {
                     emit(.securityManagerPDU(handle: handle, payload))
                     securityReceive(payload, handle: handle)
@@ -157,15 +162,10 @@ extension HostStack {
                 if case .refused(let result) = failure { error.l2capRefusal = result }
                 completion?(.failure(error))
             case .sdu(let cid, let sdu):
-                if connections[handle]?.session?.enhanced[cid] != nil {
-                    let now = eventLoop.now
-                    guard let bearerActions = withEnhanced(handle, cid, { $0.bearer.receive(sdu, now: now) }) else { continue }
-                    performEnhancedBearer(bearerActions, handle, cid)
-                    continue
-                }
+                if receiveATT(sdu, handle, .enhanced(cid)) { continue }
                 emit(.l2capSDU(handle: handle, channel: cid, sdu: sdu))
             case .channelClosed(let cid, let reason):
-                if connections[handle]?.session?.enhanced[cid] != nil {
+                if connections[handle]?.session?.bearers.contains(.enhanced(cid)) == true {
                     let completions = connections[handle]?.session?.channelCloses.removeValue(forKey: cid) ?? []
                     enhancedBearerClosed(cid, handle, reason: "\(reason)")
                     for completion in completions { completion(.success(())) }
@@ -175,7 +175,7 @@ extension HostStack {
                 emit(.l2capChannelClosed(handle: handle, channel: cid, reason))
                 for completion in completions { completion(.success(())) }
             case .creditsAvailable(let cid):
-                if connections[handle]?.session?.enhanced[cid] != nil {
+                if connections[handle]?.session?.bearers.contains(.enhanced(cid)) == true {
                     // An EATT bearer's queue drained: a connection waiting for send room may have it now.
                     reportSendRoom()
                     continue
@@ -183,10 +183,10 @@ extension HostStack {
                 emit(.l2capCreditsAvailable(handle: handle, channel: cid))
             case .channelReconfigured(let info):
                 connections[handle]?.session?.reconfigures.removeValue(forKey: info.localCID)?(.success(()))
-                guard connections[handle]?.session?.enhanced[info.localCID] != nil else { continue }
                 let mtu = Int(min(info.localMTU, info.remoteMTU))
-                guard let bearerActions = withEnhanced(handle, info.localCID, { $0.bearer.raiseEnhancedMTU(mtu) }) else { continue }
-                performEnhancedBearer(bearerActions, handle, info.localCID)
+                guard let bearerActions = withBearer(handle, .enhanced(info.localCID), { $0.bearer.raiseEnhancedMTU(mtu) })
+                else { continue }
+                performBearer(bearerActions, handle, .enhanced(info.localCID))
             case .channelReconfigureFailed(let cids, let failure):
                 guard let first = cids.first else { continue }
                 connections[handle]?.session?.reconfigures.removeValue(forKey: first)?(
@@ -202,110 +202,165 @@ extension HostStack {
         }
     }
 
-    func performBearer(_ actions: [ATTBearerAction], _ handle: UInt16) {
+    // MARK: ATT bearers
+
+    /// Runs `body` on the bearer `key` of connection `handle` in place (the session is a class, the table an
+    /// array: nothing is copied); nil when the connection or the bearer is gone.
+    func withBearer<R, E: Error>(_ handle: UInt16, _ key: ATTBearerKey,
+                                 _ body: (inout SessionBearer) throws(E) -> R) throws(E) -> R? {
+        guard let session = connections[handle]?.session else { return nil }
+        return try session.bearers.modify(key, body)
+    }
+
+    /// ATT PDU bytes from the bearer's channel (a fixed-channel payload or an EATT channel SDU); false when the
+    /// connection has no such bearer.
+    @discardableResult
+    func receiveATT(_ bytes: [UInt8], _ handle: UInt16, _ key: ATTBearerKey) -> Bool {
+        guard let actions = withBearer(handle, key, { $0.bearer.receive(bytes, now: eventLoop.now) }) else { return false }
+        performBearer(actions, handle, key)
+        return true
+    }
+
+    /// The actions of the bearer `key`, in order, while the bearer exists.
+    func performBearer(_ actions: [ATTBearerAction], _ handle: UInt16, _ key: ATTBearerKey) {
         let connection = GATTConnectionID(handle)
         for action in actions {
-            guard connections[handle]?.session != nil else { return }
+            guard connections[handle]?.session?.bearers.contains(key) == true else { return }
             switch action {
             case .send(let bytes):
-                guard let linkActions = try? connections[handle]?.session?.link.sendFixed(channel: .attributeProtocol, payload: bytes)
-                else { continue }
-                performLink(linkActions, handle)
+                carry(bytes, handle, key)
             case .response(let id, let result):
-                if connections[handle]?.session?.mtuExchangeRequest == id {
-                    connections[handle]?.session?.mtuExchangeRequest = nil
-                    let completion = connections[handle]?.session?.mtuExchangeCompletion
-                    connections[handle]?.session?.mtuExchangeCompletion = nil
-                    let mtu = connections[handle]?.session?.bearer.mtu ?? ATTMTU.leDefault
-                    completion?(result.map { _ in mtu }.mapError { HostError(.protocolError, "Exchange MTU failed: \($0)") })
-                    continue
-                }
-                if securityHoldsResponse(id, result, handle: handle) { continue }
-                guard connections[handle]?.session?.clientRequests.remove(id) != nil,
-                      let clientActions = connections[handle]?.session?.client.receive(bearerResult: result) else { continue }
-                performClient(clientActions, handle)
+                if key == .fixed, finishMTUExchange(id, result, handle) { continue }
+                if securityHoldsResponse(id, result, handle: handle, bearer: key) { continue }
+                guard let clientActions = withBearer(handle, key, { entry -> [GATTClientAction]? in
+                    guard entry.requests.remove(id) != nil else { return nil }
+                    return entry.client.receive(bearerResult: result)
+                }) ?? nil else { continue }
+                performClient(clientActions, handle, key)
             case .request(let pdu):
                 if connections[handle]?.session?.ignoresATTRequests == true { continue }
-                let reply = gattServer.handleRequest(pdu, from: connection)
-                guard let answer = try? connections[handle]?.session?.bearer.respond(reply.response, now: eventLoop.now) else { continue }
-                performBearer(answer, handle)
+                let reply = gattServer.handleRequest(pdu, from: connection, on: key.gattBearer)
+                guard respond(reply.response, handle, key) else { continue }
                 securityServerEvents(reply.events, handle: handle)
                 for event in reply.events { emit(.gattServer(event)) }
             case .command(let pdu):
                 for event in gattServer.handleCommand(pdu, from: connection) { emit(.gattServer(event)) }
             case .notification, .indication:
-                guard let clientActions = connections[handle]?.session?.client.handle(bearerAction: action) else { continue }
-                performClient(clientActions, handle)
+                guard let clientActions = withBearer(handle, key, { $0.client.handle(bearerAction: action) }) ?? nil
+                else { continue }
+                performClient(clientActions, handle, key)
             case .mtuChanged(let mtu):
-                connections[handle]?.session?.client.mtu = mtu
-                gattServer.setMTU(mtu, for: connection)
-                emit(.attMTUChanged(handle: handle, mtu: mtu))
+                withBearer(handle, key) { $0.client.mtu = mtu }
+                gattServer.setMTU(mtu, for: connection, bearer: key.gattBearer)
+                // The connection's ATT_MTU is the fixed bearer's; an EATT bearer's is reported when it opens.
+                if key == .fixed { emit(.attMTUChanged(handle: handle, mtu: mtu)) }
             case .indicationConfirmed(let attributeHandle):
                 emit(.gattIndicationConfirmed(handle: handle, attributeHandle: attributeHandle))
             case .indicationFailed(let attributeHandle, let error):
                 emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, error))
             case .disconnectLink(let reason):
-                dropLink(handle, because: reason.description)
+                bearerBroken(handle, key, reason: reason.description)
             }
         }
     }
 
-    func performClient(_ actions: [GATTClientAction], _ handle: UInt16) {
+    /// The actions of the GATT client of bearer `key`, in order, while the bearer exists.
+    func performClient(_ actions: [GATTClientAction], _ handle: UInt16, _ key: ATTBearerKey) {
         for action in actions {
-            guard connections[handle]?.session != nil else { return }
+            guard connections[handle]?.session?.bearers.contains(key) == true else { return }
             switch action {
             case .sendRequest(let pdu):
-                guard let (id, bearerActions) = connections[handle]?.session?.bearer.enqueue(request: pdu, now: eventLoop.now)
-                else { continue }
-                connections[handle]?.session?.clientRequests.insert(id)
-                performBearer(bearerActions, handle)
+                let now = eventLoop.now
+                guard let bearerActions = withBearer(handle, key, { entry -> [ATTBearerAction] in
+                    let (id, actions) = entry.bearer.enqueue(request: pdu, now: now)
+                    entry.requests.insert(id)
+                    return actions
+                }) else { continue }
+                performBearer(bearerActions, handle, key)
             case .sendCommand(let pdu):
                 do {
-                    guard let bearerActions = try connections[handle]?.session?.bearer.send(pdu) else { continue }
-                    performBearer(bearerActions, handle)
+                    guard let bearerActions = try withBearer(handle, key, { entry throws(ATTBearerError) in try entry.bearer.send(pdu) })
+                    else { continue }
+                    performBearer(bearerActions, handle, key)
                 } catch {
                     stats.refusedATTCommands += 1
                 }
             case .complete(let id, let result):
-                connections[handle]?.session?.gattCompletions.removeValue(forKey: id)?(result)
+                let completion = withBearer(handle, key) { $0.completions.removeValue(forKey: id) } ?? nil
+                completion?(result)
             case .notification(let attributeHandle, let value):
                 emit(.gattNotification(handle: handle, attributeHandle: attributeHandle, value: value))
             case .indication(let attributeHandle, let value):
                 emit(.gattIndication(handle: handle, attributeHandle: attributeHandle, value: value))
-                guard let confirm = connections[handle]?.session?.bearer.confirmIndication() else { continue }
-                performBearer(confirm, handle)
+                guard let confirm = withBearer(handle, key, { $0.bearer.confirmIndication() }) else { continue }
+                performBearer(confirm, handle, key)
             }
         }
     }
 
-    /// Sends what the GATT server produced for the applications' values (notifications through the bearer,
-    /// indications queued behind the one awaiting confirmation).
+    /// Answers the request the bearer `key` is serving with `response` (from the GATT server); false when the
+    /// bearer is gone or refused it.
+    func respond(_ response: ATTPDU, _ handle: UInt16, _ key: ATTBearerKey) -> Bool {
+        let now = eventLoop.now
+        guard let answer = withBearer(handle, key, { try? $0.bearer.respond(response, now: now) }) ?? nil else { return false }
+        performBearer(answer, handle, key)
+        return true
+    }
+
+    /// How a bearer's bytes travel: whole PDUs on the ATT fixed channel, or SDUs of its EATT channel.
+    private func carry(_ bytes: [UInt8], _ handle: UInt16, _ key: ATTBearerKey) {
+        let linkActions: [L2CAPLinkAction]?
+        switch key {
+        case .fixed:
+            linkActions = try? connections[handle]?.session?.link.sendFixed(channel: .attributeProtocol, payload: bytes)
+        case .enhanced(let cid):
+            linkActions = try? connections[handle]?.session?.link.send(sdu: bytes, on: cid)
+        }
+        if let linkActions { performLink(linkActions, handle) }
+    }
+
+    /// A bearer asked to end (ATT transaction timeout or protocol violation): the fixed bearer drops the link;
+    /// on an Enhanced ATT bearer it closes the channel, not the link (Vol 3 Part F §3.3.3).
+    private func bearerBroken(_ handle: UInt16, _ key: ATTBearerKey, reason: String) {
+        switch key {
+        case .fixed:
+            dropLink(handle, because: reason)
+        case .enhanced(let cid):
+            emit(.controllerError(HostError(.protocolError, "closing EATT bearer \(cid) of \(Dissection.hex16(handle)): \(reason)")))
+            guard let linkActions = try? connections[handle]?.session?.link.disconnect(channel: cid, now: eventLoop.now)
+            else { return }
+            performLink(linkActions, handle)
+        }
+    }
+
+    /// The answer to our Exchange MTU Request (fixed bearer only): its completion gets the new ATT_MTU. False
+    /// when `id` is another request.
+    private func finishMTUExchange(_ id: ATTBearerRequestID, _ result: Result<ATTPDU, ATTBearerError>, _ handle: UInt16) -> Bool {
+        guard let session = connections[handle]?.session, session.mtuExchangeRequest == id else { return false }
+        session.mtuExchangeRequest = nil
+        let completion = session.mtuExchangeCompletion
+        session.mtuExchangeCompletion = nil
+        let mtu = session.bearers[.fixed]?.bearer.mtu ?? ATTMTU.leDefault
+        completion?(result.map { _ in mtu }.mapError { HostError(.protocolError, "Exchange MTU failed: \($0)") })
+        return true
+    }
+
+    /// Sends what the GATT server produced for the applications' values on the bearer it chose (notifications
+    /// go to the first bearer the peer opened, else the fixed one; indications queue behind the one awaiting
+    /// confirmation).
     func performServerOutbound(_ outbound: [GATTServerOutbound]) {
         for item in outbound {
             let handle = item.connection.rawValue
-            guard connections[handle]?.session != nil else { continue }
-            if item.bearer.isEnhanced {
-                let cid = L2CAPChannelIdentifier(item.bearer.rawValue)
-                let now = eventLoop.now
-                let actions = withEnhanced(handle, cid) { record -> [ATTBearerAction]? in
-                    switch item.pdu {
-                    case .handleValueIndication(let attributeHandle, let value):
-                        return try? record.bearer.sendIndication(handle: attributeHandle, value: value, now: now)
-                    default:
-                        return try? record.bearer.send(item.pdu)
-                    }
-                } ?? nil
-                if let actions { performEnhancedBearer(actions, handle, cid) }
-                continue
-            }
-            let actions: [ATTBearerAction]?
-            switch item.pdu {
-            case .handleValueIndication(let attributeHandle, let value):
-                actions = try? connections[handle]?.session?.bearer.sendIndication(handle: attributeHandle, value: value, now: eventLoop.now)
-            default:
-                actions = try? connections[handle]?.session?.bearer.send(item.pdu)
-            }
-            if let actions { performBearer(actions, handle) }
+            let key = ATTBearerKey(item.bearer)
+            let actions = withBearer(handle, key) { entry -> [ATTBearerAction]? in
+                switch item.pdu {
+                case .handleValueIndication(let attributeHandle, let value):
+                    return try? entry.bearer.sendIndication(handle: attributeHandle, value: value, now: eventLoop.now)
+                default:
+                    return try? entry.bearer.send(item.pdu)
+                }
+            } ?? nil
+            if let actions { performBearer(actions, handle, key) }
         }
         armTimer()
     }
@@ -364,14 +419,10 @@ extension HostStack {
                let actions = connections[handle]?.session?.link.handleTimeout(now: now) {
                 performLink(actions, handle)
             }
-            if let deadline = connections[handle]?.session?.bearer.nextDeadline, deadline <= now,
-               let actions = connections[handle]?.session?.bearer.handleTimeout(now: now) {
-                performBearer(actions, handle)
-            }
-            for cid in connections[handle]?.session?.enhanced.keys.sorted() ?? [] {
-                guard let deadline = connections[handle]?.session?.enhanced[cid]?.bearer.nextDeadline, deadline <= now,
-                      let actions = withEnhanced(handle, cid, { $0.bearer.handleTimeout(now: now) }) else { continue }
-                performEnhancedBearer(actions, handle, cid)
+            for key in connections[handle]?.session?.bearers.keys ?? [] {
+                guard let deadline = connections[handle]?.session?.bearers[key]?.bearer.nextDeadline, deadline <= now,
+                      let actions = withBearer(handle, key, { $0.bearer.handleTimeout(now: now) }) else { continue }
+                performBearer(actions, handle, key)
             }
             if let deadline = connections[handle]?.session?.securityLink?.smp.nextDeadline, deadline <= now {
                 let actions = withSecurityLink(handle) { $0.smp.handleTimeout(now: now) } ?? []

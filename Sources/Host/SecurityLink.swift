@@ -1,7 +1,6 @@
 import ATT
 import BluetoothCore
 import BluetoothRuntime
-import L2CAP
 import SMP
 import BluetoothEngine
 
@@ -18,8 +17,8 @@ struct SecurityLink {
         /// The bearer's answer (the Error Response), given to the client when security fails.
         var answer: Result<ATTPDU, ATTBearerError>
         var error: ATTErrorCode
-        /// The Enhanced ATT bearer it was sent on (nil: the unenhanced bearer); the retry goes there too.
-        var bearer: L2CAPChannelIdentifier?
+        /// The bearer it was sent on; the retry goes there too.
+        var bearer: ATTBearerKey
     }
 
     var smp: SMPSession
@@ -37,8 +36,8 @@ struct SecurityLink {
     var held: HeldRequest?
     /// The bearer id of that retry (its answer goes to the client, whatever it is).
     var retriedRequest: ATTBearerRequestID?
-    /// The Enhanced ATT bearer of that retry (nil: the unenhanced bearer); request ids are per bearer.
-    var retriedBearer: L2CAPChannelIdentifier?
+    /// The bearer of that retry; request ids are per bearer.
+    var retriedBearer = ATTBearerKey.fixed
     /// The peripheral sent a Security Request and waits for the central.
     var securityRequested = false
 
