@@ -66,31 +66,45 @@
 //
 // L2CAP / ATT / GATT wiring (`HostStack+Wiring.swift`, Core 5.4 Vol 3 Parts A, F, G): each connection gets a
 // `ConnectionSession` in its record, created synchronously on Connection Complete: an `L2CAPLink` (role from the
-// connection; the stack's registered PSM servers), an `ATTBearer` on CID 0x0004 (preferred MTU from the
-// configuration, 517 by default) and a `GATTClient` (plus Enhanced ATT bearers, below); the connection's state in the ONE `GATTServer` of the stack
-// (connect / setMTU / setSecurity / disconnect). Complete L2CAP PDUs from ACL → link; link `.send` → ACL out;
-// `.deliverFixed(ATT)` → bearer; bearer `.send` → link `sendFixed`; bearer `.request` / `.command` → server, the
-// reply → bearer `respond`; bearer `.response` → client through the bridge (`receive(bearerResult:)`), except our
-// own Exchange MTU; notifications / indications → client → `HostEvent`s, indications confirmed right after the
-// event; `.disconnectLink` → HCI Disconnect (Remote User Terminated, the only allowed reason that fits; our side
-// then sees Connection Terminated By Local Host 0x16, which is what pending operations fail with). As central
-// the host sends Exchange MTU right after the connection is reported. Disconnection Complete ends the link,
-// bearer and client (every pending GATT, channel, MTU and parameter-update operation fails, GATT ones with
-// `bearerFailed(.disconnected(reason:))`) and drops the server's state of the connection. The single timer covers
-// the command pipe, the pending connect and every link's and bearer's deadline. Every action is carried out in
-// order and the connection is looked up again before each one, since a completion may end it.
+// connection; the stack's registered PSM servers), ONE table of ATT bearers (`ATTBearerTable`, keyed by
+// `ATTBearerKey`) and its Security Manager (`SecurityLink`); the connection's state in the ONE `GATTServer` of
+// the stack (connect / setMTU / setSecurity / disconnect). The table starts with the bearer on CID 0x0004
+// (`.fixed`: an `ATTBearer`, preferred MTU from the configuration, 517 by default); Enhanced ATT bearers
+// (`.enhanced(cid)`, below) are more entries of the same kind. Each entry (`SessionBearer`) holds its
+// `ATTBearer`, its own `GATTClient`, that client's bearer requests and procedure completions, and whether we
+// opened its channel. Complete L2CAP PDUs from ACL → link; link `.send` → ACL out; `.deliverFixed(ATT)` and an
+// EATT channel's `.sdu` → that bearer. ONE `performBearer` and ONE `performClient`, given the key, serve every
+// bearer: bearer `.send` → link (`carry`: `sendFixed` for the fixed key, `send(sdu:on:)` for an enhanced one);
+// bearer `.request` / `.command` → server (told the bearer), the reply → that bearer's `respond`; bearer
+// `.response` → its client through the bridge (`receive(bearerResult:)`), except our own Exchange MTU (fixed
+// bearer only); notifications / indications → client → `HostEvent`s, indications confirmed right after the event;
+// `.mtuChanged` → client and server (`attMTUChanged` for the fixed bearer, the connection's ATT_MTU);
+// `.disconnectLink` (`bearerBroken`) → on the fixed bearer HCI Disconnect (Remote User Terminated, the only allowed
+// reason that fits; our side then sees Connection Terminated By Local Host 0x16, which is what pending operations
+// fail with), on an EATT bearer the close of its channel. Entries change in place (`withBearer`: an `inout` on
+// the array element, in a table of a class: nothing copied per packet; a lookup is a search of a handful of
+// keys). As central the host sends Exchange MTU right after the connection is reported. Disconnection Complete
+// ends the link and every bearer and client (every pending GATT, channel, MTU and parameter-update operation
+// fails, GATT ones with `bearerFailed(.disconnected(reason:))`) and drops the server's state of the connection.
+// The single timer covers the command pipe, the pending connect and every link's and bearer's deadline. Every
+// action is carried out in order and the connection and bearer are looked up again before each one, since a
+// completion may end them.
 //
-// Enhanced ATT (`HostStack+EATT.swift`, Vol 3 Part F §3.2.11, Part G §7.2/§7.4): a session may also hold Enhanced
-// ATT bearers, each an `ATTBearer(enhancedMTU:)` with its own `GATTClient`, on L2CAP enhanced credit-based
-// channels of SPSM 0x0027 (the link's EATT server, registered on every session, accepts them only on an encrypted
-// link). After Encryption Change the client reads the peer's Server Supported Features and, when bit 0 is set,
-// writes Client Supported Features and opens `enhancedATTBearerCount` bearers in one request. Their SDUs go to
-// the bearer instead of `l2capSDU` events; `gatt(...)` procedures go to the least busy bearer we opened (writes
-// without response stay on the fixed bearer), those of one `GATTClientLane` to its bearer while any runs (call
-// order kept; the session's `lanes` table, emptied as they complete); the server answers on the request's bearer and notifies on the
-// first bearer the peer opened. A bearer's ATT timeout closes its channel, not the link; reconfiguration raises
-// ATT_MTU. The security layer's hold-and-retry of Insufficient Encryption/Authentication answers works on every
-// bearer: the held request remembers its bearer and is retried there once the link is secured.
+// Enhanced ATT (`HostStack+EATT.swift`, Vol 3 Part F §3.2.11, Part G §7.2/§7.4): bearers on L2CAP enhanced
+// credit-based channels of SPSM 0x0027 (the link's EATT server, registered on every session, accepts them only on
+// an encrypted link), each an `ATTBearer(enhancedMTU:)` with its own `GATTClient`, entered in the session's bearer
+// table when its channel opens and removed when it closes; no second code path carries their actions. After
+// Encryption Change the client reads the peer's Server Supported Features and, when bit 0 is set, writes Client
+// Supported Features and opens `enhancedATTBearerCount` bearers in one request. Their SDUs go to the bearer instead
+// of `l2capSDU` events. What differs from the fixed bearer is decided in one place each: `gatt(...)` procedures go
+// to the least busy bearer we opened (`bearerForProcedure`: writes without response stay on the fixed bearer,
+// those of one `GATTClientLane` go to its bearer while any runs, call order kept; the session's `lanes` table,
+// emptied as they complete); the server answers on the request's bearer and notifies on the first bearer the peer
+// opened (the GATT server chooses, told at `openBearer(notifications:)`; the host sends on the bearer it names);
+// a bearer's ATT timeout closes its channel, not the link (`bearerBroken`); a closed bearer fails its running
+// procedure and hands its queued ones to the other bearers; reconfiguration raises ATT_MTU. The security layer's
+// hold-and-retry of Insufficient Encryption/Authentication answers works on every bearer: the held request
+// remembers its bearer's key and is retried there once the link is secured.
 //
 // Raw mode: when an owner sets `setL2CAPHandler`, complete PDUs go to it instead and no session is created (the
 // scripted-controller tests of the HCI layer, or an external L2CAP implementation).
