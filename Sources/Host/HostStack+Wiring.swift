@@ -212,6 +212,12 @@ extension HostStack {
         return try session.bearers.modify(key, body)
     }
 
+    /// Whether connection `handle` still has the bearer `key` (the fixed one lives as long as the session).
+    func hasBearer(_ handle: UInt16, _ key: ATTBearerKey) -> Bool {
+        guard let session = connections[handle]?.session else { return false }
+        return key == .fixed || session.bearers.contains(key)
+    }
+
     /// ATT PDU bytes from the bearer's channel (a fixed-channel payload or an EATT channel SDU); false when the
     /// connection has no such bearer.
     @discardableResult
@@ -225,7 +231,7 @@ extension HostStack {
     func performBearer(_ actions: [ATTBearerAction], _ handle: UInt16, _ key: ATTBearerKey) {
         let connection = GATTConnectionID(handle)
         for action in actions {
-            guard connections[handle]?.session?.bearers.contains(key) == true else { return }
+            guard hasBearer(handle, key) else { return }
             switch action {
             case .send(let bytes):
                 carry(bytes, handle, key)
@@ -267,7 +273,7 @@ extension HostStack {
     /// The actions of the GATT client of bearer `key`, in order, while the bearer exists.
     func performClient(_ actions: [GATTClientAction], _ handle: UInt16, _ key: ATTBearerKey) {
         for action in actions {
-            guard connections[handle]?.session?.bearers.contains(key) == true else { return }
+            guard hasBearer(handle, key) else { return }
             switch action {
             case .sendRequest(let pdu):
                 let now = eventLoop.now
