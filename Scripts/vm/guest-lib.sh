@@ -40,11 +40,13 @@ wait_for() {
     local name pid_variable
     name=$(basename "$file" .log)
     pid_variable="${name//-/_}_pid"
+    # grep reads all of sed's output (no -q): under pipefail, a grep that stopped at an early match would kill sed with
+    # SIGPIPE once the file outgrows the pipe's buffer, and the pipeline would fail although the pattern is there.
     while (( $(date +%s) < deadline )); do
-        if [ -f "$file" ] && sed 's/\x1b\[[0-9;]*m//g; s/\r//g' "$file" | grep -qE -- "$pattern"; then return 0; fi
+        if [ -f "$file" ] && sed 's/\x1b\[[0-9;]*m//g; s/\r//g' "$file" | grep -E -- "$pattern" > /dev/null; then return 0; fi
         # The process writing the file has ended: what it printed is all there will be.
         if [ -n "${!pid_variable:-}" ] && ! kill -0 "${!pid_variable}" 2>/dev/null; then
-            sed 's/\x1b\[[0-9;]*m//g; s/\r//g' "$file" | grep -qE -- "$pattern" && return 0
+            sed 's/\x1b\[[0-9;]*m//g; s/\r//g' "$file" | grep -E -- "$pattern" > /dev/null && return 0
             log "$name ended without '$pattern'"
             break
         fi

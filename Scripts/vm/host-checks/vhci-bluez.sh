@@ -13,7 +13,7 @@ packets=$(printf '%s\n' "$fields" | wc -l)
 echo "tshark read $packets packets from $capture"
 malformed=$(printf '%s\n' "$fields" | awk -F'\t' '$4 != ""' | wc -l)
 (( malformed == 0 )) || { echo "$malformed malformed packets:"; printf '%s\n' "$fields" | awk -F'\t' '$4 != ""' | head; exit 1; }
-cut -f1 <<< "$fields" | grep -qx "0x05" || { echo "no CONNECT_IND"; exit 1; }
+cut -f1 <<< "$fields" | grep -x "0x05" > /dev/null || { echo "no CONNECT_IND"; exit 1; }
 opcodes=$(cut -f2 <<< "$fields" | tr ',' '\n' | sort -u | tr '\n' ' ')
 echo "ATT opcodes: $opcodes"
 for opcode in 0x10 0x08 0x0a 0x0b 0x12 0x13 0x1b; do

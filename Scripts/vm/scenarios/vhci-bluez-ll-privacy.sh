@@ -47,6 +47,6 @@ btmon -r "$OUT/btmon.btsnoop" > "$OUT/btmon.txt" 2>&1 || log "btmon -r stopped w
 grep -qE "^< \[hci0\] LE Add Device To Resolving List" "$OUT/capture.txt" \
     || fail "the kernel never added a device to our controller's resolving list"
 grep -q "Address_Resolution_Enable: Enabled (0x01)" "$OUT/capture.txt" || fail "the kernel never enabled address resolution in our controller"
-grep -A12 "LE Enhanced Connection Complete" "$OUT/capture.txt" | grep -qE "Peer_Address_Type: (Public|Random \(static\)) Identity Address" \
+grep -A12 "LE Enhanced Connection Complete" "$OUT/capture.txt" | grep -E "Peer_Address_Type: (Public|Random \(static\)) Identity Address" > /dev/null \
     || fail "no LE Enhanced Connection Complete named the peer by its resolved identity"
 log "the kernel drove our controller's resolving list; the reconnection's peer was resolved to its identity"
