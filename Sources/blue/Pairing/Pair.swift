@@ -228,7 +228,11 @@ struct Pair: ParsableCommand, Sendable {
         if !json { Console.line(Self.text(outcome, name: name) + (outcome.usedExistingBond ? " (--repair pairs again)" : "")) }
 
         if reconnect {
-            let again = try await launched.connect(to: report.address, name: name, timeout: limit)
+            // Connect again once the peer is heard advertising again, as a central that reconnects does: a
+            // controller that answers LE Create Connection only for a device advertising at that moment (BlueZ's
+            // emulator, btvirt) would otherwise lose the race with the peer's restart of advertising.
+            let heard = try await launched.findTarget(TargetMatcher(target), timeout: limit)
+            let again = try await launched.connect(to: heard.address, name: name, timeout: limit)
             let second = await securing(launched, again.handle, force: false)
             await launched.disconnect(again.handle)
             let reconnected = try second.get(name: name)
