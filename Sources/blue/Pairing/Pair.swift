@@ -228,11 +228,7 @@ struct Pair: ParsableCommand, Sendable {
         if !json { Console.line(Self.text(outcome, name: name) + (outcome.usedExistingBond ? " (--repair pairs again)" : "")) }
 
         if reconnect {
-            // Connect again once the peer is heard advertising again, as a central that reconnects does: a
-            // controller that answers LE Create Connection only for a device advertising at that moment (BlueZ's
-            // emulator, btvirt) would otherwise lose the race with the peer's restart of advertising.
-            let heard = try await launched.findTarget(TargetMatcher(target), timeout: limit)
-            let again = try await launched.connect(to: heard.address, name: name, timeout: limit)
+            let again = try await Self.connectWhenHeard(launched, TargetMatcher(target), name: name, limit: limit)
             let second = await securing(launched, again.handle, force: false)
             await launched.disconnect(again.handle)
             let reconnected = try second.get(name: name)
@@ -307,6 +303,25 @@ struct Pair: ParsableCommand, Sendable {
         case .outOfBand?: "oob"
         case let method?: "\(method)"
         case nil: "existing bond"
+        }
+    }
+
+    /// Connects again to a peer that just disconnected: once it is heard advertising again, each attempt given a few
+    /// seconds, until `limit`. A controller that answers LE Create Connection only for a device advertising at that
+    /// moment (BlueZ's emulator, btvirt) drops an attempt made while the peer restarts its advertising set (heard
+    /// from the old set, connected to after its removal); a controller that keeps initiating connects at the first.
+    static func connectWhenHeard(_ launched: LaunchedStack, _ target: TargetMatcher, name: String, limit: Duration)
+        async throws(CLIFailure) -> Connection {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while true {
+            let heard = try await launched.findTarget(target, timeout: max(deadline - clock.now, .seconds(1)))
+            let remaining = deadline - clock.now
+            do {
+                return try await launched.connect(to: heard.address, name: name, timeout: min(remaining, .seconds(5)))
+            } catch {
+                if deadline - clock.now < .seconds(5) { throw error }
+            }
         }
     }
 
