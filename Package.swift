@@ -97,7 +97,17 @@ let package = Package(
         .target(name: "SystemInterface", swiftSettings: strict),
         // A D-Bus client (the wire protocol, a connection on its own reader thread), for the bluetoothd engine.
         .target(name: "DBus", dependencies: ["BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
-        .target(name: "BlueZ", dependencies: ["DBus", "BluetoothRuntime"], swiftSettings: strict),
+        // bluetoothd as an engine: its D-Bus API (adapters, devices, the GATT client and a GATT application,
+        // advertising, pairing agents) and the kernel's L2CAP sockets, behind the seam both APIs use.
+        .target(
+            name: "BlueZ",
+            dependencies: [
+                "DBus", "BluetoothRuntime", "BluetoothCore", "BluetoothEngine", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData",
+                "SystemInterface", .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Link-layer packets (Core 5.4 Vol 6 Part B §2): advertising and data channel PDUs, LL control PDUs, the
         // Common Extended Advertising Payload Format, the CRC, and link-layer capture files.
         .target(name: "LinkLayer", dependencies: ["BluetoothCore", "HCI"], swiftSettings: strict),
@@ -144,7 +154,7 @@ let package = Package(
             name: "BluetoothLE",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "StackLauncher",
-                "HCI", "SMP", "OpenCoreBluetooth", "BlueZ", .product(name: "DequeModule", package: "swift-collections"),
+                "HCI", "SMP", "BlueZ", .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
@@ -254,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTests",
             dependencies: ["BluetoothEngine",
-                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BluetoothCore", "Host", "GATT", "StackLauncher", "SharedAir",
+                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BlueZ", "BluetoothCore", "Host", "GATT", "StackLauncher", "SharedAir",
                 "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
@@ -273,7 +283,7 @@ let package = Package(
             name: "BluetoothLETests",
             dependencies: ["BluetoothEngine",
                 "BluetoothLE", "Host", "VirtualController", "BluetoothRuntime", "BluetoothCore", "GATT", "StackLauncher",
-                "TestSupport", "BlueZTestSupport", "DBus",
+                "TestSupport", "BlueZTestSupport", "DBus", "BlueZ",
             ],
             swiftSettings: strict
         ),

@@ -7,7 +7,7 @@ public import L2CAP
 
 /// The seam between the APIs and the stacks that do the work: what the async API (`BluetoothStack`) asks of the
 /// Bluetooth stack underneath it, with our host's own signatures, so that `HostStack` is an engine as it is and
-/// bluetoothd is another (BluetoothLE's `BlueZStackEngine`). Core 5.4 Vol 3 Part C (GAP), Part G (GATT), Part A
+/// bluetoothd is another (the BlueZ module's `BlueZEngine`). Core 5.4 Vol 3 Part C (GAP), Part G (GATT), Part A
 /// (L2CAP), Part H (SMP) name what each operation does.
 ///
 /// Contract (the host's): every method may be called from any thread and hops onto ``eventLoop``; completions and

@@ -4,7 +4,7 @@ import BluetoothRuntime
 import GATT
 public import Host
 import L2CAP
-import OpenCoreBluetooth
+import BlueZ
 public import StackLauncher
 public import BluetoothEngine
 
@@ -52,9 +52,9 @@ public final class BluetoothStack: Sendable {
     /// bluetoothd's first adapter. Call ``start()`` before anything else: it fails when bluetoothd or its adapter
     /// is not there or not powered. What bluetoothd decides differently (no connection parameters, no own
     /// address, advertising of a name and service UUIDs only, no L2CAP server on a fixed PSM...) is in
-    /// `BlueZStackEngine`'s documentation and README.
+    /// `BlueZEngine`'s documentation and README.
     public convenience init(bluez adapter: String? = nil) {
-        self.init(engine: BlueZStackEngine(adapter: adapter))
+        self.init(engine: BlueZEngine(adapter: adapter))
     }
 
     /// Wraps `engine` (our host, or bluetoothd: the seam's ``StackEngine``) and installs its event handler: do not
@@ -89,12 +89,19 @@ public final class BluetoothStack: Sendable {
         unsubscribe = { subscription.cancel() }
     }
 
-    /// Opens and starts the stack a `--hci` name (or `OCB_HCI`) gives, as OpenCoreBluetooth reads it: `bluez` /
-    /// `bluez:hciN` for bluetoothd; empty or `virtual` for the shared air (its hub started when none runs), `air:PATH`,
-    /// `in-process`, or any `--hci` transport of our host (`tcp:HOST:PORT`, `hci0`...).
+    /// Opens and starts the stack a `--hci` name (or `OCB_HCI`) gives, as OpenCoreBluetooth reads it
+    /// (`StackSpecification`): `bluez` / `bluez:hciN` for bluetoothd; empty or `virtual` for the shared air (its hub
+    /// started when none runs), `air:PATH`, `in-process` (the process's own air, shared with its CoreBluetooth
+    /// managers), or any `--hci` transport of our host (`tcp:HOST:PORT`, `hci0`...).
     public static func open(_ name: String) async throws -> BluetoothStack {
-        let transport = HostBackend.transport(named: name)
-        if case .bluez(let adapter) = transport {
+        let given = name.trimmingCharacters(in: .whitespaces)
+        let specification: StackSpecification
+        do {
+            specification = try StackSpecification(parsing: given.isEmpty ? "virtual" : given)
+        } catch {
+            throw BluetoothLEError(.notReady, "\(given): \(error.reason)")
+        }
+        if case .bluez(let adapter) = specification {
             let stack = BluetoothStack(bluez: adapter)
             do {
                 try await stack.start()
@@ -104,10 +111,14 @@ public final class BluetoothStack: Sendable {
             }
             return stack
         }
+        let options = StackLaunchOptions(label: "BluetoothLE.stack")
         do {
-            return BluetoothStack(launched: try await HostBackend.launch(transport, options: StackLaunchOptions(label: "BluetoothLE.stack")))
+            if case .host(.inProcess) = specification {
+                return BluetoothStack(launched: try await InProcessAir.process.makeStack(options: options))
+            }
+            return BluetoothStack(launched: try await StackLauncher.open(given.isEmpty ? "virtual" : given, options: options))
         } catch {
-            throw BluetoothLEError(.notReady, "\(name.isEmpty ? "virtual" : name): \(error.reason)")
+            throw BluetoothLEError(.notReady, "\(given.isEmpty ? "virtual" : given): \(error.reason)")
         }
     }
 

@@ -2,9 +2,9 @@
 //
 // What it is: `BluetoothStack` wraps one stack engine (BluetoothEngine's `StackEngine`, the seam under both APIs:
 // the host operations it uses, with the host's signatures): our `HostStack` on any transport, or bluetoothd
-// (`BlueZStackEngine`, still over OpenCoreBluetooth's BlueZ backends, which turns their events into the host's events
-// so that nothing above the seam knows; issue 27 moves it onto D-Bus directly, and BluetoothLE then stops importing
-// OpenCoreBluetooth). What bluetoothd has no call for is refused through `BlueZStackEngine.refusal`. It offers the GAP
+// (the BlueZ module's `BlueZEngine`, on D-Bus directly, which turns bluetoothd's answers into the host's events so
+// that nothing above the seam knows). BluetoothLE does not import OpenCoreBluetooth: the two APIs are siblings on
+// the seam. What bluetoothd has no call for is refused through `BlueZEngine.refusal`. It offers the GAP
 // central and peripheral roles (Core 5.4 Vol 3 Part C §9), the GATT client and server (Vol 3 Part G) and LE
 // credit-based L2CAP channels (Vol 3 Part A §4.22) with Swift concurrency: scanning, notifications, incoming centrals
 // and channel SDUs are `AsyncSequence`s; connect, discovery, reads, writes, notify and channel sends are `async

@@ -1,687 +1,184 @@
 import BlueZ
 import BluetoothCore
-import BluetoothRuntime
 import DBus
-import Dispatch
-import Foundation
-import HCITransport
-import SystemInterface
 
-/// The central role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): scanning, connecting, GATT discovery, reads,
-/// writes and notifications through BlueZ's D-Bus API (Adapter1, Device1, GattService1, GattCharacteristic1,
-/// GattDescriptor1) instead of our own host stack, for machines whose Bluetooth belongs to bluetoothd.
-///
-/// Mapping (README "BlueZ backend"): a peer is the Device1's Address and AddressType; advertisements are the
-/// Device1 properties bluetoothd updates while discovering (RSSI, Name, UUIDs, ManufacturerData, ServiceData); a
-/// connection is Device1.Connect (its end, Connected false); services are the GATT objects bluetoothd resolved
-/// (ServicesResolved), named by the attribute handles in their paths (a characteristic's path names its
-/// declaration, its value is the handle after); reads and writes are ReadValue and WriteValue
-/// (`type` request or command; at most ``commandWindow`` Write Commands unanswered by bluetoothd, the flow control
-/// of `canSendWriteWithoutResponse`); notifications are StartNotify and the Value property's changes; the MTU is the
-/// characteristics' MTU property (BlueZ 5.62 and later), else AcquireWrite's answer (the socket released at once),
-/// else 23. Errors: bluetoothd's replies with an ATT error become that `CBATTError`, the others `CBError`. L2CAP
-/// channels are kernel L2CAP sockets on bluetoothd's link (``BlueZL2CAPSocket``). Not yet: the RSSI of a connected
-/// peer (bluetoothd reports it only while discovering).
+/// CoreBluetooth's central role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): the façade's backend calls done
+/// by ``BlueZCentral`` (the BlueZ module's D-Bus client: Adapter1, Device1, GattService1, GattCharacteristic1,
+/// GattDescriptor1), its events and errors said in CoreBluetooth's words. README "BlueZ backend" says what
+/// bluetoothd decides differently; ``BlueZCentral`` how each call maps onto its API.
 final class BlueZCentralBackend: CBCentralBackend, Sendable {
-    private struct Link {
-        var path: String
-        var cancelled = false
-        /// Attribute paths by the handle in their name.
-        var attributes: [UInt16: String] = [:]
-        /// Write Commands handed to bluetoothd whose WriteValue has not returned yet (flow control).
-        var commandsInFlight = 0
-        /// Whether writeWithoutResponse said "no room" and readyToSendWriteWithoutResponse is owed.
-        var owesReady = false
-    }
+    let client: BlueZCentral
 
     /// How many Write Commands may wait for bluetoothd's answer before `canSendWriteWithoutResponse` turns false.
-    static let commandWindow = 8
-
-    private struct State {
-        var sink: (@Sendable (CBCentralBackendEvent) -> Void)?
-        var tree: BlueZObjectTree?
-        var adapterPath: String?
-        var powered = false
-        var scanning: CBBackendScanParameters?
-        var links: [BluetoothAddress: Link] = [:]
-        /// Characteristic paths being notified, with their peer and handle.
-        var notifying: [String: (peer: CBBackendPeer, handle: UInt16)] = [:]
-        var waitingForServices: [String: [@Sendable (Bool) -> Void]] = [:]
-        var closed = false
-    }
-
-    /// `hciN`, or nil for the first adapter bluetoothd has.
-    let adapterName: String?
-    private let state = LockedValue(State())
-    private let events = DispatchQueue(label: "OpenCoreBluetooth.bluez.events")
-
-    /// The adapter's address (Adapter1.Address), once found (``BackendAdapterAddress``).
-    package var adapterAddress: BluetoothAddress? {
-        let (tree, adapter) = state.withLock { ($0.tree, $0.adapterPath) }
-        return BlueZL2CAPSocket.adapterAddress(tree, adapter)
-    }
-
-    static let deviceInterface = BlueZAdapterSession.deviceInterface
-    static let adapterInterface = BlueZAdapterSession.adapterInterface
-    static let serviceInterface = "org.bluez.GattService1"
-    static let characteristicInterface = "org.bluez.GattCharacteristic1"
-    static let descriptorInterface = "org.bluez.GattDescriptor1"
-
-    /// The bus bluetoothd is on (the system bus unless a test gives another).
-    let busAddress: String
-
-    /// Where the backend says what went wrong outside any call (bluetoothd unreachable or gone, discovery refused):
-    /// one line (logged as an error by default).
-    private let report: @Sendable (String) -> Void
-    /// The pairing agent asked for (`OCB_BLUEZ_AGENT`, ``BlueZPairingAgent``), registered while the backend runs.
-    private let pairingAgent: BlueZPairingAgent?
-    /// Where the agent's prompts go (the value to compare, the passkey to type): logged at notice by default.
-    private let prompt: @Sendable (String) -> Void
-    private let registeredAgent = LockedValue<BlueZAgent?>(nil)
+    static var commandWindow: Int { BlueZCentral.commandWindow }
 
     init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
          report: @escaping @Sendable (String) -> Void = { Log.bluez.error("\($0)") },
          pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment(),
          prompt: @escaping @Sendable (String) -> Void = { Log.bluez.notice("\($0)") }) {
-        self.pairingAgent = pairingAgent
-        self.prompt = prompt
-        adapterName = adapter
-        self.busAddress = busAddress
-        self.report = report
+        client = BlueZCentral(adapter: adapter, busAddress: busAddress, report: report, pairingAgent: pairingAgent, prompt: prompt)
     }
-
-    private func emit(_ event: CBCentralBackendEvent) {
-        guard let sink = state.withLock({ $0.closed ? nil : $0.sink }) else { return }
-        events.async { sink(event) }
-    }
-
-    // MARK: Lifecycle
 
     func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
-        state.withLock { $0.sink = events }
-        Task { await open() }
-    }
-
-    private func open() async {
-        do throws(DBusError) {
-            let session = try await BlueZAdapterSession.open(adapter: adapterName, busAddress: busAddress)
-            let (tree, connection, powered) = (session.tree, session.connection, session.powered)
-            let keep = state.withLock { state -> Bool in
-                guard !state.closed else { return false }
-                state.tree = tree
-                state.adapterPath = session.adapterPath
-                state.powered = powered
-                return true
-            }
-            guard keep else {
-                connection.close()
-                return
-            }
-            tree.observe { [weak self] change in self?.changed(change) }
-            connection.onClose { [weak self] error in self?.lost(error) }
-            if let pairingAgent {
-                do {
-                    registeredAgent.store(try await pairingAgent.register(on: connection, path: Self.agentPath(), report: prompt))
-                } catch {
-                    report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
-                }
-            }
-            emit(.stateChanged(powered ? .poweredOn : .poweredOff))
-        } catch {
-            report("no BlueZ backend: \(error)")
-            emit(.stateChanged(.unsupported))
-        }
-    }
-
-    private func lost(_ error: DBusError) {
-        guard !state.load().closed else { return }
-        report("lost bluetoothd: \(error.reason); Bluetooth is off")
-        emit(.stateChanged(.poweredOff))
-    }
-
-    func shutdown() {
-        let (tree, adapter, scanning, links) = state.withLock { state -> (BlueZObjectTree?, String?, Bool, [String]) in
-            defer {
-                state.closed = true
-                state.sink = nil
-            }
-            return (state.tree, state.adapterPath, state.scanning != nil, state.links.values.map(\.path))
-        }
-        guard let tree else { return }
-        let connection = tree.connection
-        if scanning, let adapter {
-            connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: Self.adapterInterface,
-                                  member: "StopDiscovery"), timeout: .seconds(5)) { _ in }
-        }
-        for path in links {
-            connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: Self.deviceInterface,
-                                  member: "Disconnect"), timeout: .seconds(5)) { _ in }
-        }
-        if let agent = registeredAgent.withLock({ agent in defer { agent = nil }; return agent }) {
-            Task { await agent.unregister() }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
-    }
-
-    /// Pairs with a connected `peer` (Device1.Pair, at most ``pairLimit``): bluetoothd chooses the method and keeps
-    /// the bond; its prompts go to `prompts` through an agent of ours registered for this backend's calls (not as the
-    /// default: the desktop's agent keeps answering the rest), or to the `OCB_BLUEZ_AGENT` agent when that one runs
-    /// (bluetoothd takes one agent per client). Already paired: success (bluetoothd's AlreadyExists).
-    package func pair(_ peer: CBBackendPeer, prompts: @escaping BlueZAgent.Handler,
-                      completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        guard let path = devicePath(peer), let connection = state.load().tree?.connection else {
-            return completion(.failure(.core(.notConnected, "bluetoothd does not know \(peer)")))
-        }
-        Task { [self] in
-            if registeredAgent.load() == nil {
-                do throws(DBusError) {
-                    let agent = try await BlueZAgent.register(on: connection, path: Self.agentPath(), capability: .keyboardDisplay,
-                                                              handler: prompts)
-                    let keep = registeredAgent.withLock { current -> Bool in
-                        guard current == nil else { return false }
-                        current = agent
-                        return true
-                    }
-                    if !keep { await agent.unregister() }
-                } catch {
-                    return completion(.failure(.core(.unknown, "bluetoothd did not take our pairing agent: \(error)")))
-                }
-            }
-            // bluetoothd 5.66 answers Pair on a link whose services are resolved only after resolving them again,
-            // which never ends (found in the VM: bonding completes, the reply never comes): the Paired property
-            // turning true is the success too, whichever comes first.
-            let finished = LockedValue(false)
-            let finish: @Sendable (Result<Void, CBBackendError>) -> Void = { result in
-                if finished.withLock({ value in defer { value = true }; return !value }) { completion(result) }
-            }
-            watchPaired(path, until: finished, finish)
-            call(path, Self.deviceInterface, "Pair", timeout: Self.pairLimit) { result in
-                switch result {
-                case .success:
-                    finish(.success(()))
-                case .failure(let error) where error.name == "org.bluez.Error.AlreadyExists":
-                    finish(.success(()))
-                case .failure(let error):
-                    finish(.failure(.core(error.code == .timedOut ? .connectionTimeout : .unknown, "bluetoothd: \(error)")))
-                }
+        client.start { event in
+            switch event {
+            case .stateChanged(let state): events(.stateChanged(CBManagerState(state)))
+            case .advertisement(let report): events(.advertisement(HostCentralBackend.advertisement(report)))
+            case .connected(let peer, let mtu): events(.connected(CBBackendPeer(address: peer), mtu: mtu))
+            case .connectionFailed(let peer, let error): events(.connectionFailed(CBBackendPeer(address: peer), CBBackendError(error)))
+            case .disconnected(let peer, let error): events(.disconnected(CBBackendPeer(address: peer), error.map(CBBackendError.init)))
+            case .mtuChanged(let peer, let mtu): events(.mtuChanged(CBBackendPeer(address: peer), mtu: mtu))
+            case .valueUpdated(let peer, let handle, let value): events(.valueUpdated(CBBackendPeer(address: peer), handle: handle, value: value))
+            case .readyToSendWriteWithoutResponse(let peer): events(.readyToSendWriteWithoutResponse(CBBackendPeer(address: peer)))
+            case .nameUpdated(let peer, let name): events(.nameUpdated(CBBackendPeer(address: peer), name))
             }
         }
     }
 
-    /// Checks the device's Paired property every 200 ms until `finished`; true calls `finish` with success.
-    private func watchPaired(_ path: String, until finished: LockedValue<Bool>,
-                             _ finish: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
-            guard let self, !finished.load(), !state.load().closed else { return }
-            if state.load().tree?.properties(path, Self.deviceInterface)?["Paired"]?.boolValue == true {
-                return finish(.success(()))
-            }
-            watchPaired(path, until: finished, finish)
-        }
-    }
-
-    /// How long bluetoothd may take to pair (a person types a passkey within it).
-    static let pairLimit: Duration = .seconds(90)
-
-    private static let agentCounter = LockedValue(0)
-
-    /// A path of its own for each backend's agent (bluetoothd tells agents apart by bus name and path).
-    private static func agentPath() -> String {
-        let number = agentCounter.withLock { value -> Int in
-            value += 1
-            return value
-        }
-        return "/org/opencorebluetooth/central\(number)/agent"
-    }
-
-    // MARK: Calls
-
-    private func call(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [],
-                      timeout: Duration = .seconds(30),
-                      completion: @escaping @Sendable (Result<DBusMessage, DBusError>) -> Void) {
-        guard let tree = state.load().tree else {
-            return completion(.failure(DBusError(.disconnected, "bluetoothd is not connected")))
-        }
-        tree.connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: interface, member: member,
-                                   body: body), timeout: timeout, completion: completion)
-    }
-
-    private static func backendError(_ error: DBusError, reading: Bool) -> CBBackendError {
-        if let code = BlueZErrors.attErrorCode(error, reading: reading) { return .att(code) }
-        return .core(error.code == .timedOut ? .connectionTimeout : .unknown, "bluetoothd: \(error)")
-    }
-
-    // MARK: Scanning
+    func shutdown() { client.shutdown() }
 
     func startScan(_ parameters: CBBackendScanParameters) {
-        guard let adapter = state.withLock({ state -> String? in
-            state.scanning = parameters
-            return state.adapterPath
-        }) else { return }
-        var filter: [String: DBusValue] = ["Transport": .string("le"), "DuplicateData": .boolean(parameters.allowDuplicates)]
-        if let uuids = parameters.serviceUUIDs, !uuids.isEmpty {
-            filter["UUIDs"] = .array(.string, uuids.map { .string($0.fullString.lowercased()) })
-        }
-        call(adapter, Self.adapterInterface, "SetDiscoveryFilter", [.properties(filter)]) { [self] _ in
-            call(adapter, Self.adapterInterface, "StartDiscovery") { result in
-                if case .failure(let error) = result, error.name != "org.bluez.Error.InProgress" {
-                    self.report("bluetoothd did not start discovery: \(error)")
-                }
-            }
-            // Devices bluetoothd already knows and sees advertising now report as their properties change; report
-            // the ones with a fresh RSSI at once, as a scan would.
-            for device in self.devices() where device.properties["RSSI"] != nil {
-                if let advertisement = Self.advertisement(device.properties) { emit(.advertisement(advertisement)) }
-            }
-        }
+        client.startScan(serviceUUIDs: parameters.serviceUUIDs, allowDuplicates: parameters.allowDuplicates)
     }
 
-    func stopScan() {
-        guard let adapter = state.withLock({ state -> String? in
-            defer { state.scanning = nil }
-            return state.scanning == nil ? nil : state.adapterPath
-        }) else { return }
-        call(adapter, Self.adapterInterface, "StopDiscovery") { _ in }
-    }
+    func stopScan() { client.stopScan() }
 
-    private func devices() -> [(path: String, properties: [String: DBusValue])] {
-        let (tree, adapter) = state.withLock { ($0.tree, $0.adapterPath) }
-        guard let tree, let adapter else { return [] }
-        return tree.objects(with: Self.deviceInterface).filter { BlueZPaths.isUnder($0.path, adapter) }
-    }
+    func connect(_ peer: CBBackendPeer) { client.connect(peer.address) }
 
-    /// A Device1's identity: its Address and AddressType.
-    static func peer(_ properties: [String: DBusValue]) -> CBBackendPeer? {
-        guard let text = properties["Address"]?.stringValue else { return nil }
-        let type: BluetoothAddress.AddressType = properties["AddressType"]?.stringValue == "random" ? .random : .public
-        guard let address = try? BluetoothAddress(string: text, type: type) else { return nil }
-        return CBBackendPeer(address: address)
-    }
+    func cancelConnection(_ peer: CBBackendPeer) { client.cancelConnection(peer.address) }
 
-    /// What a Device1 says of its advertising (Name, UUIDs, ManufacturerData a{qv}, ServiceData a{sv}, TxPower,
-    /// RSSI).
-    static func advertisement(_ properties: [String: DBusValue]) -> CBBackendAdvertisement? {
-        guard let peer = peer(properties) else { return nil }
-        let uuids = (properties["UUIDs"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { try? BluetoothUUID(string: $0) } }
-        var serviceData: [BluetoothUUID: [UInt8]] = [:]
-        for (key, value) in properties["ServiceData"]?.dictionaryValue ?? [:] {
-            if let uuid = try? BluetoothUUID(string: key), let bytes = value.bytesValue { serviceData[uuid] = bytes }
-        }
-        var manufacturer: [UInt8]?
-        if case .array(_, let entries)? = properties["ManufacturerData"], case .dictEntry(let key, let value)? = entries.first,
-           let company = key.intValue, let bytes = value.bytesValue {
-            manufacturer = [UInt8(truncatingIfNeeded: company), UInt8(truncatingIfNeeded: company >> 8)] + bytes
-        }
-        return CBBackendAdvertisement(
-            peer: peer, rssi: properties["RSSI"]?.intValue ?? 127, isConnectable: true,
-            localName: properties["Name"]?.stringValue, serviceUUIDs: uuids, serviceData: serviceData,
-            manufacturerData: manufacturer, txPowerLevel: properties["TxPower"]?.intValue)
-    }
-
-    // MARK: Changes from bluetoothd (reader thread)
-
-    private func changed(_ change: BlueZObjectTree.Change) {
-        switch change {
-        case .added(let path, Self.deviceInterface, _), .changed(let path, Self.deviceInterface, _):
-            deviceChanged(path, change)
-        case .changed(let path, Self.adapterInterface, let properties):
-            guard let powered = properties["Powered"]?.boolValue else { return }
-            let report = state.withLock { state -> Bool in
-                guard path == state.adapterPath, state.powered != powered else { return false }
-                state.powered = powered
-                return true
-            }
-            if report { emit(.stateChanged(powered ? .poweredOn : .poweredOff)) }
-        case .changed(let path, Self.characteristicInterface, let properties):
-            guard let value = properties["Value"]?.bytesValue,
-                  let target = state.withLock({ $0.notifying[path] }) else { return }
-            emit(.valueUpdated(target.peer, handle: target.handle, value: value))
-        case .removed(let path, Self.deviceInterface):
-            endLink(devicePath: path, error: .core(.peripheralDisconnected, "bluetoothd removed the device"))
-        default:
-            return
-        }
-    }
-
-    private func deviceChanged(_ path: String, _ change: BlueZObjectTree.Change) {
-        guard let tree = state.load().tree, let properties = tree.properties(path, Self.deviceInterface) else { return }
-        let changed: [String: DBusValue]
-        switch change {
-        case .added(_, _, let all): changed = all
-        case .changed(_, _, let some): changed = some
-        case .removed: return
-        }
-        if state.load().scanning != nil,
-           !Set(changed.keys).isDisjoint(with: ["RSSI", "Name", "UUIDs", "ManufacturerData", "ServiceData", "TxPower"]),
-           let advertisement = Self.advertisement(properties) {
-            emit(.advertisement(advertisement))
-        }
-        if changed["Connected"]?.boolValue == false {
-            endLink(devicePath: path, error: .core(.peripheralDisconnected, "the peripheral disconnected"))
-        }
-        if changed["ServicesResolved"]?.boolValue == true {
-            let release: @Sendable () -> Void = { [self] in
-                let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: path) ?? [] }
-                for waiter in waiters { waiter(true) }
-            }
-            let characteristics = tree.objects(with: Self.characteristicInterface).filter { BlueZPaths.isUnder($0.path, path) }
-            guard let peer = Self.peer(properties), state.load().links[peer.address] != nil else { return release() }
-            if let mtu = characteristics.first?.properties["MTU"]?.intValue {
-                // The ATT MTU bluetoothd exchanged, as its characteristics say (MTU, BlueZ 5.62 and later).
-                if mtu > 23 { emit(.mtuChanged(peer, mtu: mtu)) }
-                release()
-            } else if let writable = characteristics.first(where: { $0.properties["WriteAcquired"] != nil }) {
-                // Older bluetoothd: AcquireWrite's answer carries the MTU (the socket is released at once, so
-                // that WriteValue stays usable). The services are reported after it, with the MTU known.
-                call(writable.path, Self.characteristicInterface, "AcquireWrite", [.properties([:])], timeout: .seconds(10)) { [self] result in
-                    if case .success(let reply) = result {
-                        reply.closeFileDescriptors()
-                        if reply.body.count == 2, let mtu = reply.body[1].intValue, mtu > 23 { emit(.mtuChanged(peer, mtu: mtu)) }
-                    }
-                    release()
-                }
-            } else {
-                release()
-            }
-        }
-        if let name = changed["Name"]?.stringValue, let peer = Self.peer(properties),
-           state.load().links[peer.address] != nil {
-            emit(.nameUpdated(peer, name))
-        }
-    }
-
-    private func endLink(devicePath: String, error: CBBackendError) {
-        let ended = state.withLock { state -> (BluetoothAddress, Bool)? in
-            guard let (address, link) = state.links.first(where: { $0.value.path == devicePath }) else { return nil }
-            state.links[address] = nil
-            state.notifying = state.notifying.filter { $0.value.peer.address != address }
-            return (address, link.cancelled)
-        }
-        guard let (address, cancelled) = ended else { return }
-        let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: devicePath) ?? [] }
-        for waiter in waiters { waiter(false) }
-        emit(.disconnected(CBBackendPeer(address: address), cancelled ? nil : error))
-    }
-
-    // MARK: Connections
-
-    private func devicePath(_ peer: CBBackendPeer) -> String? {
-        devices().first { Self.peer($0.properties)?.address == peer.address }?.path
-    }
-
-    func connect(_ peer: CBBackendPeer) {
-        guard let path = devicePath(peer) else {
-            emit(.connectionFailed(peer, .core(.unknownDevice, "bluetoothd does not know \(peer) (scan first)")))
-            return
-        }
-        call(path, Self.deviceInterface, "Connect", timeout: .seconds(40)) { [self] result in
-            switch result {
-            case .success:
-                let fresh = state.withLock { state -> Bool in
-                    guard state.links[peer.address] == nil else { return false }
-                    state.links[peer.address] = Link(path: path)
-                    return true
-                }
-                guard fresh else { return }
-                let mtu = state.load().tree?.objects(with: Self.characteristicInterface)
-                    .first { BlueZPaths.isUnder($0.path, path) }?.properties["MTU"]?.intValue ?? 23
-                emit(.connected(peer, mtu: mtu))
-            case .failure(let error):
-                emit(.connectionFailed(peer, .core(.connectionFailed, "bluetoothd: \(error)")))
-            }
-        }
-    }
-
-    func cancelConnection(_ peer: CBBackendPeer) {
-        let path = state.withLock { state -> String? in
-            state.links[peer.address]?.cancelled = true
-            return state.links[peer.address]?.path
-        } ?? devicePath(peer)
-        guard let path else { return }
-        call(path, Self.deviceInterface, "Disconnect") { _ in }
-    }
-
-    func knownPeers() -> [CBBackendPeer] {
-        devices().filter { $0.properties["Paired"]?.boolValue == true }.compactMap { Self.peer($0.properties) }
-    }
-
-    // MARK: GATT
-
-    /// Runs `body` once bluetoothd resolved the services of the linked `peer` (at most 30 s).
-    private func whenResolved(_ peer: CBBackendPeer, _ given: @escaping @Sendable (Result<String, CBBackendError>) -> Void) {
-        // Through the event queue: an MTU change emitted when the services resolved reaches the façade first.
-        let body: @Sendable (Result<String, CBBackendError>) -> Void = { [events] result in events.async { given(result) } }
-        guard let path = state.load().links[peer.address]?.path else {
-            return body(.failure(.core(.notConnected, "\(peer) is not connected")))
-        }
-        if state.load().tree?.properties(path, Self.deviceInterface)?["ServicesResolved"]?.boolValue == true {
-            return body(.success(path))
-        }
-        let once = LockedValue<(@Sendable (Bool) -> Void)?>(nil)
-        let waiter: @Sendable (Bool) -> Void = { resolved in
-            let pending = once.withLock { value in
-                defer { value = nil }
-                return value
-            }
-            pending?(resolved)
-        }
-        once.store { resolved in
-            body(resolved ? .success(path) : .failure(.core(.notConnected, "the link ended before bluetoothd resolved the services")))
-        }
-        state.withLock { $0.waitingForServices[path, default: []].append(waiter) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30) {
-            once.withLock { value in
-                guard let pending = value else { return }
-                value = nil
-                pending(false)
-            }
-        }
-    }
-
-    /// The attributes of `interface` under `parent`, with the handle in their name, by handle.
-    private func attributes(_ interface: String, under parent: String) -> [(handle: UInt16, path: String, properties: [String: DBusValue])] {
-        (state.load().tree?.objects(with: interface) ?? [])
-            .filter { $0.path.hasPrefix(parent + "/") && !$0.path.dropFirst(parent.count + 1).contains("/") }
-            .compactMap { entry in BlueZPaths.handle(of: entry.path).map { ($0, entry.path, entry.properties) } }
-            .sorted { $0.handle < $1.handle }
-    }
-
-    /// The highest attribute handle bluetoothd has below `path` (`start` when none).
-    private func lastHandle(under path: String, from start: UInt16) -> UInt16 {
-        guard let tree = state.load().tree else { return start }
-        var last = start
-        for interface in [Self.characteristicInterface, Self.descriptorInterface] {
-            for entry in tree.objects(with: interface) where BlueZPaths.isUnder(entry.path, path) {
-                guard let handle = BlueZPaths.handle(of: entry.path) else { continue }
-                last = max(last, interface == Self.characteristicInterface ? handle &+ 1 : handle)
-            }
-        }
-        return last
-    }
-
-    private func remember(_ peer: CBBackendPeer, _ handle: UInt16, _ path: String) {
-        state.withLock { $0.links[peer.address]?.attributes[handle] = path }
-    }
-
-    private func attributePath(_ peer: CBBackendPeer, _ handle: UInt16) -> String? {
-        state.load().links[peer.address]?.attributes[handle]
-    }
+    func knownPeers() -> [CBBackendPeer] { client.knownPeers().map(CBBackendPeer.init(address:)) }
 
     func discoverServices(_ peer: CBBackendPeer, uuids: [BluetoothUUID]?,
                           completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
-        whenResolved(peer) { [self] resolved in
-            guard case .success(let device) = resolved else { return completion(resolved.map { _ in [] }) }
-            let found = attributes(Self.serviceInterface, under: device)
-            var services: [CBBackendService] = []
-            for (index, entry) in found.enumerated() {
-                guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
-                remember(peer, entry.handle, entry.path)
-                // bluetoothd does not say where a service ends: before the next one, or at the last attribute it
-                // has (a characteristic's value follows its declaration).
-                let end = index + 1 < found.count ? found[index + 1].handle - 1 : lastHandle(under: entry.path, from: entry.handle)
-                services.append(CBBackendService(uuid: uuid, isPrimary: entry.properties["Primary"]?.boolValue ?? true,
-                                                 startHandle: entry.handle, endHandle: end))
-            }
-            if let uuids { services = services.filter { uuids.contains($0.uuid) } }
-            completion(.success(services))
-        }
+        client.discoverServices(peer.address, uuids: uuids) { completion($0.map { $0.map(CBBackendService.init) }.mapError(CBBackendError.init)) }
     }
 
     func discoverIncludedServices(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
                                   completion: @escaping @Sendable (Result<[CBBackendService], CBBackendError>) -> Void) {
-        // bluetoothd lists includes as object paths (GattService1.Includes) of services already discovered.
-        guard let path = attributePath(peer, service.startHandle),
-              let includes = state.load().tree?.properties(path, Self.serviceInterface)?["Includes"]?.arrayValue else {
-            return completion(.success([]))
-        }
-        discoverServices(peer, uuids: nil) { result in
-            completion(result.map { all in
-                let handles = Set(includes.compactMap { $0.stringValue.flatMap(BlueZPaths.handle(of:)) })
-                return all.filter { handles.contains($0.startHandle) && (uuids?.contains($0.uuid) ?? true) }
-            })
+        client.discoverIncludedServices(peer.address, in: BlueZRemoteService(service), uuids: uuids) {
+            completion($0.map { $0.map(CBBackendService.init) }.mapError(CBBackendError.init))
         }
     }
 
-    static let propertyBits: [String: UInt8] = [
-        "broadcast": 0x01, "read": 0x02, "write-without-response": 0x04, "write": 0x08, "notify": 0x10,
-        "indicate": 0x20, "authenticated-signed-writes": 0x40, "extended-properties": 0x80,
-    ]
-
     func discoverCharacteristics(_ peer: CBBackendPeer, in service: CBBackendService, uuids: [BluetoothUUID]?,
                                  completion: @escaping @Sendable (Result<[CBBackendCharacteristic], CBBackendError>) -> Void) {
-        guard let servicePath = attributePath(peer, service.startHandle) else {
-            return completion(.failure(.core(.invalidHandle, "no service at handle \(service.startHandle)")))
+        client.discoverCharacteristics(peer.address, in: BlueZRemoteService(service), uuids: uuids) {
+            completion($0.map { $0.map(CBBackendCharacteristic.init) }.mapError(CBBackendError.init))
         }
-        let found = attributes(Self.characteristicInterface, under: servicePath)
-        var characteristics: [CBBackendCharacteristic] = []
-        for (index, entry) in found.enumerated() {
-            guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
-            // The path names the declaration; the value is the next attribute (Core 5.4 Vol 3 Part G §3.3.2).
-            let valueHandle = entry.handle &+ 1
-            remember(peer, valueHandle, entry.path)
-            let flags = (entry.properties["Flags"]?.arrayValue ?? []).compactMap(\.stringValue)
-            let properties = flags.reduce(UInt8(0)) { $0 | (Self.propertyBits[$1] ?? 0) }
-            let end = index + 1 < found.count ? found[index + 1].handle - 1 : service.endHandle
-            characteristics.append(CBBackendCharacteristic(uuid: uuid, properties: properties, declarationHandle: entry.handle,
-                                                           valueHandle: valueHandle, endHandle: max(end, valueHandle)))
-        }
-        if let uuids { characteristics = characteristics.filter { uuids.contains($0.uuid) } }
-        completion(.success(characteristics))
     }
 
     func discoverDescriptors(_ peer: CBBackendPeer, for characteristic: CBBackendCharacteristic,
                              completion: @escaping @Sendable (Result<[CBBackendDescriptor], CBBackendError>) -> Void) {
-        guard let path = attributePath(peer, characteristic.valueHandle) else {
-            return completion(.failure(.core(.invalidHandle, "no characteristic at handle \(characteristic.valueHandle)")))
+        client.discoverDescriptors(peer.address, for: BlueZRemoteCharacteristic(characteristic)) {
+            completion($0.map { $0.map { CBBackendDescriptor(uuid: $0.uuid, handle: $0.handle) } }.mapError(CBBackendError.init))
         }
-        let descriptors = attributes(Self.descriptorInterface, under: path).compactMap { entry -> CBBackendDescriptor? in
-            guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { return nil }
-            remember(peer, entry.handle, entry.path)
-            return CBBackendDescriptor(uuid: uuid, handle: entry.handle)
-        }
-        completion(.success(descriptors))
-    }
-
-    private func interface(of path: String) -> String {
-        path.split(separator: "/").last?.hasPrefix("desc") == true ? Self.descriptorInterface : Self.characteristicInterface
     }
 
     func read(_ peer: CBBackendPeer, handle: UInt16, completion: @escaping @Sendable (Result<[UInt8], CBBackendError>) -> Void) {
-        guard let path = attributePath(peer, handle) else {
-            return completion(.failure(.core(.invalidHandle, "no attribute at handle \(handle)")))
-        }
-        call(path, interface(of: path), "ReadValue", [.properties([:])]) { result in
-            switch result {
-            case .success(let reply): completion(.success(reply.body.first?.bytesValue ?? []))
-            case .failure(let error): completion(.failure(Self.backendError(error, reading: true)))
-            }
-        }
+        client.read(peer.address, handle: handle) { completion($0.mapError(CBBackendError.init)) }
     }
 
     func write(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8], completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        guard let path = attributePath(peer, handle) else {
-            return completion(.failure(.core(.invalidHandle, "no attribute at handle \(handle)")))
-        }
-        let options: [String: DBusValue] = interface(of: path) == Self.characteristicInterface ? ["type": .string("request")] : [:]
-        call(path, interface(of: path), "WriteValue", [.bytes(value), .properties(options)]) { result in
-            completion(result.map { _ in () }.mapError { Self.backendError($0, reading: false) })
-        }
+        client.write(peer.address, handle: handle, value: value) { completion($0.mapError(CBBackendError.init)) }
     }
 
-    /// A Write Command is WriteValue with `type` command; bluetoothd answers once it queued it for the link. At
-    /// most ``commandWindow`` unanswered ones: the one that fills the window is sent and the answer is "no room",
-    /// and `readyToSendWriteWithoutResponse` follows when bluetoothd answered enough of them (CoreBluetooth's
-    /// `canSendWriteWithoutResponse` and `peripheralIsReady(toSendWriteWithoutResponse:)`).
     func writeWithoutResponse(_ peer: CBBackendPeer, handle: UInt16, value: [UInt8]) -> Bool {
-        guard let path = attributePath(peer, handle) else { return true }
-        let room = state.withLock { state -> Bool in
-            guard var link = state.links[peer.address] else { return true }
-            link.commandsInFlight += 1
-            let room = link.commandsInFlight < Self.commandWindow
-            if !room { link.owesReady = true }
-            state.links[peer.address] = link
-            return room
-        }
-        call(path, Self.characteristicInterface, "WriteValue", [.bytes(value), .properties(["type": .string("command")])]) { [self] _ in
-            let ready = state.withLock { state -> Bool in
-                guard var link = state.links[peer.address] else { return false }
-                link.commandsInFlight = max(0, link.commandsInFlight - 1)
-                let ready = link.owesReady && link.commandsInFlight < Self.commandWindow / 2
-                if ready { link.owesReady = false }
-                state.links[peer.address] = link
-                return ready
-            }
-            if ready { emit(.readyToSendWriteWithoutResponse(peer)) }
-        }
-        return room
+        client.writeWithoutResponse(peer.address, handle: handle, value: value)
     }
 
     func setNotifications(_ peer: CBBackendPeer, characteristic: CBBackendCharacteristic, cccdHandle: UInt16?, enabled: Bool,
                           completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        guard let path = attributePath(peer, characteristic.valueHandle) else {
-            return completion(.failure(.core(.invalidHandle, "no characteristic at handle \(characteristic.valueHandle)")))
-        }
-        if enabled { state.withLock { $0.notifying[path] = (peer, characteristic.valueHandle) } }
-        call(path, Self.characteristicInterface, enabled ? "StartNotify" : "StopNotify") { [self] result in
-            if !enabled || (try? result.get()) == nil { state.withLock { _ = $0.notifying.removeValue(forKey: path) } }
-            completion(result.map { _ in () }.mapError { Self.backendError($0, reading: true) })
-        }
+        client.setNotifications(peer.address, characteristic: BlueZRemoteCharacteristic(characteristic), cccdHandle: cccdHandle,
+                                enabled: enabled) { completion($0.mapError(CBBackendError.init)) }
     }
 
     func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void) {
-        if let path = state.load().links[peer.address]?.path,
-           let rssi = state.load().tree?.properties(path, Self.deviceInterface)?["RSSI"]?.intValue {
-            return completion(.success(rssi))
-        }
-        completion(.failure(.core(.operationNotSupported, "bluetoothd reports a device's RSSI only while discovering")))
+        client.readRSSI(peer.address) { completion($0.mapError(CBBackendError.init)) }
     }
 
     func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                           completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
-        // The kernel carries the channel on the link bluetoothd made (Core 5.4 Vol 3 Part A §4.22); its connect blocks
-        // until the peer answers or the kernel's L2CAP timeout.
-        let (tree, adapter, linked) = state.withLock { ($0.tree, $0.adapterPath, $0.links[peer.address] != nil) }
-        guard linked else { return completion(.failure(.core(.notConnected, "\(peer) is not connected"))) }
-        guard let local = BlueZL2CAPSocket.adapterAddress(tree, adapter) else {
-            return completion(.failure(.core(.unknown, "bluetoothd does not say the adapter's address")))
+        client.openL2CAPChannel(peer.address, psm: psm) { result in
+            completion(result.map { BlueZChannelBackend($0) as any CBL2CAPChannelBackend }.mapError(CBBackendError.init))
         }
-        DispatchQueue.global().async {
-            do throws(BlueZL2CAPSocket.Failure) {
-                let fd = try BlueZL2CAPSocket.open(local: local, psm: 0, encrypted: false)
-                do throws(BlueZL2CAPSocket.Failure) {
-                    try BlueZL2CAPSocket.connect(fd, to: peer.address, psm: psm)
-                } catch {
-                    POSIX.closeDescriptor(fd)
-                    throw error
-                }
-                guard let channel = BlueZL2CAPChannel(fd: fd, psm: psm, peer: peer) else {
-                    throw BlueZL2CAPSocket.Failure(description: "cannot make the channel's wake pipe")
-                }
-                completion(.success(channel))
-            } catch {
-                completion(.failure(.core(.connectionFailed, error.description)))
+    }
+}
+
+/// A kernel L2CAP socket's channel (``BlueZL2CAPChannel``) as the façade's channel backend.
+final class BlueZChannelBackend: CBL2CAPChannelBackend, Sendable {
+    let channel: BlueZL2CAPChannel
+    var psm: CBL2CAPPSM { channel.psm }
+    var peer: CBBackendPeer { CBBackendPeer(address: channel.peer) }
+
+    init(_ channel: BlueZL2CAPChannel) { self.channel = channel }
+
+    func start(_ events: @escaping @Sendable (CBL2CAPChannelBackendEvent) -> Void) {
+        channel.start { event in
+            switch event {
+            case .received(let sdu): events(.received(sdu))
+            case .canSend: events(.canSend)
+            case .closed: events(.closed)
             }
         }
+    }
+
+    func send(_ bytes: [UInt8]) -> Int { channel.send(bytes) }
+
+    func close() { channel.close() }
+}
+
+extension CBManagerState {
+    /// What bluetoothd says of its adapter, as a manager's state.
+    init(_ state: BlueZAdapterState) {
+        switch state {
+        case .poweredOn: self = .poweredOn
+        case .poweredOff: self = .poweredOff
+        case .unavailable: self = .unsupported
+        }
+    }
+}
+
+extension CBBackendError {
+    /// bluetoothd's failure in CoreBluetooth's words: an ATT error stays one (`CBATTError`), the rest is `CBError`.
+    init(_ error: BlueZCallError) {
+        switch error {
+        case .att(let code): self = .att(code)
+        case .notConnected(let reason): self = .core(.notConnected, reason)
+        case .peerDisconnected(let reason): self = .core(.peripheralDisconnected, reason)
+        case .timedOut(let reason): self = .core(.connectionTimeout, reason)
+        case .unknownDevice(let reason): self = .core(.unknownDevice, reason)
+        case .invalidHandle(let reason): self = .core(.invalidHandle, reason)
+        case .connectionFailed(let reason): self = .core(.connectionFailed, reason)
+        case .unsupported(let reason): self = .core(.operationNotSupported, reason)
+        case .failed(let reason): self = .core(.unknown, reason)
+        }
+    }
+}
+
+extension CBBackendService {
+    init(_ service: BlueZRemoteService) {
+        self.init(uuid: service.uuid, isPrimary: service.isPrimary, startHandle: service.startHandle, endHandle: service.endHandle)
+    }
+}
+
+extension BlueZRemoteService {
+    init(_ service: CBBackendService) {
+        self.init(uuid: service.uuid, isPrimary: service.isPrimary, startHandle: service.startHandle, endHandle: service.endHandle)
+    }
+}
+
+extension CBBackendCharacteristic {
+    init(_ characteristic: BlueZRemoteCharacteristic) {
+        self.init(uuid: characteristic.uuid, properties: characteristic.properties, declarationHandle: characteristic.declarationHandle,
+                  valueHandle: characteristic.valueHandle, endHandle: characteristic.endHandle)
+    }
+}
+
+extension BlueZRemoteCharacteristic {
+    init(_ characteristic: CBBackendCharacteristic) {
+        self.init(uuid: characteristic.uuid, properties: characteristic.properties, declarationHandle: characteristic.declarationHandle,
+                  valueHandle: characteristic.valueHandle, endHandle: characteristic.endHandle)
     }
 }
 

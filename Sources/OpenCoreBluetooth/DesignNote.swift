@@ -90,11 +90,12 @@
 // decodes against the UUIDs it scans for.
 //
 // The BlueZ backends (BlueZCentralBackend, BlueZPeripheralBackend; OCB_HCI=bluez or bluez:hciN): the same seam on
-// bluetoothd's D-Bus API instead of our host (modules DBus and BlueZ). Each owns a DBusConnection and a
-// BlueZObjectTree; their state sits in a LockedValue changed from the connection's reader thread (signals, exported
-// calls) and from call completions; events go to the façade through a serial queue of their own, in order. The
-// peripheral backend exports its GATT application and advertisement under /org/opencorebluetooth/peripheralN and
-// answers bluetoothd's ReadValue/WriteValue later for dynamic values (the façade's respond). With OCB_BLUEZ_AGENT
-// each backend also registers a BlueZAgent as bluetoothd's default agent (BlueZPairingAgent: prompts answered, each value
-// logged at notice); otherwise bluetoothd's own default agent answers, as iOS's system prompts do. `blue` reaches
+// bluetoothd instead of our host. They hold no state of their own: the BlueZ module's BlueZCentral and
+// BlueZPeripheral do the D-Bus work (each owns a DBusConnection and a BlueZObjectTree, its state behind a lock, its
+// events on a serial queue of its own, in order), and the backends say their events and errors in CoreBluetooth's
+// words (CBManagerState, CBBackendError, the CB* attribute structs). The peripheral exports its GATT application and
+// advertisement under /org/opencorebluetooth/peripheralN and answers bluetoothd's ReadValue/WriteValue later for
+// dynamic values (the façade's respond). With OCB_BLUEZ_AGENT each also registers a BlueZAgent as bluetoothd's
+// default agent (BlueZPairingAgent: prompts answered, each value logged at notice); otherwise bluetoothd's own
+// default agent answers, as iOS's system prompts do. `blue` reaches
 // the backends through HostBackend.bluezCentral/bluezPeripheral (package), which take its one-line reporter.

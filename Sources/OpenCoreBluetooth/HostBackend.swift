@@ -57,17 +57,8 @@ public enum HostBackend {
     }
     private static let lossReporting = LockedValue(true)
 
-    private static let sharedAirStorage = LockedValue<InProcessAir?>(nil)
-
-    /// The process's own in-process air (`OCB_HCI=in-process`; created on first use).
-    public static var sharedAir: InProcessAir {
-        sharedAirStorage.withLock { air in
-            if let air { return air }
-            let made = InProcessAir(label: "OpenCoreBluetooth.sharedAir")
-            air = made
-            return made
-        }
-    }
+    /// The process's own in-process air (`OCB_HCI=in-process`; ``InProcessAir/process``, created on first use).
+    public static var sharedAir: InProcessAir { InProcessAir.process }
 
     /// The transport `OCB_HCI` names (see the type's documentation).
     public static var environmentTransport: Transport {

@@ -26,6 +26,19 @@ public final class InProcessAir: Sendable {
         self.spacing = spacing
     }
 
+    private static let processAir = LockedValue<InProcessAir?>(nil)
+
+    /// The process's own in-process air (`in-process` as `OCB_HCI` or `BluetoothStack.open` name it: every
+    /// CoreBluetooth manager and async stack of the process that asks for it shares this one; made on first use).
+    public static var process: InProcessAir {
+        processAir.withLock { air in
+            if let air { return air }
+            let made = InProcessAir(label: "OpenCoreBluetooth.processAir")
+            air = made
+            return made
+        }
+    }
+
     /// The public address of device `number` (from 1) on an in-process air.
     public static func address(forDevice number: Int) -> BluetoothAddress {
         BluetoothAddress(0x0A1C_0000_0000 | (UInt64(truncatingIfNeeded: number) & 0xFFFF_FFFF), type: .public)

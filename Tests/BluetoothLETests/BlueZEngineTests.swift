@@ -1,3 +1,4 @@
+import BlueZ
 import BlueZTestSupport
 import BluetoothCore
 @testable import BluetoothLE
@@ -21,7 +22,7 @@ struct BlueZEngineTests {
     /// interop tools are required).
     private func withStack(_ body: (BluetoothStack, FakeBluetoothd) async throws -> Void) async throws {
         let ran = try await FakeBluetoothd.run { bluetoothd, bus in
-            let stack = BluetoothStack(engine: BlueZStackEngine(adapter: "hci0", busAddress: bus.address))
+            let stack = BluetoothStack(engine: BlueZEngine(adapter: "hci0", busAddress: bus.address))
             do {
                 try await stack.start()
                 try await body(stack, bluetoothd)
@@ -167,7 +168,7 @@ struct BlueZEngineTests {
     }
 
     @Test func noBluetoothdIsOneClearFailure() async throws {
-        let stack = BluetoothStack(engine: BlueZStackEngine(adapter: "hci0", busAddress: "unix:path=/nonexistent/bus"))
+        let stack = BluetoothStack(engine: BlueZEngine(adapter: "hci0", busAddress: "unix:path=/nonexistent/bus"))
         await #expect(throws: BluetoothLEError.self) { try await stack.start() }
         await stack.shutdown()
         #expect(await stack.resources().isQuiescent)

@@ -1,3 +1,4 @@
+import BlueZ
 import BlueZTestSupport
 import BluetoothCore
 import BluetoothRuntime

@@ -1,27 +1,24 @@
-import BlueZ
-import BluetoothCore
-import Host
-import OpenCoreBluetooth
-import SMP
-import BluetoothEngine
+package import BluetoothCore
+package import SMP
+package import BluetoothEngine
 
 /// Pairing (Core 5.4 Vol 3 Part H §2.3) on bluetoothd: ``Peripheral/pair(_:)`` is Device1.Pair with an agent of ours
 /// (org.bluez.Agent1, KeyboardDisplay) whose prompts become the host's `pairingInteraction` events, so that the
 /// stack's ``PairingDelegate`` answers them as on our host. bluetoothd chooses LE Secure Connections or legacy
 /// pairing and the method, and keeps the bond; the outcome says what the prompts showed (Numeric Comparison: Secure
 /// Connections and authenticated; a passkey: authenticated; none: Just Works) and nothing about keys.
-extension BlueZStackEngine {
-    func pair(connectionHandle handle: UInt16, options: PairingOptions,
+extension BlueZEngine {
+    package func pair(connectionHandle handle: UInt16, options: PairingOptions,
               completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) {
         onLoop { [self] in
             guard let link = links[handle] else {
                 return completion(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
             }
-            guard link.connection.role == .central, let pairing = central as? any BackendPairing else {
+            guard link.connection.role == .central else {
                 return completion(.failure(HostError(.unsupported, "through bluetoothd the central pairs (a Security Request has no call)")))
             }
             pairingMethods[handle] = nil
-            pairing.pair(link.peer, prompts: { [weak self] request, answer in
+            central.pair(link.connection.peer, prompts: { [weak self] request, answer in
                 guard let engine = self else { return answer(.reject) }
                 engine.onLoop { engine.prompt(request, answer) }
             }, completion: { [weak self] result in
@@ -42,7 +39,7 @@ extension BlueZStackEngine {
         }
     }
 
-    func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
+    package func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
                          completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?) {
         completion?(.failure(HostError(.unsupported, "bluetoothd has no call for a Security Request: the central pairs")))
     }
@@ -91,7 +88,7 @@ extension BlueZStackEngine {
         emit(.pairingInteraction(handle: handle, interaction))
     }
 
-    func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer) {
+    package func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer) {
         onLoop { [self] in
             guard let waiting = pendingPrompts.removeValue(forKey: handle) else { return }
             switch answer {

@@ -1,22 +1,20 @@
-import AdvertisingData
-import ATT
-import BluetoothCore
-import GATT
-import Host
-import OpenCoreBluetooth
-import BluetoothEngine
+package import AdvertisingData
+package import ATT
+package import BluetoothCore
+package import GATT
+package import BluetoothEngine
 
 /// The GATT server and advertising (Core 5.4 Vol 3 Part G §3, §4.8–§4.11; Part C §9.3) on bluetoothd: published
 /// services become a GATT application of the peripheral backend (GattManager1.RegisterApplication) whose values
 /// are all answered here, from the stored value or through the ``GATTDeferral`` (the async handlers), as our host's
 /// server does; writes store the value and report it; subscriptions are bluetoothd's StartNotify / AcquireNotify;
 /// notifications wait for room in bluetoothd's notification socket (`readyToSend`).
-extension BlueZStackEngine {
-    func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
+extension BlueZEngine {
+    package func publish(deviceName: String, _ definitions: [GATTServiceDefinition],
                  completion: @escaping @Sendable (Result<[GATTServiceHandles], HostError>) -> Void) {
         onLoop { [self] in
             var handles: [GATTServiceHandles] = []
-            var services: [CBBackendLocalService] = []
+            var services: [BlueZLocalService] = []
             do throws(GATTDatabaseError) {
                 for definition in definitions {
                     let added = try database.add(definition)
@@ -39,29 +37,36 @@ extension BlueZStackEngine {
         }
     }
 
-    /// A definition as the peripheral backend takes it, remembering each value (ids are the handles).
-    private func localService(_ definition: GATTServiceDefinition, _ handles: GATTServiceHandles) -> CBBackendLocalService {
-        var characteristics: [CBBackendLocalCharacteristic] = []
+    /// A definition as bluetoothd's GATT application takes it, remembering each value (ids are the handles).
+    private func localService(_ definition: GATTServiceDefinition, _ handles: GATTServiceHandles) -> BlueZLocalService {
+        var characteristics: [BlueZLocalCharacteristic] = []
         for (characteristic, numbered) in zip(definition.characteristics, handles.characteristics) {
             var initial: [UInt8] = []
             if case .stored(let value) = characteristic.value { initial = value }
             localValues[numbered.value] = LocalValue(properties: characteristic.properties,
                                                      maximumLength: characteristic.maximumLength, value: initial)
-            let descriptors = characteristic.descriptors.compactMap { descriptor -> CBBackendLocalDescriptor? in
+            let descriptors = characteristic.descriptors.compactMap { descriptor -> BlueZLocalDescriptor? in
                 guard case .stored(let value) = descriptor.value else { return nil }
-                return CBBackendLocalDescriptor(uuid: descriptor.uuid, value: value)
+                return BlueZLocalDescriptor(uuid: descriptor.uuid, value: value)
             }
-            characteristics.append(CBBackendLocalCharacteristic(
-                id: Int(numbered.value), uuid: characteristic.uuid, properties: UInt(characteristic.properties.rawValue),
-                permissions: CBBackendLocalCharacteristic.permissions(characteristic.permissions), staticValue: nil,
-                descriptors: descriptors))
+            let permissions = characteristic.permissions
+            characteristics.append(BlueZLocalCharacteristic(
+                id: Int(numbered.value), uuid: characteristic.uuid, properties: characteristic.properties.rawValue,
+                readSecurity: Self.security(permissions.read), writeSecurity: Self.security(permissions.write),
+                staticValue: nil, descriptors: descriptors))
         }
-        return CBBackendLocalService(id: Int(handles.start), uuid: definition.uuid, isPrimary: definition.isPrimary,
-                                     includedServiceIDs: definition.includes.map { Int($0.start) }, characteristics: characteristics)
+        return BlueZLocalService(id: Int(handles.start), uuid: definition.uuid, isPrimary: definition.isPrimary,
+                                 includedServiceIDs: definition.includes.map { Int($0.start) }, characteristics: characteristics)
     }
 
-    private func addServices(_ services: ArraySlice<CBBackendLocalService>,
-                             _ completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+    /// What an access needs, as bluetoothd's flags say it (Core 5.4 Vol 3 Part C §10.3).
+    private static func security(_ access: GATTSecurityRequirement) -> BlueZAttributeSecurity {
+        if access.authentication { return .authenticated }
+        return access.encryption ? .encrypted : .none
+    }
+
+    private func addServices(_ services: ArraySlice<BlueZLocalService>,
+                             _ completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
         guard let first = services.first else { return completion(.success(())) }
         let rest = services.dropFirst()
         peripheral.addService(first) { [self] result in
@@ -72,11 +77,11 @@ extension BlueZStackEngine {
         }
     }
 
-    func setGATTDeferral(_ deferral: GATTDeferral?) {
+    package func setGATTDeferral(_ deferral: GATTDeferral?) {
         onLoop { [self] in self.deferral = deferral }
     }
 
-    func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>) {
+    package func respondToGATTRequest(connectionHandle handle: UInt16, id: UInt64, result: Result<[UInt8], GATTAttributeError>) {
         onLoop { [self] in
             guard let request = deferredRequests.removeValue(forKey: id) else { return }
             switch result {
@@ -86,7 +91,7 @@ extension BlueZStackEngine {
         }
     }
 
-    func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>?, requireReady: Bool,
+    package func updateValue(_ value: [UInt8], handle: UInt16, to targets: Set<UInt16>?, requireReady: Bool,
                      completion: (@Sendable (Result<[UInt16], HostError>) -> Void)?) {
         onLoop { [self] in
             guard let local = localValues[handle] else {
@@ -101,8 +106,7 @@ extension BlueZStackEngine {
                 localValues[handle]?.value = value
                 return completion?(.success([])) ?? ()
             }
-            let peers = centrals.values.map(\.peer).sorted { $0.address.description < $1.address.description }
-            guard peripheral.updateValue(value, characteristicID: Int(handle), centrals: peers) else {
+            guard peripheral.updateValue(value, characteristicID: Int(handle)) else {
                 updatesFull = true
                 completion?(.failure(HostError(.busy, "\(description)'s notification queue is full")))
                 return
@@ -114,7 +118,7 @@ extension BlueZStackEngine {
 
     // MARK: Advertising
 
-    func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions,
+    package func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions,
                           completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
@@ -128,7 +132,7 @@ extension BlueZStackEngine {
         }
     }
 
-    func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+    package func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
             peripheral.stopAdvertising()
             completion?(.success(()))
@@ -137,7 +141,7 @@ extension BlueZStackEngine {
 
     // MARK: Events of the peripheral backend
 
-    func peripheralEvent(_ event: CBPeripheralBackendEvent) {
+    func peripheralEvent(_ event: BlueZPeripheral.Event) {
         if case .closed = phase { return }
         switch event {
         case .stateChanged(let state):
@@ -145,13 +149,11 @@ extension BlueZStackEngine {
         case .centralConnected(let peer, let mtu):
             // bluetoothd does not say who initiated a link: a device we connect to as central shows up connected
             // to the peripheral backend too. That one is ours, not a central's.
-            if pendingConnectPeer == peer.address || handle(of: peer, role: .central) != nil { return }
+            if pendingConnectPeer == peer || handle(of: peer, role: .central) != nil { return }
             let handle = link(peer, role: .peripheral, mtu: mtu)
             mtuChanged(handle, mtu)
         case .centralDisconnected(let peer):
             if let handle = handle(of: peer, role: .peripheral) { linkEnded(handle, reason: .remoteUserTerminatedConnection) }
-        case .mtuChanged(let peer, let mtu):
-            mtuChanged(link(peer, role: .peripheral), mtu)
         case .readRequest(let id, let peer, let characteristicID, let offset):
             read(id: id, connection: link(peer, role: .peripheral), handle: UInt16(truncatingIfNeeded: characteristicID), offset: offset)
         case .writeRequests(let id, let peer, let writes, let responseRequired):
@@ -162,10 +164,10 @@ extension BlueZStackEngine {
             let connection = link(peer, role: .peripheral)
             var configuration: GATTClientConfiguration = []
             if case .subscribed = event {
-                localValues[handle]?.subscribers.insert(peer.address)
+                localValues[handle]?.subscribers.insert(peer)
                 configuration = local.properties.contains(.notify) ? .notification : .indication
             } else {
-                localValues[handle]?.subscribers.remove(peer.address)
+                localValues[handle]?.subscribers.remove(peer)
             }
             emit(.gattServer(.subscriptionChanged(connection: GATTConnectionID(connection), valueHandle: handle, configuration: configuration)))
         case .readyToUpdateSubscribers:
@@ -202,7 +204,7 @@ extension BlueZStackEngine {
     /// A Write Request (or one part of a long write, at its offset) or Write Commands: lengths checked against
     /// each value's maximum (*Invalid Attribute Value Length*, *Invalid Offset*); a request on a deferred value goes
     /// to the handler; otherwise the values are stored and reported (``GATTServerEvent/valueWritten``).
-    private func write(id: UInt64, connection: UInt16, _ writes: [CBBackendWrite], responseRequired: Bool) {
+    private func write(id: UInt64, connection: UInt16, _ writes: [BlueZLocalWrite], responseRequired: Bool) {
         var updated: [(UInt16, [UInt8])] = []
         for write in writes {
             let handle = UInt16(truncatingIfNeeded: write.characteristicID)

@@ -1,6 +1,5 @@
 import BluetoothRuntime
 import Foundation
-import HCITransport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,22 +13,22 @@ import SystemInterface
 /// value is one packet, and a full socket buffer is `updateValue`'s back-pressure (CoreBluetooth's false, then
 /// `peripheralManagerIsReady(toUpdateSubscribers:)` when bluetoothd has read enough). bluetoothd closes its end when
 /// the last central unsubscribes: the hang-up ends the subscription.
-final class BlueZNotifyPipe: Sendable {
+package final class BlueZNotifyPipe: Sendable {
     private struct State {
         var waitingForRoom = false
         var closed = false
     }
 
-    let characteristicID: Int
+    package let characteristicID: Int
     /// The largest value bluetoothd sends in one notification (the MTU it asked for, minus the ATT header).
-    let maximumValueLength: Int
+    package let maximumValueLength: Int
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let state = LockedValue(State())
 
     /// A socket pair: our end kept, bluetoothd's returned (the caller sends it and closes its copy). Nil when the
     /// kernel refuses.
-    static func make(characteristicID: Int, mtu: Int) -> (pipe: BlueZNotifyPipe, remote: Int32)? {
+    package static func make(characteristicID: Int, mtu: Int) -> (pipe: BlueZNotifyPipe, remote: Int32)? {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return nil }
         guard let wake = POSIX.makeWakePipe() else {
@@ -56,7 +55,7 @@ final class BlueZNotifyPipe: Sendable {
 
     /// Watches the socket: `ready` when room came back after a refused send, `ended` once when bluetoothd closed
     /// its end (or ``close()`` was called).
-    func start(ready: @escaping @Sendable () -> Void, ended: @escaping @Sendable () -> Void) {
+    package func start(ready: @escaping @Sendable () -> Void, ended: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
             defer { ended() }
             while !state.load().closed {
@@ -85,7 +84,7 @@ final class BlueZNotifyPipe: Sendable {
 
     /// Hands one value to bluetoothd (truncated to ``maximumValueLength``); false when the socket is full (nothing
     /// queued: the caller tries again when `ready` came) or closed.
-    func send(_ value: [UInt8]) -> Bool {
+    package func send(_ value: [UInt8]) -> Bool {
         guard !state.load().closed else { return false }
         let packet = Array(value.prefix(maximumValueLength))
         let written = packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -96,7 +95,7 @@ final class BlueZNotifyPipe: Sendable {
         return false
     }
 
-    func close() {
+    package func close() {
         guard !state.withLock({ value in defer { value.closed = true }; return value.closed }) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)

@@ -1,16 +1,14 @@
-import BluetoothCore
+package import BluetoothCore
 import DequeModule
-import Host
-import L2CAP
-import OpenCoreBluetooth
-import BluetoothEngine
+package import L2CAP
+package import BluetoothEngine
 
 /// LE credit-based channels (Core 5.4 Vol 3 Part A §4.22) on bluetoothd's links: the kernel's L2CAP sockets,
-/// through OpenCoreBluetooth's BlueZ backends (a connecting socket to open one; a listening socket bound to the
+/// through ``BlueZCentral`` and ``BlueZPeripheral`` (a connecting socket to open one; a listening socket bound to the
 /// server's PSM to accept them). The kernel runs the credits and segmentation: one SOCK_SEQPACKET write is one SDU,
 /// a full socket holds an SDU back until it drains (`canSend`). Channel identifiers are the engine's own (the kernel
 /// does not give the CIDs); the peer's MTU is the socket's send MTU; MPS values are not known (0).
-extension BlueZStackEngine {
+extension BlueZEngine {
     struct ChannelKey: Hashable {
         var connection: UInt16
         var channel: UInt16
@@ -18,24 +16,20 @@ extension BlueZStackEngine {
 
     /// An open channel and the SDUs waiting for room in its socket.
     struct OpenChannel {
-        var backend: any CBL2CAPChannelBackend
+        var backend: BlueZL2CAPChannel
         var info: L2CAPChannelInfo
         var waiting: Deque<(sdu: [UInt8], completion: (@Sendable (Result<Void, HostError>) -> Void)?)> = []
     }
 
-    func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool,
+    package func registerL2CAPServer(_ server: L2CAPChannelServer, requiresEncryption: Bool,
                              completion: (@Sendable (Result<Void, L2CAPLinkError>) -> Void)?) {
         onLoop { [self] in
             guard l2capServers[server.psm] == nil else {
                 completion?(.failure(L2CAPLinkError(.psmInUse, "PSM \(server.psm) is already published")))
                 return
             }
-            guard let publisher = peripheral as? any L2CAPFixedPSMPublishing else {
-                completion?(.failure(L2CAPLinkError(.invalidParameters, "this backend cannot publish a PSM of its choosing")))
-                return
-            }
             l2capServers[server.psm] = server
-            publisher.publishL2CAPChannel(psm: server.psm, encryptionRequired: requiresEncryption) { [self] result in
+            peripheral.publishL2CAPChannel(psm: server.psm, encryptionRequired: requiresEncryption) { [self] result in
                 onLoop { [self] in
                     switch result {
                     case .success:
@@ -49,14 +43,14 @@ extension BlueZStackEngine {
         }
     }
 
-    func unregisterL2CAPServer(psm: UInt16) {
+    package func unregisterL2CAPServer(psm: UInt16) {
         onLoop { [self] in
             guard l2capServers.removeValue(forKey: psm) != nil else { return }
             peripheral.unpublishL2CAPChannel(psm) { _ in }
         }
     }
 
-    func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
+    package func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
                      completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
         onLoop { [self] in
             guard let link = links[handle] else {
@@ -65,7 +59,7 @@ extension BlueZStackEngine {
             guard link.connection.role == .central else {
                 return completion(.failure(HostError(.unsupported, "through bluetoothd a channel is opened from the central's side")))
             }
-            central.openL2CAPChannel(link.peer, psm: psm) { [self] result in
+            central.openL2CAPChannel(link.connection.peer, psm: psm) { [self] result in
                 onLoop { [self] in
                     switch result {
                     case .success(let backend):
@@ -83,21 +77,21 @@ extension BlueZStackEngine {
     }
 
     /// A central opened a channel on a published PSM (on the loop).
-    func incomingChannel(_ backend: any CBL2CAPChannelBackend) {
+    func incomingChannel(_ backend: BlueZL2CAPChannel) {
         guard let server = l2capServers[backend.psm] else { return backend.close() }
         let handle = link(backend.peer, role: .peripheral)
         _ = adopt(backend, on: handle, psm: backend.psm, localMTU: server.mtu, initiator: false)
     }
 
     /// Names a new channel, listens to it and reports it open.
-    private func adopt(_ backend: any CBL2CAPChannelBackend, on handle: UInt16, psm: UInt16, localMTU: UInt16,
+    private func adopt(_ backend: BlueZL2CAPChannel, on handle: UInt16, psm: UInt16, localMTU: UInt16,
                        initiator: Bool) -> L2CAPChannelInfo {
         while channels.keys.contains(where: { $0.channel == nextChannelID }) {
             nextChannelID = nextChannelID >= 0x00FF ? 0x0040 : nextChannelID + 1
         }
         let cid = nextChannelID
         nextChannelID = nextChannelID >= 0x00FF ? 0x0040 : nextChannelID + 1
-        let peerMTU = (backend as? any L2CAPChannelPeerMTU)?.peerMTU ?? 23
+        let peerMTU = backend.peerMTU
         let info = L2CAPChannelInfo(localCID: L2CAPChannelIdentifier(cid), remoteCID: L2CAPChannelIdentifier(cid), psm: psm,
                                     localMTU: localMTU, localMPS: 0, remoteMTU: UInt16(clamping: peerMTU), remoteMPS: 0,
                                     isInitiator: initiator)
@@ -111,7 +105,7 @@ extension BlueZStackEngine {
         return info
     }
 
-    private func channelEvent(_ key: ChannelKey, _ event: CBL2CAPChannelBackendEvent) {
+    private func channelEvent(_ key: ChannelKey, _ event: BlueZL2CAPChannel.Event) {
         guard channels[key] != nil else { return }
         switch event {
         case .received(let sdu):
@@ -125,7 +119,7 @@ extension BlueZStackEngine {
         }
     }
 
-    func sendL2CAPSDU(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier, _ sdu: [UInt8],
+    package func sendL2CAPSDU(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier, _ sdu: [UInt8],
                       completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
             let key = ChannelKey(connection: handle, channel: channel.rawValue)
@@ -156,7 +150,7 @@ extension BlueZStackEngine {
         }
     }
 
-    func closeL2CAPChannel(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier,
+    package func closeL2CAPChannel(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier,
                            completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
             channels[ChannelKey(connection: handle, channel: channel.rawValue)]?.backend.close()

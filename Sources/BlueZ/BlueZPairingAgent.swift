@@ -1,6 +1,5 @@
-import BlueZ
 import BluetoothRuntime
-import DBus
+package import DBus
 import Foundation
 
 /// The pairing prompts of OpenCoreBluetooth's managers on bluetoothd. On iOS the system asks the user (Just Works
@@ -11,15 +10,20 @@ import Foundation
 /// (BlueZ's doc/org.bluez.AgentManager.rst RequestDefaultAgent) for as long as it runs: Just Works and Numeric
 /// Comparison are accepted, each value logged (notice, label opencorebluetooth.bluez); a passkey to display is logged; a passkey to type
 /// is `OCB_BLUEZ_PASSKEY` (six digits), else the request is refused.
-struct BlueZPairingAgent: Sendable {
-    static let environmentVariable = "OCB_BLUEZ_AGENT"
-    static let passkeyVariable = "OCB_BLUEZ_PASSKEY"
+package struct BlueZPairingAgent: Sendable {
+    package static let environmentVariable = "OCB_BLUEZ_AGENT"
+    package static let passkeyVariable = "OCB_BLUEZ_PASSKEY"
 
-    var capability: BlueZAgent.Capability
-    var passkey: UInt32?
+    package var capability: BlueZAgent.Capability
+    package var passkey: UInt32?
+
+    package init(capability: BlueZAgent.Capability, passkey: UInt32?) {
+        self.capability = capability
+        self.passkey = passkey
+    }
 
     /// The agent the environment asks for, nil when none (or an unknown capability, logged as a warning).
-    static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> BlueZPairingAgent? {
+    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> BlueZPairingAgent? {
         guard let text = environment[environmentVariable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
         guard let capability = BlueZAgent.Capability.allCases.first(where: { $0.rawValue.caseInsensitiveCompare(text) == .orderedSame }) else {
             let capabilities = BlueZAgent.Capability.allCases.map(\.rawValue).joined(separator: ", ")
@@ -31,7 +35,7 @@ struct BlueZPairingAgent: Sendable {
     }
 
     /// Registers the agent at `path` as bluetoothd's default; prompts and refusals go to `report` (the backend's prompt).
-    func register(on connection: DBusConnection, path: String,
+    package func register(on connection: DBusConnection, path: String,
                   report: @escaping @Sendable (String) -> Void) async throws(DBusError) -> BlueZAgent {
         let passkey = passkey
         return try await BlueZAgent.register(on: connection, path: path, capability: capability, makeDefault: true) { request, answer in
@@ -57,12 +61,12 @@ struct BlueZPairingAgent: Sendable {
     }
 
     /// "AA:BB:CC:DD:EE:FF" from a device path.
-    static func name(_ device: String) -> String {
+    package static func name(_ device: String) -> String {
         guard let last = device.split(separator: "/").last, last.hasPrefix("dev_") else { return device }
         return last.dropFirst(4).replacingOccurrences(of: "_", with: ":")
     }
 
-    static func six(_ value: UInt32) -> String {
+    package static func six(_ value: UInt32) -> String {
         let text = String(value)
         return String(repeating: "0", count: max(0, 6 - text.count)) + text
     }

@@ -1,8 +1,6 @@
-import BlueZ
-import BluetoothCore
+package import BluetoothCore
 import BluetoothRuntime
 import Foundation
-import HCITransport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -10,23 +8,23 @@ import Musl
 #endif
 import SystemInterface
 
-/// LE credit-based channels through the kernel's L2CAP sockets, for the BlueZ backends (Core 5.4 Vol 3 Part A §10.1;
+/// LE credit-based channels through the kernel's L2CAP sockets, for the bluetoothd engine and backends (Core 5.4 Vol 3 Part A §10.1;
 /// Linux `include/net/bluetooth/l2cap.h`: `socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)` with a
 /// `struct sockaddr_l2 { family, le16 psm, bdaddr (little-endian), le16 cid, u8 bdaddr_type }`; an LE address type
 /// makes the kernel use LE flow control). bluetoothd does not carry channels: the kernel does, on the link
 /// bluetoothd made. Each SOCK_SEQPACKET read or write is one SDU.
-enum BlueZL2CAPSocket {
-    static let addressFamily: Int32 = 31          // AF_BLUETOOTH
-    static let l2capProtocol: Int32 = 0           // BTPROTO_L2CAP
-    static let solBluetooth: Int32 = 274          // SOL_BLUETOOTH
-    static let securityOption: Int32 = 4          // BT_SECURITY
-    static let sendMTUOption: Int32 = 12          // BT_SNDMTU
-    static let securityMedium: UInt8 = 2          // BT_SECURITY_MEDIUM: encrypted
-    static let lePublic: UInt8 = 1                // BDADDR_LE_PUBLIC
-    static let leRandom: UInt8 = 2                // BDADDR_LE_RANDOM
+package enum BlueZL2CAPSocket {
+    package static let addressFamily: Int32 = 31          // AF_BLUETOOTH
+    package static let l2capProtocol: Int32 = 0           // BTPROTO_L2CAP
+    package static let solBluetooth: Int32 = 274          // SOL_BLUETOOTH
+    package static let securityOption: Int32 = 4          // BT_SECURITY
+    package static let sendMTUOption: Int32 = 12          // BT_SNDMTU
+    package static let securityMedium: UInt8 = 2          // BT_SECURITY_MEDIUM: encrypted
+    package static let lePublic: UInt8 = 1                // BDADDR_LE_PUBLIC
+    package static let leRandom: UInt8 = 2                // BDADDR_LE_RANDOM
 
     /// A `sockaddr_l2` (14 octets with padding).
-    static func address(_ address: BluetoothAddress?, psm: UInt16) -> [UInt8] {
+    package static func address(_ address: BluetoothAddress?, psm: UInt16) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 14)
         bytes[0] = UInt8(addressFamily & 0xFF)
         bytes[1] = UInt8(addressFamily >> 8)
@@ -43,7 +41,7 @@ enum BlueZL2CAPSocket {
     }
 
     /// The address and PSM in a `sockaddr_l2`.
-    static func decode(_ bytes: [UInt8]) -> (address: BluetoothAddress, psm: UInt16)? {
+    package static func decode(_ bytes: [UInt8]) -> (address: BluetoothAddress, psm: UInt16)? {
         guard bytes.count >= 13 else { return nil }
         var value: UInt64 = 0
         for index in 0..<6 { value |= UInt64(bytes[4 + index]) << (8 * UInt64(index)) }
@@ -55,19 +53,20 @@ enum BlueZL2CAPSocket {
     }
 
     /// The adapter's own address (Adapter1 Address and AddressType), which the sockets bind to.
-    static func adapterAddress(_ tree: BlueZObjectTree?, _ adapterPath: String?) -> BluetoothAddress? {
+    package static func adapterAddress(_ tree: BlueZObjectTree?, _ adapterPath: String?) -> BluetoothAddress? {
         guard let tree, let adapterPath, let properties = tree.properties(adapterPath, BlueZAdapterSession.adapterInterface),
               let text = properties["Address"]?.stringValue else { return nil }
         return try? BluetoothAddress(string: text, type: properties["AddressType"]?.stringValue == "random" ? .random : .public)
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+        package init(description: String) { self.description = description }
     }
 
     /// A new L2CAP socket bound to `local` (the adapter's address; PSM `psm`, 0 for any), close-on-exec, with
     /// encryption required when asked.
-    static func open(local: BluetoothAddress, psm: UInt16, encrypted: Bool) throws(Failure) -> Int32 {
+    package static func open(local: BluetoothAddress, psm: UInt16, encrypted: Bool) throws(Failure) -> Int32 {
         let fd = socket(addressFamily, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), l2capProtocol)
         guard fd >= 0 else {
             throw Failure(description: errno == EAFNOSUPPORT ? "this kernel has no Bluetooth sockets (AF_BLUETOOTH)"
@@ -91,7 +90,7 @@ enum BlueZL2CAPSocket {
     }
 
     /// Connects `fd` to `peer`'s PSM (blocking: the kernel bounds it with its connection timeout).
-    static func connect(_ fd: Int32, to peer: BluetoothAddress, psm: UInt16) throws(Failure) {
+    package static func connect(_ fd: Int32, to peer: BluetoothAddress, psm: UInt16) throws(Failure) {
         let result = withAddress(address(peer, psm: psm)) { Glibc.connect(fd, $0, $1) }
         guard result == 0 else {
             throw Failure(description: "cannot open PSM \(psm) on \(peer): \(POSIX.errorText(errno))")
@@ -99,7 +98,7 @@ enum BlueZL2CAPSocket {
     }
 
     /// The PSM and address a socket is bound to (a listening socket's PSM is the kernel's choice when bound to 0).
-    static func localAddress(_ fd: Int32) -> (address: BluetoothAddress, psm: UInt16)? {
+    package static func localAddress(_ fd: Int32) -> (address: BluetoothAddress, psm: UInt16)? {
         var bytes = [UInt8](repeating: 0, count: 14)
         var length = socklen_t(bytes.count)
         let result = bytes.withUnsafeMutableBytes { raw in
@@ -108,7 +107,7 @@ enum BlueZL2CAPSocket {
         return result == 0 ? decode(bytes) : nil
     }
 
-    static func peerAddress(_ fd: Int32) -> (address: BluetoothAddress, psm: UInt16)? {
+    package static func peerAddress(_ fd: Int32) -> (address: BluetoothAddress, psm: UInt16)? {
         var bytes = [UInt8](repeating: 0, count: 14)
         var length = socklen_t(bytes.count)
         let result = bytes.withUnsafeMutableBytes { raw in
@@ -118,7 +117,7 @@ enum BlueZL2CAPSocket {
     }
 
     /// The peer's MTU for our SDUs (BT_SNDMTU), 23 when the kernel does not say.
-    static func sendMTU(_ fd: Int32) -> Int {
+    package static func sendMTU(_ fd: Int32) -> Int {
         var mtu: UInt16 = 0
         var length = socklen_t(MemoryLayout<UInt16>.size)
         guard getsockopt(fd, solBluetooth, sendMTUOption, &mtu, &length) == 0, mtu > 0 else { return 23 }
@@ -129,24 +128,36 @@ enum BlueZL2CAPSocket {
 /// An open channel on a kernel L2CAP socket (``BlueZL2CAPSocket``): a reader thread polls it (and a wake pipe) and
 /// reports each SDU, room to send again after a full send buffer (EAGAIN), and the end; `send` writes one SDU of at
 /// most the peer's MTU without blocking.
-final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable, L2CAPChannelPeerMTU {
+package final class BlueZL2CAPChannel: Sendable {
+    /// What the reader thread reports, in order, on the channel's own queue.
+    package enum Event: Sendable {
+        /// One SDU from the peer.
+        case received([UInt8])
+        /// Room to send again after ``send(_:)`` took nothing.
+        case canSend
+        /// The channel ended (either side).
+        case closed
+    }
+
     private struct State {
-        var sink: (@Sendable (CBL2CAPChannelBackendEvent) -> Void)?
+        var sink: (@Sendable (Event) -> Void)?
         var waitingToSend = false
         var closed = false
     }
 
-    let psm: CBL2CAPPSM
-    let peer: CBBackendPeer
+    package let psm: UInt16
+    /// The device at the other end.
+    package let peer: BluetoothAddress
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let sendMTU: Int
-    var peerMTU: Int { sendMTU }
+    /// The largest SDU the peer accepts (the socket's send MTU; Core 5.4 Vol 3 Part A §4.22).
+    package var peerMTU: Int { sendMTU }
     private let state = LockedValue(State())
-    private let queue = DispatchQueue(label: "OpenCoreBluetooth.bluez.l2cap")
+    private let queue = DispatchQueue(label: "BlueZ.l2cap")
 
     /// Takes `fd` (connected, close-on-exec); nil when the wake pipe cannot be made (the socket is closed then).
-    init?(fd: Int32, psm: CBL2CAPPSM, peer: CBBackendPeer) {
+    package init?(fd: Int32, psm: UInt16, peer: BluetoothAddress) {
         guard let wake = POSIX.makeWakePipe() else {
             POSIX.closeDescriptor(fd)
             return nil
@@ -166,14 +177,14 @@ final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable, L2CAPChannelPeer
         POSIX.closeDescriptor(wake.write)
     }
 
-    func start(_ events: @escaping @Sendable (CBL2CAPChannelBackendEvent) -> Void) {
+    package func start(_ events: @escaping @Sendable (Event) -> Void) {
         state.withLock { $0.sink = events }
         let thread = Thread { [self] in read() }
-        thread.name = "OpenCoreBluetooth.bluez.l2cap"
+        thread.name = "BlueZ.l2cap"
         thread.start()
     }
 
-    private func emit(_ event: CBL2CAPChannelBackendEvent) {
+    private func emit(_ event: Event) {
         guard let sink = state.load().sink else { return }
         queue.async { sink(event) }
     }
@@ -217,7 +228,8 @@ final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable, L2CAPChannelPeer
         if first { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    func send(_ bytes: [UInt8]) -> Int {
+    /// Writes one SDU (at most the peer's MTU); the octets taken, 0 when the socket is full (``Event/canSend`` follows).
+    package func send(_ bytes: [UInt8]) -> Int {
         guard !bytes.isEmpty, !state.load().closed else { return 0 }
         let chunk = Array(bytes.prefix(sendMTU))
         let written = chunk.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -230,7 +242,7 @@ final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable, L2CAPChannelPeer
         return written
     }
 
-    func close() {
+    package func close() {
         let first = state.withLock { value -> Bool in
             defer { value.closed = true }
             return !value.closed
@@ -244,15 +256,15 @@ final class BlueZL2CAPChannel: CBL2CAPChannelBackend, Sendable, L2CAPChannelPeer
 
 /// A published PSM on a listening kernel L2CAP socket: a thread accepts centrals' channels and hands each to
 /// `opened`; ``close()`` stops listening and closes the channels it opened (as `unpublishL2CAPChannel` does).
-final class BlueZL2CAPListener: Sendable {
-    let psm: CBL2CAPPSM
+package final class BlueZL2CAPListener: Sendable {
+    package let psm: UInt16
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let channels = LockedValue<[BlueZL2CAPChannel]>([])
     private let closed = LockedValue(false)
 
     /// Listens on `fd` (bound); nil when listen fails (the socket is closed then).
-    init?(fd: Int32) {
+    package init?(fd: Int32) {
         guard listen(fd, 8) == 0, let bound = BlueZL2CAPSocket.localAddress(fd), let wake = POSIX.makeWakePipe() else {
             POSIX.closeDescriptor(fd)
             return nil
@@ -268,7 +280,7 @@ final class BlueZL2CAPListener: Sendable {
         POSIX.closeDescriptor(wake.write)
     }
 
-    func start(_ opened: @escaping @Sendable (BlueZL2CAPChannel) -> Void) {
+    package func start(_ opened: @escaping @Sendable (BlueZL2CAPChannel) -> Void) {
         let thread = Thread { [self] in
             while !closed.load() {
                 var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
@@ -286,7 +298,7 @@ final class BlueZL2CAPListener: Sendable {
                 let accepted = POSIX.acceptCloseOnExec(fd)
                 guard accepted >= 0 else { continue }
                 guard let remote = BlueZL2CAPSocket.peerAddress(accepted),
-                      let channel = BlueZL2CAPChannel(fd: accepted, psm: psm, peer: CBBackendPeer(address: remote.address)) else {
+                      let channel = BlueZL2CAPChannel(fd: accepted, psm: psm, peer: remote.address) else {
                     POSIX.closeDescriptor(accepted)
                     continue
                 }
@@ -294,11 +306,11 @@ final class BlueZL2CAPListener: Sendable {
                 opened(channel)
             }
         }
-        thread.name = "OpenCoreBluetooth.bluez.l2cap.listen"
+        thread.name = "BlueZ.l2cap.listen"
         thread.start()
     }
 
-    func close() {
+    package func close() {
         guard !closed.withLock({ value in defer { value = true }; return value }) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)

@@ -1,9 +1,7 @@
-import ATT
-import BluetoothCore
-import GATT
-import Host
-import OpenCoreBluetooth
-import BluetoothEngine
+package import ATT
+package import BluetoothCore
+package import GATT
+package import BluetoothEngine
 
 /// The GATT client procedures (Core 5.4 Vol 3 Part G §4) on bluetoothd: each one the backend call its D-Bus API
 /// offers. bluetoothd resolves the whole database at connection and reads and writes whole values (long reads and
@@ -11,22 +9,22 @@ import BluetoothEngine
 /// Characteristic UUID, Read Multiple, signed and reliable writes, included services) are refused with
 /// *request refused*. Discovery results are remembered per link, to name the service, characteristic or CCCD that a
 /// later procedure's handles belong to.
-extension BlueZStackEngine {
-    func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
+extension BlueZEngine {
+    package func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
               completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
         onLoop { [self] in
             guard let link = links[handle], link.connection.role == .central else {
                 return completion(.failure(.bearerFailed(.disconnected(reason: nil))))
             }
-            run(procedure, on: handle, peer: link.peer, completion)
+            run(procedure, on: handle, peer: link.connection.peer, completion)
         }
     }
 
-    private func run(_ procedure: GATTProcedure, on handle: UInt16, peer: CBBackendPeer,
+    private func run(_ procedure: GATTProcedure, on handle: UInt16, peer: BluetoothAddress,
                      _ completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
         /// A backend's answer, back on the loop, with the attribute handle its ATT errors name.
         func answer<Value: Sendable>(_ attribute: UInt16, _ body: @escaping @Sendable (Value) -> GATTProcedureResult)
-            -> @Sendable (Result<Value, CBBackendError>) -> Void {
+            -> @Sendable (Result<Value, BlueZCallError>) -> Void {
             { [self] result in
                 onLoop { completion(result.map(body).mapError { Self.clientError($0, handle: attribute) }) }
             }
@@ -109,12 +107,13 @@ extension BlueZStackEngine {
 
     /// A backend's failure as the GATT client's: an ATT error stays one; a lost link is a bearer failure; the rest
     /// (bluetoothd refused or failed the call) is a refused request with bluetoothd's reason.
-    static func clientError(_ error: CBBackendError, handle: UInt16) -> GATTClientError {
+    static func clientError(_ error: BlueZCallError, handle: UInt16) -> GATTClientError {
         switch error {
         case .att(let code): .attError(ATTErrorCode(code), handle: handle)
-        case .core(.notConnected, _), .core(.peripheralDisconnected, _): .bearerFailed(.disconnected(reason: nil))
-        case .core(.connectionTimeout, _): .bearerFailed(.transactionTimeout)
-        case .core(_, let reason): .requestRefused(reason)
+        case .notConnected, .peerDisconnected: .bearerFailed(.disconnected(reason: nil))
+        case .timedOut: .bearerFailed(.transactionTimeout)
+        case .unknownDevice(let reason), .invalidHandle(let reason), .connectionFailed(let reason), .unsupported(let reason),
+             .failed(let reason): .requestRefused(reason)
         }
     }
 }

@@ -1,35 +1,34 @@
-import AdvertisingData
-import ATT
-import BluetoothCore
-import BluetoothRuntime
-import GATT
-import HCI
-import Host
-import L2CAP
-import BlueZ
-import OpenCoreBluetooth
-import SMP
-import BluetoothEngine
+package import AdvertisingData
+package import ATT
+package import BluetoothCore
+package import BluetoothRuntime
+package import GATT
+package import L2CAP
+package import SMP
+package import BluetoothEngine
+import DBus
 
-/// The async API on bluetoothd rather than on our host (issue 16; ``BluetoothStack/init(bluez:)``): the engine
-/// operations done by OpenCoreBluetooth's BlueZ backends (D-Bus: Adapter1, Device1, GattService1 /
-/// GattCharacteristic1 / GattDescriptor1, GattManager1, LEAdvertisingManager1), their events turned into the host's
-/// events, so that ``StackCore`` and everything above it work unchanged (Core 5.4 Vol 3 Part C GAP roles, Part G GATT).
+/// bluetoothd as an engine (``StackEngine``): the operations the APIs ask of a stack, done through BlueZ's D-Bus
+/// API (Adapter1, Device1, GattService1 / GattCharacteristic1 / GattDescriptor1, GattManager1,
+/// LEAdvertisingManager1, Agent1; ``BlueZCentral`` and ``BlueZPeripheral``) and the kernel's L2CAP sockets, its
+/// answers turned into the host's events, so that the async API (`BluetoothStack(bluez:)`) works unchanged on it
+/// (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part H pairing, Part A §4.22 channels).
 ///
-/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): the backends' events
-/// and completions hop onto it. Links get connection handles of their own (from 0x0040), one per peer and role;
-/// attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
+/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): the D-Bus clients'
+/// events and completions hop onto it. Links get connection handles of their own (from 0x0040), one per peer and
+/// role; attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
 /// handles a ``GATTDatabase`` of the engine numbers the published services with (bluetoothd numbers its own).
 ///
 /// What bluetoothd decides differently from our host (README "BlueZ backend"): connection parameters and PHY are
-/// not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1
-/// properties); the own address is the adapter's (Adapter1.Address); GATT procedures are those its API offers (discovery, reads and writes of whole values, Write
-/// Commands, notifications); the local GAP name is the adapter's alias; advertising carries a name and service
-/// UUIDs, connectable; `pair()` is Device1.Pair with our agent (bluetoothd chooses the method and keeps the bond),
-/// pairings bluetoothd starts by itself are answered by its default agent (or ours with `OCB_BLUEZ_AGENT`), and
-/// `requestSecurity()` is refused (bluetoothd has no call for a Security Request); L2CAP channels are the kernel's L2CAP sockets on bluetoothd's links (CIDs
-/// here are the engine's own names for them; the kernel does not tell the real ones).
-final class BlueZStackEngine: StackEngine, @unchecked Sendable {
+/// not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1 properties); the own
+/// address is the adapter's (Adapter1.Address); GATT procedures are those its API offers (discovery, reads and
+/// writes of whole values, Write Commands, notifications); the local GAP name is the adapter's alias; advertising
+/// carries a name and service UUIDs, connectable; `pair()` is Device1.Pair with our agent (bluetoothd chooses the
+/// method and keeps the bond), pairings bluetoothd starts by itself are answered by its default agent (or ours with
+/// `OCB_BLUEZ_AGENT`), and `requestSecurity()` is refused (bluetoothd has no call for a Security Request); L2CAP
+/// channels are the kernel's L2CAP sockets on bluetoothd's links (CIDs here are the engine's own names for them;
+/// the kernel does not tell the real ones).
+package final class BlueZEngine: StackEngine, @unchecked Sendable {
     /// One link, in either role.
     struct Link {
         var connection: Connection
@@ -38,12 +37,10 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         var writesFull = false
         /// The peer's attributes found so far (central role): services by start handle, characteristics by value
         /// handle, and the characteristic each CCCD belongs to.
-        var services: [UInt16: CBBackendService] = [:]
-        var characteristics: [UInt16: CBBackendCharacteristic] = [:]
-        var clientConfigurations: [UInt16: CBBackendCharacteristic] = [:]
+        var services: [UInt16: BlueZRemoteService] = [:]
+        var characteristics: [UInt16: BlueZRemoteCharacteristic] = [:]
+        var clientConfigurations: [UInt16: BlueZRemoteCharacteristic] = [:]
         var disconnectWaiters: [@Sendable (Result<HCIStatus, HostError>) -> Void] = []
-
-        var peer: CBBackendPeer { CBBackendPeer(address: connection.peer) }
     }
 
     struct PendingConnect {
@@ -68,9 +65,9 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     }
 
     private let loop: DispatchEventLoop
-    var eventLoop: any EventLoop { loop }
-    let central: any CBCentralBackend
-    let peripheral: any CBPeripheralBackend
+    package var eventLoop: any EventLoop { loop }
+    let central: BlueZCentral
+    let peripheral: BlueZPeripheral
     /// "bluetoothd (hci1)".
     let description: String
     /// The first line a backend reported outside a call (bluetoothd unreachable, discovery refused).
@@ -81,10 +78,10 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     // MARK: Loop-confined state
 
     private var handler: @Sendable (HostEvent) -> Void = { _ in }
-    private(set) var controllerInfo = ControllerInfo()
+    package private(set) var controllerInfo = ControllerInfo()
     var phase = Phase.idle
     private var startWaiters: [@Sendable (Result<ControllerInfo, HostError>) -> Void] = []
-    private var states: (central: CBManagerState?, peripheral: CBManagerState?) = (nil, nil)
+    private var states: (central: BlueZAdapterState?, peripheral: BlueZAdapterState?) = (nil, nil)
     private var startTimer: ScheduledJob?
     var links: [UInt16: Link] = [:]
     private var nextHandle: UInt16 = 0x0040
@@ -108,12 +105,15 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
 
     enum Phase { case idle, starting, started, failed(HostError), closed }
 
-    init(adapter: String?, busAddress: String? = nil) {
-        loop = DispatchEventLoop(label: "BluetoothLE.bluez")
+    /// An engine on bluetoothd's adapter `adapter` ("hci1"; nil: its first), on the system bus unless `busAddress`
+    /// names another (tests).
+    package init(adapter: String?, busAddress: String? = nil) {
+        loop = DispatchEventLoop(label: "BlueZ.engine")
         let reported = reported
         let report: @Sendable (String) -> Void = { line in reported.withLock { $0 = $0 ?? line } }
-        central = HostBackend.bluezCentral(adapter: adapter, busAddress: busAddress, report: report)
-        peripheral = HostBackend.bluezPeripheral(adapter: adapter, busAddress: busAddress, report: report)
+        let bus = busAddress ?? DBusConnection.systemBusAddress
+        central = BlueZCentral(adapter: adapter, busAddress: bus, report: report)
+        peripheral = BlueZPeripheral(adapter: adapter, busAddress: bus, report: report)
         description = "bluetoothd (\(adapter ?? "its first adapter"))"
     }
 
@@ -125,13 +125,13 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
 
     // MARK: Life cycle
 
-    func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
+    package func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
         onLoop { [self] in self.handler = handler }
     }
 
     /// Starts both backends and waits for their first state: powered on, or a failure that says why (at most
     /// ``startLimit``).
-    func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void) {
+    package func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void) {
         onLoop { [self] in
             switch phase {
             case .started: return completion(.success(controllerInfo))
@@ -158,14 +158,14 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     }
 
     /// A backend's state: the first one of each decides the start; powered off later drops every link.
-    func stateChanged(_ state: CBManagerState, central isCentral: Bool) {
+    func stateChanged(_ state: BlueZAdapterState, central isCentral: Bool) {
         if case .starting = phase {
             if isCentral { states.central = states.central ?? state } else { states.peripheral = states.peripheral ?? state }
             for first in [states.central, states.peripheral] {
                 if let first, first != .poweredOn { return finishStart(.failure(startFailure(first))) }
             }
             if states.central == .poweredOn, states.peripheral == .poweredOn {
-                if let address = (central as? any BackendAdapterAddress)?.adapterAddress {
+                if let address = central.adapterAddress {
                     controllerInfo.publicAddress = address
                     controllerInfo.ownAddress = address
                 }
@@ -177,7 +177,7 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         for handle in links.keys.sorted() { linkEnded(handle, reason: .connectionTerminatedByLocalHost) }
     }
 
-    private func startFailure(_ state: CBManagerState) -> HostError {
+    private func startFailure(_ state: BlueZAdapterState) -> HostError {
         switch state {
         case .poweredOff: HostError(.notReady, "the adapter of \(description) is powered off (`bluetoothctl power on`)")
         default: HostError(.notReady, reported.load() ?? "cannot use \(description)")
@@ -197,7 +197,7 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         for waiter in waiters { waiter(result) }
     }
 
-    func shutdown() {
+    package func shutdown() {
         onLoop { [self] in
             if case .closed = phase { return }
             finishStart(.failure(HostError(.notReady, "the stack was shut down")))
@@ -225,14 +225,14 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
 
     /// The link to `peer` in `role`, made (and reported) when it is new.
     @discardableResult
-    func link(_ peer: CBBackendPeer, role: ConnectionRole, mtu: Int = 23) -> UInt16 {
-        if let handle = links.first(where: { $0.value.connection.peer == peer.address && $0.value.connection.role == role })?.key {
+    func link(_ peer: BluetoothAddress, role: ConnectionRole, mtu: Int = 23) -> UInt16 {
+        if let handle = links.first(where: { $0.value.connection.peer == peer && $0.value.connection.role == role })?.key {
             return handle
         }
         while links[nextHandle] != nil { nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1 }
         let handle = nextHandle
         nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
-        let address = peer.address
+        let address = peer
         let connection = Connection(handle: handle, role: role, peer: address,
                                     peerAddressType: address.type == .random ? .random : .public,
                                     parameters: ConnectionParameters(interval: 0, latency: 0, supervisionTimeout: 0))
@@ -244,8 +244,8 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
     /// The device a connect is under way to (on the loop).
     var pendingConnectPeer: BluetoothAddress? { pendingConnect?.peer }
 
-    func handle(of peer: CBBackendPeer, role: ConnectionRole) -> UInt16? {
-        links.first { $0.value.connection.peer == peer.address && $0.value.connection.role == role }?.key
+    func handle(of peer: BluetoothAddress, role: ConnectionRole) -> UInt16? {
+        links.first { $0.value.connection.peer == peer && $0.value.connection.role == role }?.key
     }
 
     /// Forgets a link and says so: waiters for its end, subscriptions, then the event.
@@ -266,25 +266,25 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         emit(.disconnected(handle: handle, reason: reason))
     }
 
-    func attMTU(connectionHandle handle: UInt16) -> Int? { links[handle]?.mtu }
+    package func attMTU(connectionHandle handle: UInt16) -> Int? { links[handle]?.mtu }
 
-    func isReadyToSend(connectionHandle handle: UInt16) -> Bool {
+    package func isReadyToSend(connectionHandle handle: UInt16) -> Bool {
         guard let link = links[handle] else { return false }
         return link.connection.role == .central ? !link.writesFull : !updatesFull
     }
 
     // MARK: GAP central
 
-    func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+    package func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
             scanning = true
-            central.startScan(CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: true, solicitedServiceUUIDs: []))
+            central.startScan(serviceUUIDs: nil, allowDuplicates: true)
             completion(.success(()))
         }
     }
 
-    func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+    package func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
             if scanning { central.stopScan() }
             scanning = false
@@ -292,11 +292,11 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         }
     }
 
-    func connect(to peer: BluetoothAddress, options: ConnectOptions, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
+    package func connect(to peer: BluetoothAddress, options: ConnectOptions, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
             guard pendingConnect == nil else { return completion(.failure(HostError(.busy, "a connect is already pending"))) }
-            if let handle = handle(of: CBBackendPeer(address: peer), role: .central), let link = links[handle] {
+            if let handle = handle(of: peer, role: .central), let link = links[handle] {
                 return completion(.success(link.connection))
             }
             let timer = options.timeout.map { limit in
@@ -305,11 +305,11 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
                 }
             }
             pendingConnect = PendingConnect(peer: peer, completion: completion, timer: timer)
-            central.connect(CBBackendPeer(address: peer))
+            central.connect(peer)
         }
     }
 
-    func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+    package func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
             guard pendingConnect != nil else {
                 completion?(.failure(HostError(.invalidParameters, "no connect is pending")))
@@ -325,11 +325,11 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
         guard let pending = pendingConnect else { return }
         pendingConnect = nil
         pending.timer?.cancel()
-        if cancel { central.cancelConnection(CBBackendPeer(address: pending.peer)) }
+        if cancel { central.cancelConnection(pending.peer) }
         pending.completion(.failure(error))
     }
 
-    func disconnect(connectionHandle handle: UInt16, reason: HCIStatus, completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)?) {
+    package func disconnect(connectionHandle handle: UInt16, reason: HCIStatus, completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)?) {
         onLoop { [self] in
             guard let link = links[handle] else {
                 completion?(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
@@ -340,19 +340,19 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
                 return
             }
             if let completion { links[handle]?.disconnectWaiters.append(completion) }
-            central.cancelConnection(link.peer)
+            central.cancelConnection(link.connection.peer)
         }
     }
 
-    private func centralEvent(_ event: CBCentralBackendEvent) {
+    private func centralEvent(_ event: BlueZCentral.Event) {
         if case .closed = phase { return }
         switch event {
         case .stateChanged(let state):
             stateChanged(state, central: true)
-        case .advertisement(let advertisement):
-            if scanning { emit(.advertisingReport(ScanReport(advertisement))) }
+        case .advertisement(let report):
+            if scanning { emit(.advertisingReport(report)) }
         case .connected(let peer, let mtu):
-            guard let pending = pendingConnect, pending.peer == peer.address else {
+            guard let pending = pendingConnect, pending.peer == peer else {
                 // Connected after the connect was given up: not ours to keep.
                 if handle(of: peer, role: .central) == nil { central.cancelConnection(peer) }
                 return
@@ -362,9 +362,9 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
             let handle = link(peer, role: .central, mtu: mtu)
             if let connection = links[handle]?.connection { pending.completion(.success(connection)) }
         case .connectionFailed(let peer, let error):
-            if pendingConnect?.peer == peer.address { endConnect(HostError(.commandFailed, "\(description): \(error)"), cancel: false) }
+            if pendingConnect?.peer == peer { endConnect(HostError(.commandFailed, "\(description): \(error)"), cancel: false) }
         case .disconnected(let peer, let error):
-            if pendingConnect?.peer == peer.address {
+            if pendingConnect?.peer == peer {
                 endConnect(HostError(.disconnected, "\(description): the connection ended while connecting"), cancel: false)
             }
             guard let handle = handle(of: peer, role: .central) else { return }
@@ -380,53 +380,48 @@ final class BlueZStackEngine: StackEngine, @unchecked Sendable {
             guard let handle = handle(of: peer, role: .central), links[handle]?.writesFull == true else { return }
             links[handle]?.writesFull = false
             emit(.readyToSend(handle: handle))
-        case .servicesChanged(let peer, _, _):
-            guard let handle = handle(of: peer, role: .central) else { return }
-            links[handle]?.services = [:]
-            links[handle]?.characteristics = [:]
-            links[handle]?.clientConfigurations = [:]
         case .nameUpdated:
             break
         }
     }
 
     /// The HCI reason a backend's disconnection stands for: none given = we closed it.
-    static func reason(_ error: CBBackendError?) -> HCIStatus {
+    static func reason(_ error: BlueZCallError?) -> HCIStatus {
         switch error {
         case nil: .connectionTerminatedByLocalHost
-        case .core(.connectionTimeout, _)?: .connectionTimeout
+        case .timedOut?: .connectionTimeout
         default: .remoteUserTerminatedConnection
         }
     }
 }
 
 /// What bluetoothd offers no call for: refused here, in one place, with the reason.
-extension BlueZStackEngine {
+extension BlueZEngine {
     static func refusal(_ what: String) -> HostError {
         HostError(.unsupported, "through bluetoothd \(what)")
     }
 
-    func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
+    package func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
                           completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { completion(.failure(Self.refusal("advertising data is bluetoothd's to lay out (a name and service UUIDs)"))) }
     }
 
-    func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {
+    package func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {
         onLoop { completion(.failure(Self.refusal("a connected peer's RSSI cannot be read"))) }
     }
 
-    func requestConnectionParameterUpdate(connectionHandle handle: UInt16, _ request: L2CAPConnectionParameterUpdateRequest,
+    package func requestConnectionParameterUpdate(connectionHandle handle: UInt16, _ request: L2CAPConnectionParameterUpdateRequest,
                                           completion: (@Sendable (Result<Bool, HostError>) -> Void)?) {
         onLoop { completion?(.failure(Self.refusal("connection parameters are bluetoothd's to choose"))) }
     }
 
-    func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
+    package func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
                              completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { completion?(.failure(Self.refusal("services are published one application at a time, not as a database"))) }
     }
 
     /// bluetoothd keeps each client's requests in order itself: the lane is not needed.
-    func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane?,
+    package func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane?,
               completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
         gatt(connectionHandle: handle, procedure, completion: completion)
     }
