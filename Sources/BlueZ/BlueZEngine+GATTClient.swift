@@ -1,7 +1,7 @@
-package import ATT
-package import BluetoothCore
+import ATT
+import BluetoothCore
 package import GATT
-package import BluetoothEngine
+import BluetoothEngine
 
 /// The GATT client procedures (Core 5.4 Vol 3 Part G §4) on bluetoothd: each one the backend call its D-Bus API
 /// offers. bluetoothd resolves the whole database at connection and reads and writes whole values (long reads and

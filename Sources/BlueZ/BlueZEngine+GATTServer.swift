@@ -1,6 +1,6 @@
-package import AdvertisingData
-package import ATT
-package import BluetoothCore
+import AdvertisingData
+import ATT
+import BluetoothCore
 package import GATT
 package import BluetoothEngine
 

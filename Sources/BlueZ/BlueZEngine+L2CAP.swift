@@ -1,4 +1,4 @@
-package import BluetoothCore
+import BluetoothCore
 import DequeModule
 package import L2CAP
 package import BluetoothEngine

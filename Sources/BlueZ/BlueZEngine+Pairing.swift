@@ -1,5 +1,5 @@
-package import BluetoothCore
-package import SMP
+import BluetoothCore
+import SMP
 package import BluetoothEngine
 
 /// Pairing (Core 5.4 Vol 3 Part H §2.3) on bluetoothd: ``Peripheral/pair(_:)`` is Device1.Pair with an agent of ours

@@ -4,7 +4,7 @@ package import BluetoothCore
 package import BluetoothRuntime
 package import GATT
 package import L2CAP
-package import SMP
+import SMP
 package import BluetoothEngine
 import DBus
 
@@ -78,6 +78,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     // MARK: Loop-confined state
 
     private var handler: @Sendable (HostEvent) -> Void = { _ in }
+    private let eventHandlers = StackEventHandlers()
     package private(set) var controllerInfo = ControllerInfo()
     var phase = Phase.idle
     private var startWaiters: [@Sendable (Result<ControllerInfo, HostError>) -> Void] = []
@@ -121,12 +122,20 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         if loop.inEventLoop { job() } else { loop.execute(job) }
     }
 
-    func emit(_ event: HostEvent) { handler(event) }
+    func emit(_ event: HostEvent) {
+        handler(event)
+        eventHandlers.deliver(event)
+    }
 
     // MARK: Life cycle
 
     package func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
         onLoop { [self] in self.handler = handler }
+    }
+
+    @discardableResult
+    package func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> StackEventSubscription {
+        eventHandlers.add(handler)
     }
 
     /// Starts both backends and waits for their first state: powered on, or a failure that says why (at most

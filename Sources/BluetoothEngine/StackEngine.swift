@@ -19,6 +19,10 @@ public protocol StackEngine: AnyObject, Sendable {
     /// The controller as the engine knows it (the own address for ``BluetoothStack/localAddress()``). On the loop.
     var controllerInfo: ControllerInfo { get }
     func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void)
+    /// Adds a handler of every event from the next one on, called after the one ``setEventHandler(_:)`` set, in the
+    /// order handlers were added (``StackEventHandlers``); callable from any thread.
+    @discardableResult
+    func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> StackEventSubscription
     func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void)
     func shutdown()
 

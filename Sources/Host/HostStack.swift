@@ -103,7 +103,7 @@ public final class HostStack: @unchecked Sendable {
     var timerDeadline: StackInstant?
     var eventHandler: ((HostEvent) -> Void)?
     /// The handlers added with ``addEventHandler(_:)``, called after ``eventHandler``.
-    let eventHandlers = HostEventHandlers()
+    let eventHandlers = StackEventHandlers()
     var l2capHandler: ((Connection, [UInt8]) -> Void)?
     var stats = HostStatistics()
     /// The GATT server every connection shares (its database, per-connection CCCDs, MTU and security).
@@ -142,8 +142,8 @@ public final class HostStack: @unchecked Sendable {
     /// Adds a handler of every ``HostEvent`` from the next one on (called on the loop, in the order handlers were
     /// added); callable from any thread.
     @discardableResult
-    public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> HostEventSubscription {
-        HostEventSubscription(id: eventHandlers.add(handler), host: self)
+    public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> StackEventSubscription {
+        eventHandlers.add(handler)
     }
 
     /// Removes every handler added with ``addEventHandler(_:)`` (the owner is done with the stack).

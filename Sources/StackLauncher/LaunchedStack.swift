@@ -11,7 +11,7 @@ public import BluetoothEngine
 /// transport (the controller's connections drop), then the snoop capture.
 public final class LaunchedStack: Sendable {
     /// Cancels an event handler added with ``addEventHandler(_:)``.
-    public typealias EventSubscription = HostEventSubscription
+    public typealias EventSubscription = StackEventSubscription
 
     public let host: HostStack
     /// The stack as the APIs use it: through the engine seam.
