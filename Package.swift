@@ -136,7 +136,7 @@ let package = Package(
             name: "Host",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "HCI", "HCITransport", "L2CAP", "ATT", "GATT", "SMP",
-                "AdvertisingData", "BluetoothCrypto", .product(name: "Logging", package: "swift-log"),
+                "AdvertisingData", "BluetoothCrypto", "SystemInterface", .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict

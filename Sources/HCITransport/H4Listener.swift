@@ -17,7 +17,9 @@ import SystemInterface
 ///
 /// UNIX paths: binding where another live listener accepts fails with ``HCITransportError/Code/openFailed``
 /// (checked by connecting to it first); a stale socket file nobody listens on is replaced; a path that exists and
-/// is not a socket is never removed.
+/// is not a socket is never removed. The socket file is created mode 0600 (its owner only). TCP listens on
+/// 127.0.0.1 unless another address is given: any local user can connect to a TCP port, none can reach a
+/// loopback one from elsewhere.
 public final class H4Listener: Sendable {
     /// "tcp:127.0.0.1:9000" or "unix:/tmp/ocb.sock".
     public let name: String
@@ -60,7 +62,9 @@ public final class H4Listener: Sendable {
         }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        try bindAndListen(fd, address, backlog: backlog, name: requested, inUse: "another program is listening on this port")
+        try bindAndListen(fd, backlog: backlog, name: requested, inUse: "another program is listening on this port") {
+            SocketAddress.bind(fd, address)
+        }
         var bound = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &bound) { pointer in
@@ -88,9 +92,10 @@ public final class H4Listener: Sendable {
         guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
             throw HCITransportError(.openFailed, "listen on \(name): cannot create a socket: \(POSIX.lastErrorText)")
         }
-        try bindAndListen(fd, address, backlog: backlog, name: name, inUse: "another listener bound this path just now") {
-            unlink(unixPath)
-        }
+        // Mode 0600: only this user's programs may join (the folder's checks are the caller's: AirHub's).
+        try bindAndListen(fd, backlog: backlog, name: name, inUse: "another listener bound this path just now",
+                          bindSocket: { SocketAddress.bindPrivately(fd, address, path: unixPath) },
+                          cleanUp: { unlink(unixPath) })
         do {
             return try start(fd: fd, name: name, port: nil, path: unixPath, onAccept: onAccept)
         } catch {
@@ -99,12 +104,13 @@ public final class H4Listener: Sendable {
         }
     }
 
-    /// Binds `fd` to `address` and listens. On failure closes `fd` (and runs `cleanUp` if the bind succeeded) and
-    /// throws ``HCITransportError/Code/openFailed`` naming `name`; `inUse` says what EADDRINUSE means here.
-    private static func bindAndListen<Address>(
-        _ fd: Int32, _ address: Address, backlog: Int32, name: String, inUse: String, cleanUp: () -> Void = {}
+    /// Binds `fd` with `bindSocket` (nil on success, else errno) and listens. On failure closes `fd` (and runs
+    /// `cleanUp` if the bind succeeded) and throws ``HCITransportError/Code/openFailed`` naming `name`; `inUse` says
+    /// what EADDRINUSE means here.
+    private static func bindAndListen(
+        _ fd: Int32, backlog: Int32, name: String, inUse: String, bindSocket: () -> Int32?, cleanUp: () -> Void = {}
     ) throws(HCITransportError) {
-        if let code = SocketAddress.bind(fd, address) {
+        if let code = bindSocket() {
             POSIX.closeDescriptor(fd)
             let hint = code == EADDRINUSE ? " (\(inUse))" : ""
             throw HCITransportError(.openFailed, "listen on \(name): bind failed: \(POSIX.errorText(code))\(hint)")

@@ -62,24 +62,40 @@ public final class SocketH4Transport: DescriptorBackedTransport {
         }
     }
 
-    /// Connects to an H4 server on a UNIX stream socket.
-    public static func connect(path: String, maximumPayloadLength: Int = 65535) throws(HCITransportError) -> SocketH4Transport {
+    /// Connects to an H4 server on a UNIX stream socket. With `serverOfThisUserOnly` (the air hub's clients), the
+    /// socket file must be a socket (not a symbolic link) of this user or root, and so must the listening process
+    /// (SO_PEERCRED, Linux); otherwise ``HCITransportError/Code/openFailed`` says why in one line.
+    public static func connect(
+        path: String, maximumPayloadLength: Int = 65535, serverOfThisUserOnly: Bool = false
+    ) throws(HCITransportError) -> SocketH4Transport {
         let name = "unix:\(path)"
         let address: sockaddr_un
         do {
             address = try SocketAddress.unix(path: path)
+            if serverOfThisUserOnly { try SocketOwnership.checkFile(path) }
         } catch {
-            throw HCITransportError(.openFailed, "\(name): \(error.reason)")
+            throw HCITransportError(.openFailed, "\(name): \(error)")
         }
-        return try openStream(address, family: AF_UNIX, name: name, maximumPayloadLength: maximumPayloadLength) { code in
+        let checkPeer: ((Int32) -> String?)? = serverOfThisUserOnly ? { fd in
+            do throws(PrivatePathError) {
+                try SocketOwnership.checkPeer(ofConnected: fd, path: path)
+                return nil
+            } catch {
+                return error.reason
+            }
+        } : nil
+        return try openStream(address, family: AF_UNIX, name: name, maximumPayloadLength: maximumPayloadLength,
+                              checkPeer: checkPeer) { code in
             code == ENOENT ? "no socket at this path" : code == ECONNREFUSED ? "nobody is listening on this socket" : nil
         }
     }
 
     /// Connects a new stream socket of `family` to `address` (TCP sockets get TCP_NODELAY) and runs the transport on
-    /// it; `hint` says what a connect errno means for this kind of address.
+    /// it; `hint` says what a connect errno means for this kind of address; `checkPeer` (when given) refuses the
+    /// connected peer with a reason.
     private static func openStream<Address>(
-        _ address: Address, family: Int32, name: String, maximumPayloadLength: Int, hint: (Int32) -> String?
+        _ address: Address, family: Int32, name: String, maximumPayloadLength: Int, checkPeer: ((Int32) -> String?)? = nil,
+        hint: (Int32) -> String?
     ) throws(HCITransportError) -> SocketH4Transport {
         guard let fd = SocketAddress.makeSocket(family: family, type: SocketAddress.streamType) else {
             throw HCITransportError(.openFailed, "\(name): cannot create a socket: \(POSIX.lastErrorText)")
@@ -88,6 +104,10 @@ public final class SocketH4Transport: DescriptorBackedTransport {
             POSIX.closeDescriptor(fd)
             let explanation = hint(code).map { " (\($0))" } ?? ""
             throw HCITransportError(.openFailed, "\(name): connect failed: \(POSIX.errorText(code))\(explanation)")
+        }
+        if let refusal = checkPeer?(fd) {
+            POSIX.closeDescriptor(fd)
+            throw HCITransportError(.openFailed, "\(name): \(refusal)")
         }
         POSIX.disableSIGPIPE(fd)
         if family == AF_INET { POSIX.setNoDelay(fd) }

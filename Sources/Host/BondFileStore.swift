@@ -100,19 +100,11 @@ public final class FileBondStore: BondStore {
         }
     }
 
+    /// Creates the bond folder (mode 0700) when missing and refuses one that others control
+    /// (``PrivateFile/prepareDirectory(_:private:)``: the private rule at the default place, where nobody chose the
+    /// folder; the chosen rule for a folder the user named).
     func makeDirectory() throws(BondStoreError) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw BondStoreError(.ioFailed, "not a directory", path: directory) }
-            return
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw BondStoreError(.ioFailed, "creating the directory: \(error)", path: directory)
-        }
-        chmod(directory, 0o700)
+        try PrivateFile.prepareDirectory(directory, private: directory == Self.defaultDirectory())
     }
 
     static func errnoText() -> String { String(cString: strerror(errno)) }

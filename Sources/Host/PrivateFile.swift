@@ -1,5 +1,6 @@
 public import Foundation
 import BluetoothRuntime
+import SystemInterface
 
 #if canImport(Glibc)
 import Glibc
@@ -43,23 +44,47 @@ public enum PrivateFile {
         return temporary
     }
 
-    /// Replaces `target` with `data` whole: the directory that holds it is created (mode 0700) when missing, then
-    /// ``writeTemporary(_:beside:)`` and rename(2) over the target.
+    /// Replaces `target` with `data` whole: the directory that holds it is prepared
+    /// (``prepareDirectory(_:private:)``, the chosen rule), then ``writeTemporary(_:beside:)`` and rename(2) over
+    /// the target, which replaces a symbolic link planted there rather than writing through it.
     public static func replace(_ target: String, with data: Data) throws(BondStoreError) {
         let directory = (target as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw BondStoreError(.ioFailed, "creating the directory: \(error)", path: target)
-            }
-        }
+        if !directory.isEmpty { try prepareDirectory(directory, private: false) }
         let temporary = try writeTemporary(data, beside: target)
         guard rename(temporary, target) == 0 else {
             let reason = "rename: \(errnoText())"
             unlink(temporary)
             throw BondStoreError(.ioFailed, reason, path: target)
+        }
+    }
+
+    /// Makes `directory` fit to hold secrets or state (issue 30), as ``PrivateDirectory`` checks folders: a missing
+    /// one is created with mode 0700 (its missing parents too) and checked again without following a symbolic link;
+    /// an existing one must be a private folder (a directory of this user, mode 0700) when `private` (the bond folder
+    /// at its default place), else a folder of this user or root that others cannot write into (unless sticky).
+    /// Throws ``BondStoreError`` `ioFailed` with one line naming the folder.
+    public static func prepareDirectory(_ directory: String, private: Bool) throws(BondStoreError) {
+        var info = stat()
+        let missing = lstat(directory, &info) != 0 && errno == ENOENT
+        let parent = (directory as NSString).deletingLastPathComponent
+        if missing, !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
+            do {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw BondStoreError(.ioFailed, "creating the directory: \(error)", path: parent)
+            }
+        }
+        do throws(PrivatePathError) {
+            if missing {
+                try PrivateDirectory.ensure(directory)
+            } else if `private` {
+                try PrivateDirectory.checkPrivate(directory)
+            } else {
+                try PrivateDirectory.checkChosen(directory)
+            }
+        } catch {
+            throw BondStoreError(.ioFailed, error.reason, path: directory)
         }
     }
 

@@ -9,6 +9,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemInterface
 public import VirtualController
 
 /// The air hub behind `blue air` (DESIGN.md "The virtual controller and the air", issue 3 item 4): one
@@ -82,25 +83,98 @@ public final class AirHub: @unchecked Sendable {
     // MARK: Default path and probe
 
     /// `$XDG_RUNTIME_DIR/opencorebluetooth/air.sock` when XDG_RUNTIME_DIR is set (and not empty), else
-    /// `/tmp/opencorebluetooth-<uid>/air.sock`. ``start()`` creates the directory (mode 0700) if needed.
+    /// `/tmp/opencorebluetooth-<uid>/air.sock`. ``start()`` creates the folder (mode 0700) if needed, and the hub
+    /// and its clients refuse it unless it is private (``defaultSocketFolders``).
     public static var defaultSocketPath: String {
-        if let value = getenv("XDG_RUNTIME_DIR"), case let directory = String(cString: value), !directory.isEmpty {
-            return directory + "/opencorebluetooth/air.sock"
-        }
-        return "/tmp/opencorebluetooth-\(getuid())/air.sock"
+        if let folder = runtimeSocketFolder { return folder + "/air.sock" }
+        return temporarySocketFolder + "/air.sock"
     }
 
-    /// Whether a hub accepts connections at `path` (connects and leaves at once without sending anything, which
-    /// a hub does not count as a join).
+    /// The folders of the default socket, now and without XDG_RUNTIME_DIR: `$XDG_RUNTIME_DIR/opencorebluetooth` (when
+    /// set) and `/tmp/opencorebluetooth-<uid>`. A socket in one of them gets the private rule (a directory, not a
+    /// symbolic link, of this user, mode 0700: ``PrivateDirectory``); any other folder is one the user chose and gets
+    /// the chosen rule (this user's or root's, not writable by others unless sticky).
+    public static var defaultSocketFolders: [String] {
+        [runtimeSocketFolder, temporarySocketFolder].compactMap { $0 }
+    }
+
+    private static var runtimeSocketFolder: String? {
+        guard let value = getenv("XDG_RUNTIME_DIR"), case let directory = String(cString: value), !directory.isEmpty else { return nil }
+        return directory + "/opencorebluetooth"
+    }
+
+    private static var temporarySocketFolder: String { "/tmp/opencorebluetooth-\(getuid())" }
+
+    /// Whether a hub of this user (or root) accepts connections at `path` (connects and leaves at once without
+    /// sending anything, which a hub does not count as a join). False too when the socket or its folder is not
+    /// trusted (``checkTrust(ofSocket:)``).
     public static func isRunning(at path: String = AirHub.defaultSocketPath) -> Bool {
-        guard let transport = try? SocketH4Transport.connect(path: path) else { return false }
+        guard let transport = try? connect(at: path) else { return false }
         transport.close()
         return true
     }
 
-    /// Opens a host-side connection to the hub at `path` (not started): a new controller on its air.
+    /// Opens a host-side connection to the hub at `path` (not started): a new controller on its air. Refuses, with
+    /// ``HCITransportError/Code/openFailed`` and one line, a socket or folder that is not trusted
+    /// (``checkTrust(ofSocket:)``) and a hub that runs as another user (SO_PEERCRED).
     public static func connect(at path: String = AirHub.defaultSocketPath) throws(HCITransportError) -> SocketH4Transport {
-        try SocketH4Transport.connect(path: path)
+        do throws(AirHubError) {
+            try checkTrust(ofSocket: path)
+        } catch {
+            throw HCITransportError(.openFailed, error.reason)
+        }
+        return try SocketH4Transport.connect(path: path, serverOfThisUserOnly: true)
+    }
+
+    /// What a client checks before connecting to the hub socket `path` (or one beside it: `.control`, `.monitor`):
+    /// its folder by the rule of ``defaultSocketFolders`` and the socket file itself (a socket, not a symbolic link,
+    /// of this user or root). A folder or socket that does not exist passes (connecting then says nothing listens).
+    /// Throws ``AirHubError/Code/untrusted`` with one line.
+    public static func checkTrust(ofSocket path: String) throws(AirHubError) {
+        let folder = folder(ofSocket: path)
+        var info = stat()
+        if lstat(folder, &info) != 0, errno == ENOENT { return }
+        do throws(PrivatePathError) {
+            if defaultSocketFolders.contains(folder) {
+                try PrivateDirectory.checkPrivate(folder)
+            } else {
+                try PrivateDirectory.checkChosen(folder)
+            }
+            try SocketOwnership.checkFile(path)
+        } catch {
+            throw untrusted(error, folder: folder)
+        }
+    }
+
+    /// What the hub does with the folder of its socket `path` before listening: creates it 0700 when missing, then
+    /// checks it by the rule of ``defaultSocketFolders``. Throws ``AirHubError/Code/untrusted`` with one line (or
+    /// ``AirHubError/Code/listenFailed`` when it cannot be created).
+    public static func prepareSocketFolder(forSocket path: String) throws(AirHubError) {
+        let folder = folder(ofSocket: path)
+        do throws(PrivatePathError) {
+            var info = stat()
+            if defaultSocketFolders.contains(folder) || (lstat(folder, &info) != 0 && errno == ENOENT) {
+                try PrivateDirectory.ensure(folder)
+            } else {
+                try PrivateDirectory.checkChosen(folder)
+            }
+        } catch {
+            if error.code == .cannotCreate { throw AirHubError(.listenFailed, error.reason) }
+            throw untrusted(error, folder: folder)
+        }
+    }
+
+    /// "/tmp/x" for "/tmp/x/air.sock"; "." for "air.sock", "/" for "/air.sock".
+    static func folder(ofSocket path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func untrusted(_ error: PrivatePathError, folder: String) -> AirHubError {
+        let advice = defaultSocketFolders.contains(folder) && error.code != .cannotInspect
+            ? " (the shared air's default folder: remove it if it is not yours, or set XDG_RUNTIME_DIR or OCB_AIR_SOCKET to a folder of your own)"
+            : ""
+        return AirHubError(.untrusted, "refusing the air hub socket's folder or file: \(error.reason)\(advice)")
     }
 
     // MARK: Start and stop
@@ -115,7 +189,7 @@ public final class AirHub: @unchecked Sendable {
         }
         if let refused { throw refused }
         do throws(AirHubError) {
-            if let directory = configuration.snoopDirectory { try Self.makeDirectory(directory, purpose: .snoop) }
+            if let directory = configuration.snoopDirectory { try Self.makeSnoopDirectory(directory) }
             if let path = configuration.recordPath {
                 air.recorder = try AirRecorder(path: path, seed: configuration.seed, configuration: configuration.air)
             }
@@ -290,12 +364,10 @@ public final class AirHub: @unchecked Sendable {
         }
     }
 
-    /// Creates the socket's directory and refuses when another hub accepts there (before this hub touches the
-    /// side sockets of that path).
+    /// Makes the socket's folder safe (``prepareSocketFolder(forSocket:)``) and refuses when another hub accepts
+    /// there (before this hub touches the side sockets of that path).
     private func prepareUNIX(_ path: String) throws(AirHubError) {
-        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try Self.makeDirectory(String(path[..<slash]), purpose: .socket)
-        }
+        try Self.prepareSocketFolder(forSocket: path)
         if Self.isRunning(at: path) {
             throw AirHubError(.alreadyRunning, "another blue air is already running on \(path)")
         }
@@ -329,19 +401,19 @@ public final class AirHub: @unchecked Sendable {
         }
     }
 
-    private enum DirectoryPurpose { case snoop, socket }
-
-    private static func makeDirectory(_ path: String, purpose: DirectoryPurpose) throws(AirHubError) {
+    /// Creates the snoop folder (mode 0755, captures are not secrets) when missing; refuses a path that is not a
+    /// folder.
+    private static func makeSnoopDirectory(_ path: String) throws(AirHubError) {
         var info = stat()
         if stat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw AirHubError(purpose == .snoop ? .snoopFailed : .listenFailed, "\(path) exists and is not a directory")
+                throw AirHubError(.snoopFailed, "\(path) exists and is not a directory")
             }
             return
         }
-        if mkdir(path, purpose == .socket ? 0o700 : 0o755) != 0, errno != EEXIST {
+        if mkdir(path, 0o755) != 0, errno != EEXIST {
             let reason = String(cString: strerror(errno))
-            throw AirHubError(purpose == .snoop ? .snoopFailed : .listenFailed, "cannot create \(path): \(reason)")
+            throw AirHubError(.snoopFailed, "cannot create \(path): \(reason)")
         }
     }
 

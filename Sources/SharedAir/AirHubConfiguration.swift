@@ -104,6 +104,9 @@ public struct AirHubError: Error, Hashable, Sendable, CustomStringConvertible {
         case refused
         /// A recording (``AirReplay``) is not one, or its replay diverged.
         case invalidRecording
+        /// The socket's folder or the socket file is not this user's alone (another user owns it, it is open to
+        /// others, it is a symbolic link), or the hub behind it runs as another user.
+        case untrusted
     }
 
     public var code: Code

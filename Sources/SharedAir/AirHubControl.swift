@@ -10,7 +10,8 @@ import VirtualController
 /// ``AirHubFault/maximumLineLength`` octets, newline-terminated), and reads the answer until the hub closes the
 /// connection: `ok: EFFECT` (further lines for `devices`) or `error: REASON`. Clients are served one at a time on
 /// the control thread; one that sends nothing for ``readTimeout`` or too long a line gets an error and is closed,
-/// so none can hold the socket.
+/// so none can hold the socket. A client of another user (SO_PEERCRED) gets `error: refused: ...` and is closed:
+/// faults and moves belong to the hub's user (and root).
 final class AirHubControl: Sendable {
     /// How long a client may take to send its line.
     static let readTimeout: Duration = .seconds(2)
@@ -32,7 +33,9 @@ final class AirHubControl: Sendable {
         handler: @escaping @Sendable (AirHubFault, @escaping @Sendable (Result<String, AirHubError>) -> Void) -> Void
     ) throws(AirHubError) -> AirHubControl {
         let control = AirHubControl(socket: try AirHubSideSocket(path: path, purpose: "control"), handler: handler)
-        control.socket.acceptOnThread(named: "OpenCoreBluetooth.air-hub.control") { [control] client in
+        control.socket.acceptOnThread(named: "OpenCoreBluetooth.air-hub.control", refuse: { client, reason in
+            _ = POSIX.writeAll(client, Array("error: \(reason)\n".utf8), style: .socket)
+        }) { [control] client in
             let answer = control.respond(to: control.readLine(client))
             _ = POSIX.writeAll(client, Array((answer + "\n").utf8), style: .socket)
             POSIX.closeDescriptor(client)
@@ -103,9 +106,12 @@ final class AirHubControl: Sendable {
 extension AirHub {
     /// Sends one control command line to the hub whose socket is `socketPath` (through `SOCKET.control`) and
     /// returns its answer, `ok: ...` or `error: ...` (several lines for `devices`). Throws
-    /// ``AirHubError/Code/listenFailed`` when no hub answers there; waits at most `timeout` for the answer.
+    /// ``AirHubError/Code/listenFailed`` when no hub answers there and ``AirHubError/Code/untrusted`` when the
+    /// socket, its folder or the hub is not this user's (``checkTrust(ofSocket:)``); waits at most `timeout` for the
+    /// answer.
     public static func control(_ line: String, socketPath: String, timeout: Duration = .seconds(10)) throws(AirHubError) -> String {
         let path = socketPath + ".control"
+        try checkTrust(ofSocket: path)
         let address: sockaddr_un
         do { address = try SocketAddress.unix(path: path) } catch { throw AirHubError(.listenFailed, error.reason) }
         guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
@@ -115,6 +121,11 @@ extension AirHub {
         POSIX.disableSIGPIPE(fd)
         if let code = SocketAddress.connect(fd, address) {
             throw AirHubError(.listenFailed, "no blue air hub answers at \(socketPath) (\(POSIX.errorText(code)))")
+        }
+        do throws(PrivatePathError) {
+            try SocketOwnership.checkPeer(ofConnected: fd, path: path)
+        } catch {
+            throw AirHubError(.untrusted, error.reason)
         }
         if let code = POSIX.writeAll(fd, Array((line + "\n").utf8), style: .socket) {
             throw AirHubError(.listenFailed, "cannot send to \(path): \(POSIX.errorText(code))")

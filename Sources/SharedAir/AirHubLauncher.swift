@@ -11,7 +11,8 @@ import VirtualController
 /// (issue 3 item 4: "later commands start the hub themselves when none runs").
 ///
 /// The hub runs in its own session (it survives the command that started it and ignores that terminal's ^C), with
-/// standard input from /dev/null and its output appended to a log file next to the socket. Two commands racing to
+/// standard input from /dev/null and its output appended to a log file next to the socket (mode 0600, never through
+/// a symbolic link), in a folder checked first (``AirHub/prepareSocketFolder(forSocket:)``). Two commands racing to
 /// start it are harmless: the second hub exits at once ("already running") and both join the first.
 public enum AirHubLauncher {
     /// The log of a background hub: the socket path with `.log` instead of `.sock` (or appended).
@@ -27,13 +28,11 @@ public enum AirHubLauncher {
         executable: String, socketPath: String = AirHub.defaultSocketPath, arguments: [String] = [],
         timeout: Duration = .seconds(5)
     ) throws(AirHubError) -> Int32? {
+        // The folder first: a log, a socket or a probe in a folder someone else controls would be theirs to read,
+        // replace or answer.
+        try AirHub.prepareSocketFolder(forSocket: socketPath)
+        try AirHub.checkTrust(ofSocket: socketPath)
         if AirHub.isRunning(at: socketPath) { return nil }
-        if let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex {
-            let directory = String(socketPath[..<slash])
-            if mkdir(directory, 0o700) != 0, errno != EEXIST {
-                throw AirHubError(.listenFailed, "cannot create \(directory): \(String(cString: strerror(errno)))")
-            }
-        }
         let pid = try spawn(executable: executable, arguments: ["air", "--socket", socketPath] + arguments,
                             log: logPath(forSocket: socketPath))
         let clock = ContinuousClock()
@@ -66,7 +65,8 @@ public enum AirHubLauncher {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        // O_NOFOLLOW: a symbolic link planted at the log's path is not written through.
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         // The hub outlives us: it must not hold our other descriptors (sockets, pipes a parent waits on for EOF).
         Self.closeInheritedDescriptors(&actions)

@@ -11,7 +11,8 @@ import VirtualController
 /// little-endian) followed by one btsnoop record (btsnoop's own layout, datalink 1002: the data starts with the H4
 /// indicator; the direction flag says host → controller "sent" or controller → host "received"). Device number 0
 /// carries a note of the hub (UTF-8 text: "joined: dev1 ..."). The air never waits for a reader: each has a queue,
-/// and one that falls ``backlogLimit`` records behind is disconnected.
+/// and one that falls ``backlogLimit`` records behind is disconnected. The stream carries keys (LE Long Term Key
+/// Request Reply, pairing): a reader of another user (SO_PEERCRED) gets one note, "refused: ...", and is closed.
 final class AirHubMonitor: Sendable {
     /// Records a reader may leave unread before it is dropped.
     static let backlogLimit = 4_096
@@ -47,7 +48,9 @@ final class AirHubMonitor: Sendable {
     /// new reader first gets `greeting`'s notes.
     static func listen(at path: String, greeting: @escaping @Sendable () -> [String]) throws(AirHubError) -> AirHubMonitor {
         let monitor = AirHubMonitor(socket: try AirHubSideSocket(path: path, purpose: "monitor"), greeting: greeting)
-        monitor.socket.acceptOnThread(named: "OpenCoreBluetooth.air-hub.monitor-accept") { [monitor] client in
+        monitor.socket.acceptOnThread(named: "OpenCoreBluetooth.air-hub.monitor-accept", refuse: { client, reason in
+            _ = POSIX.writeAll(client, [0, 0] + Self.noteRecord(reason, unixMicroseconds: POSIX.unixMicroseconds()).encode(), style: .socket)
+        }) { [monitor] client in
             monitor.accept(client)
         }
         return monitor
@@ -77,8 +80,12 @@ final class AirHubMonitor: Sendable {
     /// A note of the hub (a device joined or left).
     func note(_ text: String, unixMicroseconds: Int64) {
         guard hasReaders else { return }
-        send(device: 0, BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: BTSnoop.timestamp(unixMicroseconds: unixMicroseconds),
-                                      data: Array(text.utf8)))
+        send(device: 0, Self.noteRecord(text, unixMicroseconds: unixMicroseconds))
+    }
+
+    /// A note of the hub as a record of device 0.
+    static func noteRecord(_ text: String, unixMicroseconds: Int64) -> BTSnoopRecord {
+        BTSnoopRecord(flags: BTSnoopFlags(rawValue: 0), timestamp: BTSnoop.timestamp(unixMicroseconds: unixMicroseconds), data: Array(text.utf8))
     }
 
     private func send(device number: Int, _ record: BTSnoopRecord) {

@@ -20,7 +20,7 @@ final class AirHubSideSocket: Sendable {
         guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
             throw AirHubError(.listenFailed, "\(purpose): cannot create a socket: \(POSIX.lastErrorText)")
         }
-        if let code = SocketAddress.bind(fd, address) {
+        if let code = SocketAddress.bindPrivately(fd, address, path: path) {
             POSIX.closeDescriptor(fd)
             throw AirHubError(.listenFailed, "\(purpose): cannot bind \(path): \(POSIX.errorText(code))")
         }
@@ -35,8 +35,11 @@ final class AirHubSideSocket: Sendable {
     }
 
     /// Starts a thread named `threadName` that accepts clients (close-on-exec, no SIGPIPE) and hands each to
-    /// `onClient`, until ``close()``; then it closes the listening socket.
-    func acceptOnThread(named threadName: String, onClient: @escaping @Sendable (Int32) -> Void) {
+    /// `onClient`, until ``close()``; then it closes the listening socket. A client of another user (SO_PEERCRED: not
+    /// the hub's effective uid, nor root) is handed to `refuse` with one line saying why, then closed: the socket
+    /// file's mode 0600 already keeps other users out, this holds even where the file is reachable.
+    func acceptOnThread(named threadName: String, refuse: @escaping @Sendable (Int32, String) -> Void,
+                        onClient: @escaping @Sendable (Int32) -> Void) {
         let thread = Thread { [self] in
             while true {
                 var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
@@ -46,6 +49,11 @@ final class AirHubSideSocket: Sendable {
                 let client = POSIX.acceptCloseOnExec(fd)
                 guard client >= 0 else { continue }
                 POSIX.disableSIGPIPE(client)
+                if let reason = Self.refusal(ofClient: client) {
+                    refuse(client, reason)
+                    Self.closeAfterLastWords(client)
+                    continue
+                }
                 onClient(client)
             }
             POSIX.closeDescriptor(fd)
@@ -53,6 +61,29 @@ final class AirHubSideSocket: Sendable {
         }
         thread.name = threadName
         thread.start()
+    }
+
+    /// Ends the connection to a refused client so that it reads what it was told: what it sent and we did not read
+    /// would make the close a reset, which loses our line at its end. Our side is shut for writing (the client sees
+    /// the end), then what it sends is read and dropped until it closes, at most 100 ms.
+    private static func closeAfterLastWords(_ client: Int32) {
+        _ = shutdown(client, Int32(SHUT_WR))
+        let deadline = ContinuousClock.now + .milliseconds(100)
+        var scratch = [UInt8](repeating: 0, count: 512)
+        while ContinuousClock.now < deadline {
+            var descriptor = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 20) >= 0 || errno == EINTR else { break }
+            guard descriptor.revents != 0 else { continue }
+            let count = scratch.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+            if count == 0 || (count < 0 && errno != EINTR) { break }
+        }
+        POSIX.closeDescriptor(client)
+    }
+
+    /// Why `client` is refused (it runs as another user), nil when it is served.
+    static func refusal(ofClient client: Int32) -> String? {
+        guard let peer = PeerCredentials.of(socket: client), !PrivateDirectory.isTrustedOwner(peer.uid) else { return nil }
+        return "refused: this hub serves uid \(geteuid()) (and root) only, not uid \(peer.uid)"
     }
 
     /// Wakes the accept thread to stop, and removes the socket file (idempotent).

@@ -8,6 +8,14 @@
 // (`AirRecorder`, `AirReplay`: `--record`, `--replay`) and the link-layer sniffer (`LinkLayerSniffer`, `--sniff`).
 // `AirHubLauncher` starts a hub as a child process and waits for its socket.
 //
+// Trust (issue 30): the socket's folder is created 0700 and checked before the hub listens and before any client
+// probes, connects or spawns a hub there (`AirHub.prepareSocketFolder`, `AirHub.checkTrust`, SystemInterface's
+// `PrivateDirectory`): the default folders must be private to the user, a folder the user named must be the user's
+// or root's and not writable by others unless sticky. Every socket is bound 0600; a client also checks that the
+// socket file and the hub's SO_PEERCRED uid are the user's or root's, and the control and monitor sockets refuse
+// peers of another uid (the monitor carries keys). TCP listeners bind loopback unless told otherwise; any local
+// user can reach them.
+//
 // Who owns the state: the air and its controllers are confined to the hub's loop (VirtualController's note). Each
 // host connection has one reader thread (HCITransport's descriptor transports) that hops frames onto the loop, and
 // one bounded outbox (`AirHubOutbox`) drained off the loop, so a host that stops reading is disconnected when it

@@ -73,6 +73,12 @@ public enum SharedAirHub {
         throws(StackLaunchError) -> Outcome {
         starting.lock()
         defer { starting.unlock() }
+        // A socket or folder of another user is refused before anything is probed, spawned or hosted there.
+        do throws(AirHubError) {
+            try AirHub.checkTrust(ofSocket: path)
+        } catch {
+            throw StackLaunchError(.unreachable, error.reason)
+        }
         if AirHub.isRunning(at: path) { return .running }
         let directory = (path as NSString).deletingLastPathComponent
         if inExistingDirectoryOnly, path != StackLaunchOptions.defaultHubSocketPath, !directory.isEmpty,

@@ -74,6 +74,11 @@ public enum StackLauncher {
         options.host.initialisationCommandTimeout = max(options.host.initialisationCommandTimeout, .seconds(20))
         options.host.commandTimeout = max(options.host.commandTimeout, .seconds(10))
         options.startTimeout = max(options.startTimeout, .seconds(30))
+        do throws(AirHubError) {
+            try AirHub.checkTrust(ofSocket: path)
+        } catch {
+            throw StackLaunchError(.unreachable, error.reason)
+        }
         let transport: SocketH4Transport
         do {
             transport = try AirHub.connect(at: path)

@@ -3,8 +3,9 @@
 // What: the few operating-system calls that the HCI transports, the D-Bus client and the air hub share, so that none
 // of them depends on another for them: `POSIX` (errno text, full writes with or without SIGPIPE, close-on-exec pipes
 // and socket pairs, closing once), `SocketAddress` (UNIX, IPv4 and IPv6 socket addresses, sockets made
-// close-on-exec, connect with EINTR handled) and `PeerProcess` (who is at the other end of a UNIX socket:
-// SO_PEERCRED and /proc/PID/comm).
+// close-on-exec, connect with EINTR handled, UNIX sockets bound 0600), `PeerProcess` and `PeerCredentials` (who is at
+// the other end of a UNIX socket: SO_PEERCRED and /proc/PID/comm), and `PrivateDirectory` / `SocketOwnership` (folders
+// and sockets only this user controls, checked as OpenSSH and tmux check theirs: issue 30).
 //
 // State: none. Every call is a thin, synchronous wrapper; descriptors belong to their callers (HCITransport's design
 // note says who closes what).

@@ -15,10 +15,7 @@ public struct PeerProcess: Hashable, Sendable, CustomStringConvertible {
 
     /// The peer of the connected UNIX socket `fd`.
     public static func of(socket fd: Int32) -> PeerProcess? {
-        // struct ucred (pid, uid, gid), which Glibc's module does not export; SO_PEERCRED is 17 on Linux.
-        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        guard getsockopt(fd, SOL_SOCKET, 17, &credentials, &length) == 0, credentials.pid > 0 else { return nil }
+        guard let credentials = PeerCredentials.of(socket: fd), credentials.pid > 0 else { return nil }
         guard let data = FileManager.default.contents(atPath: "/proc/\(credentials.pid)/cmdline"), !data.isEmpty else {
             return PeerProcess(pid: credentials.pid, name: "pid \(credentials.pid)")
         }
@@ -35,4 +32,25 @@ public struct PeerProcess: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(name) (pid \(pid))" }
+}
+
+/// Who is at the other end of a connected UNIX socket, as the kernel recorded it when the peer connected or listened
+/// (Linux SO_PEERCRED): what the hub's side sockets and the air's clients check before trusting each other.
+package struct PeerCredentials: Hashable, Sendable {
+    package var pid: Int32
+    package var uid: UInt32
+    package var gid: UInt32
+
+    /// The peer of `fd`; nil where the kernel does not say (not Linux, not a UNIX socket).
+    package static func of(socket fd: Int32) -> PeerCredentials? {
+        #if os(Linux)
+        // struct ucred (pid, uid, gid), which Glibc's module does not export; SO_PEERCRED is 17 on Linux.
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, 17, &credentials, &length) == 0 else { return nil }
+        return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+        #else
+        return nil
+        #endif
+    }
 }

@@ -90,6 +90,23 @@ package enum SocketAddress {
         return result == 0 ? nil : errno
     }
 
+    /// Binds the UNIX socket `fd` to `address` (the file `path`) so that the file is mode 0600, readable and
+    /// writable by its owner only, without touching the process umask (other threads create files too): `fchmod`
+    /// before `bind`, which Linux carries over to the file, then `chmod` of the new file where it is not 0600 yet
+    /// (other systems). Nil on success, errno otherwise.
+    package static func bindPrivately(_ fd: Int32, _ address: sockaddr_un, path: String) -> Int32? {
+        _ = fchmod(fd, 0o600)
+        if let code = bind(fd, address) { return code }
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == geteuid(), info.st_mode & 0o777 != 0o600,
+           chmod(path, 0o600) != 0 {
+            let code = errno
+            unlink(path)
+            return code
+        }
+        return nil
+    }
+
     /// A new close-on-exec socket; nil (errno set) on failure.
     package static func makeSocket(family: Int32, type: Int32, protocol: Int32 = 0) -> Int32? {
         #if canImport(Darwin)

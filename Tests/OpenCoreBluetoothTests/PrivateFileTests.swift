@@ -42,11 +42,18 @@ private func mode(_ path: String) -> mode_t? {
         #expect(first != second)
         #expect(mode(first) == 0o600 && mode(second) == 0o600)
 
-        // A file where the directory should be.
+        // A file where the directory should be: refused by the folder check (issue 30), naming the folder.
         let blocked = root + "/file/inside.json"
         try Data().write(to: URL(fileURLWithPath: root + "/file"))
         #expect {
             try PrivateFile.replace(blocked, with: Data([0]))
+        } throws: { error in
+            guard let error = error as? BondStoreError else { return false }
+            return error.code == .ioFailed && error.reason.hasSuffix("is not a folder") && error.path == root + "/file"
+        }
+        // A failing open of the temporary file says so, with the temporary's path.
+        #expect {
+            try PrivateFile.writeTemporary(Data([0]), beside: blocked)
         } throws: { error in
             guard let error = error as? BondStoreError else { return false }
             return error.code == .ioFailed && error.reason.hasPrefix("open:") && error.path?.hasPrefix(blocked + ".tmp.") == true

@@ -17,20 +17,29 @@ struct Air: ParsableCommand {
             Hosts join through a UNIX socket: --socket, else $OCB_AIR_SOCKET (as every other command), else \
             $XDG_RUNTIME_DIR/opencorebluetooth/air.sock when XDG_RUNTIME_DIR is set, else \
             /tmp/opencorebluetooth-<uid>/air.sock (--hci air:PATH on other commands joins it). Each connection is a new controller speaking HCI over H4. \
-            --h4-tcp 127.0.0.1:PORT (repeatable) also accepts hosts over TCP, one controller per connection (Bumble: \
-            tcp-client:127.0.0.1:PORT). Device n gets the public address 0A:1B:00:00:00:nn and a place on a grid \
+            The socket is private: the hub creates the default folder with mode 0700 and refuses it (one line, exit 1) \
+            when it is not a folder of this user with mode 0700, or a folder of --socket that another user owns or \
+            can write into (unless sticky, as /tmp); the sockets are mode 0600, and SOCKET.control and SOCKET.monitor \
+            refuse other users. \
+            --h4-tcp PORT or HOST:PORT (repeatable; HOST defaults to 127.0.0.1, loopback) also accepts hosts over TCP, \
+            one controller per connection (Bumble: tcp-client:127.0.0.1:PORT); any local user can join a TCP air, \
+            and any host that reaches HOST when it is not loopback. Device n gets the public address 0A:1B:00:00:00:nn and a place on a grid \
             2 m apart. The hub prints joins, leaves, connections and a traffic summary (every --stats-interval \
             seconds and at exit); SIGINT or SIGTERM stop it and remove the socket (exit 0), and so does a closed \
             standard output (`blue air --json | head -1`). A second hub on the same socket fails at once with exit \
             code 1. --vhci (Linux, root or access to /dev/vhci, module hci_vhci) puts a controller of this air under \
-            the kernel: it prints the hciN it got, and the adapter disappears when the hub stops. While it runs,             `blue fault` changes the air (loss, a dropped link, a radio off, a device out of range) through             SOCKET.control, and the hub prints each change ("fault: ...").
+            the kernel: it prints the hciN it got, and the adapter disappears when the hub stops. While it runs, \
+            `blue fault` changes the air (loss, a dropped link, a radio off, a device out of range) through \
+            SOCKET.control, and the hub prints each change ("fault: ...").
             """
     )
 
     @Option(name: .customLong("socket"), help: "The UNIX socket path hosts join through (default: $OCB_AIR_SOCKET, see below).")
     var socketPath: String?
 
-    @Option(name: .customLong("h4-tcp"), help: "Also accept hosts over TCP on HOST:PORT (repeatable).")
+    @Option(name: .customLong("h4-tcp"), help: ArgumentHelp(
+        "Also accept hosts over TCP on HOST:PORT, or PORT on 127.0.0.1 (repeatable): any local user can join a TCP air.",
+        valueName: "host:port"))
     var tcpEndpoints: [String] = []
 
     @Flag(name: .customLong("vhci"), help: ArgumentHelp(

@@ -5,6 +5,7 @@ import BluetoothRuntime
 import Foundation
 import HCI
 import HCITransport
+import SharedAir
 import StackLauncher
 import SystemInterface
 
@@ -130,6 +131,11 @@ struct Monitor: ParsableCommand, Sendable {
 
     /// Connects to the hub's monitor socket.
     private static func connect(_ path: String) throws(CLIFailure) -> Int32 {
+        do throws(AirHubError) {
+            try AirHub.checkTrust(ofSocket: path)
+        } catch {
+            throw CLIFailure(.unavailable, error.reason)
+        }
         let address: sockaddr_un
         do { address = try SocketAddress.unix(path: path) } catch { throw CLIFailure(.usage, error.reason) }
         guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
@@ -142,6 +148,12 @@ struct Monitor: ParsableCommand, Sendable {
             let reason = POSIX.lastErrorText
             POSIX.closeDescriptor(fd)
             throw CLIFailure(.unavailable, "no air hub monitor at \(path) (\(reason)): is `blue air` running there?")
+        }
+        do throws(PrivatePathError) {
+            try SocketOwnership.checkPeer(ofConnected: fd, path: path)
+        } catch {
+            POSIX.closeDescriptor(fd)
+            throw CLIFailure(.unavailable, error.reason)
         }
         return fd
     }

@@ -118,18 +118,18 @@ struct OutOfBandFile: Hashable, Sendable {
         return try parse(data, source: source)
     }
 
-    /// Writes the document to `path` at once (a temporary file in the same folder, mode 0600, renamed over it), so
-    /// a reader polling the path never sees half of it.
+    /// Writes the document to `path` at once (a temporary file in the same folder, mode 0600, created exclusively so
+    /// that a symbolic link planted there is never written through, then renamed over the path, which replaces a link
+    /// rather than following it), so a reader polling the path never sees half of it.
     func write(path: String, option: String) throws(OutOfBandFileError) {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8),
-                                             attributes: [.posixPermissions: 0o600]) else {
-            throw OutOfBandFileError(.unwritable, "\(option) \(path): cannot be written")
+        let temporary: String
+        do {
+            temporary = try PrivateFile.writeTemporary(Data(text.utf8), beside: path)
+        } catch {
+            throw OutOfBandFileError(.unwritable, "\(option) \(path): cannot be written (\(error.reason))")
         }
-        guard rename(temporary.path, url.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
             throw OutOfBandFileError(.unwritable, "\(option) \(path): cannot be written")
         }
     }
