@@ -69,7 +69,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     let central: BlueZCentral
     let peripheral: BlueZPeripheral
     /// "bluetoothd (hci1)".
-    let description: String
+    package let description: String
     /// The first line a backend reported outside a call (bluetoothd unreachable, discovery refused).
     private let reported = LockedValue<String?>(nil)
     /// How long bluetoothd may take to say whether its adapter is there and powered.
@@ -88,6 +88,9 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     private var nextHandle: UInt16 = 0x0040
     private var pendingConnect: PendingConnect?
     private var scanning = false
+    /// With duplicates filtered: what each device advertised when last reported (bluetoothd tells every RSSI
+    /// change; a device is reported again when its advertising data changed, as a controller's duplicate filter does).
+    private var heard: [BluetoothAddress: AdvertisingData]?
     // Server
     var database = GATTDatabase()
     var localValues: [UInt16: LocalValue] = [:]
@@ -184,6 +187,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         }
         guard case .started = phase, state != .poweredOn else { return }
         for handle in links.keys.sorted() { linkEnded(handle, reason: .connectionTerminatedByLocalHost) }
+        emit(.controllerError(HostError(.notReady, "the adapter of \(description) is no longer powered on")))
     }
 
     private func startFailure(_ state: BlueZAdapterState) -> HostError {
@@ -287,8 +291,11 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     package func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
+            // bluetoothd decides active or passive scanning and the timing. Its duplicate filter (DuplicateData
+            // false) still signals each RSSI change, so the engine filters too (``heard``).
             scanning = true
-            central.startScan(serviceUUIDs: nil, allowDuplicates: true)
+            heard = options.filterDuplicates ? [:] : nil
+            central.startScan(serviceUUIDs: nil, allowDuplicates: !options.filterDuplicates)
             completion(.success(()))
         }
     }
@@ -359,7 +366,12 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         case .stateChanged(let state):
             stateChanged(state, central: true)
         case .advertisement(let report):
-            if scanning { emit(.advertisingReport(report)) }
+            guard scanning else { return }
+            if heard != nil {
+                guard heard?[report.address] != report.advertisingData else { return }
+                heard?[report.address] = report.advertisingData
+            }
+            emit(.advertisingReport(report))
         case .connected(let peer, let mtu):
             guard let pending = pendingConnect, pending.peer == peer else {
                 // Connected after the connect was given up: not ours to keep.

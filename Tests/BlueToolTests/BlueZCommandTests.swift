@@ -52,7 +52,8 @@ struct BlueZCommandTests {
             // The value handle is the one after the declaration bluetoothd names the object after.
             #expect(text.contains("\(characteristic)  [read, write-without-response, write, notify]  handle 0x0012  = 01 02 03"), "\(text)")
             #expect(text.contains("2902 Client Characteristic Configuration  handle 0x0013  = 00 00"), "\(text)")
-            #expect(text.contains("\(refused)  [read]  handle 0x0015  (read failed: Read Not Permitted (0x02))"), "\(text)")
+            // The same words as on our host: the ATT error and the handle it names.
+            #expect(text.contains("\(refused)  [read]  handle 0x0015  (read failed: Read Not Permitted (0x02) (handle 0x0015))"), "\(text)")
             #expect(bluetoothd.calls.last == "Disconnect ")
         }
     }

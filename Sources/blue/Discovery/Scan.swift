@@ -76,10 +76,9 @@ struct Scan: ParsableCommand, Sendable {
             throw CLIFailure(.usage, "--sort \(sort): expected \(ScanOrder.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates, order: order, timestamps: timestamps)
-        if let adapter = try stack.bluezAdapter() {
-            return try await scanThroughBlueZ(adapter, filter: filter, table: table)
-        }
-        let launched = try await stack.open(label: "scan")
+        // bluetoothd decides active or passive scanning.
+        if passive, try stack.bluezAdapter() != nil { throw CLIFailure(.usage, BluetoothdLimitation.passiveScan.message(hci: stack.hci)) }
+        let launched = try await stack.openEngine(label: "scan")
         defer { launched.shutdown() }
         let subscription = launched.addEventHandler { event in
             guard case .advertisingReport(let report) = event, filter.accepts(report) else { return }
@@ -92,50 +91,6 @@ struct Scan: ParsableCommand, Sendable {
         await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: launched.eventLoop)
         subscription.cancel()
         await launched.stopScan()
-    }
-
-    /// The same scan through bluetoothd: its discovery (Adapter1.SetDiscoveryFilter and StartDiscovery), each
-    /// device's properties as a report. bluetoothd decides active or passive scanning (`--passive` is refused).
-    private func scanThroughBlueZ(_ adapter: BlueZAdapterChoice, filter: ScanFilter, table: ScanTable) async throws(CLIFailure) {
-        if passive { throw CLIFailure(.usage, BluetoothdLimitation.passiveScan.message(hci: stack.hci)) }
-        let central = try await BackendCentral.openBlueZ(adapter)
-        defer { central.shutdown() }
-        let wanted = filter.services
-        let lost = OneShot<Void>()
-        // bluetoothd tells every change of a device's RSSI; without --duplicates a device is reported again only
-        // when what it advertises changed, as our host's duplicate filter does.
-        let heard = LockedValue<[BluetoothAddress: AdvertisingData]>([:])
-        let duplicates = duplicates
-        let cancel = central.addHandler { event in
-            switch event {
-            case .advertisement(let advertisement):
-                let report = ScanReport(advertisement)
-                guard filter.accepts(report) else { return }
-                let fresh = heard.withLock { heard in
-                    defer { heard[report.address] = report.advertisingData }
-                    return heard[report.address] != report.advertisingData
-                }
-                if fresh || duplicates { table.add(report) }
-            case .stateChanged(let state) where state != .poweredOn:
-                lost.fire(())
-            default:
-                break
-            }
-        }
-        if Console.isTerminal && !json {
-            Console.error("Scanning on \(central.transportDescription)... (Ctrl-C to stop)")
-        }
-        central.backend.startScan(CBBackendScanParameters(serviceUUIDs: wanted.isEmpty ? nil : wanted, allowDuplicates: duplicates,
-                                                          solicitedServiceUUIDs: []))
-        let ended = OneShot<Bool>()
-        Task { await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: central.eventLoop); ended.fire(true) }
-        Task { await lost.wait(); ended.fire(false) }
-        let completed = await ended.wait()
-        cancel()
-        central.backend.stopScan()
-        if !completed {
-            throw CLIFailure(.unavailable, "lost \(central.transportDescription): its adapter is no longer powered on")
-        }
     }
 }
 

@@ -174,7 +174,3 @@ final class BackendCentral: Sendable {
     }
 }
 
-/// Which adapter `--hci bluez` names: `bluez` the first bluetoothd has, `bluez:hci1` that one.
-struct BlueZAdapterChoice: Sendable {
-    var name: String?
-}

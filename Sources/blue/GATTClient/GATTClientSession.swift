@@ -4,8 +4,8 @@ import Host
 import BluetoothEngine
 
 /// A connection to a TARGET as the GATT client commands (`explore`, `read`, `write`, `subscribe`) use it, whoever
-/// runs the link: our host (``TargetSession``: `--hci virtual`, `hciN`, `tcp:…`) or bluetoothd over D-Bus
-/// (``BlueZTargetSession``: `--hci bluez`, `bluez:hciN`). The commands print the same either way.
+/// runs the link: our host (`--hci virtual`, `hciN`, `tcp:…`) or bluetoothd over D-Bus (`--hci bluez`, `bluez:hciN`),
+/// both through the engine seam (``TargetSession``). The commands print the same either way.
 protocol GATTClientSession: Sendable {
     /// What the scan heard of the target (over bluetoothd: its Device1 properties as a report).
     var report: ScanReport { get }
@@ -48,10 +48,8 @@ enum SubscriptionEvent: Sendable {
     case failed(GATTOperationFailure)
 }
 
-/// Opens the session the `--hci` option asks for: bluetoothd's for `bluez`, `bluez:hciN`, else our host's.
+/// Opens the session the `--hci` option asks for: on bluetoothd's engine for `bluez`, `bluez:hciN`, else on our
+/// host's.
 func openClientSession(_ options: StackOptions, target: String, timeout: Duration, label: String) async throws(CLIFailure) -> any GATTClientSession {
-    if let adapter = try options.bluezAdapter() {
-        return try await BlueZTargetSession.open(adapter: adapter, target: target, timeout: timeout)
-    }
-    return try await TargetSession.open(options, target: target, timeout: timeout, label: label)
+    try await TargetSession.open(on: try await options.openEngine(label: label), target: target, timeout: timeout)
 }

@@ -1,15 +1,24 @@
 import ATT
 import BluetoothCore
 import BluetoothRuntime
+import Dispatch
 import GATT
 import HCI
 import Host
 import StackLauncher
 import BluetoothEngine
 
-/// Async forms of the host's completion-based GAP and GATT calls, for the commands (and `blue demo`). Each waits
-/// for exactly one completion; time limits run on the stack's loop.
-extension LaunchedStack {
+/// Async forms of the engine's completion-based GAP and GATT calls, for the commands (and `blue demo`), on our host
+/// and on bluetoothd alike. Each waits for exactly one completion; time limits run on the engine's loop.
+extension CommandStack {
+    var eventLoop: any EventLoop { engine.eventLoop }
+
+    /// Adds a handler of the engine's events (beside the others); cancel the subscription to remove it.
+    @discardableResult
+    func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> StackEventSubscription {
+        engine.addEventHandler(handler)
+    }
+
     /// Waits for the one completion `start` is given.
     func awaitCompletion<Value: Sendable, Failure: Error>(
         _ start: (@escaping @Sendable (Result<Value, Failure>) -> Void) -> Void
@@ -27,13 +36,13 @@ extension LaunchedStack {
     }
 
     func startScan(_ options: ScanOptions) async throws(CLIFailure) {
-        let result = await awaitCompletion { host.startScanning(options, completion: $0) }
+        let result = await awaitCompletion { engine.startScanning(options, completion: $0) }
         if case .failure(let error) = result { throw CLIFailure(.failed, "cannot scan: \(error.reason)") }
     }
 
     func stopScan() async {
         _ = await awaitCompletion { (done: @escaping @Sendable (Result<Void, HostError>) -> Void) in
-            host.stopScanning(completion: done)
+            engine.stopScanning(completion: done)
         }
     }
 
@@ -41,7 +50,7 @@ extension LaunchedStack {
     func connect(to address: BluetoothAddress, name: String, timeout: Duration) async throws(CLIFailure) -> Connection {
         var options = ConnectOptions()
         options.timeout = timeout
-        let result = await awaitCompletion { host.connect(to: address, options: options, completion: $0) }
+        let result = await awaitCompletion { engine.connect(to: address, options: options, completion: $0) }
         switch result {
         case .success(let connection): return connection
         case .failure(let error):
@@ -54,19 +63,28 @@ extension LaunchedStack {
 
     /// Runs one GATT procedure on the connection.
     func gatt(_ handle: UInt16, _ procedure: GATTProcedure) async -> Result<GATTProcedureResult, GATTClientError> {
-        await awaitCompletion { host.gatt(connectionHandle: handle, procedure, completion: $0) }
+        await awaitCompletion { engine.gatt(connectionHandle: handle, procedure, completion: $0) }
     }
 
     /// Disconnects and waits for the Disconnection Complete (failures ignored: the link is gone either way).
     func disconnect(_ handle: UInt16) async {
         _ = await awaitCompletion { (done: @escaping @Sendable (Result<HCIStatus, HostError>) -> Void) in
-            host.disconnect(connectionHandle: handle, completion: done)
+            engine.disconnect(connectionHandle: handle, reason: .remoteUserTerminatedConnection, completion: done)
         }
     }
 
-    /// The connection's ATT_MTU (read on the loop).
+    /// The connection's ATT_MTU (read on the engine's loop).
     func attMTU(_ handle: UInt16) -> Int {
-        eventLoop.sync { [host] in host.attMTU(connectionHandle: handle) ?? 23 }
+        let engine = engine
+        if engine.eventLoop.inEventLoop { return engine.attMTU(connectionHandle: handle) ?? 23 }
+        let answer = LockedValue(23)
+        let done = DispatchSemaphore(value: 0)
+        engine.eventLoop.execute {
+            answer.store(engine.attMTU(connectionHandle: handle) ?? 23)
+            done.signal()
+        }
+        done.wait()
+        return answer.load()
     }
 }
 

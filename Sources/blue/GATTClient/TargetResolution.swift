@@ -51,7 +51,7 @@ struct TargetMatcher: Sendable, CustomStringConvertible {
     }
 }
 
-extension LaunchedStack {
+extension CommandStack {
     /// Scans (actively) until a device matching `target` is heard, for at most `timeout`. The scan is stopped
     /// before returning. Fails with "no device matching ... found within N s" (exit code 2).
     func findTarget(_ target: TargetMatcher, timeout: Duration) async throws(CLIFailure) -> ScanReport {
@@ -62,7 +62,7 @@ extension LaunchedStack {
             }
         }
         let timer = eventLoop.schedule(after: timeout) { done.fire(nil) }
-        host.startScanning(ScanOptions(active: true, filterDuplicates: false)) { result in
+        engine.startScanning(ScanOptions(active: true, filterDuplicates: false)) { result in
             if case .failure = result { done.fire(nil) }
         }
         let found = await done.wait()

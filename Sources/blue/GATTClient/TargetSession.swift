@@ -6,16 +6,18 @@ import Host
 import StackLauncher
 import BluetoothEngine
 
-/// A connection to a TARGET through our host: scan for the target, connect, and run the GATT procedures on the
-/// link (``GATTClientSession``).
+/// A connection to a TARGET on any engine (our host, or bluetoothd for `--hci bluez`): scan for the target,
+/// connect, and run the GATT procedures on the link (``GATTClientSession``). What bluetoothd decides differently
+/// shows in the answers: the advertisement is rebuilt from the device's properties, long values are read and
+/// written by bluetoothd whole, the link is known by its ATT_MTU only.
 struct TargetSession: GATTClientSession {
-    let stack: LaunchedStack
+    let stack: any CommandStack
     let report: ScanReport
     let connection: Connection
 
-    /// Opens the stack, finds `target` within `timeout`, connects (within the same time again).
-    static func open(_ options: StackOptions, target: String, timeout: Duration, label: String) async throws(CLIFailure) -> TargetSession {
-        let stack = try await options.open(label: label)
+    /// Finds `target` on `stack` within `timeout`, connects (within the same time again); shuts the stack down when
+    /// that fails.
+    static func open(on stack: any CommandStack, target: String, timeout: Duration) async throws(CLIFailure) -> TargetSession {
         do {
             let report = try await stack.findTarget(TargetMatcher(target), timeout: timeout)
             let name = report.localName ?? report.address.string
@@ -72,7 +74,7 @@ struct TargetSession: GATTClientSession {
             }
         }
         if let cccd = characteristic.cccdHandle {
-            stack.host.gatt(connectionHandle: connectionHandle,
+            stack.engine.gatt(connectionHandle: connectionHandle,
                             .subscribe(cccdHandle: cccd, configuration: indications ? .indications : .notifications)) { result in
                 if case .failure(let error) = result { events(.failed(GATTOperationFailure(description: error.description))) }
             }
@@ -82,7 +84,7 @@ struct TargetSession: GATTClientSession {
         return { subscription.cancel() }
     }
 
-    /// Disconnects and shuts the stack down.
+    /// Disconnects and shuts the stack down (bluetoothd's link ends when no client of it wants it).
     func close() async {
         await stack.disconnect(connection.handle)
         stack.shutdown()

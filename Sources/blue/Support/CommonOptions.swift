@@ -28,6 +28,13 @@ struct StackOptions: ParsableArguments, Sendable {
         try await open(StackLaunchOptions(label: "blue.\(label)"))
     }
 
+    /// The stack `--hci` names, on whichever engine runs it: bluetoothd's (``BluetoothdStack``) for `bluez`,
+    /// `bluez:hciN`, else our host (``open(label:)``).
+    func openEngine(label: String) async throws(CLIFailure) -> any CommandStack {
+        if let adapter = try bluezAdapter() { return try await BluetoothdStack.open(adapter) }
+        return try await open(label: label)
+    }
+
     /// The adapter when `--hci` names bluetoothd (`bluez`, `bluez:hciN`), else nil. `--snoop` cannot go with it:
     /// bluetoothd's HCI traffic is the kernel's (btmon records it).
     func bluezAdapter() throws(CLIFailure) -> BlueZAdapterChoice? {
