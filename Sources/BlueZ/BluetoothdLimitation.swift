@@ -7,8 +7,8 @@ public enum BluetoothdLimitation: Hashable, Sendable {
     case snoop
     /// A command that needs our own host (bench, fault, monitor through our stack...).
     case ourHost
-    /// `blue shell`.
-    case shell
+    /// A change of the link bluetoothd makes itself (`blue shell`'s `mtu`, `phy`, `datalength`, `params`).
+    case linkChange(String)
     /// Advertising data laid out by the caller (`blue advertise`).
     case rawAdvertising
     /// `--passive` scanning.
@@ -35,8 +35,8 @@ public enum BluetoothdLimitation: Hashable, Sendable {
             "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
                 + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
                 + "the adapter (bluetoothd must let go of it), or virtual"
-        case .shell:
-            "--hci \(hci): blue shell runs on our host only for now (bluetoothctl is bluetoothd's shell)"
+        case .linkChange(let what):
+            "\(what): bluetoothd chooses the link's MTU, PHY, data length and parameters itself (--hci \(hci))"
         case .rawAdvertising:
             "--hci \(hci): bluetoothd advertises GATT applications only here (use blue serve --hci bluez)"
         case .passiveScan:

@@ -231,4 +231,26 @@ struct BlueZCommandTests {
         #expect(wrong.status == 64)
         #expect(wrong.standardError.contains("--hci hci0: bonds come from our bond directory, or from bluetoothd"), "\(wrong.standardError)")
     }
+
+    @Test func shellThroughBluetoothdConnectsReadsAndRefusesLinkChanges() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let script = "connect Fake 10\nexplore\nread \(characteristic)\nlink\nmtu\n"
+            let session = try await BlueProcess.run(["shell", "--hci", "bluez:hci0"], input: script, environment: environment)
+            #expect(session.status == 0, "\(session.standardError)")
+            let text = session.standardOutput
+            #expect(text.contains("connected to Fake"), "\(text)")
+            #expect(text.contains("\(characteristic)  [read, write-without-response, write, notify]  handle 0x0012  = 01 02 03"), "\(text)")
+            #expect(text.contains("ATT MTU 185 (bluetoothd does not tell the rest)"), "\(text)")
+            #expect(text.contains("ATT MTU 185 (exchanged at connection"), "\(text)")
+            #expect(bluetoothd.calls.contains("ReadValue [\"offset\": <0>]") || bluetoothd.calls.contains { $0.hasPrefix("ReadValue") })
+            #expect(bluetoothd.calls.last == "Disconnect ")
+
+            // What bluetoothd decides itself: one line naming the script's line, exit 64.
+            let phy = try await BlueProcess.run(["shell", "--hci", "bluez:hci0"], input: "connect Fake 10\nphy 2M\n", environment: environment)
+            #expect(phy.status == 64, "\(phy.standardError)")
+            #expect(phy.standardError.contains("line 2 (phy 2M): phy: bluetoothd chooses the link's MTU, PHY, data length and parameters itself (--hci bluez:hci0)"),
+                    "\(phy.standardError)")
+            #expect(phy.standardError.split(separator: "\n").count == 1, "\(phy.standardError)")
+        }
+    }
 }

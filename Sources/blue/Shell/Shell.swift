@@ -7,7 +7,8 @@ import Host
 import StackLauncher
 
 /// `blue shell`: one stack, one connection, many commands (as bluetoothctl and bumble-console give): scan, connect,
-/// then reads, writes, subscriptions, pairing and link changes on the same link (Core 5.4 Vol 3 Part C GAP, Part G
+/// then reads, writes, subscriptions, pairing and link changes on the same link, on our host or through bluetoothd
+/// (`--hci bluez`, where bluetoothd makes the link changes itself) (Core 5.4 Vol 3 Part C GAP, Part G
 /// GATT, Part H SMP; Vol 4 Part E §7.8.18 connection update, §7.8.33 data length, §7.8.49 PHY).
 struct Shell: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
@@ -27,12 +28,9 @@ struct Shell: ParsableCommand, Sendable {
     }
 
     func shell() async throws(CLIFailure) {
-        if try stack.bluezAdapter() != nil {
-            throw CLIFailure(.usage, BluetoothdLimitation.shell.message(hci: stack.hci))
-        }
         let interactive = isatty(0) == 1
-        let launched = try await stack.open(label: "shell")
-        let session = ShellSession(stack: launched)
+        let launched = try await stack.openEngine(label: "shell")
+        let session = ShellSession(stack: launched, hci: stack.hci)
         let input = ShellInput(interactive: interactive) { words, partial in session.completions(words, partial) }
         if interactive { Console.line("blue shell on \(launched.transportDescription): `help` lists the commands, Ctrl-D ends") }
         var number = 0

@@ -1,3 +1,4 @@
+import BlueZ
 import ATT
 import BluetoothCore
 import BluetoothRuntime
@@ -19,9 +20,11 @@ final class ShellSession: Sendable {
         var heard: [String: BluetoothAddress] = [:]
     }
 
-    let stack: LaunchedStack
+    let stack: any CommandStack
+    /// The `--hci` text, for the lines that say what bluetoothd does itself.
+    let hci: String
     private let state = LockedValue(State())
-    private let subscription: LaunchedStack.EventSubscription?
+    private let subscription: StackEventSubscription?
 
     static let commands = ["scan", "connect", "disconnect", "explore", "read", "write", "subscribe", "link", "mtu", "phy",
                            "datalength", "params", "pair", "help", "quit"]
@@ -43,8 +46,9 @@ final class ShellSession: Sendable {
         quit                                 end (also Ctrl-D)
         """
 
-    init(stack: LaunchedStack) {
+    init(stack: any CommandStack, hci: String) {
         self.stack = stack
+        self.hci = hci
         let state = state
         subscription = stack.addEventHandler { event in
             if case .disconnected(let handle, let reason) = event {
@@ -134,7 +138,8 @@ final class ShellSession: Sendable {
             // ATT allows one exchange per connection (Vol 3 Part F §3.4.2), which the host makes at connection.
             let current = stack.attMTU(connection.handle)
             if current > ATTMTU.leDefault { return Console.line("ATT MTU \(current) (exchanged at connection: once per connection)") }
-            let result = await stack.awaitCompletion { stack.host.exchangeMTU(connectionHandle: connection.handle, completion: $0) }
+            let host = try host("mtu")
+            let result = await stack.awaitCompletion { host.exchangeMTU(connectionHandle: connection.handle, completion: $0) }
             switch result {
             case .success(let mtu): Console.line("ATT MTU \(mtu)")
             case .failure(let error): throw CLIFailure(.failed, "the MTU exchange failed: \(error.reason)")
@@ -317,12 +322,12 @@ final class ShellSession: Sendable {
         default: throw CLIFailure(.usage, "phy 1M|2M|coded")
         }
         let connection = try connected()
-        let stack = stack
+        let stack = stack, host = try host("phy")
         let update = try await awaitEvent({ event -> (HCIStatus, LEPhy, LEPhy)? in
             if case .phyUpdated(connection.handle, let status, let tx, let rx) = event { return (status, tx, rx) }
             return nil
         }, start: {
-            await stack.awaitCompletion { stack.host.setPHY(connectionHandle: connection.handle, txPHYs: bits, rxPHYs: bits, completion: $0) }.failure
+            await stack.awaitCompletion { host.setPHY(connectionHandle: connection.handle, txPHYs: bits, rxPHYs: bits, completion: $0) }.failure
         })
         guard let (status, tx, rx) = update else { return Console.line("no PHY change within 5 s (the controller kept the PHYs)") }
         guard status == .success else { throw CLIFailure(.failed, "the PHY update failed: \(status)") }
@@ -334,12 +339,12 @@ final class ShellSession: Sendable {
             throw CLIFailure(.usage, "datalength OCTETS (27 to 251)")
         }
         let connection = try connected()
-        let stack = stack
+        let stack = stack, host = try host("datalength")
         let change = try await awaitEvent({ event -> (UInt16, UInt16)? in
             if case .dataLengthChanged(connection.handle, let tx, let rx) = event { return (tx, rx) }
             return nil
         }, start: {
-            await stack.awaitCompletion { stack.host.requestDataLength(connectionHandle: connection.handle, txOctets: octets, completion: $0) }.failure
+            await stack.awaitCompletion { host.requestDataLength(connectionHandle: connection.handle, txOctets: octets, completion: $0) }.failure
         })
         guard let (tx, rx) = change else { return Console.line("no data length change within 5 s (the controller kept it)") }
         Console.line("data \(tx)/\(rx) octets")
@@ -355,15 +360,25 @@ final class ShellSession: Sendable {
         let units = UInt16((interval / 1.25).rounded())
         let parameters = LEConnectionParameters(intervalMin: units, intervalMax: units, maxLatency: latency,
                                                 supervisionTimeout: UInt16((timeout / 10).rounded()))
-        switch await stack.awaitCompletion({ stack.host.updateConnectionParameters(connectionHandle: connection.handle, parameters, completion: $0) }) {
+        let host = try host("params")
+        switch await stack.awaitCompletion({ host.updateConnectionParameters(connectionHandle: connection.handle, parameters, completion: $0) }) {
         case .success(let updated): Console.line("\(updated.parameters)")
         case .failure(let error): throw CLIFailure(.failed, "the connection update failed: \(error.reason)")
         }
     }
 
+    /// Our host, for the link changes only it makes (bluetoothd makes them itself: one line, exit 64).
+    private func host(_ command: String) throws(CLIFailure) -> HostStack {
+        guard let host = stack.engine as? HostStack else {
+            throw CLIFailure(.usage, BluetoothdLimitation.linkChange(command).message(hci: hci))
+        }
+        return host
+    }
+
     private func pair() async throws(CLIFailure) {
         let connection = try connected()
-        switch await stack.awaitCompletion({ stack.host.pair(connectionHandle: connection.handle, completion: $0) }) {
+        let engine = stack.engine
+        switch await stack.awaitCompletion({ engine.pair(connectionHandle: connection.handle, completion: $0) }) {
         case .success(let outcome):
             Console.line("paired: \(outcome.method.map { "\($0)" } ?? "existing bond")"
                          + (outcome.secureConnections ? ", LE Secure Connections" : ", legacy") + (outcome.bonded ? ", bonded" : ""))
