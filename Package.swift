@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "BlueZ",
             dependencies: [
-                "DBus", "BluetoothRuntime", "BluetoothCore", "BluetoothEngine", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData",
+                "DBus", "BluetoothRuntime", "BluetoothCore", "BluetoothEngine", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData",
                 "SystemInterface", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],

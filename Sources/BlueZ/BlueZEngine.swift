@@ -3,6 +3,7 @@ package import ATT
 package import BluetoothCore
 package import BluetoothRuntime
 package import GATT
+package import HCI
 package import L2CAP
 import SMP
 package import BluetoothEngine
@@ -425,6 +426,30 @@ extension BlueZEngine {
     package func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
                           completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { completion(.failure(Self.refusal("advertising data is bluetoothd's to lay out (a name and service UUIDs)"))) }
+    }
+
+    /// bluetoothd tells the ATT_MTU of a link and nothing else of it.
+    package func linkInfo(connectionHandle handle: UInt16, completion: @escaping @Sendable (LinkInfo?) -> Void) {
+        onLoop { completion(nil) }
+    }
+
+    package func updateConnectionParameters(connectionHandle handle: UInt16, _ parameters: LEConnectionParameters,
+                                            completion: (@Sendable (Result<Connection, HostError>) -> Void)?) {
+        onLoop { completion?(.failure(Self.refusal("connection parameters are bluetoothd's to choose"))) }
+    }
+
+    package func requestDataLength(connectionHandle handle: UInt16, txOctets: UInt16, txTime: UInt16,
+                                   completion: @escaping @Sendable (Result<Bool, HostError>) -> Void) {
+        onLoop { completion(.failure(Self.refusal("the data length is the kernel's to choose"))) }
+    }
+
+    package func setPHY(connectionHandle handle: UInt16, txPHYs: UInt8, rxPHYs: UInt8,
+                        completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { completion(.failure(Self.refusal("the PHY is the kernel's to choose"))) }
+    }
+
+    package func exchangeMTU(connectionHandle handle: UInt16, completion: (@Sendable (Result<Int, HostError>) -> Void)?) {
+        onLoop { completion?(.failure(Self.refusal("bluetoothd exchanges the ATT_MTU itself when it connects"))) }
     }
 
     package func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {

@@ -7,8 +7,6 @@ public enum BluetoothdLimitation: Hashable, Sendable {
     case snoop
     /// A command that needs our own host (bench, fault, monitor through our stack...).
     case ourHost
-    /// A change of the link bluetoothd makes itself (`blue shell`'s `mtu`, `phy`, `datalength`, `params`).
-    case linkChange(String)
     /// Advertising data laid out by the caller (`blue advertise`).
     case rawAdvertising
     /// `--passive` scanning.
@@ -35,8 +33,6 @@ public enum BluetoothdLimitation: Hashable, Sendable {
             "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
                 + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
                 + "the adapter (bluetoothd must let go of it), or virtual"
-        case .linkChange(let what):
-            "\(what): bluetoothd chooses the link's MTU, PHY, data length and parameters itself (--hci \(hci))"
         case .rawAdvertising:
             "--hci \(hci): bluetoothd advertises GATT applications only here (use blue serve --hci bluez)"
         case .passiveScan:

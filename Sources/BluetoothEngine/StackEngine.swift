@@ -3,6 +3,7 @@ public import ATT
 public import BluetoothCore
 public import BluetoothRuntime
 public import GATT
+public import HCI
 public import L2CAP
 
 /// The seam between the APIs and the stacks that do the work: what the async API (`BluetoothStack`) asks of the
@@ -39,6 +40,20 @@ public protocol StackEngine: AnyObject, Sendable {
     func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)?)
 
     // The link
+    /// What is known of the link: parameters, PHYs, data length, ATT_MTU (nil: no such link, or the engine is not
+    /// told; Core 5.4 Vol 6 Part B §4.5).
+    func linkInfo(connectionHandle handle: UInt16, completion: @escaping @Sendable (LinkInfo?) -> Void)
+    /// New connection parameters, asked as central (LE Connection Update, Vol 4 Part E §7.8.18) or as peripheral.
+    func updateConnectionParameters(connectionHandle handle: UInt16, _ parameters: LEConnectionParameters,
+                                    completion: (@Sendable (Result<Connection, HostError>) -> Void)?)
+    /// A longer data channel PDU (LE Set Data Length, Vol 4 Part E §7.8.33); true when the controller took it.
+    func requestDataLength(connectionHandle handle: UInt16, txOctets: UInt16, txTime: UInt16,
+                           completion: @escaping @Sendable (Result<Bool, HostError>) -> Void)
+    /// The PHYs to prefer (LE Set PHY, Vol 4 Part E §7.8.49; bits: 1M 0x01, 2M 0x02, Coded 0x04).
+    func setPHY(connectionHandle handle: UInt16, txPHYs: UInt8, rxPHYs: UInt8,
+                completion: @escaping @Sendable (Result<Void, HostError>) -> Void)
+    /// The ATT MTU exchange (Vol 3 Part F §3.4.2), once per connection; the new ATT_MTU.
+    func exchangeMTU(connectionHandle handle: UInt16, completion: (@Sendable (Result<Int, HostError>) -> Void)?)
     /// The RSSI of the link's last packets (Core 5.4 Vol 4 Part E §7.5.4).
     func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void)
     /// A peripheral's L2CAP Connection Parameter Update Request (Vol 3 Part A §4.20); true when the central accepted.

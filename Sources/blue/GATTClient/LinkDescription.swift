@@ -67,13 +67,10 @@ extension CommandStack {
     /// The link's parameters, PHYs, data length and ATT_MTU (our host's; bluetoothd tells the ATT_MTU only), and its
     /// RSSI (HCI Read RSSI; nil when the controller or bluetoothd refuses it).
     func link(_ handle: UInt16) async -> LinkDescription {
-        var info: LinkInfo?
-        if let host = engine as? HostStack {
-            info = await withCheckedContinuation { (continuation: CheckedContinuation<LinkInfo?, Never>) in
-                host.linkInfo(connectionHandle: handle) { continuation.resume(returning: $0) }
-            }
-        }
         let engine = engine
+        let info = await withCheckedContinuation { (continuation: CheckedContinuation<LinkInfo?, Never>) in
+            engine.linkInfo(connectionHandle: handle) { continuation.resume(returning: $0) }
+        }
         let rssi = try? await awaitCompletion { engine.readRSSI(connectionHandle: handle, completion: $0) }.get()
         return LinkDescription(info: info, attMTU: info?.attMTU ?? attMTU(handle), rssi: rssi)
     }

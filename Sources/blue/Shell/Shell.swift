@@ -30,7 +30,7 @@ struct Shell: ParsableCommand, Sendable {
     func shell() async throws(CLIFailure) {
         let interactive = isatty(0) == 1
         let launched = try await stack.openEngine(label: "shell")
-        let session = ShellSession(stack: launched, hci: stack.hci)
+        let session = ShellSession(stack: launched)
         let input = ShellInput(interactive: interactive) { words, partial in session.completions(words, partial) }
         if interactive { Console.line("blue shell on \(launched.transportDescription): `help` lists the commands, Ctrl-D ends") }
         var number = 0

@@ -1,4 +1,3 @@
-import BlueZ
 import ATT
 import BluetoothCore
 import BluetoothRuntime
@@ -21,8 +20,6 @@ final class ShellSession: Sendable {
     }
 
     let stack: any CommandStack
-    /// The `--hci` text, for the lines that say what bluetoothd does itself.
-    let hci: String
     private let state = LockedValue(State())
     private let subscription: StackEventSubscription?
 
@@ -46,9 +43,8 @@ final class ShellSession: Sendable {
         quit                                 end (also Ctrl-D)
         """
 
-    init(stack: any CommandStack, hci: String) {
+    init(stack: any CommandStack) {
         self.stack = stack
-        self.hci = hci
         let state = state
         subscription = stack.addEventHandler { event in
             if case .disconnected(let handle, let reason) = event {
@@ -138,7 +134,7 @@ final class ShellSession: Sendable {
             // ATT allows one exchange per connection (Vol 3 Part F §3.4.2), which the host makes at connection.
             let current = stack.attMTU(connection.handle)
             if current > ATTMTU.leDefault { return Console.line("ATT MTU \(current) (exchanged at connection: once per connection)") }
-            let host = try host("mtu")
+            let host = stack.engine
             let result = await stack.awaitCompletion { host.exchangeMTU(connectionHandle: connection.handle, completion: $0) }
             switch result {
             case .success(let mtu): Console.line("ATT MTU \(mtu)")
@@ -308,7 +304,8 @@ final class ShellSession: Sendable {
         let seen = OneShot<Value?>()
         let watch = stack.addEventHandler { event in if let value = match(event) { seen.fire(value) } }
         defer { watch.cancel() }
-        if let error = await start() { throw CLIFailure(.failed, error.reason) }
+        // What the engine does not do (bluetoothd chooses the link itself) is a usage error, as an option would be.
+        if let error = await start() { throw CLIFailure(error.code == .unsupported ? .usage : .failed, error.reason) }
         let timer = stack.eventLoop.schedule(after: .seconds(5)) { seen.fire(nil) }
         defer { timer.cancel() }
         return await seen.wait()
@@ -322,7 +319,7 @@ final class ShellSession: Sendable {
         default: throw CLIFailure(.usage, "phy 1M|2M|coded")
         }
         let connection = try connected()
-        let stack = stack, host = try host("phy")
+        let stack = stack, host = stack.engine
         let update = try await awaitEvent({ event -> (HCIStatus, LEPhy, LEPhy)? in
             if case .phyUpdated(connection.handle, let status, let tx, let rx) = event { return (status, tx, rx) }
             return nil
@@ -339,12 +336,12 @@ final class ShellSession: Sendable {
             throw CLIFailure(.usage, "datalength OCTETS (27 to 251)")
         }
         let connection = try connected()
-        let stack = stack, host = try host("datalength")
+        let stack = stack, host = stack.engine
         let change = try await awaitEvent({ event -> (UInt16, UInt16)? in
             if case .dataLengthChanged(connection.handle, let tx, let rx) = event { return (tx, rx) }
             return nil
         }, start: {
-            await stack.awaitCompletion { host.requestDataLength(connectionHandle: connection.handle, txOctets: octets, completion: $0) }.failure
+            await stack.awaitCompletion { host.requestDataLength(connectionHandle: connection.handle, txOctets: octets, txTime: 2120, completion: $0) }.failure
         })
         guard let (tx, rx) = change else { return Console.line("no data length change within 5 s (the controller kept it)") }
         Console.line("data \(tx)/\(rx) octets")
@@ -360,19 +357,11 @@ final class ShellSession: Sendable {
         let units = UInt16((interval / 1.25).rounded())
         let parameters = LEConnectionParameters(intervalMin: units, intervalMax: units, maxLatency: latency,
                                                 supervisionTimeout: UInt16((timeout / 10).rounded()))
-        let host = try host("params")
+        let host = stack.engine
         switch await stack.awaitCompletion({ host.updateConnectionParameters(connectionHandle: connection.handle, parameters, completion: $0) }) {
         case .success(let updated): Console.line("\(updated.parameters)")
         case .failure(let error): throw CLIFailure(.failed, "the connection update failed: \(error.reason)")
         }
-    }
-
-    /// Our host, for the link changes only it makes (bluetoothd makes them itself: one line, exit 64).
-    private func host(_ command: String) throws(CLIFailure) -> HostStack {
-        guard let host = stack.engine as? HostStack else {
-            throw CLIFailure(.usage, BluetoothdLimitation.linkChange(command).message(hci: hci))
-        }
-        return host
     }
 
     private func pair() async throws(CLIFailure) {
