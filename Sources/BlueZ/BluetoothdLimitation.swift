@@ -7,8 +7,6 @@ public enum BluetoothdLimitation: Hashable, Sendable {
     case snoop
     /// A command that needs our own host (bench, fault, monitor through our stack...).
     case ourHost
-    /// Advertising data laid out by the caller (`blue advertise`).
-    case rawAdvertising
     /// `--passive` scanning.
     case passiveScan
     /// Our own privacy (`--privacy`).
@@ -31,10 +29,8 @@ public enum BluetoothdLimitation: Hashable, Sendable {
             "--snoop records our host's HCI traffic; through bluetoothd (--hci \(hci)) use btmon"
         case .ourHost:
             "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
-                + "bluetoothd serves scan, explore, read, write, subscribe, pair, serve and chat. Use --hci hciN to give our host "
+                + "bluetoothd serves scan, explore, read, write, subscribe, shell, pair, serve and chat. Use --hci hciN to give our host "
                 + "the adapter (bluetoothd must let go of it), or virtual"
-        case .rawAdvertising:
-            "--hci \(hci): bluetoothd advertises GATT applications only here (use blue serve --hci bluez)"
         case .passiveScan:
             "--passive: bluetoothd decides how it scans (--hci \(hci))"
         case .privacy:

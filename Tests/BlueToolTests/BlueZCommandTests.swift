@@ -252,4 +252,15 @@ struct BlueZCommandTests {
             #expect(phy.standardError.split(separator: "\n").count == 1, "\(phy.standardError)")
         }
     }
+
+    @Test func advertiseThroughBluetoothdIsTheEnginesOneLine() async throws {
+        try await withBluetoothd { _, environment in
+            let result = try await BlueProcess.run(["advertise", "--hci", "bluez", "--name", "Beacon", "--timeout", "1"],
+                                                   environment: environment)
+            #expect(result.status == 64, "\(result.standardError)")
+            #expect(result.standardError.contains("cannot advertise: through bluetoothd advertising data is bluetoothd's to lay out"),
+                    "\(result.standardError)")
+            #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
+        }
+    }
 }

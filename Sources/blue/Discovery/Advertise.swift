@@ -80,20 +80,21 @@ struct Advertise: ParsableCommand, Sendable {
             throw CLIFailure(.usage, "nothing to advertise: give --name, --service, --service-data, --manufacturer or a beacon")
         }
         guard (20...10_240).contains(interval) else { throw CLIFailure(.usage, "--interval \(interval): from 20 to 10240 milliseconds") }
-        if try stack.bluezAdapter() != nil {
-            throw CLIFailure(.usage, BluetoothdLimitation.rawAdvertising.message(hci: stack.hci))
-        }
         let first = try definition.packets()
         let units = UInt16((interval / 0.625).rounded())
         let kind: AdvertisingOptions.Kind = definition.connectable ? .connectable
             : (first.scanResponse.structures.isEmpty ? .nonConnectable : .scannable)
         let options = AdvertisingOptions(kind: kind, intervalMin: units, intervalMax: units)
-        let launched = try await stack.open(label: "advertise")
+        let launched = try await stack.openEngine(label: "advertise")
         defer { launched.shutdown() }
+        let engine = launched.engine
         let started = await launched.awaitCompletion {
-            launched.host.startAdvertising(advertisingData: first.advertising, scanResponse: first.scanResponse, options: options, completion: $0)
+            engine.startAdvertising(advertisingData: first.advertising, scanResponse: first.scanResponse, options: options, completion: $0)
         }
-        if case .failure(let error) = started { throw CLIFailure(.failed, "cannot advertise: \(error.reason)") }
+        // An engine that lays advertising data out itself (bluetoothd) says so: a usage error, as an option would be.
+        if case .failure(let error) = started {
+            throw CLIFailure(error.code == .unsupported ? .usage : .failed, "cannot advertise: \(error.reason)")
+        }
         describe(first.advertising, first.scanResponse, kind: kind, address: launched.controllerInfo.ownAddress)
         // Eddystone-TLM: the count of advertising events and the uptime change, so the frame is rebuilt each second.
         let refresh = definition.telemetry.map { _ in
@@ -102,7 +103,7 @@ struct Advertise: ParsableCommand, Sendable {
         await waitForTimeoutOrSignal(timeout.map { duration(seconds: $0) }, loop: launched.eventLoop)
         refresh?.cancel()
         _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, HostError>) -> Void) in
-            launched.host.stopAdvertising(completion: done)
+            engine.stopAdvertising(completion: done)
         }
     }
 
@@ -126,14 +127,14 @@ struct Advertise: ParsableCommand, Sendable {
 
     /// Re-sends the TLM frame every second with the events advertised so far (estimated from the interval) and the
     /// uptime in tenths of a second.
-    private static func refreshTelemetry(_ definition: AdvertisementDefinition, on launched: LaunchedStack, options: AdvertisingOptions,
+    private static func refreshTelemetry(_ definition: AdvertisementDefinition, on launched: any CommandStack, options: AdvertisingOptions,
                                          interval: Double, since start: StackInstant) -> RepeatingJob {
         RepeatingJob(loop: launched.eventLoop, every: .seconds(1)) {
             let elapsed = launched.eventLoop.now - start
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             guard let packets = try? definition.packets(advertisementCount: UInt32(seconds * 1000 / interval),
                                                         uptimeDeciseconds: UInt32(seconds * 10)) else { return }
-            launched.host.startAdvertising(advertisingData: packets.advertising, scanResponse: packets.scanResponse, options: options) { _ in }
+            launched.engine.startAdvertising(advertisingData: packets.advertising, scanResponse: packets.scanResponse, options: options) { _ in }
         }
     }
 }

@@ -11,6 +11,8 @@ protocol CommandStack: Sendable {
     /// How the stack was reached, for a status line: "air:/run/user/0/opencorebluetooth/air.sock (hub)",
     /// "bluetoothd (hci0)".
     var transportDescription: String { get }
+    /// The controller as the engine knew it once started (its own address).
+    var controllerInfo: ControllerInfo { get }
     /// Disconnects everything and lets the engine go.
     func shutdown()
 }
@@ -22,22 +24,30 @@ final class BluetoothdStack: CommandStack {
     let engine: any StackEngine
     /// "bluetoothd (hci0)".
     let transportDescription: String
+    /// The adapter (its address is bluetoothd's Adapter1.Address).
+    let controllerInfo: ControllerInfo
 
-    private init(engine: any StackEngine, description: String) {
+    private init(engine: any StackEngine, description: String, controllerInfo: ControllerInfo) {
         self.engine = engine
         transportDescription = description
+        self.controllerInfo = controllerInfo
     }
 
     /// Connects to bluetoothd and waits until its adapter is there and powered (at most the engine's start limit),
     /// else one line and exit 69.
     static func open(_ adapter: BlueZAdapterChoice) async throws(CLIFailure) -> BluetoothdStack {
         let engine = BlueZEngine(adapter: adapter.name)
-        let stack = BluetoothdStack(engine: engine, description: engine.description)
-        let started = await stack.awaitCompletion { engine.start(completion: $0) }
-        if case .failure(let error) = started {
+        let started = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ControllerInfo, HostError>, Never>) in
+            engine.start { continuation.resume(returning: $0) }
+        }
+        let info: ControllerInfo
+        switch started {
+        case .success(let started): info = started
+        case .failure(let error):
             engine.shutdown()
             throw CLIFailure(.unavailable, error.reason)
         }
+        let stack = BluetoothdStack(engine: engine, description: engine.description, controllerInfo: info)
         // The adapter powered off or bluetoothd gone ends the command, as a lost controller does on our host.
         engine.addEventHandler { event in
             if case .controllerError(let error) = event { CommandRun.end(.failed(CLIFailure(.unavailable, "lost \(error.reason)"))) }
