@@ -52,6 +52,8 @@ public final class AirHub: @unchecked Sendable {
     private let state = LockedValue(HubState())
     /// The link-layer capture (``AirHubConfiguration/sniffPath``), from start to stop.
     private let sniffer = LockedValue<LinkLayerSniffer?>(nil)
+    /// The recording `--record` asked for (also the air's step recorder): the hub closes it when it stops.
+    private let recording = LockedValue<AirRecorder?>(nil)
 
     /// Where events go (see the type's notes on threads). Set it before ``start()``.
     public var onEvent: (@Sendable (AirHubEvent) -> Void)? {
@@ -191,7 +193,9 @@ public final class AirHub: @unchecked Sendable {
         do throws(AirHubError) {
             if let directory = configuration.snoopDirectory { try Self.makeSnoopDirectory(directory) }
             if let path = configuration.recordPath {
-                air.recorder = try AirRecorder(path: path, seed: configuration.seed, configuration: configuration.air)
+                let recorder = try AirRecorder(path: path, seed: configuration.seed, configuration: configuration.air)
+                recording.store(recorder)
+                air.recorder = recorder
             }
             if let path = configuration.sniffPath { sniffer.store(try LinkLayerSniffer(path: path)) }
             // The monitor and control sockets exist before a host can join (a host may speak as soon as the UNIX
@@ -292,10 +296,10 @@ public final class AirHub: @unchecked Sendable {
     /// Both end in one job on the loop, so that no step of the air falls between them (a replay of the recording
     /// then sniffs exactly what the live air did).
     private func finishRecording() {
-        guard air.recorder != nil || sniffer.load() != nil else { return }
+        guard recording.load() != nil || sniffer.load() != nil else { return }
         let failures = LockedValue<[String]?>(nil)
-        let finish: @Sendable () -> Void = { [air, sniffer] in
-            failures.store([(air.recorder as? AirRecorder)?.finish(), sniffer.load()?.finish()].compactMap { $0 })
+        let finish: @Sendable () -> Void = { [recording, sniffer] in
+            failures.store([recording.load()?.finish(), sniffer.load()?.finish()].compactMap { $0 })
         }
         if eventLoop.inEventLoop {
             finish()
