@@ -292,6 +292,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     package func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
+            guard options.active else { return completion(.failure(Self.refusal("passive scanning cannot be asked: bluetoothd decides how it scans"))) }
             // bluetoothd decides active or passive scanning and the timing. Its duplicate filter (DuplicateData
             // false) still signals each RSSI change, so the engine filters too (``heard``).
             scanning = true

@@ -7,8 +7,6 @@ public enum BluetoothdLimitation: Hashable, Sendable {
     case snoop
     /// A command that needs our own host (bench, fault, monitor through our stack...).
     case ourHost
-    /// `--passive` scanning.
-    case passiveScan
     /// Our own privacy (`--privacy`).
     case privacy
     /// An advertisement with more than the name and service UUIDs (`advertisingData` of a serve definition).
@@ -31,8 +29,6 @@ public enum BluetoothdLimitation: Hashable, Sendable {
             "this command runs our own host and cannot work through bluetoothd (--hci \(hci)); "
                 + "bluetoothd serves scan, explore, read, write, subscribe, shell, pair, serve and chat. Use --hci hciN to give our host "
                 + "the adapter (bluetoothd must let go of it), or virtual"
-        case .passiveScan:
-            "--passive: bluetoothd decides how it scans (--hci \(hci))"
         case .privacy:
             "--privacy: through bluetoothd (--hci \(hci)) its own privacy setting decides (Privacy= in main.conf)"
         case .advertisementContent:

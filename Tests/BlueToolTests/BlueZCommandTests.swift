@@ -263,4 +263,14 @@ struct BlueZCommandTests {
             #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
         }
     }
+
+    @Test func passiveScanThroughBluetoothdIsTheEnginesOneLine() async throws {
+        try await withBluetoothd { bluetoothd, environment in
+            let result = try await BlueProcess.run(["scan", "--hci", "bluez", "--passive", "--timeout", "1"], environment: environment)
+            #expect(result.status == 64, "\(result.standardError)")
+            #expect(result.standardError.contains("cannot scan: through bluetoothd passive scanning cannot be asked"), "\(result.standardError)")
+            #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
+            #expect(!bluetoothd.calls.contains("StartDiscovery "))
+        }
+    }
 }

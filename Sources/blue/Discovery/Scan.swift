@@ -76,8 +76,6 @@ struct Scan: ParsableCommand, Sendable {
             throw CLIFailure(.usage, "--sort \(sort): expected \(ScanOrder.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let table = ScanTable(live: Console.isTerminal && !json, json: json, duplicates: duplicates, order: order, timestamps: timestamps)
-        // bluetoothd decides active or passive scanning.
-        if passive, try stack.bluezAdapter() != nil { throw CLIFailure(.usage, BluetoothdLimitation.passiveScan.message(hci: stack.hci)) }
         let launched = try await stack.openEngine(label: "scan")
         defer { launched.shutdown() }
         let subscription = launched.addEventHandler { event in

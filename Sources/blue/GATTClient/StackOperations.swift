@@ -37,7 +37,8 @@ extension CommandStack {
 
     func startScan(_ options: ScanOptions) async throws(CLIFailure) {
         let result = await awaitCompletion { engine.startScanning(options, completion: $0) }
-        if case .failure(let error) = result { throw CLIFailure(.failed, "cannot scan: \(error.reason)") }
+        // What the engine does not do (bluetoothd's passive scanning) is a usage error, as an option would be.
+        if case .failure(let error) = result { throw CLIFailure(error.code == .unsupported ? .usage : .failed, "cannot scan: \(error.reason)") }
     }
 
     func stopScan() async {
