@@ -1,10 +1,11 @@
-import BluetoothRuntime
+public import BluetoothRuntime
 
 /// The owners of an engine's events (Bumble's `Host` fans its events out the same way): any number of handlers,
 /// each called on the engine's loop for every ``HostEvent``, in the order they were added. Adding and removing is
 /// allowed from any thread and takes effect at the next event. Every ``StackEngine`` keeps one.
 public final class StackEventHandlers: Sendable {
-    private let table = LockedValue<(next: UInt64, list: [(id: UInt64, handler: @Sendable (HostEvent) -> Void)])>((0, []))
+    @usableFromInline
+    let table = LockedValue<(next: UInt64, list: [(id: UInt64, handler: @Sendable (HostEvent) -> Void)])>((0, []))
 
     public init() {}
 
@@ -27,7 +28,9 @@ public final class StackEventHandlers: Sendable {
         table.withLock { $0.list = [] }
     }
 
-    /// Calls every handler with `event` (on the engine's loop).
+    /// Calls every handler with `event` (on the engine's loop). Inlinable: the host calls it for every event, on the
+    /// per-packet path, from another module.
+    @inlinable
     public func deliver(_ event: HostEvent) {
         for entry in table.load().list { entry.handler(event) }
     }
