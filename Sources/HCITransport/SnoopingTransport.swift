@@ -24,11 +24,13 @@ public final class BTSnoopFileSink: Sendable {
     /// A description of the destination ("/tmp/capture.btsnoop" or "fd:5").
     public let name: String
 
-    /// Creates (or truncates) the file at `path` and writes the btsnoop header.
+    /// Creates (or truncates) the file at `path` (mode 0600 when new, a symbolic link not followed:
+    /// `POSIX.createOutputFile`) and writes the btsnoop header.
     public convenience init(path: String) throws(HCITransportError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw HCITransportError(.openFailed, "cannot create the snoop file \(path): \(POSIX.lastErrorText)")
+        let fd: Int32
+        switch POSIX.createOutputFile(path) {
+        case .success(let opened): fd = opened
+        case .failure(let error): throw HCITransportError(.openFailed, "the snoop file: \(error.reason)")
         }
         try self.init(fileDescriptor: fd, closeWhenDone: true, name: path)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SystemInterface
 import VirtualController
 
 /// A file written through a buffer of at least 64 KiB, for the air's recordings and captures (``AirRecorder``,
@@ -12,12 +13,11 @@ struct BufferedOutputFile {
     /// What the file is, for the error message ("the recording", "the capture").
     let what: String
 
-    /// Creates (or truncates) `path`; nil when it cannot be created.
+    /// Creates (or truncates) `path` (mode 0600 when new, a symbolic link not followed: `POSIX.createOutputFile`);
+    /// nil when it cannot be created.
     init?(path: String, what: String) {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-            return nil
-        }
-        self.handle = handle
+        guard case .success(let fd) = POSIX.createOutputFile(path) else { return nil }
+        self.handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         self.what = what
     }
 

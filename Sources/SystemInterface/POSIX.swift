@@ -122,6 +122,26 @@ package enum POSIX {
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Creates (or truncates) `path` to write a capture or a recording into, close-on-exec: mode 0600 when it is new
+    /// (captures carry keys: HCI LE Long Term Key Request Reply, SMP key distribution), and a symbolic link at `path`
+    /// is not followed (another user's link in a shared folder would point the capture elsewhere). The descriptor,
+    /// or the reason in one line.
+    package static func createOutputFile(_ path: String) -> Result<Int32, OutputFileError> {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd < 0 else { return .success(fd) }
+        let code = errno
+        if code == ELOOP {
+            return .failure(OutputFileError(reason: "\(path) is a symbolic link: not followed (a capture holds keys; give the real path)"))
+        }
+        return .failure(OutputFileError(reason: "cannot create \(path): \(errorText(code))"))
+    }
+
+    /// Why ``createOutputFile(_:)`` failed, in one line.
+    package struct OutputFileError: Error, Sendable, CustomStringConvertible {
+        package var reason: String
+        package var description: String { reason }
+    }
+
     /// Closes `fd`, ignoring EINTR (on Linux the descriptor is released even then).
     package static func closeDescriptor(_ fd: Int32) {
         guard fd >= 0 else { return }

@@ -100,8 +100,11 @@ struct Monitor: ParsableCommand, Sendable {
     /// The btsnoop file of --write, its header written; nil without the option.
     private func openOutput() throws(CLIFailure) -> Int32? {
         guard let write else { return nil }
-        let file = open(write, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard file >= 0 else { throw CLIFailure(.failed, "cannot write \(write): \(String(cString: strerror(errno)))") }
+        let file: Int32
+        switch POSIX.createOutputFile(write) {
+        case .success(let opened): file = opened
+        case .failure(let error): throw CLIFailure(.failed, error.reason)
+        }
         _ = POSIX.writeAll(file, BTSnoopWriter(datalink: .hciUART).bytes, style: .file)
         return file
     }

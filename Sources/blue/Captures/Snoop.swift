@@ -4,6 +4,7 @@ import BluetoothDissector
 import Foundation
 import HCI
 import LinkLayer
+import SystemInterface
 
 /// `blue snoop`: btsnoop captures (the format btmon, Android and Wireshark use).
 struct Snoop: ParsableCommand {
@@ -96,8 +97,17 @@ struct Snoop: ParsableCommand {
                 }
             }
             guard !failed else { throw ExitCode(1) }
-            guard FileManager.default.createFile(atPath: file, contents: Data(writer.takeBytes())) else {
-                printError("cannot write \(file)")
+            let fd: Int32
+            switch POSIX.createOutputFile(file) {
+            case .success(let opened): fd = opened
+            case .failure(let error):
+                printError(error.reason)
+                throw ExitCode(1)
+            }
+            let writeError = POSIX.writeAll(fd, writer.takeBytes(), style: .file)
+            POSIX.closeDescriptor(fd)
+            if let writeError {
+                printError("cannot write \(file): \(POSIX.errorText(writeError))")
                 throw ExitCode(1)
             }
             print("wrote \(count) records to \(file)")
