@@ -30,7 +30,7 @@ public final class BTSnoopFileSink: Sendable {
         let fd: Int32
         switch POSIX.createOutputFile(path) {
         case .success(let opened): fd = opened
-        case .failure(let error): throw HCITransportError(.openFailed, "the snoop file: \(error.reason)")
+        case .failure(let error): throw HCITransportError(.openFailed, "cannot create the snoop file \(path): \(error.detail)")
         }
         try self.init(fileDescriptor: fd, closeWhenDone: true, name: path)
     }

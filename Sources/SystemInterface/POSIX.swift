@@ -131,14 +131,18 @@ package enum POSIX {
         guard fd < 0 else { return .success(fd) }
         let code = errno
         if code == ELOOP {
-            return .failure(OutputFileError(reason: "\(path) is a symbolic link: not followed (a capture holds keys; give the real path)"))
+            return .failure(OutputFileError(path: path, detail: "it is a symbolic link: not followed (a capture holds keys; give the real path)"))
         }
-        return .failure(OutputFileError(reason: "cannot create \(path): \(errorText(code))"))
+        return .failure(OutputFileError(path: path, detail: errorText(code)))
     }
 
-    /// Why ``createOutputFile(_:)`` failed, in one line.
+    /// Why ``createOutputFile(_:)`` failed: the path and what the system said.
     package struct OutputFileError: Error, Sendable, CustomStringConvertible {
-        package var reason: String
+        package var path: String
+        /// "No such file or directory", "it is a symbolic link: not followed (...)".
+        package var detail: String
+        /// The one line: "cannot create PATH: DETAIL".
+        package var reason: String { "cannot create \(path): \(detail)" }
         package var description: String { reason }
     }
 

@@ -34,7 +34,8 @@ import Glibc
         } catch {
             refusal = error
         }
-        #expect(refusal?.reason.contains("is a symbolic link: not followed") == true, "\(String(describing: refusal))")
+        #expect(refusal?.reason.contains("cannot create the snoop file \(root)/hci.btsnoop: it is a symbolic link: not followed") == true,
+                "\(String(describing: refusal))")
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep", "the link's target is untouched")
         if case .failure(let error) = POSIX.createOutputFile(root + "/hci.btsnoop") {
             #expect(error.reason.contains("symbolic link"))
