@@ -405,8 +405,8 @@ public final class AirHub: @unchecked Sendable {
         }
     }
 
-    /// Creates the snoop folder (mode 0755, captures are not secrets) when missing; refuses a path that is not a
-    /// folder.
+    /// Creates the snoop folder (mode 0700: the captures carry keys, and each is created 0600) when missing; refuses a
+    /// path that is not a folder.
     private static func makeSnoopDirectory(_ path: String) throws(AirHubError) {
         var info = stat()
         if stat(path, &info) == 0 {
@@ -415,7 +415,7 @@ public final class AirHub: @unchecked Sendable {
             }
             return
         }
-        if mkdir(path, 0o755) != 0, errno != EEXIST {
+        if mkdir(path, 0o700) != 0, errno != EEXIST {
             let reason = String(cString: strerror(errno))
             throw AirHubError(.snoopFailed, "cannot create \(path): \(reason)")
         }
