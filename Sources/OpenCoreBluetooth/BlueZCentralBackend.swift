@@ -181,12 +181,3 @@ extension BlueZRemoteCharacteristic {
                   valueHandle: characteristic.valueHandle, endHandle: characteristic.endHandle)
     }
 }
-
-extension HostBackend {
-    /// A central backend on bluetoothd for the package's own tools (`blue --hci bluez`), which print `report`'s
-    /// lines themselves.
-    package static func bluezCentral(adapter: String?, busAddress: String? = nil,
-                                    report: @escaping @Sendable (String) -> Void) -> any CBCentralBackend {
-        BlueZCentralBackend(adapter: adapter, busAddress: busAddress ?? DBusConnection.systemBusAddress, report: report)
-    }
-}

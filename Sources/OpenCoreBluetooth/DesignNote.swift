@@ -97,5 +97,6 @@
 // advertisement under /org/opencorebluetooth/peripheralN and answers bluetoothd's ReadValue/WriteValue later for
 // dynamic values (the façade's respond). With OCB_BLUEZ_AGENT each also registers a BlueZAgent as bluetoothd's
 // default agent (BlueZPairingAgent: prompts answered, each value logged at notice); otherwise bluetoothd's own
-// default agent answers, as iOS's system prompts do. `blue` reaches
-// the backends through HostBackend.bluezCentral/bluezPeripheral (package), which take its one-line reporter.
+// default agent answers, as iOS's system prompts do. `blue serve --hci bluez` reaches
+// the peripheral backend through HostBackend.bluezPeripheral (package), which takes its one-line reporter; blue's
+// other commands run on BlueZEngine.

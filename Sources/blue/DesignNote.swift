@@ -11,8 +11,9 @@
 // subscribe, advertise and shell. What an engine cannot do it refuses itself (`BlueZEngine.refusal`), and a command
 // prints that one line as a usage error (exit 64). Commands that need our own host (bench, fault, monitor, snoop,
 // demo) open a `LaunchedStack` with `StackOptions.open`; bluetoothd's option limits are `BluetoothdLimitation`
-// (BlueZ module). Not yet on the seam: `pair`, `serve` and `bonds` keep a bluetoothd branch (PairThroughBlueZ,
-// ServeThroughBlueZ, BlueZBonds) through OpenCoreBluetooth's BlueZ backends (issue 27).
+// (BlueZ module). Not yet on the seam: `pair`, `serve` and `bonds` keep a bluetoothd branch (PairThroughBlueZ finds
+// the device on BlueZEngine and pairs over D-Bus itself; ServeThroughBlueZ runs OpenCoreBluetooth's BlueZ peripheral
+// backend; BlueZBonds reads bluetoothd's devices) (issue 27).
 //
 // Who owns the state, which executor runs it: each command runs on the main thread's task (`runCommand`), waiting
 // on its stack's events with bounded waits (`OneShot`, timers on the engine's loop); `CommandRun` ends the command

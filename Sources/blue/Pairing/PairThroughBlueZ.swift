@@ -36,7 +36,7 @@ extension Pair {
 
     func pairThroughBlueZ(_ adapter: BlueZAdapterChoice) async throws(CLIFailure) {
         try checkBlueZOptions()
-        let central = try await BackendCentral.openBlueZ(adapter)
+        let central = try await BluetoothdStack.open(adapter)
         defer { central.shutdown() }
         let session: BlueZAdapterSession
         do {
@@ -62,7 +62,7 @@ extension Pair {
         await agent.unregister()
     }
 
-    private func pairWithAgent(central: BackendCentral, session: BlueZAdapterSession, prompts: PairPrompts) async throws(CLIFailure) {
+    private func pairWithAgent(central: BluetoothdStack, session: BlueZAdapterSession, prompts: PairPrompts) async throws(CLIFailure) {
         let limit = duration(seconds: timeout)
         var report = try await central.findTarget(TargetMatcher(target), timeout: limit)
         let name = report.localName ?? report.address.string

@@ -20,6 +20,19 @@ extension Serve {
         }
     }
 
+    /// How long bluetoothd may take to say whether its adapter is there and powered.
+    static let bluezStartLimit: Duration = .seconds(15)
+
+    /// Why bluetoothd's first state is not "powered on", as the one line the command ends with (exit 69): the adapter
+    /// off, no answer within ``bluezStartLimit`` (nil), or the backend's own reason.
+    static func bluezStartFailure(_ state: CBManagerState?, description: String, reason: String?) -> CLIFailure {
+        switch state {
+        case .poweredOff?: CLIFailure(.unavailable, "the adapter of \(description) is powered off (`bluetoothctl power on`)")
+        case nil: CLIFailure(.unavailable, "\(description) did not answer within \(bluezStartLimit.secondsText)")
+        default: CLIFailure(.unavailable, reason ?? "cannot use \(description)")
+        }
+    }
+
     func serveThroughBlueZ(_ adapter: BlueZAdapterChoice, compiled: [CompiledService], advertised: [BluetoothUUID],
                            deviceName: String) async throws(CLIFailure) {
         try checkBlueZOptions()
@@ -36,12 +49,12 @@ extension Serve {
             }
             server.handle(event)
         }
-        let startTimer = server.loop.schedule(after: BackendCentral.startLimit) { state.fire(nil) }
+        let startTimer = server.loop.schedule(after: Self.bluezStartLimit) { state.fire(nil) }
         let first = await state.wait()
         startTimer.cancel()
         guard first == .poweredOn else {
             backend.shutdown()
-            throw BackendCentral.startFailure(first, description: description, reason: reason.load())
+            throw Self.bluezStartFailure(first, description: description, reason: reason.load())
         }
         do throws(CLIFailure) {
             try await server.publish()
@@ -70,6 +83,14 @@ extension Serve {
 /// The served values and what happens to them through bluetoothd: characteristic ids are their position in the
 /// definition (service by service), values live here, requests are answered from them.
 final class BlueZServeState: Sendable {
+    /// An ATT error as the host route prints it ("Read Not Permitted (0x02)"), else bluetoothd's reason.
+    static func text(_ error: CBBackendError) -> String {
+        switch error {
+        case .att(let code): "\(ATTErrorCode(code))"
+        case .core(_, let reason): reason
+        }
+    }
+
     struct Entry: Sendable {
         var characteristic: CompiledService.Characteristic
         var notifiesOnWrite: Bool { characteristic.generator == nil && characteristic.notifies && characteristic.writable }
@@ -127,7 +148,7 @@ final class BlueZServeState: Sendable {
             let done = OneShot<Result<Void, CBBackendError>>()
             backend.addService(local) { done.fire($0) }
             if case .failure(let error) = await done.wait() {
-                throw CLIFailure(.failed, "bluetoothd did not take service \(ValueDecoding.label(service.uuid)): \(BackendCentral.text(error))")
+                throw CLIFailure(.failed, "bluetoothd did not take service \(ValueDecoding.label(service.uuid)): \(BlueZServeState.text(error))")
             }
         }
     }
@@ -147,7 +168,7 @@ final class BlueZServeState: Sendable {
                 if list != services { Console.error("warning: advertising \(list.count) of \(services.count) service UUIDs") }
                 return list
             case .failure(let error):
-                lastError = BackendCentral.text(error)
+                lastError = BlueZServeState.text(error)
             }
         }
         throw CLIFailure(.failed, "cannot advertise through bluetoothd: \(lastError)")
