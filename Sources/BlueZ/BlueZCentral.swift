@@ -1,6 +1,7 @@
 import AdvertisingData
 package import BluetoothCore
 import BluetoothRuntime
+package import GATT
 package import BluetoothEngine
 package import DBus
 import Dispatch
@@ -577,12 +578,12 @@ package final class BlueZCentral: Sendable {
     ]
 
     package func discoverCharacteristics(_ peer: BluetoothAddress, in service: BlueZRemoteService, uuids: [BluetoothUUID]?,
-                                 completion: @escaping @Sendable (Result<[BlueZRemoteCharacteristic], BlueZCallError>) -> Void) {
+                                 completion: @escaping @Sendable (Result<[GATTDiscoveredCharacteristic], BlueZCallError>) -> Void) {
         guard let servicePath = attributePath(peer, service.startHandle) else {
             return completion(.failure(.invalidHandle("no service at handle \(service.startHandle)")))
         }
         let found = attributes(Self.characteristicInterface, under: servicePath)
-        var characteristics: [BlueZRemoteCharacteristic] = []
+        var characteristics: [GATTDiscoveredCharacteristic] = []
         for (index, entry) in found.enumerated() {
             guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { continue }
             // The path names the declaration; the value is the next attribute (Core 5.4 Vol 3 Part G §3.3.2).
@@ -591,22 +592,23 @@ package final class BlueZCentral: Sendable {
             let flags = (entry.properties["Flags"]?.arrayValue ?? []).compactMap(\.stringValue)
             let properties = flags.reduce(UInt8(0)) { $0 | (Self.propertyBits[$1] ?? 0) }
             let end = index + 1 < found.count ? found[index + 1].handle - 1 : service.endHandle
-            characteristics.append(BlueZRemoteCharacteristic(uuid: uuid, properties: properties, declarationHandle: entry.handle,
-                                                           valueHandle: valueHandle, endHandle: max(end, valueHandle)))
+            characteristics.append(GATTDiscoveredCharacteristic(declarationHandle: entry.handle, properties: .init(rawValue: properties),
+                                                                valueHandle: valueHandle, uuid: uuid, endHandle: max(end, valueHandle)))
         }
         if let uuids { characteristics = characteristics.filter { uuids.contains($0.uuid) } }
         completion(.success(characteristics))
     }
 
-    package func discoverDescriptors(_ peer: BluetoothAddress, for characteristic: BlueZRemoteCharacteristic,
-                             completion: @escaping @Sendable (Result<[BlueZRemoteDescriptor], BlueZCallError>) -> Void) {
-        guard let path = attributePath(peer, characteristic.valueHandle) else {
-            return completion(.failure(.invalidHandle("no characteristic at handle \(characteristic.valueHandle)")))
+    /// The descriptors of the characteristic whose value has `valueHandle`.
+    package func discoverDescriptors(_ peer: BluetoothAddress, valueHandle: UInt16,
+                                     completion: @escaping @Sendable (Result<[GATTDiscoveredDescriptor], BlueZCallError>) -> Void) {
+        guard let path = attributePath(peer, valueHandle) else {
+            return completion(.failure(.invalidHandle("no characteristic at handle \(valueHandle)")))
         }
-        let descriptors = attributes(Self.descriptorInterface, under: path).compactMap { entry -> BlueZRemoteDescriptor? in
+        let descriptors = attributes(Self.descriptorInterface, under: path).compactMap { entry -> GATTDiscoveredDescriptor? in
             guard let uuid = entry.properties["UUID"]?.stringValue.flatMap({ try? BluetoothUUID(string: $0) }) else { return nil }
             remember(peer, entry.handle, entry.path)
-            return BlueZRemoteDescriptor(uuid: uuid, handle: entry.handle)
+            return GATTDiscoveredDescriptor(handle: entry.handle, uuid: uuid)
         }
         completion(.success(descriptors))
     }
@@ -665,12 +667,13 @@ package final class BlueZCentral: Sendable {
         return room
     }
 
-    package func setNotifications(_ peer: BluetoothAddress, characteristic: BlueZRemoteCharacteristic, cccdHandle: UInt16?, enabled: Bool,
-                          completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
-        guard let path = attributePath(peer, characteristic.valueHandle) else {
-            return completion(.failure(.invalidHandle("no characteristic at handle \(characteristic.valueHandle)")))
+    /// StartNotify or StopNotify on the characteristic whose value has `valueHandle` (bluetoothd writes the CCCD).
+    package func setNotifications(_ peer: BluetoothAddress, valueHandle: UInt16, enabled: Bool,
+                                  completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
+        guard let path = attributePath(peer, valueHandle) else {
+            return completion(.failure(.invalidHandle("no characteristic at handle \(valueHandle)")))
         }
-        if enabled { state.withLock { $0.notifying[path] = (peer, characteristic.valueHandle) } }
+        if enabled { state.withLock { $0.notifying[path] = (peer, valueHandle) } }
         call(path, Self.characteristicInterface, enabled ? "StartNotify" : "StopNotify") { [self] result in
             if !enabled || (try? result.get()) == nil { state.withLock { _ = $0.notifying.removeValue(forKey: path) } }
             completion(result.map { _ in () }.mapError { Self.callError($0, reading: true) })

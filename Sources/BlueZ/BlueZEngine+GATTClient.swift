@@ -56,13 +56,7 @@ extension BlueZEngine {
                     if case .success(let characteristics) = result {
                         for characteristic in characteristics { links[handle]?.characteristics[characteristic.valueHandle] = characteristic }
                     }
-                    completion(result.map { characteristics in
-                        .characteristics(characteristics.sorted { $0.valueHandle < $1.valueHandle }.map {
-                            GATTDiscoveredCharacteristic(declarationHandle: $0.declarationHandle,
-                                                         properties: .init(rawValue: $0.properties), valueHandle: $0.valueHandle,
-                                                         uuid: $0.uuid, endHandle: $0.endHandle)
-                        })
-                    }.mapError { Self.clientError($0, handle: range.start) })
+                    completion(result.map { .characteristics($0.sorted { $0.valueHandle < $1.valueHandle }) }.mapError { Self.clientError($0, handle: range.start) })
                 }
             }
         case .discoverAllDescriptors(let range):
@@ -70,15 +64,15 @@ extension BlueZEngine {
             guard let characteristic = links[handle]?.characteristics[range.start &- 1] else {
                 return completion(.failure(.invalidParameter("no characteristic discovered before handle \(Dissection.hex16(range.start))")))
             }
-            central.discoverDescriptors(peer, for: characteristic) { [self] result in
+            central.discoverDescriptors(peer, valueHandle: characteristic.valueHandle) { [self] result in
                 onLoop { [self] in
                     if case .success(let descriptors) = result {
                         for descriptor in descriptors where descriptor.uuid == GATTUUID.clientCharacteristicConfiguration {
-                            links[handle]?.clientConfigurations[descriptor.handle] = characteristic
+                            links[handle]?.clientConfigurations[descriptor.handle] = characteristic.valueHandle
                         }
                     }
                     completion(result.map { descriptors in
-                        .descriptors(descriptors.sorted { $0.handle < $1.handle }.map { GATTDiscoveredDescriptor(handle: $0.handle, uuid: $0.uuid) })
+                        .descriptors(descriptors.sorted { $0.handle < $1.handle })
                     }.mapError { Self.clientError($0, handle: range.start) })
                 }
             }
@@ -92,13 +86,12 @@ extension BlueZEngine {
             if !central.writeWithoutResponse(peer, handle: attribute, value: value) { links[handle]?.writesFull = true }
             completion(.success(.written))
         case .subscribe(let cccd, _), .unsubscribe(let cccd):
-            guard let characteristic = links[handle]?.clientConfigurations[cccd] else {
+            guard let valueHandle = links[handle]?.clientConfigurations[cccd] else {
                 return completion(.failure(.invalidParameter("no Client Characteristic Configuration discovered at \(Dissection.hex16(cccd))")))
             }
             var enabled = false
             if case .subscribe = procedure { enabled = true }
-            central.setNotifications(peer, characteristic: characteristic, cccdHandle: cccd, enabled: enabled,
-                                     completion: answer(cccd) { _ in .written })
+            central.setNotifications(peer, valueHandle: valueHandle, enabled: enabled, completion: answer(cccd) { _ in .written })
         case .findIncludedServices, .readUsingCharacteristicUUID, .readMultipleCharacteristicValues,
              .readMultipleVariableCharacteristicValues, .signedWriteWithoutResponse, .reliableWrite:
             completion(.failure(.requestRefused("bluetoothd's D-Bus API has no call for \(procedure)")))

@@ -39,8 +39,9 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         /// The peer's attributes found so far (central role): services by start handle, characteristics by value
         /// handle, and the characteristic each CCCD belongs to.
         var services: [UInt16: BlueZRemoteService] = [:]
-        var characteristics: [UInt16: BlueZRemoteCharacteristic] = [:]
-        var clientConfigurations: [UInt16: BlueZRemoteCharacteristic] = [:]
+        var characteristics: [UInt16: GATTDiscoveredCharacteristic] = [:]
+        /// The value handle each Client Characteristic Configuration belongs to.
+        var clientConfigurations: [UInt16: UInt16] = [:]
         var disconnectWaiters: [@Sendable (Result<HCIStatus, HostError>) -> Void] = []
     }
 

@@ -1,6 +1,7 @@
 import BlueZ
 import BluetoothCore
 import DBus
+import GATT
 
 /// CoreBluetooth's central role on bluetoothd (`OCB_HCI=bluez` or `bluez:hciN`): the façade's backend calls done
 /// by ``BlueZCentral`` (the BlueZ module's D-Bus client: Adapter1, Device1, GattService1, GattCharacteristic1,
@@ -70,7 +71,7 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 
     func discoverDescriptors(_ peer: CBBackendPeer, for characteristic: CBBackendCharacteristic,
                              completion: @escaping @Sendable (Result<[CBBackendDescriptor], CBBackendError>) -> Void) {
-        client.discoverDescriptors(peer.address, for: BlueZRemoteCharacteristic(characteristic)) {
+        client.discoverDescriptors(peer.address, valueHandle: characteristic.valueHandle) {
             completion($0.map { $0.map { CBBackendDescriptor(uuid: $0.uuid, handle: $0.handle) } }.mapError(CBBackendError.init))
         }
     }
@@ -89,8 +90,9 @@ final class BlueZCentralBackend: CBCentralBackend, Sendable {
 
     func setNotifications(_ peer: CBBackendPeer, characteristic: CBBackendCharacteristic, cccdHandle: UInt16?, enabled: Bool,
                           completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
-        client.setNotifications(peer.address, characteristic: BlueZRemoteCharacteristic(characteristic), cccdHandle: cccdHandle,
-                                enabled: enabled) { completion($0.mapError(CBBackendError.init)) }
+        client.setNotifications(peer.address, valueHandle: characteristic.valueHandle, enabled: enabled) {
+            completion($0.mapError(CBBackendError.init))
+        }
     }
 
     func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void) {
@@ -169,15 +171,8 @@ extension BlueZRemoteService {
 }
 
 extension CBBackendCharacteristic {
-    init(_ characteristic: BlueZRemoteCharacteristic) {
-        self.init(uuid: characteristic.uuid, properties: characteristic.properties, declarationHandle: characteristic.declarationHandle,
-                  valueHandle: characteristic.valueHandle, endHandle: characteristic.endHandle)
-    }
-}
-
-extension BlueZRemoteCharacteristic {
-    init(_ characteristic: CBBackendCharacteristic) {
-        self.init(uuid: characteristic.uuid, properties: characteristic.properties, declarationHandle: characteristic.declarationHandle,
+    init(_ characteristic: GATTDiscoveredCharacteristic) {
+        self.init(uuid: characteristic.uuid, properties: characteristic.properties.rawValue, declarationHandle: characteristic.declarationHandle,
                   valueHandle: characteristic.valueHandle, endHandle: characteristic.endHandle)
     }
 }
