@@ -121,33 +121,26 @@ package final class BlueZCentral: Sendable {
     }
 
     private func open() async {
-        do throws(DBusError) {
-            let session = try await BlueZAdapterSession.open(adapter: adapterName, busAddress: busAddress)
-            let (tree, connection, powered) = (session.tree, session.connection, session.powered)
+        let started = await BlueZClientStart.run(adapter: adapterName, busAddress: busAddress, pairingAgent: pairingAgent,
+                                                 agentPath: Self.agentPath(), prompt: prompt, report: report) { session in
             let keep = state.withLock { state -> Bool in
                 guard !state.closed else { return false }
-                state.tree = tree
+                state.tree = session.tree
                 state.adapterPath = session.adapterPath
-                state.powered = powered
+                state.powered = session.powered
                 return true
             }
-            guard keep else {
-                connection.close()
-                return
-            }
-            tree.observe { [weak self] change in self?.changed(change) }
-            connection.onClose { [weak self] error in self?.lost(error) }
-            if let pairingAgent {
-                do {
-                    registeredAgent.store(try await pairingAgent.register(on: connection, path: Self.agentPath(), report: prompt))
-                } catch {
-                    report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
-                }
-            }
+            guard keep else { return false }
+            session.tree.observe { [weak self] change in self?.changed(change) }
+            session.connection.onClose { [weak self] error in self?.lost(error) }
+            return true
+        }
+        switch started {
+        case .failed: emit(.stateChanged(.unavailable))
+        case .dropped: return
+        case .started(let powered, let agent):
+            registeredAgent.store(agent)
             emit(.stateChanged(powered ? .poweredOn : .poweredOff))
-        } catch {
-            report("no BlueZ backend: \(error)")
-            emit(.stateChanged(.unavailable))
         }
     }
 

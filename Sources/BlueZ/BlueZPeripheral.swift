@@ -118,39 +118,32 @@ package final class BlueZPeripheral: Sendable {
     }
 
     private func open() async {
-        do throws(DBusError) {
-            let session = try await BlueZAdapterSession.open(adapter: adapterName, busAddress: busAddress)
-            let (tree, connection, powered) = (session.tree, session.connection, session.powered)
+        let started = await BlueZClientStart.run(adapter: adapterName, busAddress: busAddress, pairingAgent: pairingAgent,
+                                                 agentPath: root + "/agent", prompt: prompt, report: report) { session in
             let keep = state.withLock { state -> Bool in
                 guard !state.closed else { return false }
-                state.tree = tree
+                state.tree = session.tree
                 state.adapterPath = session.adapterPath
-                state.powered = powered
+                state.powered = session.powered
                 return true
             }
-            guard keep else {
-                connection.close()
-                return
-            }
-            connection.export(path: root) { [weak self] call in self?.rootCall(call) }
-            connection.export(path: root + "/advertisement") { [weak self] call in self?.advertisementCall(call) }
-            tree.observe { [weak self] change in self?.changed(change) }
-            connection.onClose { [weak self] error in
+            guard keep else { return false }
+            session.connection.export(path: root) { [weak self] call in self?.rootCall(call) }
+            session.connection.export(path: root + "/advertisement") { [weak self] call in self?.advertisementCall(call) }
+            session.tree.observe { [weak self] change in self?.changed(change) }
+            session.connection.onClose { [weak self] error in
                 guard let self, !self.state.load().closed else { return }
                 self.report("lost bluetoothd: \(error.reason); Bluetooth is off")
                 self.emit(.stateChanged(.poweredOff))
             }
-            if let pairingAgent {
-                do {
-                    registeredAgent.store(try await pairingAgent.register(on: connection, path: root + "/agent", report: prompt))
-                } catch {
-                    report("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
-                }
-            }
+            return true
+        }
+        switch started {
+        case .failed: emit(.stateChanged(.unavailable))
+        case .dropped: return
+        case .started(let powered, let agent):
+            registeredAgent.store(agent)
             emit(.stateChanged(powered ? .poweredOn : .poweredOff))
-        } catch {
-            report("no BlueZ backend: \(error)")
-            emit(.stateChanged(.unavailable))
         }
     }
 
