@@ -146,7 +146,7 @@ let package = Package(
         .target(
             name: "StackLauncher",
             dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
-                           .product(name: "Logging", package: "swift-log")],
+                           "BlueZ", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // The modern async API: scanning and notifications as AsyncSequences, async GATT, declarative servers.

@@ -338,7 +338,8 @@ package final class BlueZCentral: Sendable {
         let data = AdvertisingData(structures)
         return ScanReport(address: address, addressType: address.type == .random ? .random : .public,
                           rssi: Int8(clamping: properties["RSSI"]?.intValue ?? 127), eventType: .advInd, isConnectable: true,
-                          advertisingData: data, rawAdvertisingData: data.encode(), rawScanResponse: nil)
+                          // bluetoothd merges the scan response into the device's properties: nothing more will come.
+                          advertisingData: data, rawAdvertisingData: data.encode(), rawScanResponse: [])
     }
 
     // MARK: Changes from bluetoothd (reader thread)

@@ -6,7 +6,7 @@ import BluetoothEngine
 /// The GATT client procedures (Core 5.4 Vol 3 Part G §4) on bluetoothd: each one the backend call its D-Bus API
 /// offers. bluetoothd resolves the whole database at connection and reads and writes whole values (long reads and
 /// prepared writes are its business), so a procedure here is one call; those its API has no call for (Read Using
-/// Characteristic UUID, Read Multiple, signed and reliable writes, included services) are refused with
+/// Characteristic UUID, Read Multiple, signed and reliable writes) are refused with
 /// *request refused*. Discovery results are remembered per link, to name the service, characteristic or CCCD that a
 /// later procedure's handles belong to.
 extension BlueZEngine {
@@ -92,7 +92,28 @@ extension BlueZEngine {
             var enabled = false
             if case .subscribe = procedure { enabled = true }
             central.setNotifications(peer, valueHandle: valueHandle, enabled: enabled, completion: answer(cccd) { _ in .written })
-        case .findIncludedServices, .readUsingCharacteristicUUID, .readMultipleCharacteristicValues,
+        case .findIncludedServices(let range):
+            guard let service = links[handle]?.services[range.start] else {
+                return completion(.failure(.invalidParameter("no service discovered at handle \(Dissection.hex16(range.start))")))
+            }
+            // bluetoothd names the included services, not their include declarations: those follow the service
+            // declaration in order (Core 5.4 Vol 3 Part G §3.1, as bluetoothd's database keeps them).
+            central.discoverIncludedServices(peer, in: service, uuids: nil) { [self] result in
+                onLoop { [self] in
+                    if case .success(let included) = result {
+                        for service in included { links[handle]?.services[service.startHandle] = service }
+                    }
+                    completion(result.map { included in
+                        .includedServices(included.enumerated().map { index, service in
+                            GATTDiscoveredIncludedService(
+                                declarationHandle: range.start &+ 1 &+ UInt16(truncatingIfNeeded: index),
+                                service: GATTDiscoveredService(range: ATTHandleRange(start: service.startHandle, end: service.endHandle),
+                                                               uuid: service.uuid))
+                        })
+                    }.mapError { Self.clientError($0, handle: range.start) })
+                }
+            }
+        case .readUsingCharacteristicUUID, .readMultipleCharacteristicValues,
              .readMultipleVariableCharacteristicValues, .signedWriteWithoutResponse, .reliableWrite:
             completion(.failure(.requestRefused("bluetoothd's D-Bus API has no call for \(procedure)")))
         }

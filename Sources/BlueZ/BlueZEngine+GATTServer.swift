@@ -1,5 +1,5 @@
-import AdvertisingData
-import ATT
+package import AdvertisingData
+package import ATT
 import BluetoothCore
 package import GATT
 package import BluetoothEngine
@@ -37,14 +37,44 @@ extension BlueZEngine {
         }
     }
 
+    /// Publishes the services of `database` instead of those published so far (CoreBluetooth's add and remove
+    /// service): bluetoothd keeps the GAP and GATT services itself and tells subscribed clients of the change
+    /// (Core 5.4 Vol 3 Part G §7.1) whatever `changedRange` says. The engine's handles are the database's.
+    package func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
+                                     completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+        onLoop { [self] in
+            if let error = notRunning() { return completion?(.failure(error)) ?? () }
+            let ownServices: Set<BluetoothUUID> = [GATTUUID.genericAccessService, GATTUUID.genericAttributeService]
+            var subscribers: [UInt16: Set<BluetoothAddress>] = [:]
+            for (handle, local) in localValues { subscribers[handle] = local.subscribers }
+            localValues = [:]
+            self.database = database
+            let services = zip(database.definitions, database.services).filter { !ownServices.contains($0.0.uuid) }.map {
+                localService($0.0, $0.1)
+            }
+            for (handle, centrals) in subscribers where localValues[handle] != nil { localValues[handle]?.subscribers = centrals }
+            let name = description
+            peripheral.replaceServices(services) { [self] result in
+                onLoop {
+                    completion?(result.mapError { HostError(.commandFailed, "\(name) refused the services: \($0)") })
+                }
+            }
+        }
+    }
+
     /// A definition as bluetoothd's GATT application takes it, remembering each value (ids are the handles).
     private func localService(_ definition: GATTServiceDefinition, _ handles: GATTServiceHandles) -> BlueZLocalService {
         var characteristics: [BlueZLocalCharacteristic] = []
         for (characteristic, numbered) in zip(definition.characteristics, handles.characteristics) {
             var initial: [UInt8] = []
-            if case .stored(let value) = characteristic.value { initial = value }
-            localValues[numbered.value] = LocalValue(properties: characteristic.properties,
-                                                     maximumLength: characteristic.maximumLength, value: initial)
+            var read: (@Sendable (GATTReadRequest) -> Result<[UInt8], GATTAttributeError>)?
+            var write: (@Sendable (GATTWriteRequest) -> ATTErrorCode?)?
+            switch characteristic.value {
+            case .stored(let value): initial = value
+            case .dynamic(let reader, let writer): (read, write) = (reader, writer)
+            }
+            localValues[numbered.value] = LocalValue(properties: characteristic.properties, maximumLength: characteristic.maximumLength,
+                                                     value: initial, read: read, write: write)
             let descriptors = characteristic.descriptors.compactMap { descriptor -> BlueZLocalDescriptor? in
                 guard case .stored(let value) = descriptor.value else { return nil }
                 return BlueZLocalDescriptor(uuid: descriptor.uuid, value: value)
@@ -53,6 +83,7 @@ extension BlueZEngine {
             characteristics.append(BlueZLocalCharacteristic(
                 id: Int(numbered.value), uuid: characteristic.uuid, properties: characteristic.properties.rawValue,
                 readSecurity: Self.security(permissions.read), writeSecurity: Self.security(permissions.write),
+                encryptedNotifications: characteristic.subscriptionSecurity.encryption || characteristic.subscriptionSecurity.authentication,
                 staticValue: nil, descriptors: descriptors))
         }
         return BlueZLocalService(id: Int(handles.start), uuid: definition.uuid, isPrimary: definition.isPrimary,
@@ -122,11 +153,49 @@ extension BlueZEngine {
                           completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
-            guard content.manufacturerData == nil, content.serviceData.isEmpty, options.kind == .connectable else {
-                return completion(.failure(HostError(
-                    .unsupported, "through \(description) this API advertises a name and service UUIDs, connectable")))
+            guard content.serviceData.isEmpty, options.kind == .connectable else {
+                return completion(.failure(Self.refusal("an advertisement carries a name, service UUIDs and manufacturer data, connectable")))
             }
-            peripheral.startAdvertising(localName: content.localName, serviceUUIDs: content.serviceUUIDs, overflowServiceUUIDs: []) { result in
+            advertise(localName: content.localName, serviceUUIDs: content.serviceUUIDs,
+                      manufacturerData: content.manufacturerData.map { ($0.company.rawValue, $0.data) }, completion)
+        }
+    }
+
+    /// Advertises exactly what bluetoothd's LEAdvertisement1 can say of these packets: the name, the service UUIDs
+    /// and one manufacturer's data (CoreBluetooth's layout, `PeripheralAdvertisement`); bluetoothd lays them out
+    /// and adds the flags. Anything else in them (service data, TX power, appearance...) is refused, not dropped.
+    package func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
+                                  completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        onLoop { [self] in
+            if let error = notRunning() { return completion(.failure(error)) }
+            let structures = advertisingData.structures + scanResponse.structures
+            let manufacturers = advertisingData.allManufacturerData + scanResponse.allManufacturerData
+            let said = structures.allSatisfy { structure in
+                switch structure {
+                case .flags, .serviceUUIDs16, .serviceUUIDs32, .serviceUUIDs128, .localName, .manufacturerData: true
+                default: false
+                }
+            }
+            guard options.kind == .connectable, manufacturers.count <= 1, said else {
+                return completion(.failure(Self.refusal("an advertisement carries a name, service UUIDs and manufacturer data, connectable")))
+            }
+            advertise(localName: scanResponse.localName ?? advertisingData.localName,
+                      serviceUUIDs: advertisingData.serviceUUIDs + scanResponse.serviceUUIDs,
+                      manufacturerData: manufacturers.first.map { ($0.company.rawValue, $0.data) }, completion)
+        }
+    }
+
+    /// Registers the advertisement, unless the same one is already registered (bluetoothd advertises again by itself
+    /// after a connection).
+    private func advertise(localName: String?, serviceUUIDs: [BluetoothUUID], manufacturerData: (company: UInt16, data: [UInt8])?,
+                           _ completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+        let advertisement = Advertisement(localName: localName, serviceUUIDs: serviceUUIDs, company: manufacturerData?.company,
+                                          manufacturerData: manufacturerData?.data)
+        if advertising == advertisement { return completion(.success(())) }
+        advertising = advertisement
+        peripheral.startAdvertising(localName: localName, serviceUUIDs: serviceUUIDs, manufacturerData: manufacturerData) { [self] result in
+            onLoop { [self] in
+                if case .failure = result, advertising == advertisement { advertising = nil }
                 completion(result.mapError { HostError(.commandFailed, "bluetoothd refused to advertise: \($0)") })
             }
         }
@@ -134,6 +203,7 @@ extension BlueZEngine {
 
     package func stopAdvertising(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
+            advertising = nil
             peripheral.stopAdvertising()
             completion?(.success(()))
         }
@@ -195,6 +265,13 @@ extension BlueZEngine {
         if let deferral, deferral.handles.contains(handle) {
             return hand(to: deferral, id: id, connection: connection, .read(handle: handle, offset: offset))
         }
+        if let handler = local.read {
+            // A value the definition computes: its handler answers, as on our host's server.
+            switch handler(GATTReadRequest(connection: GATTConnectionID(connection), handle: handle, offset: offset, security: GATTLinkSecurity())) {
+            case .success(let value): return peripheral.respond(to: id, result: 0, value: value)
+            case .failure(let error): return peripheral.respond(to: id, result: error.code.rawValue, value: nil)
+            }
+        }
         guard offset <= local.value.count else {
             return peripheral.respond(to: id, result: ATTErrorCode.invalidOffset.rawValue, value: nil)
         }
@@ -230,6 +307,14 @@ extension BlueZEngine {
             return hand(to: deferral, id: id, connection: connection, kind)
         }
         for (handle, value) in updated {
+            if let handler = localValues[handle]?.write {
+                // A value the definition computes: its handler takes the write, as on our host's server (a Write
+                // Command's error is dropped, Core 5.4 Vol 3 Part F §3.4.5.3).
+                let request = GATTWriteRequest(connection: GATTConnectionID(connection), handle: handle, offset: 0, value: value,
+                                               kind: responseRequired ? .request : .command, security: GATTLinkSecurity())
+                if let code = handler(request) { return refuse(id, responseRequired, code) }
+                continue
+            }
             localValues[handle]?.value = value
             emit(.gattServer(.valueWritten(connection: GATTConnectionID(connection), handle: handle, value: value)))
         }

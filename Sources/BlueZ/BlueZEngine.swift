@@ -1,5 +1,5 @@
-package import AdvertisingData
-package import ATT
+import AdvertisingData
+import ATT
 package import BluetoothCore
 package import BluetoothRuntime
 package import GATT
@@ -56,8 +56,19 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         var properties: GATTCharacteristicProperties
         var maximumLength: Int
         var value: [UInt8]
+        /// The definition's handlers of a value it computes (requests on a deferred value go to the deferral).
+        var read: (@Sendable (GATTReadRequest) -> Result<[UInt8], GATTAttributeError>)?
+        var write: (@Sendable (GATTWriteRequest) -> ATTErrorCode?)?
         /// The centrals subscribed (bluetoothd's StartNotify / AcquireNotify).
         var subscribers: Set<BluetoothAddress> = []
+    }
+
+    /// What the registered LEAdvertisement1 says.
+    struct Advertisement: Equatable {
+        var localName: String?
+        var serviceUUIDs: [BluetoothUUID]
+        var company: UInt16?
+        var manufacturerData: [UInt8]?
     }
 
     /// A request handed to the deferral's handler: the backend's request it answers.
@@ -101,6 +112,8 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     var nextRequestID: UInt64 = 0
     /// bluetoothd's notification socket of some characteristic is full; `readyToUpdateSubscribers` empties it.
     var updatesFull = false
+    /// The advertisement registered (nil: not advertising).
+    var advertising: Advertisement?
     // L2CAP
     var channels: [ChannelKey: OpenChannel] = [:]
     var l2capServers: [UInt16: L2CAPChannelServer] = [:]
@@ -404,8 +417,8 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
             guard let handle = handle(of: peer, role: .central), links[handle]?.writesFull == true else { return }
             links[handle]?.writesFull = false
             emit(.readyToSend(handle: handle))
-        case .nameUpdated:
-            break
+        case .nameUpdated(let peer, let name):
+            emit(.peerNameUpdated(peer: peer, name: name))
         }
     }
 
@@ -425,10 +438,6 @@ extension BlueZEngine {
         HostError(.unsupported, "through bluetoothd \(what)")
     }
 
-    package func startAdvertising(advertisingData: AdvertisingData, scanResponse: AdvertisingData, options: AdvertisingOptions,
-                          completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
-        onLoop { completion(.failure(Self.refusal("advertising data is bluetoothd's to lay out (a name and service UUIDs)"))) }
-    }
 
     /// bluetoothd tells the ATT_MTU of a link and nothing else of it.
     package func linkInfo(connectionHandle handle: UInt16, completion: @escaping @Sendable (LinkInfo?) -> Void) {
@@ -454,19 +463,34 @@ extension BlueZEngine {
         onLoop { completion?(.failure(Self.refusal("bluetoothd exchanges the ATT_MTU itself when it connects"))) }
     }
 
+    /// bluetoothd tells the RSSI it last heard from a device (Device1.RSSI), which it updates only while discovering.
     package func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {
-        onLoop { completion(.failure(Self.refusal("a connected peer's RSSI cannot be read"))) }
+        onLoop { [self] in
+            guard let link = links[handle] else {
+                return completion(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
+            }
+            central.readRSSI(link.connection.peer) { result in
+                completion(result.map { Int8(clamping: $0) }.mapError { Self.refusal("\($0)") })
+            }
+        }
     }
+
+    /// bluetoothd's privacy is its own (Privacy= in main.conf): the adapter's address.
+    package func currentPrivateAddress(completion: @escaping @Sendable (BluetoothAddress) -> Void) {
+        onLoop { [self] in completion(controllerInfo.ownAddress) }
+    }
+
+    /// bluetoothd remembers the devices it paired with across runs.
+    package func knownPeers() -> [BluetoothAddress] { central.knownPeers() }
+
+    /// bluetoothd exchanges the ATT_MTU itself as it connects and says the result with the link.
+    package var exchangesMTUOnConnect: Bool { false }
 
     package func requestConnectionParameterUpdate(connectionHandle handle: UInt16, _ request: L2CAPConnectionParameterUpdateRequest,
                                           completion: (@Sendable (Result<Bool, HostError>) -> Void)?) {
         onLoop { completion?(.failure(Self.refusal("connection parameters are bluetoothd's to choose"))) }
     }
 
-    package func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
-                             completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
-        onLoop { completion?(.failure(Self.refusal("services are published one application at a time, not as a database"))) }
-    }
 
     /// bluetoothd keeps each client's requests in order itself: the lane is not needed.
     package func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure, lane: GATTClientLane?,

@@ -237,18 +237,37 @@ package final class BlueZPeripheral: Sendable {
     // MARK: The GATT application
 
     package func addService(_ service: BlueZLocalService, completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
+        replaceServices(with: [service], keeping: true, completion)
+    }
+
+    /// Publishes `services` instead of every service published so far, with one registration of the application
+    /// (bluetoothd numbers them and tells subscribed clients, Core 5.4 Vol 3 Part G §7.1).
+    package func replaceServices(_ services: [BlueZLocalService], completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
+        replaceServices(with: services, keeping: false, completion)
+    }
+
+    private func replaceServices(with services: [BlueZLocalService], keeping: Bool,
+                                 _ completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
         let paths = state.withLock { state -> [String] in
-            let path = root + "/service\(state.nextServiceIndex)"
-            state.nextServiceIndex += 1
-            state.services[service.id] = Published(service: service, path: path)
-            var exported = [path]
-            for (index, characteristic) in service.characteristics.enumerated() {
-                let characteristicPath = path + "/char\(index)"
-                state.characteristicPaths[characteristic.id] = characteristicPath
-                state.characteristics[characteristicPath] = characteristic
-                exported.append(characteristicPath)
-                for descriptorIndex in characteristic.descriptors.indices {
-                    exported.append(characteristicPath + "/desc\(descriptorIndex)")
+            if !keeping {
+                state.services = [:]
+                state.characteristicPaths = [:]
+                state.characteristics = [:]
+            }
+            var exported: [String] = []
+            for service in services {
+                let path = root + "/service\(state.nextServiceIndex)"
+                state.nextServiceIndex += 1
+                state.services[service.id] = Published(service: service, path: path)
+                exported.append(path)
+                for (index, characteristic) in service.characteristics.enumerated() {
+                    let characteristicPath = path + "/char\(index)"
+                    state.characteristicPaths[characteristic.id] = characteristicPath
+                    state.characteristics[characteristicPath] = characteristic
+                    exported.append(characteristicPath)
+                    for descriptorIndex in characteristic.descriptors.indices {
+                        exported.append(characteristicPath + "/desc\(descriptorIndex)")
+                    }
                 }
             }
             return exported
@@ -522,16 +541,19 @@ package final class BlueZPeripheral: Sendable {
         }
     }
 
-    package func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID], overflowServiceUUIDs: [BluetoothUUID],
+    /// Advertises `localName` and `serviceUUIDs`, connectable, with `manufacturerData` (company, octets after it)
+    /// when given: CoreBluetooth's overflow area is Apple's (``ServiceOverflowArea``).
+    package func startAdvertising(localName: String?, serviceUUIDs: [BluetoothUUID],
+                                  manufacturerData: (company: UInt16, data: [UInt8])?,
                                   completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
         var properties: [String: DBusValue] = [
             "Type": .string("peripheral"),
             "ServiceUUIDs": .array(.string, serviceUUIDs.map { .string($0.fullString.lowercased()) }),
         ]
         if let localName { properties["LocalName"] = .string(localName) }
-        if !overflowServiceUUIDs.isEmpty {
-            let area = ServiceOverflowArea(serviceUUIDs: overflowServiceUUIDs).dataAfterCompany
-            properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, [(.uint16(0x004C), .variant(.bytes(area)))])
+        if let manufacturerData {
+            properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant,
+                                                         [(.uint16(manufacturerData.company), .variant(.bytes(manufacturerData.data)))])
         }
         let wasAdvertising = state.withLock { state -> Bool in
             state.advertisement = properties

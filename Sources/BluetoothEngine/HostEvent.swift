@@ -35,6 +35,9 @@ public enum HostEvent: Sendable {
 
     /// ATT_MTU of the connection changed after an Exchange MTU (either direction, Vol 3 Part F §3.4.2).
     case attMTUChanged(handle: UInt16, mtu: Int)
+    /// The engine learned the peer's GAP Device Name (Vol 3 Part C §12.1): bluetoothd reads it as it connects
+    /// (our host does not yet).
+    case peerNameUpdated(peer: BluetoothAddress, name: String)
     /// A Handle Value Notification from the peer's server (one per tuple of a Multiple Handle Value
     /// Notification), Vol 3 Part G §4.10.
     case gattNotification(handle: UInt16, attributeHandle: UInt16, value: [UInt8])

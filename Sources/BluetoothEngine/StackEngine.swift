@@ -26,6 +26,16 @@ public protocol StackEngine: AnyObject, Sendable {
     func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> StackEventSubscription
     func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void)
     func shutdown()
+    /// The address peers see now: a resolvable private address the controller makes itself is read from it
+    /// (LE Read Local Resolvable Address, Core 5.4 Vol 4 Part E §7.8.43), else ``ControllerInfo/ownAddress``.
+    func currentPrivateAddress(completion: @escaping @Sendable (BluetoothAddress) -> Void)
+    /// Peers the engine remembers from before this run, as CoreBluetooth's `retrievePeripherals(withIdentifiers:)`
+    /// finds them (bluetoothd: the devices it paired with); callable from any thread.
+    func knownPeers() -> [BluetoothAddress]
+    /// Whether the engine exchanges ATT MTUs itself as a link starts and tells the result in
+    /// ``HostEvent/attMTUChanged(handle:mtu:)`` shortly after ``HostEvent/connected(_:)`` (Vol 3 Part F §3.4.2), so
+    /// that an API may wait for it before reporting the link.
+    var exchangesMTUOnConnect: Bool { get }
 
     // GAP
     func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void)

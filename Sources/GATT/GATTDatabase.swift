@@ -73,6 +73,9 @@ public struct GATTDatabase: Sendable {
     public private(set) var attributes: [GATTAttribute] = []
     /// Every service added, in handle order.
     public private(set) var services: [GATTServiceHandles] = []
+    /// The definition each service of ``services`` was added from (same order): what a server that keeps no
+    /// attribute table of its own (bluetoothd's GATT application) publishes.
+    public private(set) var definitions: [GATTServiceDefinition] = []
     /// The Service Changed characteristic, when the GATT service has one.
     public private(set) var serviceChanged: GATTCharacteristicHandles?
 
@@ -244,6 +247,7 @@ public struct GATTDatabase: Sendable {
         attributes.append(contentsOf: pending)
         let handles = GATTServiceHandles(uuid: service.uuid, isPrimary: service.isPrimary, start: serviceHandle, end: end, characteristics: characteristics)
         services.append(handles)
+        definitions.append(service)
         return handles
     }
 

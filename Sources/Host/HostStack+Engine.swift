@@ -1,3 +1,4 @@
+public import BluetoothCore
 public import BluetoothEngine
 public import GATT
 public import L2CAP
@@ -23,6 +24,12 @@ extension HostStack: StackEngine {
         openL2CAPChannel(connectionHandle: handle, psm: psm, mtu: mtu, mps: 247, initialCredits: 16,
                          creditPolicy: .automatic(), completion: completion)
     }
+
+    /// Our host keeps bonds (keys), not a list of devices to offer: nothing is known from before this run.
+    public func knownPeers() -> [BluetoothAddress] { [] }
+
+    /// As the configuration says (on by default: the central sends Exchange MTU as the link starts).
+    public var exchangesMTUOnConnect: Bool { configuration.exchangesMTUOnConnect }
 
     public func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
                                     completion: (@Sendable (Result<Void, HostError>) -> Void)?) {

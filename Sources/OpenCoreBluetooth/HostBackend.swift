@@ -22,8 +22,8 @@ import BluetoothEngine
 /// - `air:PATH`: the hub at PATH, started the same way when PATH's directory exists;
 /// - `in-process`: an air private to this process (``sharedAir``): its managers meet only each other (public
 ///   addresses `0A:1C:00:00:00:nn`, stable across runs), as `blue demo` and the tests do;
-/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (`BlueZCentralBackend`,
-///   `BlueZPeripheralBackend`);
+/// - `bluez`, `bluez:hciN`: not our stack but bluetoothd's, over D-Bus (StackLauncher's `BluetoothdStack`; the
+///   managers run on it through the same engine seam);
 /// - anything else: a `--hci` transport specification for `StackLauncher` (`tcp:HOST:PORT`, `unix:PATH`,
 ///   `serial:…`, `hci0`…).
 ///
@@ -40,8 +40,7 @@ public enum HostBackend {
         case hub(socketPath: String)
         /// A stack opened by `StackLauncher` from a `--hci` specification.
         case specification(String)
-        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; `BlueZCentralBackend`,
-        /// `BlueZPeripheralBackend`).
+        /// Not our stack: bluetoothd over D-Bus (`bluez`, `bluez:hciN`; StackLauncher's `BluetoothdStack`).
         case bluez(adapter: String?)
     }
 
@@ -95,9 +94,9 @@ public enum HostBackend {
         SharedAirHub.executable(environment: environment, programPath: programPath, isExecutable: isExecutable)
     }
 
-    /// Opens our host on `transport` (starting the air hub when it names one that does not run yet); bluetoothd's
-    /// stack is not ours to launch (``Transport/bluez(adapter:)`` throws).
-    package static func launch(_ transport: Transport, options: StackLaunchOptions) async throws(StackLaunchError) -> LaunchedStack {
+    /// Opens the stack `transport` names: our host (starting the air hub when it names one that does not run yet) or
+    /// bluetoothd's (``Transport/bluez(adapter:)``).
+    package static func launch(_ transport: Transport, options: StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack {
         switch transport {
         case .inProcess(let air):
             return try await air.makeStack(options: options)
@@ -107,7 +106,7 @@ public enum HostBackend {
         case .specification(let text):
             return try await StackLauncher.open(text, options: options)
         case .bluez(let adapter):
-            return try await StackLauncher.open(StackSpecification.bluez(adapter: adapter).description, options: options)
+            return try await StackLauncher.open(specification: .bluez(adapter: adapter), options: options)
         }
     }
 
@@ -129,16 +128,8 @@ public enum HostBackend {
     /// `application` (the process's unless given).
     public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process) -> CBBackendProvider {
         CBBackendProvider(
-            makeCentral: {
-                let chosen = transport ?? environmentTransport
-                if case .bluez(let adapter) = chosen { return BlueZCentralBackend(adapter: adapter) }
-                return HostCentralBackend(transport: chosen)
-            },
-            makePeripheral: {
-                let chosen = transport ?? environmentTransport
-                if case .bluez(let adapter) = chosen { return BlueZPeripheralBackend(adapter: adapter) }
-                return HostPeripheralBackend(transport: chosen)
-            },
+            makeCentral: { EngineCentralBackend(transport: transport ?? environmentTransport) },
+            makePeripheral: { EnginePeripheralBackend(transport: transport ?? environmentTransport) },
             application: application)
     }
 
@@ -151,8 +142,8 @@ public enum HostBackend {
         let air = InProcessAir(seed: seed, label: "OpenCoreBluetooth.privateAir")
         let mtu = min(max(preferredATTMTU, 23), 517)
         return CBBackendProvider(
-            makeCentral: { HostCentralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
-            makePeripheral: { HostPeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
+            makeCentral: { EngineCentralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
+            makePeripheral: { EnginePeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
             application: application)
     }
 
@@ -195,118 +186,4 @@ public enum HostBackend {
 
     /// Managers made while no provider is registered use this one (``provider(_:)`` from the environment).
     static let defaultProvider = provider()
-}
-
-/// Opens one stack for a backend, asynchronously, and reports it once (Host's `start`, through
-/// `StackLauncher` or `InProcessAir`), and takes it off the air when the backend is done.
-///
-/// Closing a stack on an in-process air also powers its virtual controller off: closing the host's transport
-/// leaves the controller on the air, still advertising and accepting connections, with nobody behind it (a
-/// released `CBPeripheralManager` would go on advertising its services, and a central would connect to that
-/// ghost and wait forever for ATT answers). A device whose program ended goes silent; its peers see the link
-/// time out (Core 5.4 Vol 6 Part B §4.5.2), as when a process on the hub exits.
-final class HostBackendStack: Sendable {
-    let transport: HostBackend.Transport
-    /// The label of the stack's loop ("OpenCoreBluetooth.central" or ".peripheral").
-    let label: String
-    /// The ATT_MTU the stack offers (nil: the host's default).
-    let preferredATTMTU: Int?
-    /// The L2CAP channels open on the stack.
-    let channels = HostL2CAPChannels()
-    /// Whether the host exchanges MTUs as a connection starts (HostConfiguration's default), so the façade waits
-    /// for that exchange before reporting the connection.
-    let exchangesMTUOnConnect = HostConfiguration().exchangesMTUOnConnect
-    private let state = LockedValue<(stack: LaunchedStack?, closed: Bool, air: InProcessAir?)>((nil, false, nil))
-
-    init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?) {
-        self.transport = transport
-        self.label = label
-        self.preferredATTMTU = preferredATTMTU
-    }
-
-    var stack: LaunchedStack? { state.load().stack }
-
-    /// Runs `body` on the stack's loop with the stack (dropped when there is no stack).
-    func onStack(_ body: @escaping @Sendable (LaunchedStack) -> Void) {
-        guard let stack else { return }
-        stack.eventLoop.execute { body(stack) }
-    }
-
-    /// Opens the stack in a task; `ready` gets it (nil on failure, after logging why), on the
-    /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
-    func open(ready: @escaping @Sendable (LaunchedStack?) -> Void) {
-        Task { [self] in
-            var options = StackLaunchOptions(label: label)
-            if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
-            // Reading or writing an attribute that needs encryption pairs (Just Works) or encrypts with the bond,
-            // then retries once, as iOS does; bonds persist only with OCB_BONDS (see HostBackend).
-            if let directory = HostBackend.bondsDirectory() {
-                options.host.security.bondStore = FileBondStore(directory: directory)
-                options.identity = .persistent(directory: directory)
-            }
-            if case .inProcess(let air) = transport {
-                options.host.address = .publicAddress
-                state.withLock { $0.air = air }
-            }
-            let result: Result<LaunchedStack, StackLaunchError>
-            do throws(StackLaunchError) {
-                result = .success(try await HostBackend.launch(transport, options: options))
-            } catch {
-                result = .failure(error)
-            }
-            switch result {
-            case .success(let stack):
-                HostBackend.lastController.store(stack.controllerInfo)
-                let keep = state.withLock { state -> Bool in
-                    guard !state.closed else { return false }
-                    state.stack = stack
-                    return true
-                }
-                guard keep else {
-                    release(stack)
-                    return
-                }
-                stack.eventLoop.execute { ready(stack) }
-            case .failure(let error):
-                Log.coreBluetooth.error("no Bluetooth stack: \(error.reason)")
-                ready(nil)
-            }
-        }
-    }
-
-    /// When `stack` loses its controller (the hub stopped or killed, a TCP peer closed, an adapter unplugged):
-    /// logs it once (error) and calls `lost` on the stack's loop, after the events already queued there.
-    /// The managers then leave `.poweredOn` for `.poweredOff` — as iOS does when Bluetooth goes away: links end
-    /// without `didDisconnect`, scanning and advertising stop, pending requests fail — instead of staying
-    /// `.poweredOn` on a stack that can no longer do anything. Not after ``close()`` (no loss then).
-    func whenLost(_ stack: LaunchedStack, _ lost: @escaping @Sendable () -> Void) {
-        let label = label
-        stack.onLoss { [weak self] loss in
-            guard let self, !self.state.load().closed else { return }
-            if HostBackend.reportsControllerLoss { Log.coreBluetooth.error("\(label): \(loss); Bluetooth is off") }
-            stack.eventLoop.execute { lost() }
-        }
-    }
-
-    /// Closes the stack (its links drop for the peers). Idempotent; not from the stack's own loop.
-    func close() {
-        let stack = state.withLock { state -> LaunchedStack? in
-            state.closed = true
-            defer { state.stack = nil }
-            return state.stack
-        }
-        guard let stack else { return }
-        if stack.eventLoop.inEventLoop {
-            Thread.detachNewThread { self.release(stack) }
-        } else {
-            release(stack)
-        }
-    }
-
-    /// Shuts `stack` down and, on an in-process air, powers its controller off (not from the stack's loop).
-    private func release(_ stack: LaunchedStack) {
-        stack.shutdown()
-        guard let air = state.load().air else { return }
-        air.powerOffController(of: stack.controllerInfo.publicAddress)
-    }
 }

@@ -35,6 +35,17 @@ public enum StackLauncher {
         }
     }
 
+    /// Opens the stack `specification` names, on whichever engine runs it: bluetoothd's (``BluetoothdStack``) for
+    /// `bluez[:hciN]` (``StackLaunchOptions`` do not apply: bluetoothd owns the adapter), our host otherwise
+    /// (``open(spec:options:)``).
+    public static func open(specification: StackSpecification, options: StackLaunchOptions = StackLaunchOptions())
+        async throws(StackLaunchError) -> any OpenedStack {
+        switch specification {
+        case .host(let spec): try await open(spec: spec, options: options)
+        case .bluez(let adapter): try await BluetoothdStack.open(adapter: adapter)
+        }
+    }
+
     /// Opens the transport, taps it when ``StackLaunchOptions/snoopPath`` is set, starts a ``HostStack`` on a
     /// new `DispatchEventLoop` and waits until the controller is initialised (at most
     /// ``StackLaunchOptions/startTimeout``).

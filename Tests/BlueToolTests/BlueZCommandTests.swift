@@ -240,7 +240,7 @@ struct BlueZCommandTests {
             let text = session.standardOutput
             #expect(text.contains("connected to Fake"), "\(text)")
             #expect(text.contains("\(characteristic)  [read, write-without-response, write, notify]  handle 0x0012  = 01 02 03"), "\(text)")
-            #expect(text.contains("ATT MTU 185 (bluetoothd does not tell the rest)"), "\(text)")
+            #expect(text.contains("ATT MTU 185, RSSI -50 dBm (bluetoothd does not tell the rest)"), "\(text)")
             #expect(text.contains("ATT MTU 185 (exchanged at connection"), "\(text)")
             #expect(bluetoothd.calls.contains("ReadValue [\"offset\": <0>]") || bluetoothd.calls.contains { $0.hasPrefix("ReadValue") })
             #expect(bluetoothd.calls.last == "Disconnect ")
@@ -258,7 +258,7 @@ struct BlueZCommandTests {
             let result = try await BlueProcess.run(["advertise", "--hci", "bluez", "--name", "Beacon", "--timeout", "1"],
                                                    environment: environment)
             #expect(result.status == 64, "\(result.standardError)")
-            #expect(result.standardError.contains("cannot advertise: through bluetoothd advertising data is bluetoothd's to lay out"),
+            #expect(result.standardError.contains("cannot advertise: through bluetoothd an advertisement carries a name, service UUIDs and manufacturer data, connectable"),
                     "\(result.standardError)")
             #expect(result.standardError.split(separator: "\n").count == 1, "\(result.standardError)")
         }

@@ -15,7 +15,7 @@ import Testing
             "ManufacturerData": .dictionary(key: .uint16, value: .variant, [(.uint16(0x004C), .variant(.bytes([0x02, 0x15])))]),
             "ServiceData": .dictionary(key: .string, value: .variant, [(.string("0000feaa-0000-1000-8000-00805f9b34fb"), .variant(.bytes([0x10])))]),
         ]
-        let advertisement = HostCentralBackend.advertisement(try #require(BlueZCentral.scanReport(properties)))
+        let advertisement = EngineCentralBackend.advertisement(try #require(BlueZCentral.scanReport(properties)))
         #expect(advertisement.peer.address == (try BluetoothAddress(string: "C0:11:22:33:44:55", type: .random)))
         #expect(advertisement.localName == "Peripheral - iOS")
         #expect(advertisement.rssi == -48 && advertisement.txPowerLevel == 4)

@@ -47,7 +47,7 @@ private final class OrderingCentral: ConnectingCentral, @unchecked Sendable {
     init() { super.init(service: orderServiceUUID) }
 
     override func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn, subscription == nil, let stack = (manager.backend as? HostCentralBackend)?.launchedStack {
+        if central.state == .poweredOn, subscription == nil, let stack = (manager.backend as? EngineCentralBackend)?.launchedStack {
             let bearers = self.bearers
             subscription = stack.addEventHandler { event in
                 if case .enhancedATTBearerOpened = event { bearers.withLock { $0 += 1 } }

@@ -76,7 +76,7 @@ private final class ProbingCentral: ConnectingCentral, @unchecked Sendable {
         let apps = await makeOnMain(with: HostBackend.privateAirProvider(seed: 5)) { (RefusingPeripheral(), ProbingCentral()) }
         try await waitFor("the second read reaching the peripheral app", until: { apps.value.0.reads >= 2 },
                           seen: { "peripheral \(apps.value.0.events), central \(apps.value.1.log)" })
-        let backend = await onMain { apps.value.0.manager.backend as? HostPeripheralBackend }
+        let backend = await onMain { apps.value.0.manager.backend as? EnginePeripheralBackend }
         let peripheralBackend = try #require(backend)
         #expect(peripheralBackend.pendingRequestCount == 1)
         #expect(await onMain { apps.value.1.log } == ["read ATT unlikelyError", "write ATT invalidAttributeValueLength"])

@@ -25,7 +25,7 @@ private final class SecureCentral: ConnectingCentral, @unchecked Sendable {
     init() { super.init(service: secureServiceUUID) }
 
     override func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn, subscription == nil, let stack = (manager.backend as? HostCentralBackend)?.launchedStack {
+        if central.state == .poweredOn, subscription == nil, let stack = (manager.backend as? EngineCentralBackend)?.launchedStack {
             let errors = securityErrors
             subscription = stack.addEventHandler { event in
                 if case .pairingFailed(_, _, let error) = event { errors.withLock { $0.append(error) } }
@@ -90,7 +90,7 @@ private final class RefusingPeripheral: SecretPeripheral, @unchecked Sendable {
 
     override func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
-        if let stack = (manager.backend as? HostPeripheralBackend)?.launchedStack {
+        if let stack = (manager.backend as? EnginePeripheralBackend)?.launchedStack {
             let host = stack.host
             subscription = stack.addEventHandler { event in
                 // SMP Pairing Request (0x01) → Pairing Failed (0x05), reason Pairing Not Supported (0x05), on the

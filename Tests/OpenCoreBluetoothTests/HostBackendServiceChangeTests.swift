@@ -48,7 +48,7 @@ private final class WatchingCentral: ConnectingCentral, @unchecked Sendable {
         try await waitFor("the first service discovery", until: { !apps.value.1.log.isEmpty }, seen: { "central \(apps.value.1.log)" })
         #expect(await onMain { apps.value.1.log } == ["services first"])
         // The backend enabled the peer's Service Changed indications by itself.
-        let backend = try #require(await onMain { apps.value.1.manager.backend as? HostCentralBackend })
+        let backend = try #require(await onMain { apps.value.1.manager.backend as? EngineCentralBackend })
         try await waitFor("the Service Changed subscription", until: { backend.peersWatchingServiceChanged > 0 },
                           seen: { "\(backend.peersWatchingServiceChanged) peers watching, central \(apps.value.1.log)" })
         #expect(backend.peersWatchingServiceChanged == 1)

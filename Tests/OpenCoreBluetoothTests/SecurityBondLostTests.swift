@@ -11,7 +11,7 @@ private nonisolated(unsafe) let valueUUID = CBUUID(string: "5E1F0101-0000-4000-8
 private final class ForgetfulPeripheral: SecretPeripheral, @unchecked Sendable {
     init() { super.init(service: serviceUUID, characteristic: valueUUID) }
 
-    var host: HostStack? { (manager.backend as? HostPeripheralBackend)?.launchedStack?.host }
+    var host: HostStack? { (manager.backend as? EnginePeripheralBackend)?.launchedStack?.host }
 }
 
 /// Connects, reads the value, disconnects; `again()` connects and reads once more. Logs what the app hears.

@@ -11,17 +11,17 @@ import BluetoothEngine
 @Suite struct SecurityErrorTests {
     @Test func securityATTErrorsStayATTErrorsWhileSecuringDidNotFail() throws {
         for code: UInt8 in [0x05, 0x08, 0x0C, 0x0F] {
-            let error = HostCentralBackend.backendError(.attError(ATTErrorCode(code), handle: 0x0003), securityFailure: nil)
+            let error = EngineCentralBackend.backendError(.attError(ATTErrorCode(code), handle: 0x0003), securityFailure: nil)
             #expect(error == .att(code))
             let delivered = try #require(error.cbError as? CBATTError)
             #expect(delivered.attErrorCode == code)
         }
-        let insufficient = HostCentralBackend.backendError(.attError(.insufficientEncryption, handle: 3), securityFailure: nil)
+        let insufficient = EngineCentralBackend.backendError(.attError(.insufficientEncryption, handle: 3), securityFailure: nil)
         #expect((insufficient.cbError as? CBATTError)?.code == .insufficientEncryption)
     }
 
     @Test func aLostBondBecomesPeerRemovedPairingInformation() throws {
-        let error = HostCentralBackend.backendError(.attError(.insufficientAuthentication, handle: 3),
+        let error = EngineCentralBackend.backendError(.attError(.insufficientAuthentication, handle: 3),
                                                     securityFailure: .peerRemovedPairingInformation)
         let delivered = try #require(error.cbError as? CBError)
         #expect(delivered.code == .peerRemovedPairingInformation)
@@ -29,11 +29,11 @@ import BluetoothEngine
     }
 
     @Test func anSMPTimeoutBecomesEncryptionTimedOut() throws {
-        let error = HostCentralBackend.backendError(.attError(.insufficientEncryption, handle: 3), securityFailure: .encryptionTimedOut)
+        let error = EngineCentralBackend.backendError(.attError(.insufficientEncryption, handle: 3), securityFailure: .encryptionTimedOut)
         #expect((error.cbError as? CBError)?.code == .encryptionTimedOut)
         #expect((error.cbError as? CBError)?.errorCode == 15)
         // Other ATT errors are not security outcomes, whatever happened to the link's security.
-        let other = HostCentralBackend.backendError(.attError(.readNotPermitted, handle: 3), securityFailure: .encryptionTimedOut)
+        let other = EngineCentralBackend.backendError(.attError(.readNotPermitted, handle: 3), securityFailure: .encryptionTimedOut)
         #expect(other == .att(0x02))
     }
 
@@ -55,34 +55,34 @@ import BluetoothEngine
 /// ``GATTClientError/securityFailed(_:handle:_:)`` (a request whose securing failed) as CoreBluetooth reports it.
 @Suite struct SecurityFailedRequestTests {
     @Test func pairingOrEncryptionFailuresKeepTheServersATTError() throws {
-        let refused = HostCentralBackend.backendError(.securityFailed(.insufficientAuthentication, handle: 3,
+        let refused = EngineCentralBackend.backendError(.securityFailed(.insufficientAuthentication, handle: 3,
                                                                       .pairingFailed(.pairingNotSupported, remote: true)))
         #expect(refused == .att(0x05))
         #expect((refused.cbError as? CBATTError)?.code == .insufficientAuthentication)
-        let mic = HostCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3,
+        let mic = EngineCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3,
                                                                   .encryptionFailed(.connectionTerminatedMICFailure)))
         #expect((mic.cbError as? CBATTError)?.code == .insufficientEncryption)
-        let keySize = HostCentralBackend.backendError(.securityFailed(.insufficientEncryptionKeySize, handle: 3, .other("no SMP")))
+        let keySize = EngineCentralBackend.backendError(.securityFailed(.insufficientEncryptionKeySize, handle: 3, .other("no SMP")))
         #expect((keySize.cbError as? CBATTError)?.code == .insufficientEncryptionKeySize)
     }
 
     @Test func aLostBondAndAnSMPTimeoutBecomeTheirCBErrors() throws {
-        let lost = HostCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3, .bondLost))
+        let lost = EngineCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3, .bondLost))
         #expect((lost.cbError as? CBError)?.code == .peerRemovedPairingInformation)
-        let timedOut = HostCentralBackend.backendError(.securityFailed(.insufficientAuthentication, handle: 3, .timedOut))
+        let timedOut = EngineCentralBackend.backendError(.securityFailed(.insufficientAuthentication, handle: 3, .timedOut))
         #expect((timedOut.cbError as? CBError)?.code == .encryptionTimedOut)
         // Also through the form that knows the link's earlier failure.
-        let both = HostCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3, .timedOut),
+        let both = EngineCentralBackend.backendError(.securityFailed(.insufficientEncryption, handle: 3, .timedOut),
                                                    securityFailure: .peerRemovedPairingInformation)
         #expect((both.cbError as? CBError)?.code == .encryptionTimedOut)
     }
 
     @Test func hostSecurityErrorsChooseTheDisconnectionCode() {
-        #expect(HostCentralBackend.securityFailureCode(.security(.bondLost(identity: BluetoothAddress(1, type: .public))))
+        #expect(EngineCentralBackend.securityFailureCode(.security(.bondLost(identity: BluetoothAddress(1, type: .public))))
             == .peerRemovedPairingInformation)
-        #expect(HostCentralBackend.securityFailureCode(.security(.smpTimeout)) == .encryptionTimedOut)
-        #expect(HostCentralBackend.securityFailureCode(.security(.pairingFailed(.confirmValueFailed, remote: true))) == nil)
-        #expect(HostCentralBackend.securityFailureCode(.security(.encryptionFailed(.connectionTerminatedMICFailure))) == nil)
-        #expect(HostCentralBackend.securityFailureCode(HostError(.disconnected, "gone")) == nil)
+        #expect(EngineCentralBackend.securityFailureCode(.security(.smpTimeout)) == .encryptionTimedOut)
+        #expect(EngineCentralBackend.securityFailureCode(.security(.pairingFailed(.confirmValueFailed, remote: true))) == nil)
+        #expect(EngineCentralBackend.securityFailureCode(.security(.encryptionFailed(.connectionTerminatedMICFailure))) == nil)
+        #expect(EngineCentralBackend.securityFailureCode(HostError(.disconnected, "gone")) == nil)
     }
 }

@@ -127,7 +127,7 @@ struct Advertise: ParsableCommand, Sendable {
 
     /// Re-sends the TLM frame every second with the events advertised so far (estimated from the interval) and the
     /// uptime in tenths of a second.
-    private static func refreshTelemetry(_ definition: AdvertisementDefinition, on launched: any CommandStack, options: AdvertisingOptions,
+    private static func refreshTelemetry(_ definition: AdvertisementDefinition, on launched: any OpenedStack, options: AdvertisingOptions,
                                          interval: Double, since start: StackInstant) -> RepeatingJob {
         RepeatingJob(loop: launched.eventLoop, every: .seconds(1)) {
             let elapsed = launched.eventLoop.now - start

@@ -313,7 +313,7 @@ final class ScanTable: Sendable {
             "advertisingData": Hex.encode(report.rawAdvertisingData),
         ]
         if let name = report.localName { object["name"] = name }
-        if let response = report.rawScanResponse { object["scanResponse"] = Hex.encode(response) }
+        if let response = report.rawScanResponse, !response.isEmpty { object["scanResponse"] = Hex.encode(response) }
         if let manufacturer = report.advertisingData.manufacturerData {
             var entry: [String: Any] = ["company": Int(manufacturer.company.rawValue), "data": Hex.encode(manufacturer.data)]
             if let name = manufacturer.company.name { entry["name"] = name }

@@ -36,7 +36,7 @@ struct GATTTree: Sendable {
 
     /// Discovers everything on the connection; with `readValues`, reads every readable characteristic value and
     /// every descriptor (a failed read is kept as its error, not thrown).
-    static func discover(on stack: any CommandStack, connection handle: UInt16, readValues: Bool) async throws(CLIFailure) -> GATTTree {
+    static func discover(on stack: any OpenedStack, connection handle: UInt16, readValues: Bool) async throws(CLIFailure) -> GATTTree {
         func fail(_ what: String, _ error: GATTClientError) -> CLIFailure {
             CLIFailure(.failed, "\(what) failed: \(error)")
         }

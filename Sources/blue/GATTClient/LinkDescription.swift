@@ -63,7 +63,7 @@ struct LinkDescription: Sendable {
     }
 }
 
-extension CommandStack {
+extension OpenedStack {
     /// The link's parameters, PHYs, data length and ATT_MTU (our host's; bluetoothd tells the ATT_MTU only), and its
     /// RSSI (HCI Read RSSI; nil when the controller or bluetoothd refuses it).
     func link(_ handle: UInt16) async -> LinkDescription {

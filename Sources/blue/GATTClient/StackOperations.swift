@@ -10,7 +10,7 @@ import BluetoothEngine
 
 /// Async forms of the engine's completion-based GAP and GATT calls, for the commands (and `blue demo`), on our host
 /// and on bluetoothd alike. Each waits for exactly one completion; time limits run on the engine's loop.
-extension CommandStack {
+extension OpenedStack {
     var eventLoop: any EventLoop { engine.eventLoop }
 
     /// Adds a handler of the engine's events (beside the others); cancel the subscription to remove it.

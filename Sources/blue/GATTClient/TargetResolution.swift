@@ -51,7 +51,7 @@ struct TargetMatcher: Sendable, CustomStringConvertible {
     }
 }
 
-extension CommandStack {
+extension OpenedStack {
     /// Scans (actively) until a device matching `target` is heard, for at most `timeout`. The scan is stopped
     /// before returning. Fails with "no device matching ... found within N s" (exit code 2).
     func findTarget(_ target: TargetMatcher, timeout: Duration) async throws(CLIFailure) -> ScanReport {

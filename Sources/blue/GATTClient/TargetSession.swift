@@ -11,13 +11,13 @@ import BluetoothEngine
 /// shows in the answers: the advertisement is rebuilt from the device's properties, long values are read and
 /// written by bluetoothd whole, the link is known by its ATT_MTU only.
 struct TargetSession: GATTClientSession {
-    let stack: any CommandStack
+    let stack: any OpenedStack
     let report: ScanReport
     let connection: Connection
 
     /// Finds `target` on `stack` within `timeout`, connects (within the same time again); shuts the stack down when
     /// that fails.
-    static func open(on stack: any CommandStack, target: String, timeout: Duration) async throws(CLIFailure) -> TargetSession {
+    static func open(on stack: any OpenedStack, target: String, timeout: Duration) async throws(CLIFailure) -> TargetSession {
         do {
             let report = try await stack.findTarget(TargetMatcher(target), timeout: timeout)
             let name = report.localName ?? report.address.string

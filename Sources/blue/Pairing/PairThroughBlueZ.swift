@@ -3,6 +3,7 @@ import BluetoothRuntime
 import DBus
 import Foundation
 import Host
+import StackLauncher
 import OpenCoreBluetooth
 
 /// `blue pair --hci bluez`: pairing through bluetoothd (BlueZ's doc/org.bluez.Device.rst Pair, with our
@@ -36,7 +37,7 @@ extension Pair {
 
     func pairThroughBlueZ(_ adapter: BlueZAdapterChoice) async throws(CLIFailure) {
         try checkBlueZOptions()
-        let central = try await BluetoothdStack.open(adapter)
+        let central = try await stack.openEngine(label: "pair")
         defer { central.shutdown() }
         let session: BlueZAdapterSession
         do {
@@ -62,7 +63,7 @@ extension Pair {
         await agent.unregister()
     }
 
-    private func pairWithAgent(central: BluetoothdStack, session: BlueZAdapterSession, prompts: PairPrompts) async throws(CLIFailure) {
+    private func pairWithAgent(central: any OpenedStack, session: BlueZAdapterSession, prompts: PairPrompts) async throws(CLIFailure) {
         let limit = duration(seconds: timeout)
         var report = try await central.findTarget(TargetMatcher(target), timeout: limit)
         let name = report.localName ?? report.address.string

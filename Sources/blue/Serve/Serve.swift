@@ -121,11 +121,15 @@ struct Serve: ParsableCommand, Sendable {
         return security
     }
 
-    /// Opens the stack as ``StackOptions/open(label:)`` does, with our security configuration.
-    func openStack() async throws(CLIFailure) -> LaunchedStack {
-        var host = HostConfiguration()
-        host.security = securityConfiguration()
-        return try await stack.open(StackLaunchOptions(host: host, label: "blue.serve"))
+    /// What this command asks that only our host does (bluetoothd decides or answers it itself): each option in use.
+    func ourHostOptions(_ definition: ServeDefinition? = nil) -> [BluetoothdLimitation] {
+        var needing: [BluetoothdLimitation] = []
+        if privacy { needing.append(.privacy) }
+        if extendedAdvertising || advertisingPHY != nil { needing.append(.advertisingPDUs) }
+        let pairing: [(Bool, String)] = [(io != .noInputNoOutput, "--io"), (passkey != nil, "--passkey"), (oobIn != nil, "--oob-in"),
+                                         (oobOut != nil, "--oob-out"), (oobKey != nil, "--oob-key"), (allowRepairing, "--allow-repairing")]
+        needing += pairing.filter(\.0).map { .serverPairing(option: $0.1) }
+        return needing
     }
 
     func run() throws {
@@ -156,45 +160,32 @@ struct Serve: ParsableCommand, Sendable {
         let advertised = try definition.advertisedUUIDs(compiled)
         let deviceName = definition.name ?? "blue serve"
         let wanted = try definition.advertisingContent(name: deviceName, services: advertised)
-        if let adapter = try stack.bluezAdapter() {
-            if privacy {
-                throw CLIFailure(.usage, BluetoothdLimitation.privacy.message(hci: stack.hci))
-            }
-            if definition.advertisingData != nil {
-                throw CLIFailure(.usage, BluetoothdLimitation.advertisementContent.message(hci: stack.hci))
-            }
-            if extendedAdvertising || advertisingPHY != nil {
-                throw CLIFailure(.usage, BluetoothdLimitation.advertisingPDUs.message(hci: stack.hci))
-            }
-            return try await serveThroughBlueZ(adapter, compiled: compiled, advertised: advertised, deviceName: deviceName)
-        }
         let server = GATTServeState(json: json)
         let database = try server.build(compiled, name: deviceName, appearance: definition.appearance ?? 0)
         let outOfBand = try ServeOutOfBand(inPath: oobIn, outPath: oobOut, key: oobKey)
-        let launched = try await openStack()
+        var host = HostConfiguration()
+        host.security = securityConfiguration()
+        let launched = try await stack.openEngine(label: "serve", options: StackLaunchOptions(host: host, label: "blue.serve"),
+                                                  needing: ourHostOptions())
+        let engine = launched.engine
         server.attach(launched)
         server.attachPairing(launched, passkey: passkey, repairing: allowRepairing)
         do throws(CLIFailure) {
             try await outOfBand.start(launched, server: server)
+            try await launched.awaitCompletion { engine.replaceGATTDatabase(database, changedRange: nil, completion: $0) }
+                .mapError { CLIFailure(.failed, "cannot publish the services: \($0.reason)") }.get()
         } catch {
             launched.shutdown()
             throw error
         }
-        _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
-            launched.host.setGATTDatabase(database) { done(.success(())) }
-        }
         // With --privacy, the RPA the host sets right after start (read on the stack's loop): advertise only once it
         // is there. A controller with LL Privacy makes (and rotates) it itself: asked for once advertising runs.
-        var address = launched.ownAddress
-        let host = launched.host
-        let controllerPrivacy = LockedValue(false)
-        _ = await launched.awaitCompletion { (done: @escaping @Sendable (Result<Void, Never>) -> Void) in
-            launched.eventLoop.execute {
-                controllerPrivacy.store(host.controllerInfo.usesControllerPrivacy)
-                done(.success(()))
-            }
+        let controller = await launched.awaitCompletion { (done: @escaping @Sendable (Result<ControllerInfo, Never>) -> Void) in
+            engine.eventLoop.execute { done(.success(engine.controllerInfo)) }
         }
-        if privacy, !controllerPrivacy.load() {
+        var address = controller.get().ownAddress.string
+        let controllerPrivacy = controller.get().usesControllerPrivacy
+        if privacy, !controllerPrivacy {
             let ownAddress = LockedValue<BluetoothAddress?>(nil)
             let deadline = ContinuousClock.now + .seconds(5)
             while ownAddress.load()?.kind != .resolvablePrivate {
@@ -202,16 +193,15 @@ struct Serve: ParsableCommand, Sendable {
                     launched.shutdown()
                     throw CLIFailure(.failed, "--privacy: no resolvable private address was set within 5 s")
                 }
-                let host = launched.host
-                launched.eventLoop.execute { ownAddress.store(host.controllerInfo.ownAddress) }
+                engine.eventLoop.execute { ownAddress.store(engine.controllerInfo.ownAddress) }
                 try? await Task.sleep(for: .milliseconds(10))
             }
             address = ownAddress.load()?.string ?? address
         }
         let content = try await server.advertise(wanted, options: options)
-        if privacy, controllerPrivacy.load() {
+        if privacy, controllerPrivacy {
             let current = await launched.awaitCompletion { (done: @escaping @Sendable (Result<BluetoothAddress, Never>) -> Void) in
-                host.currentPrivateAddress { done(.success($0)) }
+                engine.currentPrivateAddress { done(.success($0)) }
             }
             if case .success(let rpa) = current { address = rpa.string }
         }
@@ -221,7 +211,7 @@ struct Serve: ParsableCommand, Sendable {
                         + (privacy ? " (resolvable private address)" : "")
                         + (content.serviceUUIDs.isEmpty ? "" : ", advertising \(content.serviceUUIDs.map(ValueDecoding.label).joined(separator: ", "))"))
         server.startGenerators()
-        await waitForTimeoutOrSignal(nil, loop: launched.eventLoop)
+        await waitForTimeoutOrSignal(nil, loop: launched.engine.eventLoop)
         server.note(["event": "stopping"], text: "stopping")
         server.stop()
         outOfBand.stop()
@@ -251,7 +241,7 @@ final class GATTServeState: Sendable {
     }
 
     private let state = LockedValue(State())
-    private let stackBox = LockedValue<LaunchedStack?>(nil)
+    private let stackBox = LockedValue<(any OpenedStack)?>(nil)
     let json: Bool
 
     init(json: Bool) {
@@ -335,16 +325,16 @@ final class GATTServeState: Sendable {
                      text: "write \(ValueDecoding.label(entry.uuid)) by \(peer(request.connection))\(kind): \(ValueDecoding.hex(value))\(decoded)")
                 if entry.notifiesOnWrite, let stack = stackBox.load() {
                     let others = Set(state.withLock { $0.peers.keys }).subtracting([request.connection.rawValue])
-                    if !others.isEmpty { stack.host.updateValue(value, handle: request.handle, to: others) }
+                    if !others.isEmpty { stack.engine.updateValue(value, handle: request.handle, to: others, completion: nil) }
                 }
                 return nil
             })
     }
 
     /// Starts printing the stack's events and re-advertising after connections.
-    func attach(_ stack: LaunchedStack) {
+    func attach(_ stack: any OpenedStack) {
         stackBox.store(stack)
-        stack.addEventHandler { [self] event in
+        stack.engine.addEventHandler { [self] event in
             switch event {
             case .connected(let connection):
                 state.withLock { $0.peers[connection.handle] = connection.peer.string }
@@ -378,8 +368,8 @@ final class GATTServeState: Sendable {
                 if !configuration.isEmpty, let subscribeValue, let stack = stackBox.load() {
                     // As seed 001's peripheral in didSubscribeTo: the value to this central alone, after the
                     // Write Response to its CCCD write (a later job on the loop).
-                    stack.eventLoop.execute {
-                        stack.host.updateValue(subscribeValue, handle: valueHandle, to: [connection.rawValue])
+                    stack.engine.eventLoop.execute {
+                        stack.engine.updateValue(subscribeValue, handle: valueHandle, to: [connection.rawValue], completion: nil)
                     }
                 }
             case .gattServer(.valueWritten(let connection, let handle, let value)):
@@ -393,9 +383,9 @@ final class GATTServeState: Sendable {
 
     /// Answers pairing as peripheral and prints it (Core 5.4 Vol 3 Part H §2.3.5.1): the passkey to display, the
     /// numeric value (confirmed), a passkey to type (`passkey`, else a line of standard input), the outcome.
-    func attachPairing(_ stack: LaunchedStack, passkey: UInt32?, repairing: Bool) {
-        let host = stack.host
-        stack.addEventHandler { [self] event in
+    func attachPairing(_ stack: any OpenedStack, passkey: UInt32?, repairing: Bool) {
+        let host = stack.engine
+        host.addEventHandler { [self] event in
             switch event {
             case .pairingInteraction(let handle, let interaction):
                 switch interaction {
@@ -451,7 +441,7 @@ final class GATTServeState: Sendable {
         for list in candidates {
             var content = wanted
             content.serviceUUIDs = list
-            let result = await stack.awaitCompletion { stack.host.startAdvertising(content, options: options, completion: $0) }
+            let result = await stack.awaitCompletion { stack.engine.startAdvertising(content, options: options, completion: $0) }
             switch result {
             case .success:
                 state.withLock {
@@ -474,7 +464,7 @@ final class GATTServeState: Sendable {
         guard let stack = stackBox.load() else { return }
         let (content, options, stopped) = state.withLock { ($0.content, $0.options, $0.stopped) }
         guard !stopped else { return }
-        stack.host.startAdvertising(content, options: options) { _ in }
+        stack.engine.startAdvertising(content, options: options) { _ in }
     }
 
     /// Arms each generator's timer on the stack's loop.
@@ -483,7 +473,7 @@ final class GATTServeState: Sendable {
         let generators = state.withLock { state in
             state.entries.compactMap { handle, entry in entry.generator.map { (handle, $0) } }.sorted { $0.0 < $1.0 }
         }
-        for (handle, generator) in generators { tick(handle, generator, 0, stack.eventLoop) }
+        for (handle, generator) in generators { tick(handle, generator, 0, stack.engine.eventLoop) }
     }
 
     private func tick(_ handle: UInt16, _ generator: ServeGenerator, _ number: UInt64, _ loop: any EventLoop) {
@@ -491,7 +481,7 @@ final class GATTServeState: Sendable {
             guard let stack = stackBox.load(), !state.withLock({ $0.stopped }) else { return }
             let value = generator.value(tick: number)
             state.withLock { $0.values[handle] = value }
-            stack.host.updateValue(value, handle: handle)
+            stack.engine.updateValue(value, handle: handle, to: nil, completion: nil)
             tick(handle, generator, number &+ 1, loop)
         }
     }

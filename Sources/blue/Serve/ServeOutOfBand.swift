@@ -51,8 +51,9 @@ final class ServeOutOfBand: Sendable {
 
     /// Writes `--oob-out` (our address, r and C), then starts watching `--oob-in` and giving `--oob-key` to
     /// centrals. Call before advertising.
-    func start(_ launched: LaunchedStack, server: GATTServeState) async throws(CLIFailure) {
-        guard isEnabled else { return }
+    func start(_ opened: any OpenedStack, server: GATTServeState) async throws(CLIFailure) {
+        // Out-of-band data is our host's SMP: the command asked for our host (`ourHostOptions`) when it is enabled.
+        guard isEnabled, let launched = opened as? LaunchedStack else { return }
         stackBox.store(launched)
         if let outPath {
             let result = await launched.awaitCompletion { launched.host.localOutOfBandData(completion: $0) }

@@ -19,7 +19,7 @@ final class ShellSession: Sendable {
         var heard: [String: BluetoothAddress] = [:]
     }
 
-    let stack: any CommandStack
+    let stack: any OpenedStack
     private let state = LockedValue(State())
     private let subscription: StackEventSubscription?
 
@@ -43,7 +43,7 @@ final class ShellSession: Sendable {
         quit                                 end (also Ctrl-D)
         """
 
-    init(stack: any CommandStack) {
+    init(stack: any OpenedStack) {
         self.stack = stack
         let state = state
         subscription = stack.addEventHandler { event in

@@ -28,11 +28,22 @@ struct StackOptions: ParsableArguments, Sendable {
         try await open(StackLaunchOptions(label: "blue.\(label)"))
     }
 
-    /// The stack `--hci` names, on whichever engine runs it: bluetoothd's (``BluetoothdStack``) for `bluez`,
-    /// `bluez:hciN`, else our host (``open(label:)``).
-    func openEngine(label: String) async throws(CLIFailure) -> any CommandStack {
-        if let adapter = try bluezAdapter() { return try await BluetoothdStack.open(adapter) }
-        return try await open(label: label)
+    /// The stack `--hci` names, on whichever engine runs it: bluetoothd's (StackLauncher's ``BluetoothdStack``) for
+    /// `bluez`, `bluez:hciN`, else our host (``open(_:)`` with `options`). `needing` lists what the command asks that
+    /// only our host does (its options in use): through bluetoothd the first is refused with its one line (exit 64)
+    /// before anything starts. Losing bluetoothd's adapter ends the command as a lost controller does (exit 69).
+    func openEngine(label: String, options: StackLaunchOptions? = nil, needing: [BluetoothdLimitation] = [])
+        async throws(CLIFailure) -> any OpenedStack {
+        guard let adapter = try bluezAdapter() else { return try await open(options ?? StackLaunchOptions(label: "blue.\(label)")) }
+        if let limitation = needing.first { throw CLIFailure(.usage, limitation.message(hci: hci)) }
+        let stack: BluetoothdStack
+        do {
+            stack = try await BluetoothdStack.open(adapter: adapter.name)
+        } catch {
+            throw CLIFailure(.unavailable, error.reason)
+        }
+        stack.onLoss { loss in CommandRun.end(.failed(CLIFailure(.unavailable, "lost \(loss.detail)"))) }
+        return stack
     }
 
     /// The adapter when `--hci` names bluetoothd (`bluez`, `bluez:hciN`), else nil. `--snoop` cannot go with it:

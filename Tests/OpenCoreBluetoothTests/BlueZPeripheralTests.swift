@@ -11,19 +11,19 @@ import Testing
 import Glibc
 #endif
 
-/// The BlueZ peripheral backend against a bluetoothd stand-in on a real dbus-daemon: notifications through the
+/// The BlueZ module's peripheral (under bluetoothd's engine) against a bluetoothd stand-in on a real dbus-daemon: notifications through the
 /// socket bluetoothd acquires (AcquireNotify), whose full buffer is `updateValue`'s back-pressure.
 @Suite(.timeLimit(.minutes(3)))
-struct BlueZPeripheralBackendTests {
+struct BlueZPeripheralTests {
     @Test func updateValueWaitsForBluetoothdToReadTheSocket() async throws {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let events = LockedValue<[String]>([])
-        let backend = BlueZPeripheralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
+        let backend = BlueZPeripheral(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
         backend.start { event in
             let text: String
             switch event {
-            case .stateChanged(let state): text = "state \(state.rawValue)"
+            case .stateChanged(let state): text = "state \(state)"
             case .subscribed(_, let id): text = "subscribed \(id)"
             case .unsubscribed(_, let id): text = "unsubscribed \(id)"
             case .readyToUpdateSubscribers: text = "ready"
@@ -32,13 +32,13 @@ struct BlueZPeripheralBackendTests {
             events.withLock { $0.append(text) }
         }
         defer { backend.shutdown() }
-        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
+        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(BlueZAdapterState.poweredOn)") })
         let uuid = try BluetoothUUID(string: "5E570010-0000-4000-8000-0000000B1E2E")
-        let service = CBBackendLocalService(id: 1, uuid: try BluetoothUUID(string: "5E570000-0000-4000-8000-0000000B1E2E"), isPrimary: true,
-                                            includedServiceIDs: [], characteristics: [
-            CBBackendLocalCharacteristic(id: 7, uuid: uuid, properties: 0x10, permissions: 0x01, staticValue: nil, descriptors: []),
+        let service = BlueZLocalService(id: 1, uuid: try BluetoothUUID(string: "5E570000-0000-4000-8000-0000000B1E2E"), isPrimary: true,
+                                        includedServiceIDs: [], characteristics: [
+            BlueZLocalCharacteristic(id: 7, uuid: uuid, properties: 0x10, staticValue: nil, descriptors: []),
         ])
-        let added = LockedValue<Result<Void, CBBackendError>?>(nil)
+        let added = LockedValue<Result<Void, BlueZCallError>?>(nil)
         backend.addService(service) { added.store($0) }
         #expect(await poll(within: .seconds(60)) { added.load() != nil })
         let path = try #require(try await bluetoothd.applicationCharacteristic(uuid.fullString.lowercased()))
@@ -46,13 +46,13 @@ struct BlueZPeripheralBackendTests {
         let acquired = try await bluetoothd.acquireNotify(path, mtu: 100)
         #expect(await poll(within: .seconds(60)) { events.load().contains("subscribed 7") })
         // Values longer than the MTU allows are cut to MTU - 3 (one notification each).
-        #expect(backend.updateValue([UInt8](repeating: 0xAB, count: 200), characteristicID: 7, centrals: []))
+        #expect(backend.updateValue([UInt8](repeating: 0xAB, count: 200), characteristicID: 7))
         var buffer = [UInt8](repeating: 0, count: 1024)
         #expect(recv(acquired.fd, &buffer, buffer.count, 0) == 97)
 
         // Nobody reads: the socket fills, updateValue says no (queueing nothing)…
         var accepted = 0
-        while backend.updateValue([UInt8](repeating: UInt8(truncatingIfNeeded: accepted), count: 20), characteristicID: 7, centrals: []) {
+        while backend.updateValue([UInt8](repeating: UInt8(truncatingIfNeeded: accepted), count: 20), characteristicID: 7) {
             accepted += 1
             if accepted > 1_000_000 { break }
         }

@@ -3,23 +3,28 @@ import BlueZTestSupport
 import BluetoothCore
 import BluetoothRuntime
 import DBus
+import GATT
 import Foundation
 import TestSupport
 import Testing
 @testable import OpenCoreBluetooth
+import StackLauncher
 
 private nonisolated(unsafe) let fakeServiceUUID = CBUUID(string: FakeBluetoothd.serviceUUID)
 private nonisolated(unsafe) let fakeCharacteristicUUID = CBUUID(string: FakeBluetoothd.standardCharacteristics[0].uuid)
 
-/// The BlueZ backend's central role through CoreBluetooth's API, against a bluetoothd stand-in on a real dbus-daemon:
-/// scan, connect, discover, read, notify, write, disconnect, each mapped to the D-Bus calls BlueZ documents.
+/// CoreBluetooth's central on bluetoothd's engine (StackLauncher's `BluetoothdStack`, the same backend as on our
+/// host), against a bluetoothd stand-in on a real dbus-daemon: scan, connect, discover, read, notify, write,
+/// disconnect, each mapped to the D-Bus calls BlueZ documents; and the BlueZ central's own agent and flow control.
 @Suite(.timeLimit(.minutes(3)))
-struct BlueZCentralBackendTests {
+struct BluetoothdCentralTests {
     @Test func aCentralOnBluetoothd() async throws {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
-        let provider = CBBackendProvider(makeCentral: { BlueZCentralBackend(adapter: "hci0", busAddress: bus.address) },
-                                         makePeripheral: { nil })
+        let address = bus.address
+        let provider = CBBackendProvider(makeCentral: {
+            EngineCentralBackend(launching: { _ throws(StackLaunchError) in try await BluetoothdStack.open(adapter: "hci0", busAddress: address) })
+        }, makePeripheral: { nil })
         let log = CallLog(label: "bluez.central")
         let app = CentralRecorder(log: log)
         let kept = LockedBox<CBPeripheral?>(nil)
@@ -61,7 +66,8 @@ struct BlueZCentralBackendTests {
         #expect(log.entries.contains("value \(fakeCharacteristicUUID.uuidString) [9]"))
         #expect(log.entries.contains("wrote \(fakeCharacteristicUUID.uuidString)"))
         let calls = bluetoothd.calls
-        #expect(calls.first == #"SetDiscoveryFilter ["DuplicateData": <false>, "Transport": <"le">, "UUIDs": <["\#(fakeServiceUUID.bluetoothUUID.fullString.lowercased())"]>]"#)
+        // The engine scans for every device (CoreBluetooth's manager filters by service, as on our host).
+        #expect(calls.first == #"SetDiscoveryFilter ["DuplicateData": <false>, "Transport": <"le">]"#)
         #expect(calls.contains("StartDiscovery ") && calls.contains("StopDiscovery ") && calls.contains("Connect "))
         #expect(calls.contains("ReadValue []") && calls.contains("StartNotify "))
         #expect(calls.contains(#"WriteValue [7] ["type": <"request">]"#))
@@ -76,9 +82,9 @@ struct BlueZCentralBackendTests {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let lines = LockedValue<[String]>([])
-        let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in },
-                                          pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil),
-                                          prompt: { line in lines.withLock { $0.append(line) } })
+        let backend = BlueZCentral(adapter: "hci0", busAddress: bus.address, report: { _ in },
+                                   pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil),
+                                   prompt: { line in lines.withLock { $0.append(line) } })
         let powered = LockedBox(false)
         backend.start { event in if case .stateChanged(.poweredOn) = event { powered.value = true } }
         defer { backend.shutdown() }
@@ -109,11 +115,11 @@ struct BlueZCentralBackendTests {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let events = LockedValue<[String]>([])
-        let backend = BlueZCentralBackend(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
+        let backend = BlueZCentral(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
         backend.start { event in
             let text: String
             switch event {
-            case .stateChanged(let state): text = "state \(state.rawValue)"
+            case .stateChanged(let state): text = "state \(state)"
             case .advertisement: text = "advertisement"
             case .connected: text = "connected"
             case .readyToSendWriteWithoutResponse: text = "ready"
@@ -122,33 +128,33 @@ struct BlueZCentralBackendTests {
             events.withLock { $0.append(text) }
         }
         defer { backend.shutdown() }
-        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(CBManagerState.poweredOn.rawValue)") })
-        backend.startScan(CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: false, solicitedServiceUUIDs: []))
+        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(BlueZAdapterState.poweredOn)") })
+        backend.startScan(serviceUUIDs: nil, allowDuplicates: false)
         #expect(await poll(within: .seconds(60)) { events.load().contains("advertisement") })
         backend.stopScan()
-        let peer = CBBackendPeer(address: try BluetoothAddress(string: FakeBluetoothd.deviceAddress, type: .public))
+        let peer = try BluetoothAddress(string: FakeBluetoothd.deviceAddress, type: .public)
         backend.connect(peer)
         #expect(await poll(within: .seconds(60)) { events.load().contains("connected") })
-        let services = LockedValue<[CBBackendService]?>(nil)
+        let services = LockedValue<[BlueZRemoteService]?>(nil)
         backend.discoverServices(peer, uuids: nil) { services.store(try? $0.get()) }
         #expect(await poll(within: .seconds(60)) { services.load() != nil })
         let service = try #require(services.load()?.first)
-        let characteristics = LockedValue<[CBBackendCharacteristic]?>(nil)
+        let characteristics = LockedValue<[GATTDiscoveredCharacteristic]?>(nil)
         backend.discoverCharacteristics(peer, in: service, uuids: nil) { characteristics.store(try? $0.get()) }
         #expect(await poll(within: .seconds(60)) { characteristics.load() != nil })
         let characteristic = try #require(characteristics.load()?.first)
 
         bluetoothd.holdCommandWrites()
         var answers: [Bool] = []
-        for index in 0..<BlueZCentralBackend.commandWindow {
+        for index in 0..<BlueZCentral.commandWindow {
             answers.append(backend.writeWithoutResponse(peer, handle: characteristic.valueHandle, value: [UInt8(index)]))
         }
-        #expect(answers == Array(repeating: true, count: BlueZCentralBackend.commandWindow - 1) + [false])
-        #expect(await poll(within: .seconds(60)) { bluetoothd.heldCommandWrites == BlueZCentralBackend.commandWindow })
+        #expect(answers == Array(repeating: true, count: BlueZCentral.commandWindow - 1) + [false])
+        #expect(await poll(within: .seconds(60)) { bluetoothd.heldCommandWrites == BlueZCentral.commandWindow })
         #expect(!events.load().contains("ready"))
         bluetoothd.releaseCommandWrites()
         #expect(await poll(within: .seconds(60)) { events.load().contains("ready") })
         #expect(events.load().filter { $0 == "ready" }.count == 1)
-        #expect(bluetoothd.value(of: 0x0011) == [UInt8(BlueZCentralBackend.commandWindow - 1)])
+        #expect(bluetoothd.value(of: 0x0011) == [UInt8(BlueZCentral.commandWindow - 1)])
     }
 }

@@ -21,7 +21,7 @@ import BluetoothEngine
 ///   resumed after each connection while the app advertises.
 /// - `updateValue`: at most 4 updates handed to the loop at once; the host's send-queue readiness blocks further
 ///   updates (false) until `.readyToSend`, then `.readyToUpdateSubscribers`.
-public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
+public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     static let updateQueueLimit = 4
     /// Ids of write-command events (never answered) start here, above the GATT server's request ids.
     static let commandIDBase: UInt64 = 1 << 62
@@ -46,7 +46,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         var centrals: [UInt16: BluetoothAddress] = [:]
         var subscriptions: Set<Subscription> = []
         var pending: [UInt64: UInt16] = [:]
-        var nextCommandID = HostPeripheralBackend.commandIDBase
+        var nextCommandID = EnginePeripheralBackend.commandIDBase
         var queuedUpdates = 0
         var blocked: Set<UInt16> = []
         var owesReady = false
@@ -55,15 +55,20 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         var closed = false
     }
 
-    private let opener: HostBackendStack
+    private let opener: EngineBackendStack
     private let state = LockedValue(State())
 
     init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
-        opener = HostBackendStack(transport: transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU)
+        opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU)
+    }
+
+    /// A backend on the stack `launch` opens (tests: bluetoothd on a bus of their own).
+    package init(launching launch: @escaping @Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack) {
+        opener = EngineBackendStack(transport: .specification("test"), label: "OpenCoreBluetooth.peripheral", preferredATTMTU: nil, launch: launch)
     }
 
     /// The stack this backend runs on, once open (tests, diagnostics).
-    public var launchedStack: LaunchedStack? { opener.stack }
+    public var launchedStack: LaunchedStack? { opener.stack as? LaunchedStack }
 
     /// Requests handed to the app and not answered yet (leak checks).
     public var pendingRequestCount: Int { state.load().pending.count }
@@ -77,7 +82,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         opener.open { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
-            stack.addEventHandler { [weak self] event in self?.handle(event, stack) }
+            stack.engine.addEventHandler { [weak self] event in self?.handle(event, stack) }
             self.opener.whenLost(stack) { [weak self] in self?.emit(.stateChanged(.poweredOff)) }
             self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
         }
@@ -133,7 +138,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     /// Builds the database from the GAP and GATT services and the published services, in order, and installs it
     /// with the deferral of every dynamic value. On the loop.
-    private func rebuild(_ stack: LaunchedStack, changed: Bool, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
+    private func rebuild(_ stack: any OpenedStack, changed: Bool, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         let services = state.load().services
         var database = GATTDatabase()
         var handlesByID: [Int: GATTServiceHandles] = [:]
@@ -160,9 +165,10 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         let deferred = Set(characteristics.values.filter(\.deferred).map(\.valueHandle))
         // Connected clients that enabled Service Changed indications hear of any change (Vol 3 Part G §7.1).
         let tell = changed || !state.load().centrals.isEmpty
-        stack.engine.replaceGATTDatabase(database, changedRange: tell ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil)
         stack.engine.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
-        completion(.success(()))
+        stack.engine.replaceGATTDatabase(database, changedRange: tell ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil) { result in
+            completion(result.mapError { .core(.unknown, $0.reason) })
+        }
     }
 
     /// The GATT definition of a façade service (properties octet, permissions, cached or deferred value, static
@@ -199,7 +205,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     // MARK: Requests
 
     /// A deferred request from the GATT server (on the loop, inside the server: answer only by hopping).
-    private func deferred(_ request: GATTPendingRequest, _ stack: LaunchedStack) {
+    private func deferred(_ request: GATTPendingRequest, _ stack: any OpenedStack) {
         let connection = request.connection.rawValue
         let resolved = state.withLock { state -> (BluetoothAddress, [UInt16: Int])? in
             guard let central = state.centrals[connection] else { return nil }
@@ -207,7 +213,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
             return (central, state.characteristicByValue)
         }
         guard let (central, byValue) = resolved else {
-            stack.eventLoop.execute {
+            stack.engine.eventLoop.execute {
                 stack.engine.respondToGATTRequest(connectionHandle: connection, id: request.id, result: .failure(GATTAttributeError(.unlikelyError)))
             }
             return
@@ -231,9 +237,9 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
-    private func refuse(_ request: GATTPendingRequest, _ stack: LaunchedStack) {
+    private func refuse(_ request: GATTPendingRequest, _ stack: any OpenedStack) {
         state.withLock { _ = $0.pending.removeValue(forKey: request.id) }
-        stack.eventLoop.execute {
+        stack.engine.eventLoop.execute {
             stack.engine.respondToGATTRequest(connectionHandle: request.connection.rawValue, id: request.id, result: .failure(GATTAttributeError(.attributeNotFound)))
         }
     }
@@ -309,7 +315,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
             state.withLock { $0.queuedUpdates -= 1 }
             return true
         }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             let (valueHandle, targets) = state.withLock { state -> (UInt16?, Set<UInt16>?) in
                 let handle = state.characteristics[characteristicID]?.valueHandle
                 guard !centrals.isEmpty else { return (handle, nil) }
@@ -363,7 +369,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     /// bonded, §4.23); a central on this stack then pairs or encrypts and asks again, as iOS does.
     public func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             let psm = state.withLock { state -> UInt16? in
                 guard let free = (UInt16(0x0080)...0x00FF).first(where: { !state.publishedPSMs.contains($0) }) else { return nil }
                 state.publishedPSMs.insert(free)
@@ -386,7 +392,7 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
     /// PSM not published.
     public func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.unknown, "the Bluetooth stack is not running"))) }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             guard state.withLock({ $0.publishedPSMs.remove(psm) != nil }) else {
                 return completion(.failure(.core(.invalidParameters, "PSM \(psm) is not published")))
             }
@@ -399,13 +405,13 @@ public final class HostPeripheralBackend: CBPeripheralBackend, Sendable {
 
     // MARK: Host events
 
-    private func handle(_ event: HostEvent, _ stack: LaunchedStack) {
+    private func handle(_ event: HostEvent, _ stack: any OpenedStack) {
         if opener.channels.handle(event) { return }
         switch event {
         case .l2capChannelOpened(let handle, let info) where !info.isInitiator:
             let central = state.withLock { state in state.publishedPSMs.contains(info.psm) ? state.centrals[handle] : nil }
             guard let central else { return }
-            let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: CBBackendPeer(address: central))
+            let channel = EngineL2CAPChannel(stack: stack, connection: handle, info: info, peer: CBBackendPeer(address: central))
             opener.channels.add(channel)
             emit(.l2capChannelOpened(channel))
         case .connected(let connection) where connection.role == .peripheral:

@@ -19,7 +19,7 @@ import BluetoothEngine
 /// control: writes queued but not yet handed to the bearer are counted under the lock (at most 8 before
 /// `writeWithoutResponse` answers false), and the host's send-queue readiness (`isReadyToSend`, `.readyToSend`)
 /// decides when `.readyToSendWriteWithoutResponse` follows.
-public final class HostCentralBackend: CBCentralBackend, Sendable {
+public final class EngineCentralBackend: CBCentralBackend, Sendable {
     /// Writes without response accepted but not yet sent before `writeWithoutResponse` answers false.
     static let writeQueueLimit = 8
     /// How many reports of a scannable device are held while its scan response has not arrived.
@@ -56,15 +56,20 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         var closed = false
     }
 
-    private let opener: HostBackendStack
+    private let opener: EngineBackendStack
     private let state = LockedValue(State())
 
     init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
-        opener = HostBackendStack(transport: transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU)
+        opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU)
+    }
+
+    /// A backend on the stack `launch` opens (tests: bluetoothd on a bus of their own).
+    package init(launching launch: @escaping @Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack) {
+        opener = EngineBackendStack(transport: .specification("test"), label: "OpenCoreBluetooth.central", preferredATTMTU: nil, launch: launch)
     }
 
     /// The stack this backend runs on, once open (tests, diagnostics).
-    public var launchedStack: LaunchedStack? { opener.stack }
+    public var launchedStack: LaunchedStack? { opener.stack as? LaunchedStack }
 
     // MARK: Lifecycle
 
@@ -75,7 +80,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         opener.open { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
-            stack.addEventHandler { [weak self] event in self?.handle(event) }
+            stack.engine.addEventHandler { [weak self] event in self?.handle(event) }
             self.opener.whenLost(stack) { [weak self] in self?.emit(.stateChanged(.poweredOff)) }
             self.emit(.stateChanged(.poweredOn))
         }
@@ -159,7 +164,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     }
 
     /// Starts the next queued connect when none is pending in the host (it runs one at a time).
-    private func pumpConnects(_ stack: LaunchedStack) {
+    private func pumpConnects(_ stack: any OpenedStack) {
         let next = state.withLock { state -> BluetoothAddress? in
             guard state.connecting == nil, !state.connectQueue.isEmpty else { return nil }
             let next = state.connectQueue.removeFirst()
@@ -197,12 +202,12 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     }
 
     /// Reports `.connected` once the MTU exchange the host started is over (or did not happen in time).
-    private func awaitMTU(_ address: BluetoothAddress, _ handle: UInt16, _ stack: LaunchedStack) {
+    private func awaitMTU(_ address: BluetoothAddress, _ handle: UInt16, _ stack: any OpenedStack) {
         let mtu = stack.engine.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault
-        if mtu > ATTMTU.leDefault || !opener.exchangesMTUOnConnect {
+        if mtu > ATTMTU.leDefault || !stack.engine.exchangesMTUOnConnect {
             return reportConnected(address, mtu: mtu)
         }
-        let timer = stack.eventLoop.schedule(after: Self.mtuWait) { [weak self] in
+        let timer = stack.engine.eventLoop.schedule(after: Self.mtuWait) { [weak self] in
             self?.reportConnected(address, mtu: stack.engine.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault)
         }
         state.withLock { $0.links[address]?.mtuTimer = timer }
@@ -226,7 +231,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
 
     /// Finds the peer's Service Changed characteristic and enables its indications, as CoreBluetooth does
     /// (Core 5.4 Vol 3 Part G §7.1), so that `.servicesChanged` reaches the app (`didModifyServices`).
-    private func subscribeToServiceChanged(_ address: BluetoothAddress, _ handle: UInt16, _ stack: LaunchedStack) {
+    private func subscribeToServiceChanged(_ address: BluetoothAddress, _ handle: UInt16, _ stack: any OpenedStack) {
         let host = stack.engine
         host.gatt(connectionHandle: handle, .discoverPrimaryServices(uuid: GATTUUID.genericAttributeService)) { [self] result in
             guard case .success(.services(let services)) = result, let service = services.first else { return }
@@ -275,7 +280,11 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     /// Connected peers whose Service Changed indications this backend enabled (tests).
     var peersWatchingServiceChanged: Int { state.load().links.values.filter { $0.serviceChanged != nil }.count }
 
-    public func knownPeers() -> [CBBackendPeer] { state.load().seen.map { CBBackendPeer(address: $0) } }
+    public func knownPeers() -> [CBBackendPeer] {
+        var known = opener.stack?.engine.knownPeers() ?? []
+        for address in state.load().seen where !known.contains(address) { known.append(address) }
+        return known.map { CBBackendPeer(address: $0) }
+    }
 
     private static func remember(_ address: BluetoothAddress, in state: inout State) {
         guard !state.seen.contains(address) else { return }
@@ -337,6 +346,8 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
                 return
             }
             emit(.valueUpdated(CBBackendPeer(address: address), handle: attributeHandle, value: value))
+        case .peerNameUpdated(let address, let name):
+            emit(.nameUpdated(CBBackendPeer(address: address), name))
         case .readyToSend(let handle):
             guard let address = peer(handle: handle) else { return }
             state.withLock { $0.links[address]?.notReady = false }
@@ -414,13 +425,13 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         guard let stack = opener.stack else {
             return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running")))
         }
-        stack.eventLoop.execute { [self] in gattOnLoop(stack, peer, procedure, completion) }
+        stack.engine.eventLoop.execute { [self] in gattOnLoop(stack, peer, procedure, completion) }
     }
 
     /// ``gatt(_:_:_:)`` already on the stack's loop. Every procedure reaches the host after the same single hop
     /// onto the loop, so they start in the order the app called (a second hop for one of them would let a later
     /// call overtake it).
-    private func gattOnLoop(_ stack: LaunchedStack, _ peer: CBBackendPeer, _ procedure: GATTProcedure,
+    private func gattOnLoop(_ stack: any OpenedStack, _ peer: CBBackendPeer, _ procedure: GATTProcedure,
                             _ completion: @escaping @Sendable (Result<GATTProcedureResult, CBBackendError>) -> Void) {
         guard let handle = state.load().links[peer.address]?.handle else {
             return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
@@ -501,7 +512,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
         guard let stack = opener.stack else {
             return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running")))
         }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             let linkHandle = state.load().links[peer.address]?.handle
             let mtu = linkHandle.flatMap { stack.engine.attMTU(connectionHandle: $0) } ?? ATTMTU.leDefault
             let procedure: GATTProcedure = value.count <= mtu - 3
@@ -570,7 +581,7 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     /// HCI Read RSSI on the connection (Core 5.4 Vol 4 Part E §7.5.4).
     public func readRSSI(_ peer: CBBackendPeer, completion: @escaping @Sendable (Result<Int, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running"))) }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             guard let handle = state.load().links[peer.address]?.handle else {
                 return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
             }
@@ -591,14 +602,14 @@ public final class HostCentralBackend: CBCentralBackend, Sendable {
     private func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM, securing: Bool,
                                   completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void) {
         guard let stack = opener.stack else { return completion(.failure(.core(.notConnected, "the Bluetooth stack is not running"))) }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             guard let handle = state.load().links[peer.address]?.handle else {
                 return completion(.failure(.core(.notConnected, "\(peer) is not connected")))
             }
             stack.engine.openChannel(connectionHandle: handle, psm: psm, mtu: 2048) { [self] result in
                 switch result {
                 case .success(let info):
-                    let channel = HostL2CAPChannel(stack: stack, connection: handle, info: info, peer: peer)
+                    let channel = EngineL2CAPChannel(stack: stack, connection: handle, info: info, peer: peer)
                     opener.channels.add(channel)
                     completion(.success(channel))
                 case .failure(let error) where securing && Self.securityRefusals.contains(error.l2capRefusal ?? .successful):

@@ -11,7 +11,7 @@ import BluetoothEngine
 /// connection's ACL send queue is full (`isReadyToSend`), `send` takes nothing and `.canSend` follows when there
 /// is room (the link's own queue of K-frames waiting for the peer's credits is not bounded here). Events that
 /// arrive before the façade calls `start` are kept and delivered first, on the stack's loop.
-final class HostL2CAPChannel: CBL2CAPChannelBackend, Sendable {
+final class EngineL2CAPChannel: CBL2CAPChannelBackend, Sendable {
     static let inFlightLimit = 8
 
     struct Key: Hashable {
@@ -33,10 +33,10 @@ final class HostL2CAPChannel: CBL2CAPChannelBackend, Sendable {
     let peer: CBBackendPeer
     let key: Key
     private let remoteMTU: Int
-    private let stack: LaunchedStack
+    private let stack: any OpenedStack
     private let state = LockedValue(State())
 
-    init(stack: LaunchedStack, connection: UInt16, info: L2CAPChannelInfo, peer: CBBackendPeer) {
+    init(stack: any OpenedStack, connection: UInt16, info: L2CAPChannelInfo, peer: CBBackendPeer) {
         self.stack = stack
         self.psm = info.psm
         self.peer = peer
@@ -46,7 +46,7 @@ final class HostL2CAPChannel: CBL2CAPChannelBackend, Sendable {
 
     func start(_ events: @escaping @Sendable (CBL2CAPChannelBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        stack.eventLoop.execute { [self] in
+        stack.engine.eventLoop.execute { [self] in
             let (sink, buffered) = state.withLock { state -> ((@Sendable (CBL2CAPChannelBackendEvent) -> Void)?, [CBL2CAPChannelBackendEvent]) in
                 state.started = true
                 defer { state.buffered = [] }
@@ -114,15 +114,15 @@ final class HostL2CAPChannel: CBL2CAPChannelBackend, Sendable {
 }
 
 /// The channels of one backend, by connection and local CID, and the routing of the host's L2CAP events.
-final class HostL2CAPChannels: Sendable {
-    private let channels = LockedValue<[HostL2CAPChannel.Key: HostL2CAPChannel]>([:])
+final class EngineL2CAPChannels: Sendable {
+    private let channels = LockedValue<[EngineL2CAPChannel.Key: EngineL2CAPChannel]>([:])
 
-    func add(_ channel: HostL2CAPChannel) {
+    func add(_ channel: EngineL2CAPChannel) {
         channels.withLock { $0[channel.key] = channel }
     }
 
     /// The channels open on `psm` (the server side's: a central's channels to a peer's PSM share its number).
-    func open(onPSM psm: CBL2CAPPSM) -> [HostL2CAPChannel] {
+    func open(onPSM psm: CBL2CAPPSM) -> [EngineL2CAPChannel] {
         channels.load().values.filter { $0.psm == psm }
     }
 
@@ -131,12 +131,12 @@ final class HostL2CAPChannels: Sendable {
     func handle(_ event: HostEvent) -> Bool {
         switch event {
         case .l2capSDU(let handle, let channel, let sdu):
-            channels.load()[HostL2CAPChannel.Key(connection: handle, channel: channel)]?.deliver(.received(sdu))
+            channels.load()[EngineL2CAPChannel.Key(connection: handle, channel: channel)]?.deliver(.received(sdu))
         case .l2capChannelClosed(let handle, let channel, _):
-            let removed = channels.withLock { $0.removeValue(forKey: HostL2CAPChannel.Key(connection: handle, channel: channel)) }
+            let removed = channels.withLock { $0.removeValue(forKey: EngineL2CAPChannel.Key(connection: handle, channel: channel)) }
             removed?.deliver(.closed)
         case .l2capCreditsAvailable(let handle, let channel):
-            channels.load()[HostL2CAPChannel.Key(connection: handle, channel: channel)]?.connectionReady()
+            channels.load()[EngineL2CAPChannel.Key(connection: handle, channel: channel)]?.connectionReady()
         case .readyToSend(let handle):
             for (key, channel) in channels.load() where key.connection == handle { channel.connectionReady() }
             return false

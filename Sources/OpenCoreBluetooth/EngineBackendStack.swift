@@ -1,0 +1,125 @@
+import BluetoothRuntime
+import Foundation
+import Host
+import StackLauncher
+import BluetoothEngine
+
+/// Opens one stack for a backend, asynchronously, and reports it once (our host through `StackLauncher` or
+/// `InProcessAir`, or bluetoothd: whichever ``HostBackend/Transport`` names), and takes it off the air when the backend is done.
+///
+/// Closing a stack on an in-process air also powers its virtual controller off: closing the host's transport
+/// leaves the controller on the air, still advertising and accepting connections, with nobody behind it (a
+/// released `CBPeripheralManager` would go on advertising its services, and a central would connect to that
+/// ghost and wait forever for ATT answers). A device whose program ended goes silent; its peers see the link
+/// time out (Core 5.4 Vol 6 Part B §4.5.2), as when a process on the hub exits.
+final class EngineBackendStack: Sendable {
+    let transport: HostBackend.Transport
+    /// The label of the stack's loop ("OpenCoreBluetooth.central" or ".peripheral").
+    let label: String
+    /// The ATT_MTU the stack offers (nil: the host's default).
+    let preferredATTMTU: Int?
+    /// The L2CAP channels open on the stack.
+    let channels = EngineL2CAPChannels()
+    private let state = LockedValue<(stack: (any OpenedStack)?, closed: Bool, air: InProcessAir?)>((nil, false, nil))
+
+    /// Opens the stack (``HostBackend/launch(_:options:)`` on ``transport`` unless a test gave its own opener).
+    private let launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)?
+
+    init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?,
+         launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)? = nil) {
+        self.transport = transport
+        self.label = label
+        self.preferredATTMTU = preferredATTMTU
+        self.launch = launch
+    }
+
+    var stack: (any OpenedStack)? { state.load().stack }
+
+    /// Runs `body` on the stack's loop with the stack (dropped when there is no stack).
+    func onStack(_ body: @escaping @Sendable (any OpenedStack) -> Void) {
+        guard let stack else { return }
+        stack.engine.eventLoop.execute { body(stack) }
+    }
+
+    /// Opens the stack in a task; `ready` gets it (nil on failure, after logging why), on the
+    /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
+    func open(ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+        Task { [self] in
+            var options = StackLaunchOptions(label: label)
+            if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
+            // Reading or writing an attribute that needs encryption pairs (Just Works) or encrypts with the bond,
+            // then retries once, as iOS does; bonds persist only with OCB_BONDS (see HostBackend).
+            if let directory = HostBackend.bondsDirectory() {
+                options.host.security.bondStore = FileBondStore(directory: directory)
+                options.identity = .persistent(directory: directory)
+            }
+            if case .inProcess(let air) = transport {
+                options.host.address = .publicAddress
+                state.withLock { $0.air = air }
+            }
+            let result: Result<any OpenedStack, StackLaunchError>
+            do throws(StackLaunchError) {
+                if let launch {
+                    result = .success(try await launch(options))
+                } else {
+                    result = .success(try await HostBackend.launch(transport, options: options))
+                }
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let stack):
+                HostBackend.lastController.store(stack.controllerInfo)
+                let keep = state.withLock { state -> Bool in
+                    guard !state.closed else { return false }
+                    state.stack = stack
+                    return true
+                }
+                guard keep else {
+                    release(stack)
+                    return
+                }
+                stack.engine.eventLoop.execute { ready(stack) }
+            case .failure(let error):
+                Log.coreBluetooth.error("no Bluetooth stack: \(error.reason)")
+                ready(nil)
+            }
+        }
+    }
+
+    /// When `stack` loses its controller (the hub stopped or killed, a TCP peer closed, an adapter unplugged):
+    /// logs it once (error) and calls `lost` on the stack's loop, after the events already queued there.
+    /// The managers then leave `.poweredOn` for `.poweredOff` — as iOS does when Bluetooth goes away: links end
+    /// without `didDisconnect`, scanning and advertising stop, pending requests fail — instead of staying
+    /// `.poweredOn` on a stack that can no longer do anything. Not after ``close()`` (no loss then).
+    func whenLost(_ stack: any OpenedStack, _ lost: @escaping @Sendable () -> Void) {
+        let label = label
+        stack.onLoss { [weak self] loss in
+            guard let self, !self.state.load().closed else { return }
+            if HostBackend.reportsControllerLoss { Log.coreBluetooth.error("\(label): \(loss); Bluetooth is off") }
+            stack.engine.eventLoop.execute { lost() }
+        }
+    }
+
+    /// Closes the stack (its links drop for the peers). Idempotent; not from the stack's own loop.
+    func close() {
+        let stack = state.withLock { state -> (any OpenedStack)? in
+            state.closed = true
+            defer { state.stack = nil }
+            return state.stack
+        }
+        guard let stack else { return }
+        if stack.engine.eventLoop.inEventLoop {
+            Thread.detachNewThread { self.release(stack) }
+        } else {
+            release(stack)
+        }
+    }
+
+    /// Shuts `stack` down and, on an in-process air, powers its controller off (not from the stack's loop).
+    private func release(_ stack: any OpenedStack) {
+        stack.shutdown()
+        guard let air = state.load().air else { return }
+        air.powerOffController(of: stack.controllerInfo.publicAddress)
+    }
+}
