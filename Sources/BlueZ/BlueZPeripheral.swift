@@ -278,25 +278,6 @@ package final class BlueZPeripheral: Sendable {
         reregister(completion)
     }
 
-    package func removeService(id: Int) {
-        state.withLock { state in
-            guard let removed = state.services.removeValue(forKey: id) else { return }
-            for characteristic in removed.service.characteristics {
-                if let path = state.characteristicPaths.removeValue(forKey: characteristic.id) { state.characteristics[path] = nil }
-            }
-        }
-        reregister { _ in }
-    }
-
-    package func removeAllServices() {
-        state.withLock { state in
-            state.services = [:]
-            state.characteristicPaths = [:]
-            state.characteristics = [:]
-        }
-        reregister { _ in }
-    }
-
     /// Unregisters the application (when registered) and registers it again with what is published now.
     private func reregister(_ completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
         let (registered, empty) = state.withLock { ($0.registered, $0.services.isEmpty) }

@@ -28,9 +28,12 @@
 // wake-up, because RunLoop.perform does not wake a sleeping run loop on Linux, and a keep-alive timer per scheduled
 // mode); unscheduled streams keep their events pending.
 //
-// The production backend (HostBackend*.swift): one stack per manager, each over its own controller, called
-// through the engine seam (BluetoothEngine's `StackEngine`, `LaunchedStack.engine`) rather than HostStack itself, so a
-// central and a peripheral manager of one process meet over the air like two devices (seed 001 in `blue demo`);
+// The backend (Engine*Backend.swift, HostBackend.swift): one stack per manager, each over its own controller, opened
+// by StackLauncher as an `OpenedStack` and called only through the engine seam (BluetoothEngine's `StackEngine`):
+// our host (a `LaunchedStack`) or bluetoothd (`OCB_HCI=bluez[:hciN]`: a `BluetoothdStack`, the BlueZ module's
+// BlueZEngine), with the same code on both; what bluetoothd decides itself is the engine's to refuse or to say
+// (README "BlueZ backend"). A central and a peripheral manager of one process meet over the air like two devices
+// (seed 001 in `blue demo`);
 // a released manager's device leaves the air (on an in-process air its controller is powered off: the peers'
 // links time out, as when a program on the hub ends), so no ghost keeps advertising its services.
 // The air: OCB_HCI unset/`virtual` (or `virtual-hub`, its former name) → the shared air, as two apps on two
@@ -44,7 +47,7 @@
 // (`.poweredOn`, or `.unsupported` when it cannot open) follows; a stack whose controller goes away (hub stopped
 // or killed, TCP peer closed, adapter unplugged: StackLauncher's StackLoss) takes its manager to `.poweredOff`,
 // with one error logged, as iOS does when Bluetooth is turned off. The library never writes to stderr itself: its
-// diagnostics are swift-log messages (`Log`: labels opencorebluetooth.corebluetooth and .bluez, LogLabel), routed
+// diagnostics are swift-log messages (`Log`: label opencorebluetooth.corebluetooth, LogLabel), routed
 // by the program (`blue` and the examples bootstrap BluetoothRuntime's StandardErrorLogHandler; an app that does
 // not bootstrap gets swift-log's default, standard output from info up). The peripheral side serves cached values from the
 // GATT database and defers every other read/write to the app through the GATT server's deferred requests
@@ -89,14 +92,10 @@
 // name and moves the services to the overflow area (AdvertisingData.ServiceOverflowArea), which the central side
 // decodes against the UUIDs it scans for.
 //
-// The BlueZ backends (BlueZCentralBackend, BlueZPeripheralBackend; OCB_HCI=bluez or bluez:hciN): the same seam on
-// bluetoothd instead of our host. They hold no state of their own: the BlueZ module's BlueZCentral and
-// BlueZPeripheral do the D-Bus work (each owns a DBusConnection and a BlueZObjectTree, its state behind a lock, its
-// events on a serial queue of its own, in order), and the backends say their events and errors in CoreBluetooth's
-// words (CBManagerState, CBBackendError, the CB* attribute structs). The peripheral exports its GATT application and
-// advertisement under /org/opencorebluetooth/peripheralN and answers bluetoothd's ReadValue/WriteValue later for
-// dynamic values (the façade's respond). With OCB_BLUEZ_AGENT each also registers a BlueZAgent as bluetoothd's
-// default agent (BlueZPairingAgent: prompts answered, each value logged at notice); otherwise bluetoothd's own
-// default agent answers, as iOS's system prompts do. `blue serve --hci bluez` reaches
-// the peripheral backend through HostBackend.bluezPeripheral (package), which takes its one-line reporter; blue's
-// other commands run on BlueZEngine.
+// On bluetoothd (BluetoothdStack): the engine turns bluetoothd's D-Bus objects into the host's events and its
+// GATT application into the façade's database (GATTDatabase's definitions, every value answered by the engine or
+// deferred to the app); bluetoothd keeps the GAP and GATT services, the bonds and the known devices
+// (`retrievePeripherals` also finds its paired devices), reads the peer's name (didUpdateName) and exchanges the
+// MTU as it connects. With OCB_BLUEZ_AGENT the engine registers a BlueZAgent as bluetoothd's default agent
+// (BlueZPairingAgent: prompts answered, each value logged at notice); otherwise bluetoothd's own default agent
+// answers, as iOS's system prompts do.

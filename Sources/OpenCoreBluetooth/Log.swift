@@ -6,6 +6,4 @@ import Logging
 enum Log {
     /// API misuse, state restoration and known-peers files, the process's application settings, the stack.
     static let coreBluetooth = Logger(label: LogLabel.coreBluetooth)
-    /// bluetoothd: the backends' reports and the pairing agent's settings.
-    static let bluez = Logger(label: LogLabel.bluez)
 }
