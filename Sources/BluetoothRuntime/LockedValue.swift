@@ -8,8 +8,10 @@ import Darwin
 
 /// A value behind a mutex, for the few pieces of state shared across threads (loop queues, transports).
 public final class LockedValue<Value>: @unchecked Sendable {
-    private var value: Value
+    // The mutex comes first: a zero-sized value (`LockedValue(())`, a plain lock) placed before it would share its
+    // address, and ThreadSanitizer would take the pointer's read before locking for a race with the value's access.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
 
     public init(_ value: Value) {
         self.value = value

@@ -140,7 +140,8 @@ public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
         case .tcp(let host, let port):
             return try SocketH4Transport.connect(host: host, port: port)
         case .unix(let path):
-            return try SocketH4Transport.connect(path: path)
+            // A controller socket another user put at this path must not get our HCI traffic (keys included).
+            return try SocketH4Transport.connect(path: path, serverOfThisUserOnly: true)
         case .serial(let path, let baudRate, let flowControl):
             return try SerialH4Transport(path: path, baudRate: baudRate, flowControl: flowControl)
         case .userChannel(let index):

@@ -19,8 +19,9 @@ package import Darwin
 ///   owned by the user or root, and not writable by group or other unless sticky (/tmp: nobody can replace or remove
 ///   another's file there). A symbolic link to such a folder is followed when the link itself is the user's or root's.
 ///
-/// Only the folder itself is checked, not its ancestors. Failures are ``PrivatePathError``: one line naming the folder
-/// and what is wrong with it.
+/// Under both rules every ancestor (symbolic links resolved) must belong to the user or root and be writable by
+/// nobody else unless sticky, as OpenSSH's `safe_path` asks: otherwise another user could move the folder away and
+/// put one of theirs in its place. Failures are ``PrivatePathError``: one line naming the folder and what is wrong.
 package enum PrivateDirectory {
     /// Makes sure `path` is a private folder: created with mode 0700 when missing (its parent must exist), then
     /// checked with ``checkPrivate(_:)``, so that a folder someone else made first, or a symbolic link planted there,
@@ -57,6 +58,36 @@ package enum PrivateDirectory {
             throw PrivatePathError(
                 .openToOthers, "\(path) is open to other users (mode \(octal(mode))); it must be 0700 (chmod 700 it if you made it, else remove it)")
         }
+        try checkAncestors(of: path)
+    }
+
+    /// Refuses `path` when a folder above it belongs to another user, or is writable by group or other without the
+    /// sticky bit (either could rename `path` away and put another in its place). Walks the real path of its parent
+    /// up to `/`.
+    package static func checkAncestors(of path: String) throws(PrivatePathError) {
+        let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        guard let resolved = realpath(parent.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : parent, nil) else {
+            throw PrivatePathError(.cannotInspect, "cannot resolve the folders above \(path): \(POSIX.lastErrorText)")
+        }
+        var current = String(cString: resolved)
+        free(resolved)
+        while true {
+            var info = stat()
+            guard stat(current, &info) == 0 else {
+                throw PrivatePathError(.cannotInspect, "cannot inspect \(current) above \(path): \(POSIX.lastErrorText)")
+            }
+            guard isTrustedOwner(info.st_uid) else {
+                throw PrivatePathError(
+                    .ownedByAnotherUser, "\(current), above \(path), belongs to uid \(info.st_uid), not to this user (uid \(geteuid())) or root; they could replace \(path)")
+            }
+            let mode = info.st_mode & 0o7777
+            guard mode & 0o022 == 0 || mode & S_ISVTX != 0 else {
+                throw PrivatePathError(
+                    .openToOthers, "\(current), above \(path), is writable by other users and not sticky (mode \(octal(mode))); they could replace \(path)")
+            }
+            guard current != "/", let slash = current.lastIndex(of: "/") else { return }
+            current = slash == current.startIndex ? "/" : String(current[..<slash])
+        }
     }
 
     /// Refuses `path` unless it is a directory owned by the effective uid or root, not writable by group or other
@@ -84,6 +115,7 @@ package enum PrivateDirectory {
             throw PrivatePathError(
                 .openToOthers, "\(path) is writable by other users and not sticky (mode \(octal(mode))); another user could replace what it holds")
         }
+        try checkAncestors(of: path)
     }
 
     /// Whether a file of `uid` may be trusted: the effective uid's own, or root's (root can do anything anyway).

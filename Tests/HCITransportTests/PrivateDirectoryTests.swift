@@ -61,6 +61,38 @@ import Glibc
         #expect(Self.refusal { () throws(PrivatePathError) in try PrivateDirectory.checkPrivate(folder) }?.code == .openToOthers)
     }
 
+    /// OpenSSH's `safe_path`: whoever may write to a folder above could move ours away and put theirs in its place.
+    @Test func aFolderBelowOneOpenToOthersIsRefused() throws {
+        let root = try makeTestDirectory("private")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let open = root + "/open"
+        #expect(mkdir(open, 0o700) == 0)
+        #expect(chmod(open, 0o777) == 0)
+        let folder = open + "/air"
+        let strict = try #require(Self.refusal { () throws(PrivatePathError) in try PrivateDirectory.ensure(folder) })
+        #expect(strict.code == .openToOthers)
+        #expect(strict.reason.contains("above \(folder)") && strict.reason.contains("0777"), "\(strict.reason)")
+        #expect(Self.refusal { () throws(PrivatePathError) in try PrivateDirectory.checkChosen(folder) }?.code == .openToOthers)
+        // Sticky, as /tmp: nobody can move another's folder out of it.
+        #expect(chmod(open, 0o1777) == 0)
+        try PrivateDirectory.ensure(folder)
+        try PrivateDirectory.checkChosen(folder)
+    }
+
+    @Test(.enabled(if: isRoot, "changing a folder's owner to uid 65534 needs root"))
+    func aFolderBelowAnotherUsersIsRefused() throws {
+        let root = try makeTestDirectory("private")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let theirs = root + "/theirs"
+        #expect(mkdir(theirs, 0o755) == 0)
+        let folder = theirs + "/air"
+        try PrivateDirectory.ensure(folder)
+        #expect(chown(theirs, Self.otherUser, Self.otherUser) == 0)
+        let refused = try #require(Self.refusal { () throws(PrivatePathError) in try PrivateDirectory.checkPrivate(folder) })
+        #expect(refused.code == .ownedByAnotherUser)
+        #expect(refused.reason.contains("uid 65534") && refused.reason.contains("above \(folder)"), "\(refused.reason)")
+    }
+
     @Test(.enabled(if: isRoot, "changing a folder's owner to uid 65534 needs root"))
     func folderOfAnotherUserIsRefused() throws {
         let root = try makeTestDirectory("private")
@@ -145,6 +177,9 @@ import Glibc
         #expect(refused.reason.contains("uid 65534"))
         let error = try #require(throws: HCITransportError.self) { try SocketH4Transport.connect(path: path, serverOfThisUserOnly: true) }
         #expect(error.reason.contains("uid 65534"))
+        // `--hci unix:PATH` checks the same: a controller socket another user planted gets none of our traffic.
+        let named = try #require(throws: HCITransportError.self) { _ = try HCITransportSpec.unix(path: path).open() }
+        #expect(named.reason.contains("uid 65534"), "\(named.reason)")
     }
 
     @Test func unixListenerSocketIsPrivate() throws {

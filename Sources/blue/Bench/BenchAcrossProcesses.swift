@@ -63,6 +63,12 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
     private let measuredLink = LockedValue((mtu: 23, dataLength: 27))
     private var host: HostStack { stack.host }
 
+    /// The link's ATT_MTU, read on the stack's loop (the host's state is the loop's alone).
+    private func attMTU(_ handle: UInt16) -> Int {
+        let host = host
+        return stack.eventLoop.sync { host.attMTU(connectionHandle: handle) ?? 23 }
+    }
+
     init(_ parameters: Parameters, stack: LaunchedStack) {
         self.parameters = parameters
         self.stack = stack
@@ -208,8 +214,8 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         onProgress?("\(self.parameters.mode.rawValue): connected to \(address)")
         // The MTU exchange the host makes on connecting; a peer that offers less leaves a smaller MTU.
         let host = self.host
-        try? await until("the MTU exchange", limit: .seconds(3)) { host.attMTU(connectionHandle: handle) ?? 23 > 23 }
-        let mtu = host.attMTU(connectionHandle: handle) ?? 23
+        try? await until("the MTU exchange", limit: .seconds(3)) { [self] in attMTU(handle) > 23 }
+        let mtu = attMTU(handle)
         guard self.parameters.size <= mtu - 3 else {
             throw BenchError(.setupFailed, "the ATT_MTU is \(mtu): --size must be at most \(mtu - 3)")
         }
@@ -235,7 +241,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
     /// Reads the link's ATT_MTU and data length into ``measuredLink`` (while it is up).
     private func measureLink() async {
         guard let handle = progress.load().connection else { return }
-        let mtu = host.attMTU(connectionHandle: handle) ?? 23
+        let mtu = attMTU(handle)
         let info = await linkInfo(handle)
         measuredLink.store((mtu, Int(info?.maxTxOctets ?? 27)))
     }
