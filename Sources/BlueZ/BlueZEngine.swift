@@ -435,7 +435,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
 /// What bluetoothd offers no call for: refused here, in one place, with the reason.
 extension BlueZEngine {
     static func refusal(_ what: String) -> HostError {
-        HostError(.unsupported, "through bluetoothd \(what)")
+        HostError(.notOffered, "through bluetoothd \(what)")
     }
 
 

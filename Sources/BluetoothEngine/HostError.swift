@@ -15,6 +15,9 @@ public struct HostError: Error, Hashable, Sendable, CustomStringConvertible {
         case commandFailed
         /// The controller does not support what was asked (unknown command, unsupported feature).
         case unsupported
+        /// The engine offers no way to ask for this: the stack underneath decides it itself (bluetoothd chooses the
+        /// PHY, the connection parameters, how it scans). A request to change, not a failure.
+        case notOffered
         /// The transport failed or was closed.
         case transportFailed
         /// The stack is not started, or was shut down.

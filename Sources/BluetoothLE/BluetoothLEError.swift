@@ -79,7 +79,7 @@ public struct BluetoothLEError: Error, Hashable, Sendable, CustomStringConvertib
         let code: Code = switch error.code {
         case .unresponsiveController, .protocolError: .protocolError
         case .commandFailed: .commandFailed
-        case .unsupported: .notSupported
+        case .unsupported, .notOffered: .notSupported
         case .transportFailed, .notReady: .notReady
         case .unknownConnection: .notConnected
         case .disconnected: .disconnected

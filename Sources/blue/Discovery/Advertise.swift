@@ -93,7 +93,7 @@ struct Advertise: ParsableCommand, Sendable {
         }
         // An engine that lays advertising data out itself (bluetoothd) says so: a usage error, as an option would be.
         if case .failure(let error) = started {
-            throw CLIFailure(error.code == .unsupported ? .usage : .failed, "cannot advertise: \(error.reason)")
+            throw CLIFailure(error.code == .notOffered ? .usage : .failed, "cannot advertise: \(error.reason)")
         }
         describe(first.advertising, first.scanResponse, kind: kind, address: launched.controllerInfo.ownAddress)
         // Eddystone-TLM: the count of advertising events and the uptime change, so the frame is rebuilt each second.

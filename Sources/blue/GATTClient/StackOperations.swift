@@ -38,7 +38,7 @@ extension OpenedStack {
     func startScan(_ options: ScanOptions) async throws(CLIFailure) {
         let result = await awaitCompletion { engine.startScanning(options, completion: $0) }
         // What the engine does not do (bluetoothd's passive scanning) is a usage error, as an option would be.
-        if case .failure(let error) = result { throw CLIFailure(error.code == .unsupported ? .usage : .failed, "cannot scan: \(error.reason)") }
+        if case .failure(let error) = result { throw CLIFailure(error.code == .notOffered ? .usage : .failed, "cannot scan: \(error.reason)") }
     }
 
     func stopScan() async {

@@ -305,7 +305,7 @@ final class ShellSession: Sendable {
         let watch = stack.addEventHandler { event in if let value = match(event) { seen.fire(value) } }
         defer { watch.cancel() }
         // What the engine does not do (bluetoothd chooses the link itself) is a usage error, as an option would be.
-        if let error = await start() { throw CLIFailure(error.code == .unsupported ? .usage : .failed, error.reason) }
+        if let error = await start() { throw CLIFailure(error.code == .notOffered ? .usage : .failed, error.reason) }
         let timer = stack.eventLoop.schedule(after: .seconds(5)) { seen.fire(nil) }
         defer { timer.cancel() }
         return await seen.wait()
