@@ -76,15 +76,8 @@ package enum PrivateDirectory {
             guard stat(current, &info) == 0 else {
                 throw PrivatePathError(.cannotInspect, "cannot inspect \(current) above \(path): \(POSIX.lastErrorText)")
             }
-            guard isTrustedOwner(info.st_uid) else {
-                throw PrivatePathError(
-                    .ownedByAnotherUser, "\(current), above \(path), belongs to uid \(info.st_uid), not to this user (uid \(geteuid())) or root; they could replace \(path)")
-            }
-            let mode = info.st_mode & 0o7777
-            guard mode & 0o022 == 0 || mode & S_ISVTX != 0 else {
-                throw PrivatePathError(
-                    .openToOthers, "\(current), above \(path), is writable by other users and not sticky (mode \(octal(mode))); they could replace \(path)")
-            }
+            try checkOwnerAndWriters(info, "\(current), above \(path),", owner: "they could replace \(path)",
+                                     writers: "they could replace \(path)")
             guard current != "/", let slash = current.lastIndex(of: "/") else { return }
             current = slash == current.startIndex ? "/" : String(current[..<slash])
         }
@@ -106,16 +99,21 @@ package enum PrivateDirectory {
             throw PrivatePathError(.cannotInspect, "cannot inspect the folder \(path): \(POSIX.lastErrorText)")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw PrivatePathError(.notADirectory, "\(path) is not a folder") }
+        try checkOwnerAndWriters(info, path, owner: "someone else controls it", writers: "another user could replace what it holds")
+        try checkAncestors(of: path)
+    }
+
+    /// Refuses a folder (`info`, named `name` in the line) owned by neither the effective uid nor root, or writable
+    /// by group or other without the sticky bit; `owner` and `writers` say what such a user could do.
+    private static func checkOwnerAndWriters(_ info: stat, _ name: String, owner: String, writers: String) throws(PrivatePathError) {
         guard isTrustedOwner(info.st_uid) else {
             throw PrivatePathError(
-                .ownedByAnotherUser, "\(path) belongs to uid \(info.st_uid), not to this user (uid \(geteuid())) or root; someone else controls it")
+                .ownedByAnotherUser, "\(name) belongs to uid \(info.st_uid), not to this user (uid \(geteuid())) or root; \(owner)")
         }
         let mode = info.st_mode & 0o7777
         guard mode & 0o022 == 0 || mode & S_ISVTX != 0 else {
-            throw PrivatePathError(
-                .openToOthers, "\(path) is writable by other users and not sticky (mode \(octal(mode))); another user could replace what it holds")
+            throw PrivatePathError(.openToOthers, "\(name) is writable by other users and not sticky (mode \(octal(mode))); \(writers)")
         }
-        try checkAncestors(of: path)
     }
 
     /// Whether a file of `uid` may be trusted: the effective uid's own, or root's (root can do anything anyway).
