@@ -69,7 +69,9 @@ final class EngineBackendStack: Sendable {
             }
             switch result {
             case .success(let stack):
-                HostBackend.lastController.store(stack.controllerInfo)
+                // What `CBCentralManager.supports(_:)` answers from: a controller whose features were read (our host
+                // reads them; bluetoothd does not tell them, so its stacks leave the answer as it was).
+                if stack.controllerInfo.version != nil { HostBackend.lastController.store(stack.controllerInfo) }
                 let keep = state.withLock { state -> Bool in
                     guard !state.closed else { return false }
                     state.stack = stack

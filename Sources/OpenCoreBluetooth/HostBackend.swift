@@ -173,7 +173,8 @@ public enum HostBackend {
         }
     }
 
-    /// The controller of the stack opened last (nil before any): what `CBCentralManager.supports(_:)` answers from.
+    /// The controller of the stack opened last whose features are known (nil before any): what
+    /// `CBCentralManager.supports(_:)` answers from.
     static let lastController = LockedValue<ControllerInfo?>(nil)
 
     /// `CBCentralManager.supports(.extendedScanAndConnect)`: true when the host drives the controller with the
