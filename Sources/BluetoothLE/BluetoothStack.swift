@@ -386,13 +386,15 @@ extension StackCore {
     /// ready event and tries again.
     func notify(_ value: [UInt8], handle: UInt16, targets: Set<UInt16>?, characteristic: Characteristic,
                 _ operation: PendingOperation<Void>) {
-        guard !operation.isFinished else { return }
+        // Committed while the value is handed over: a cancellation then cannot report a value that goes out.
+        guard operation.commit() else { return }
         engine.updateValue(value, handle: handle, to: targets, requireReady: true) { [self] result in
             switch result {
             case .success:
                 characteristic.stored(value)
                 operation.succeed(())
             case .failure(let error) where error.code == .busy:
+                guard operation.release() else { return }
                 let candidates = (targets ?? Set(links.keys)).sorted()
                 let full = candidates.first { links[$0] != nil && !engine.isReadyToSend(connectionHandle: $0) }
                 guard let full else {

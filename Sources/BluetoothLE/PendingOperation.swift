@@ -18,6 +18,39 @@ final class PendingOperation<Value: Sendable>: Sendable {
         state.withLock { if case .finished = $0 { true } else { false } }
     }
 
+    /// A step that cannot be taken back is under way (``commit()``), and whether the task was cancelled meanwhile.
+    private let step = LockedValue<(committed: Bool, cancelRequested: Bool)>((false, false))
+
+    /// Starts a step that cannot be taken back (a value handed to the link): false when the operation already ended
+    /// (cancelled). Until ``release()``, cancelling does not end it: the step's result does.
+    func commit() -> Bool {
+        step.withLock { step in
+            guard !isFinished else { return false }
+            step.committed = true
+            return true
+        }
+    }
+
+    /// Ends the step of ``commit()`` without a result (the operation waits again): false when the task was cancelled
+    /// meanwhile, which ends the operation now.
+    func release() -> Bool {
+        let cancelled = step.withLock { step -> Bool in
+            step.committed = false
+            return step.cancelRequested
+        }
+        if cancelled { finish(.failure(CancellationError())) }
+        return !cancelled
+    }
+
+    /// The task was cancelled: ends the operation unless a committed step is under way (its result ends it).
+    fileprivate func cancel() -> Bool {
+        let now = step.withLock { step -> Bool in
+            step.cancelRequested = true
+            return !step.committed
+        }
+        return now && finish(.failure(CancellationError()))
+    }
+
     /// Delivers `result` unless the operation already finished. Returns whether this call finished it.
     @discardableResult
     func finish(_ result: Result<Value, any Error>) -> Bool {
@@ -69,7 +102,7 @@ final class PendingOperation<Value: Sendable>: Sendable {
                 if operation.install(continuation) { start(operation) }
             }
         } onCancel: {
-            if operation.finish(.failure(CancellationError())) { onCancel?() }
+            if operation.cancel() { onCancel?() }
         }
     }
 }
