@@ -4,18 +4,18 @@
 // GATTClient, Serve, Pairing, Shell, Bench, Examples, Support).
 //
 // Which stack a command runs on: `--hci` (or OCB_HCI) read once by StackSpecification. A command that can work on
-// either engine opens a `CommandStack` (Support/CommandStack.swift) with `StackOptions.openEngine(label:)`: our host
-// (StackLauncher's `LaunchedStack`) or bluetoothd (`BluetoothdStack`, the BlueZ module's `BlueZEngine` started), and
-// drives it through the engine seam only (`StackEngine`; the waits in GATTClient/StackOperations.swift,
-// TargetResolution.swift, LinkDescription.swift are written once on `CommandStack`): scan, explore, read, write,
-// subscribe, advertise and shell. What an engine cannot do it refuses itself (`BlueZEngine.refusal`), and a command
-// prints that one line as a usage error (exit 64). Commands that need our own host (bench, fault, monitor, snoop,
-// demo) open a `LaunchedStack` with `StackOptions.open`; bluetoothd's option limits are `BluetoothdLimitation`
-// (BlueZ module). Not yet on the seam: `pair`, `serve` and `bonds` keep a bluetoothd branch (PairThroughBlueZ finds
-// the device on BlueZEngine and pairs over D-Bus itself; ServeThroughBlueZ runs OpenCoreBluetooth's BlueZ peripheral
-// backend; BlueZBonds reads bluetoothd's devices) (issue 27).
+// either engine opens StackLauncher's `OpenedStack` with `StackOptions.openEngine(label:options:needing:)`: our host
+// (`LaunchedStack`) or bluetoothd (`BluetoothdStack`, the BlueZ module's `BlueZEngine` started), and drives it
+// through the engine seam only (`StackEngine`; the waits in GATTClient/StackOperations.swift, TargetResolution.swift,
+// LinkDescription.swift are written once on `OpenedStack`): scan, explore, read, write, subscribe, advertise, shell
+// and serve. What only our host does is listed by the command (`needing`, BluetoothdLimitation's cases) and refused
+// by `openEngine` before anything starts when the stack is bluetoothd's; what an engine offers no call for it refuses
+// itself (`HostError.notOffered`), which a command prints as a usage error (exit 64). Commands that need our own host
+// (bench, fault, monitor, snoop, demo) open a `LaunchedStack` with `StackOptions.open`. Not yet on the seam: `pair`
+// and `bonds` keep a bluetoothd branch (PairThroughBlueZ finds the device on the engine and pairs over D-Bus with an
+// agent of `--io`'s capability; BlueZBonds reads bluetoothd's devices) (issue 27).
 //
 // Who owns the state, which executor runs it: each command runs on the main thread's task (`runCommand`), waiting
 // on its stack's events with bounded waits (`OneShot`, timers on the engine's loop); `CommandRun` ends the command
-// on a signal, a closed standard output or a lost controller (a LaunchedStack's loss, or BlueZEngine's
-// `controllerError`), shutting the stacks down within a bound.
+// on a signal, a closed standard output or a lost controller (an OpenedStack's loss: the transport's end, or
+// bluetoothd's adapter gone), shutting the stacks down within a bound.
