@@ -4,7 +4,7 @@
 // the host operations it uses, with the host's signatures): our `HostStack` on any transport, or bluetoothd
 // (the BlueZ module's `BlueZEngine`, on D-Bus directly, which turns bluetoothd's answers into the host's events so
 // that nothing above the seam knows). BluetoothLE does not import OpenCoreBluetooth: the two APIs are siblings on
-// the seam. What bluetoothd has no call for is refused through `BlueZEngine.refusal`. It offers the GAP
+// the seam. What bluetoothd has no call for is refused through `BlueZEngine.refusal` (`HostError.notOffered`). It offers the GAP
 // central and peripheral roles (Core 5.4 Vol 3 Part C §9), the GATT client and server (Vol 3 Part G) and LE
 // credit-based L2CAP channels (Vol 3 Part A §4.22) with Swift concurrency: scanning, notifications, incoming centrals
 // and channel SDUs are `AsyncSequence`s; connect, discovery, reads, writes, notify and channel sends are `async
