@@ -122,7 +122,7 @@ struct Serve: ParsableCommand, Sendable {
     }
 
     /// What this command asks that only our host does (bluetoothd decides or answers it itself): each option in use.
-    func ourHostOptions(_ definition: ServeDefinition? = nil) -> [BluetoothdLimitation] {
+    func ourHostOptions() -> [BluetoothdLimitation] {
         var needing: [BluetoothdLimitation] = []
         if privacy { needing.append(.privacy) }
         if extendedAdvertising || advertisingPHY != nil { needing.append(.advertisingPDUs) }
