@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "BlueZ",
             dependencies: [
-                "DBus", "BluetoothRuntime", "BluetoothCore", "BluetoothEngine", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData",
+                "DBus", "BluetoothRuntime", "BluetoothCore", "BluetoothCrypto", "BluetoothEngine", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData",
                 "SystemInterface", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -128,7 +128,7 @@ let package = Package(
         // (events, scan reports, connections, options, errors, pairing); our host and bluetoothd are engines.
         .target(
             name: "BluetoothEngine",
-            dependencies: ["BluetoothCore", "BluetoothRuntime", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData"],
+            dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData"],
             swiftSettings: strict
         ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
@@ -274,7 +274,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StackLauncherTests",
-            dependencies: ["BluetoothEngine",
+            dependencies: ["BluetoothEngine", "BlueZ",
                 "StackLauncher", "Host", "HCITransport", "VirtualController", "SharedAir", "BluetoothRuntime", "ATT", "GATT", "TestSupport",
             ],
             swiftSettings: strict

@@ -87,12 +87,18 @@ public final class BlueZAgent: Sendable {
 
     /// Unregisters the agent (when registered) and stops answering at its path.
     public func unregister() async {
-        if registered.withLock({ value in defer { value = false }; return value }) {
-            _ = try? await connection.call(.call(destination: BlueZObjectTree.service, path: "/org/bluez", interface: Self.managerInterface,
-                                                 member: "UnregisterAgent", body: [.objectPath(path)]),
-                                           timeout: .seconds(5))
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            unregisterNow { continuation.resume() }
         }
+    }
+
+    /// ``unregister()`` from synchronous code (a shutdown): the call is on the bus when this returns; `answered`
+    /// runs once bluetoothd answered (or did not within 5 s).
+    public func unregisterNow(answered: @escaping @Sendable () -> Void = {}) {
         connection.export(path: path, nil)
+        guard registered.withLock({ value in defer { value = false }; return value }) else { return answered() }
+        connection.call(.call(destination: BlueZObjectTree.service, path: "/org/bluez", interface: Self.managerInterface,
+                              member: "UnregisterAgent", body: [.objectPath(path)]), timeout: .seconds(5)) { _ in answered() }
     }
 
     /// The request a call makes, nil for Release and unknown members.

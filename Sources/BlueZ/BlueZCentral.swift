@@ -50,6 +50,8 @@ package final class BlueZCentral: Sendable {
         var commandsInFlight = 0
         /// Whether writeWithoutResponse said "no room" and readyToSendWriteWithoutResponse is owed.
         var owesReady = false
+        /// Removed from bluetoothd to be paired again: its end is not the link's end (``pair(_:capability:again:prompts:completion:)``).
+        var replacing = false
     }
 
     /// How many Write Commands may wait for bluetoothd's answer before `canSendWriteWithoutResponse` turns false.
@@ -96,6 +98,8 @@ package final class BlueZCentral: Sendable {
     /// Where the agent's prompts go (the value to compare, the passkey to type): logged at notice by default.
     private let prompt: @Sendable (String) -> Void
     private let registeredAgent = LockedValue<BlueZAgent?>(nil)
+    /// Our agent for the pairings we ask for, with the capability of the last one.
+    private let promptAgent = LockedValue<BlueZAgent?>(nil)
 
     package init(adapter: String?, busAddress: String = DBusConnection.systemBusAddress,
                  report: @escaping @Sendable (String) -> Void = { Log.bluez.error("\($0)") },
@@ -168,42 +172,59 @@ package final class BlueZCentral: Sendable {
             connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: Self.deviceInterface,
                                   member: "Disconnect"), timeout: .seconds(5)) { _ in }
         }
-        if let agent = registeredAgent.withLock({ agent in defer { agent = nil }; return agent }) {
-            Task { await agent.unregister() }
+        for held in [registeredAgent, promptAgent] {
+            held.withLock { agent in defer { agent = nil }; return agent }?.unregisterNow()
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
     }
 
+    /// A boolean property of `peer`'s Device1 ("Paired", "Bonded"), false when bluetoothd does not know it.
+    package func deviceFlag(_ peer: BluetoothAddress, _ name: String) -> Bool {
+        devices().first { Self.peer($0.properties) == peer }?.properties[name]?.boolValue == true
+    }
+
     /// Pairs with a connected `peer` (Device1.Pair, at most ``pairLimit``): bluetoothd chooses the method and keeps
-    /// the bond; its prompts go to `prompts` through an agent of ours registered for this backend's calls (not as the
-    /// default: the desktop's agent keeps answering the rest), or to the `OCB_BLUEZ_AGENT` agent when that one runs
-    /// (bluetoothd takes one agent per client). Already paired: success (bluetoothd's AlreadyExists).
-    package func pair(_ peer: BluetoothAddress, prompts: @escaping BlueZAgent.Handler,
+    /// the bond; its prompts go to `prompts` through an agent of ours registered for this backend's calls under
+    /// `capability` (not as the default: the desktop's agent keeps answering the rest), or to the `OCB_BLUEZ_AGENT`
+    /// agent when that one runs (bluetoothd takes one agent per client). Already paired: success (bluetoothd's
+    /// AlreadyExists), unless `again`: bluetoothd pairs again only a device it holds no bond with, so the device
+    /// is removed first (Adapter1.RemoveDevice, which drops the link), found again by discovery, and paired, which
+    /// connects it again; the link stays the same one for the caller.
+    package func pair(_ peer: BluetoothAddress, capability: BlueZAgent.Capability, again: Bool,
+                      prompts: @escaping BlueZAgent.Handler,
                       completion: @escaping @Sendable (Result<Void, BlueZCallError>) -> Void) {
-        guard let path = devicePath(peer), let connection = state.load().tree?.connection else {
+        guard devicePath(peer) != nil, let connection = state.load().tree?.connection else {
             return completion(.failure(.notConnected("bluetoothd does not know \(peer)")))
         }
         Task { [self] in
             if registeredAgent.load() == nil {
                 do throws(DBusError) {
-                    let agent = try await BlueZAgent.register(on: connection, path: Self.agentPath(), capability: .keyboardDisplay,
-                                                              handler: prompts)
-                    let keep = registeredAgent.withLock { current -> Bool in
-                        guard current == nil else { return false }
-                        current = agent
-                        return true
-                    }
-                    if !keep { await agent.unregister() }
+                    try await registerPromptAgent(on: connection, capability: capability, prompts: prompts)
                 } catch {
                     return completion(.failure(.failed("bluetoothd did not take our pairing agent: \(error)")))
                 }
             }
+            if again, deviceFlag(peer, "Paired") {
+                do throws(BlueZCallError) {
+                    try await forget(peer)
+                } catch {
+                    endLink(peer: peer, error: error)
+                    return completion(.failure(error))
+                }
+            }
+            guard let path = devicePath(peer) else { return completion(.failure(.notConnected("bluetoothd does not know \(peer)"))) }
             // bluetoothd 5.66 answers Pair on a link whose services are resolved only after resolving them again,
             // which never ends (found in the VM: bonding completes, the reply never comes): the Paired property
             // turning true is the success too, whichever comes first.
             let finished = LockedValue(false)
-            let finish: @Sendable (Result<Void, BlueZCallError>) -> Void = { result in
-                if finished.withLock({ value in defer { value = true }; return !value }) { completion(result) }
+            let finish: @Sendable (Result<Void, BlueZCallError>) -> Void = { [self] result in
+                guard finished.withLock({ value in defer { value = true }; return !value }) else { return }
+                let replaced = state.withLock { state -> Bool in
+                    defer { state.links[peer]?.replacing = false }
+                    return state.links[peer]?.replacing == true
+                }
+                if replaced, case .failure(let error) = result { endLink(peer: peer, error: error) }
+                completion(result)
             }
             watchPaired(path, until: finished, finish)
             call(path, Self.deviceInterface, "Pair", timeout: Self.pairLimit) { result in
@@ -213,11 +234,74 @@ package final class BlueZCentral: Sendable {
                 case .failure(let error) where error.name == "org.bluez.Error.AlreadyExists":
                     finish(.success(()))
                 case .failure(let error):
-                    finish(.failure(error.code == .timedOut ? .timedOut("bluetoothd: \(error)") : .failed("bluetoothd: \(error)")))
+                    finish(.failure(error.code == .timedOut ? .timedOut("bluetoothd: \(error)") : .failed(Self.pairFailure(error))))
                 }
             }
         }
     }
+
+    /// bluetoothd's pairing errors (doc/org.bluez.Device.rst, Pair) as one phrase, its own words after it.
+    static func pairFailure(_ error: DBusError) -> String {
+        let phrases = [
+            "org.bluez.Error.AuthenticationFailed": "authentication failed",
+            "org.bluez.Error.AuthenticationRejected": "the pairing was rejected",
+            "org.bluez.Error.AuthenticationCanceled": "the pairing was cancelled",
+            "org.bluez.Error.AuthenticationTimeout": "the pairing timed out",
+            "org.bluez.Error.ConnectionAttemptFailed": "the connection attempt failed",
+            "org.bluez.Error.InProgress": "a pairing is already in progress",
+        ]
+        guard let name = error.name, let phrase = phrases[name] else { return "bluetoothd: \(error)" }
+        return "\(phrase) (bluetoothd: \(error.reason))"
+    }
+
+    /// Our agent for the pairings this backend asks for, registered under `capability` (again when another one is
+    /// asked for).
+    private func registerPromptAgent(on connection: DBusConnection, capability: BlueZAgent.Capability,
+                                     prompts: @escaping BlueZAgent.Handler) async throws(DBusError) {
+        if let current = promptAgent.load() {
+            if current.capability == capability { return }
+            promptAgent.store(nil)
+            await current.unregister()
+        }
+        let agent = try await BlueZAgent.register(on: connection, path: Self.agentPath(), capability: capability, handler: prompts)
+        let keep = promptAgent.withLock { current -> Bool in
+            guard current == nil, !state.load().closed else { return false }
+            current = agent
+            return true
+        }
+        if !keep { await agent.unregister() }
+    }
+
+    /// Removes `peer` from bluetoothd (its bond with it) while keeping the link for the caller, and waits until
+    /// discovery finds the device again (at most ``rediscoveryLimit``).
+    private func forget(_ peer: BluetoothAddress) async throws(BlueZCallError) {
+        guard let path = devicePath(peer), let adapter = state.load().adapterPath else {
+            throw .notConnected("bluetoothd does not know \(peer)")
+        }
+        state.withLock { $0.links[peer]?.replacing = true }
+        do {
+            _ = try await callAsync(adapter, Self.adapterInterface, "RemoveDevice", [.objectPath(path)])
+        } catch {
+            throw .failed("bluetoothd did not remove the bond of \(peer): \(error)")
+        }
+        let discovering = state.load().scanning
+        if !discovering {
+            _ = try? await callAsync(adapter, Self.adapterInterface, "SetDiscoveryFilter", [.properties(["Transport": .string("le")])])
+            _ = try? await callAsync(adapter, Self.adapterInterface, "StartDiscovery")
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.rediscoveryLimit
+        while devicePath(peer) == nil, clock.now < deadline, !state.load().closed {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        if !discovering, !state.load().scanning { _ = try? await callAsync(adapter, Self.adapterInterface, "StopDiscovery") }
+        guard devicePath(peer) != nil else {
+            throw .notConnected("bluetoothd did not find \(peer) again within \(Self.rediscoveryLimit) after forgetting it")
+        }
+    }
+
+    /// How long a device forgotten to be paired again may take to be found again.
+    static let rediscoveryLimit: Duration = .seconds(30)
 
     /// Checks the device's Paired property every 200 ms until `finished`; true calls `finish` with success.
     private func watchPaired(_ path: String, until finished: LockedValue<Bool>,
@@ -255,6 +339,13 @@ package final class BlueZCentral: Sendable {
         }
         tree.connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: interface, member: member,
                                    body: body), timeout: timeout, completion: completion)
+    }
+
+    private func callAsync(_ path: String, _ interface: String, _ member: String, _ body: [DBusValue] = [],
+                           timeout: Duration = .seconds(30)) async throws(DBusError) -> DBusMessage {
+        guard let tree = state.load().tree else { throw DBusError(.disconnected, "bluetoothd is not connected") }
+        return try await tree.connection.call(.call(destination: BlueZObjectTree.service, path: path, interface: interface,
+                                                    member: member, body: body), timeout: timeout)
     }
 
     private static func callError(_ error: DBusError, reading: Bool) -> BlueZCallError {
@@ -415,16 +506,25 @@ package final class BlueZCentral: Sendable {
     }
 
     private func endLink(devicePath: String, error: BlueZCallError) {
-        let ended = state.withLock { state -> (BluetoothAddress, Bool)? in
-            guard let (address, link) = state.links.first(where: { $0.value.path == devicePath }) else { return nil }
-            state.links[address] = nil
-            state.notifying = state.notifying.filter { $0.value.peer != address }
-            return (address, link.cancelled)
+        guard let peer = state.load().links.first(where: { $0.value.path == devicePath })?.key else { return }
+        endLink(peer: peer, error: error, unlessReplacing: true)
+    }
+
+    private func endLink(peer: BluetoothAddress, error: BlueZCallError, unlessReplacing: Bool = false) {
+        let ended = state.withLock { state -> (path: String, ended: Bool, cancelled: Bool)? in
+            guard let link = state.links[peer] else { return nil }
+            state.notifying = state.notifying.filter { $0.value.peer != peer }
+            if unlessReplacing, link.replacing {
+                state.links[peer]?.attributes = [:]
+                return (link.path, false, false)
+            }
+            state.links[peer] = nil
+            return (link.path, true, link.cancelled)
         }
-        guard let (address, cancelled) = ended else { return }
-        let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: devicePath) ?? [] }
+        guard let ended else { return }
+        let waiters = state.withLock { $0.waitingForServices.removeValue(forKey: ended.path) ?? [] }
         for waiter in waiters { waiter(false) }
-        emit(.disconnected(address, cancelled ? nil : error))
+        if ended.ended { emit(.disconnected(peer, ended.cancelled ? nil : error)) }
     }
 
     // MARK: Connections

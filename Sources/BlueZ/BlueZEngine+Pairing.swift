@@ -1,12 +1,16 @@
-import BluetoothCore
+package import BluetoothCore
+package import BluetoothCrypto
 import SMP
 package import BluetoothEngine
 
 /// Pairing (Core 5.4 Vol 3 Part H §2.3) on bluetoothd: ``Peripheral/pair(_:)`` is Device1.Pair with an agent of ours
-/// (org.bluez.Agent1, KeyboardDisplay) whose prompts become the host's `pairingInteraction` events, so that the
-/// stack's ``PairingDelegate`` answers them as on our host. bluetoothd chooses LE Secure Connections or legacy
-/// pairing and the method, and keeps the bond; the outcome says what the prompts showed (Numeric Comparison: Secure
-/// Connections and authenticated; a passkey: authenticated; none: Just Works) and nothing about keys.
+/// (org.bluez.Agent1, under the IO capability the options ask for, else KeyboardDisplay) whose prompts become the
+/// host's `pairingInteraction` events, so that the stack's ``PairingDelegate`` answers them as on our host.
+/// bluetoothd chooses LE Secure Connections or legacy pairing and the method, and keeps the bond; the outcome says
+/// what the prompts showed (Numeric Comparison: Secure Connections and authenticated; a passkey: authenticated;
+/// none: Just Works) and leaves nil what bluetoothd does not tell (key size, keys). A device bluetoothd holds a
+/// bond with is not paired again (it encrypts with the bond as it connects) unless `forcePairing`, for which it
+/// must forget the device first (``BlueZCentral/pair(_:capability:again:prompts:completion:)``).
 extension BlueZEngine {
     package func pair(connectionHandle handle: UInt16, options: PairingOptions,
               completion: @escaping @Sendable (Result<PairingOutcome, HostError>) -> Void) {
@@ -17,8 +21,15 @@ extension BlueZEngine {
             guard link.connection.role == .central else {
                 return completion(.failure(HostError(.unsupported, "through bluetoothd the central pairs (a Security Request has no call)")))
             }
+            let peer = link.connection.peer
+            // A bond bluetoothd holds: it encrypted the link with it as it connected (what it was not told is nil).
+            if !options.forcePairing, central.deviceFlag(peer, "Paired") {
+                return completion(.success(PairingOutcome(
+                    usedExistingBond: true, method: nil, secureConnections: nil, authenticated: nil, keySize: nil,
+                    bonded: true, identityAddress: peer, localKeys: nil, peerKeys: nil)))
+            }
             pairingMethods[handle] = nil
-            central.pair(link.connection.peer, prompts: { [weak self] request, answer in
+            central.pair(peer, capability: Self.agentCapability(options.ioCapability), again: options.forcePairing, prompts: { [weak self] request, answer in
                 guard let engine = self else { return answer(.reject) }
                 engine.onLoop { engine.prompt(request, answer) }
             }, completion: { [weak self] result in
@@ -28,15 +39,24 @@ extension BlueZEngine {
                     engine.pendingPrompts.removeValue(forKey: handle)?(.reject)
                     switch result {
                     case .success:
+                        // The prompts showed the method; Numeric Comparison exists only in LE Secure Connections.
                         completion(.success(PairingOutcome(
-                            usedExistingBond: false, method: method, secureConnections: method == .numericComparison,
-                            authenticated: method.isAuthenticated, keySize: 16, bonded: true, identityAddress: link.connection.peer)))
+                            usedExistingBond: false, method: method, secureConnections: method == .numericComparison ? true : nil,
+                            authenticated: method.isAuthenticated, keySize: nil,
+                            bonded: engine.central.deviceFlag(peer, "Bonded") || engine.central.deviceFlag(peer, "Paired"),
+                            identityAddress: peer, localKeys: nil, peerKeys: nil)))
                     case .failure(let error):
-                        completion(.failure(HostError(.securityFailed, "pairing through bluetoothd failed: \(error)")))
+                        completion(.failure(HostError(.securityFailed, "\(error)")))
                     }
                 }
             })
         }
+    }
+
+    /// The agent capability announcing `capability` (bluetoothd's names are the specification's); nil or a reserved
+    /// value: KeyboardDisplay, which lets bluetoothd offer every method.
+    static func agentCapability(_ capability: SMPIOCapability?) -> BlueZAgent.Capability {
+        capability.flatMap { SMPIOCapability.names[$0.rawValue] }.flatMap(BlueZAgent.Capability.init(rawValue:)) ?? .keyboardDisplay
     }
 
     package func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
@@ -98,4 +118,14 @@ extension BlueZEngine {
             }
         }
     }
+
+    /// bluetoothd takes no out-of-band data from a client (its pairing methods are its own).
+    package func localOutOfBandData(completion: @escaping @Sendable (Result<LocalOutOfBandData, HostError>) -> Void) {
+        onLoop { completion(.failure(Self.refusal("out-of-band pairing data cannot be given: bluetoothd chooses the method"))) }
+    }
+
+    /// Nothing to keep: bluetoothd would not use it (``localOutOfBandData(completion:)`` says so to a caller).
+    package func setPeerOutOfBandData(for address: BluetoothAddress, random: Block128, confirm: Block128) {}
+    package func setLegacyOutOfBandKey(for address: BluetoothAddress, temporaryKey: Block128) {}
+    package func removeOutOfBandData(for address: BluetoothAddress) {}
 }

@@ -225,8 +225,13 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         for waiter in waiters { waiter(result) }
     }
 
-    package func shutdown() {
+    package func shutdown() { shutdown(then: {}) }
+
+    /// ``shutdown()``, then `done` once the calls that end everything are on the bus (links' Disconnect, the
+    /// agents' UnregisterAgent, the application's and advertisement's unregistration).
+    package func shutdown(then done: @escaping @Sendable () -> Void) {
         onLoop { [self] in
+            defer { done() }
             if case .closed = phase { return }
             finishStart(.failure(HostError(.notReady, "the stack was shut down")))
             phase = .closed

@@ -171,9 +171,7 @@ package final class BlueZPeripheral: Sendable {
             connection.call(.call(destination: BlueZObjectTree.service, path: adapter, interface: Self.gattManager,
                                   member: "UnregisterApplication", body: [.objectPath(root)]), timeout: .seconds(5)) { _ in }
         }
-        if let agent = registeredAgent.withLock({ agent in defer { agent = nil }; return agent }) {
-            Task { await agent.unregister() }
-        }
+        registeredAgent.withLock { agent in defer { agent = nil }; return agent }?.unregisterNow()
         DispatchQueue.global().asyncAfter(deadline: .now() + 6) { connection.close() }
     }
 

@@ -1,6 +1,7 @@
 public import AdvertisingData
 public import ATT
 public import BluetoothCore
+public import BluetoothCrypto
 public import BluetoothRuntime
 public import GATT
 public import HCI
@@ -110,6 +111,16 @@ public protocol StackEngine: AnyObject, Sendable {
     func requestSecurity(connectionHandle handle: UInt16, mitm: Bool?,
                          completion: (@Sendable (Result<PairingOutcome, HostError>) -> Void)?)
     func answerPairing(connectionHandle handle: UInt16, _ answer: PairingAnswer)
+
+    // MARK: Out-of-band pairing data (Core 5.4 Vol 3 Part H §2.3.5.4, §2.3.5.6.4)
+    /// Our LE Secure Connections OOB data (address, r, C); an engine without it fails with ``HostError/Code/notOffered``.
+    func localOutOfBandData(completion: @escaping @Sendable (Result<LocalOutOfBandData, HostError>) -> Void)
+    /// The peer's LE Secure Connections OOB data (r, C) for pairings with `address`.
+    func setPeerOutOfBandData(for address: BluetoothAddress, random: Block128, confirm: Block128)
+    /// The legacy OOB temporary key shared with `address`.
+    func setLegacyOutOfBandKey(for address: BluetoothAddress, temporaryKey: Block128)
+    /// Forgets the OOB data of `address` (peer data and legacy key).
+    func removeOutOfBandData(for address: BluetoothAddress)
 }
 
 /// The host's defaults, for callers through the seam (every engine takes the full forms above).

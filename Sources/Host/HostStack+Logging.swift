@@ -85,14 +85,15 @@ extension HostStack {
 
     /// A pairing's outcome without its keys: "Just Works, LE Secure Connections, unauthenticated, key size 16, bonded".
     static func describe(_ outcome: PairingOutcome) -> String {
-        if outcome.usedExistingBond { return "encrypted with the stored bond, key size \(outcome.keySize)" }
+        let keySize = outcome.keySize.map { "key size \($0)" }
+        if outcome.usedExistingBond { return "encrypted with the stored bond" + (keySize.map { ", \($0)" } ?? "") }
         return [
             outcome.method.map { "\($0)" } ?? "unknown method",
-            outcome.secureConnections ? "LE Secure Connections" : "legacy",
-            outcome.authenticated ? "authenticated" : "unauthenticated",
-            "key size \(outcome.keySize)",
+            outcome.secureConnections.map { $0 ? "LE Secure Connections" : "legacy" },
+            outcome.authenticated.map { $0 ? "authenticated" : "unauthenticated" },
+            keySize,
             outcome.bonded ? "bonded" : "not bonded",
-        ].joined(separator: ", ")
+        ].compactMap { $0 }.joined(separator: ", ")
     }
 
     /// The events that change a link or the controller, at debug like the exchanges (the owner gets each as a

@@ -33,7 +33,7 @@ extension HostStack {
         onLoop { [self] in
             guard addWaiter(handle, completion) else { return }
             secure(handle, mitm: options.mitm ?? configuration.security.mitm, bonding: options.bonding,
-                   force: options.forcePairing)
+                   force: options.forcePairing, ioCapability: options.ioCapability)
             armTimer()
         }
     }
@@ -422,7 +422,7 @@ extension HostStack {
     }
 
     /// Starts what makes the link secure, unless something already runs (its outcome completes the waiting).
-    func secure(_ handle: UInt16, mitm: Bool, bonding: Bool?, force: Bool) {
+    func secure(_ handle: UInt16, mitm: Bool, bonding: Bool?, force: Bool, ioCapability: SMPIOCapability? = nil) {
         guard let connection = connections[handle]?.connection, let link = connections[handle]?.session?.securityLink else { return }
         if link.smp.isDead {
             failSecurity(handle, .security(.smpTimeout, "SMP timed out earlier on this link; reconnect"), reason: nil)
@@ -447,6 +447,7 @@ extension HostStack {
             let actions = withSecurityLink(handle) { link -> [SMPSession.Action] in
                 link.smp.configuration.mitm = mitm
                 if let bonding { link.smp.configuration.bonding = bonding }
+                if let ioCapability { link.smp.configuration.ioCapability = ioCapability }
                 return link.smp.startPairing(now: now)
             } ?? []
             performSMP(actions, handle)

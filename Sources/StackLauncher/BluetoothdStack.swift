@@ -1,6 +1,7 @@
 import BlueZ
 public import BluetoothEngine
 import BluetoothRuntime
+import Dispatch
 import HCITransport
 
 /// bluetoothd's stack (`bluez`, `bluez:hciN`): the BlueZ module's ``BlueZEngine``, started. Opened by
@@ -13,14 +14,17 @@ public final class BluetoothdStack: OpenedStack {
     public let controllerInfo: ControllerInfo
     private let lost = LockedValue<(loss: StackLoss?, handlers: [@Sendable (StackLoss) -> Void], stopped: Bool)>((nil, [], false))
 
+    private let bluez: BlueZEngine
+
     private init(engine: BlueZEngine, controllerInfo: ControllerInfo) {
         self.engine = engine
+        bluez = engine
         transportDescription = engine.description
         self.controllerInfo = controllerInfo
         let lost = lost
         engine.addEventHandler { event in
             guard case .controllerError(let error) = event else { return }
-            let loss = StackLoss(code: .closedByPeer, transport: "bluez", detail: error.reason)
+            let loss = StackLoss(code: .closedByPeer, transport: engine.description, detail: error.reason)
             let handlers = lost.withLock { state -> [@Sendable (StackLoss) -> Void] in
                 guard state.loss == nil, !state.stopped else { return [] }
                 state.loss = loss
@@ -52,6 +56,8 @@ public final class BluetoothdStack: OpenedStack {
         }
     }
 
+    public var loss: StackLoss? { lost.withLock { $0.stopped ? nil : $0.loss } }
+
     public func onLoss(_ handler: @escaping @Sendable (StackLoss) -> Void) {
         let loss = lost.withLock { state -> StackLoss? in
             guard !state.stopped else { return nil }
@@ -61,8 +67,12 @@ public final class BluetoothdStack: OpenedStack {
         if let loss { handler(loss) }
     }
 
+    /// Returns once the engine has put on the bus what ends its links and registrations (at most 2 s), so that a
+    /// program exiting right after leaves bluetoothd tidy.
     public func shutdown() {
         lost.withLock { $0.stopped = true }
-        engine.shutdown()
+        let done = DispatchSemaphore(value: 0)
+        bluez.shutdown { done.signal() }
+        _ = done.wait(timeout: .now() + 2)
     }
 }

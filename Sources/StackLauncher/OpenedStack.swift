@@ -13,6 +13,8 @@ public protocol OpenedStack: AnyObject, Sendable {
     /// Calls `handler` once if the controller goes away while the stack runs (a hub stopped, an adapter powered off
     /// or bluetoothd gone), from any thread; never after ``shutdown()``.
     func onLoss(_ handler: @escaping @Sendable (StackLoss) -> Void)
+    /// The loss of the controller, once it went away while the stack ran; nil while it runs and after ``shutdown()``.
+    var loss: StackLoss? { get }
     /// Disconnects everything and lets the engine go. Idempotent; not from the engine's own loop.
     func shutdown()
 }

@@ -16,6 +16,8 @@ public struct StackLaunchError: Error, Hashable, Sendable, CustomStringConvertib
         case controllerFailed
         /// The persistent local identity could not be read or created (a corrupt file is left as it is).
         case identityFailed
+        /// The engine named cannot do what the options ask (bluetoothd and our host's own options, ``BluetoothdLimitation``).
+        case notOffered
     }
 
     public var code: Code

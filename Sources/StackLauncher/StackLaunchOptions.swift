@@ -1,3 +1,4 @@
+public import BlueZ
 public import Host
 #if canImport(Glibc)
 import Glibc
@@ -25,6 +26,9 @@ public struct StackLaunchOptions: Sendable {
     public var label: String
     /// Which identity (random static address, IRK, CSRK) the stack presents.
     public var identity: IdentityPolicy = .random
+    /// What the program asks that only our host does (its options in use): opening bluetoothd's stack then fails
+    /// with the first one's line (``StackLaunchError/Code/notOffered``), as it does with a ``snoopPath``.
+    public var needingOurHost: [BluetoothdLimitation] = []
 
     /// ``identity``: a new random one per launch (in-process and test stacks), or the one kept in a
     /// ``LocalIdentityFile`` (nil directory: ``FileBondStore/defaultDirectory()``, next to the bonds), created on

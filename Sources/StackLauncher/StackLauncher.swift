@@ -12,6 +12,7 @@ import Darwin
 #endif
 import SharedAir
 import BluetoothEngine
+import BlueZ
 
 /// Opens a started ``HostStack`` on any transport named by `--hci` (DESIGN.md "Transports";
 /// ``HCITransportSpec``): H4 over TCP, UNIX sockets and serial ports (Core 5.4 Vol 4 Part A §2), the Linux HCI
@@ -24,25 +25,30 @@ import BluetoothEngine
 ///
 /// Every failure is a ``StackLaunchError`` with one line saying what and where.
 public enum StackLauncher {
-    /// Parses `text` (``StackSpecification/init(parsing:)``) and opens it; bluetoothd's stack (`bluez`) is not ours to
-    /// open and throws ``StackLaunchError/Code/invalidSpecification``.
+    /// Parses `text` (``StackSpecification/init(parsing:)``) and opens our host on it; bluetoothd's stack (`bluez`)
+    /// is not ours to open and throws ``StackLaunchError/Code/notOffered`` with ``BluetoothdLimitation/ourHost``'s line.
     public static func open(_ text: String, options: StackLaunchOptions = StackLaunchOptions()) async throws(StackLaunchError) -> LaunchedStack {
         switch try StackSpecification(parsing: text) {
         case .host(let spec):
             return try await open(spec: spec, options: options)
         case .bluez:
-            throw StackLaunchError(.invalidSpecification, "bluez is bluetoothd's stack, not ours")
+            throw StackLaunchError(.notOffered, BluetoothdLimitation.ourHost.message(hci: text))
         }
     }
 
     /// Opens the stack `specification` names, on whichever engine runs it: bluetoothd's (``BluetoothdStack``) for
-    /// `bluez[:hciN]` (``StackLaunchOptions`` do not apply: bluetoothd owns the adapter), our host otherwise
-    /// (``open(spec:options:)``).
+    /// `bluez[:hciN]` (``StackLaunchOptions`` do not apply: bluetoothd owns the adapter; a snoop path or anything in
+    /// ``StackLaunchOptions/needingOurHost`` is refused), our host otherwise (``open(spec:options:)``).
     public static func open(specification: StackSpecification, options: StackLaunchOptions = StackLaunchOptions())
         async throws(StackLaunchError) -> any OpenedStack {
         switch specification {
-        case .host(let spec): try await open(spec: spec, options: options)
-        case .bluez(let adapter): try await BluetoothdStack.open(adapter: adapter)
+        case .host(let spec):
+            return try await open(spec: spec, options: options)
+        case .bluez(let adapter):
+            // What only our host does is refused here, in one place, before anything opens.
+            let refused = (options.snoopPath == nil ? [] : [BluetoothdLimitation.snoop]) + options.needingOurHost
+            if let first = refused.first { throw StackLaunchError(.notOffered, first.message(hci: specification.description)) }
+            return try await BluetoothdStack.open(adapter: adapter)
         }
     }
 

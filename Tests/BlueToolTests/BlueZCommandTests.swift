@@ -116,7 +116,11 @@ struct BlueZCommandTests {
             let first = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--method", "numeric"], environment: environment)
             #expect(first.status == 0, "\(first.standardError)")
             #expect(first.standardOutput.contains("Numeric comparison: 123456 (confirmed)"), "\(first.standardOutput)")
-            #expect(first.standardOutput.contains("Paired with Fake through bluetoothd: numeric, bonded: yes"), "\(first.standardOutput)")
+            // bluetoothd tells the method by its prompts and keeps the keys: no key size, no key names.
+            #expect(first.standardOutput.contains("Paired with Fake: Numeric Comparison, LE Secure Connections, authenticated\n"),
+                    "\(first.standardOutput)")
+            #expect(first.standardOutput.contains("  keys: kept by the stack's engine, not told\n  encrypted: yes\n  bonded: yes"),
+                    "\(first.standardOutput)")
             #expect(bluetoothd.calls.contains { $0.hasPrefix("RegisterAgent") && $0.contains("DisplayYesNo") }, "\(bluetoothd.calls)")
             #expect(bluetoothd.calls.contains { $0.hasPrefix("UnregisterAgent") }, "\(bluetoothd.calls)")
 
@@ -127,7 +131,9 @@ struct BlueZCommandTests {
             let repaired = try await BlueProcess.run(["pair", "--hci", "bluez", "Fake", "--repair", "--method", "passkey", "--io", "keyboard-only",
                                                       "--passkey", "654321"], environment: environment)
             #expect(repaired.status == 0, "\(repaired.standardError)")
-            #expect(repaired.standardOutput.contains("Paired with Fake through bluetoothd: passkey, bonded: yes"), "\(repaired.standardOutput)")
+            #expect(repaired.standardOutput.contains("Paired with Fake: Passkey Entry"), "\(repaired.standardOutput)")
+            #expect(repaired.standardOutput.contains("  bonded: yes"), "\(repaired.standardOutput)")
+            #expect(bluetoothd.calls.contains { $0.hasPrefix("RegisterAgent") && $0.contains("KeyboardOnly") }, "\(bluetoothd.calls)")
             #expect(bluetoothd.calls.contains { $0.hasPrefix("RemoveDevice") }, "\(bluetoothd.calls)")
         }
     }
@@ -224,12 +230,19 @@ struct BlueZCommandTests {
 
             let removed = try await BlueProcess.run(["bonds", "remove", "--hci", "bluez", FakeBluetoothd.deviceAddress], environment: environment)
             #expect(removed.status == 0, "\(removed.standardError)")
-            #expect(removed.standardOutput.contains("Removed \(FakeBluetoothd.deviceAddress) and its bond from bluetoothd"))
+            #expect(removed.standardOutput.contains("Removed the bond with \(FakeBluetoothd.deviceAddress) (bluetoothd (its first adapter))"),
+                    "\(removed.standardOutput)")
             #expect(bluetoothd.calls.contains { $0.hasPrefix("RemoveDevice") }, "\(bluetoothd.calls)")
         }
-        let wrong = try await BlueProcess.run(["bonds", "list", "--hci", "hci0"], limit: .seconds(30))
-        #expect(wrong.status == 64)
-        #expect(wrong.standardError.contains("--hci hci0: bonds come from our bond directory, or from bluetoothd"), "\(wrong.standardError)")
+        // Every other transport is our host, whose bonds are the bond folder (here an empty one).
+        let data = testTemporaryPath("ocb-bonds-\(UUID().uuidString.prefix(8))")
+        let ours = try await BlueProcess.run(["bonds", "list", "--hci", "hci0"], environment: ["XDG_DATA_HOME": data], limit: .seconds(30))
+        #expect(ours.status == 0, "\(ours.standardError)")
+        #expect(ours.standardOutput == "No bonds in \(data)/opencorebluetooth/bonds\n", "\(ours.standardOutput)")
+        let both = try await BlueProcess.run(["bonds", "list", "--hci", "bluez", "--directory", data], limit: .seconds(30))
+        #expect(both.status == 64)
+        #expect(both.standardError.contains("bluetoothd keeps its bonds itself"), "\(both.standardError)")
+        #expect(both.standardError.split(separator: "\n").count == 1, "\(both.standardError)")
     }
 
     @Test func shellThroughBluetoothdConnectsReadsAndRefusesLinkChanges() async throws {

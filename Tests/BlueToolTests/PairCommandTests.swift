@@ -98,7 +98,7 @@ struct PairCommandTests {
         #expect(entries.first?["keys"] as? [String] == ["LTK (LE SC)", "peer IRK"])
 
         let removed = try await BlueProcess.run(["bonds", "remove", "F0:0C:B1:00:00:31", "--directory", bonds])
-        #expect(removed.status == 0 && removed.standardOutput == "Removed the bond with F0:0C:B1:00:00:31\n", "\(removed)")
+        #expect(removed.status == 0 && removed.standardOutput == "Removed the bond with F0:0C:B1:00:00:31 (\(bonds))\n", "\(removed)")
         let again = try await BlueProcess.run(["bonds", "remove", "F0:0C:B1:00:00:31", "--directory", bonds])
         #expect(again.status == 2)
         #expect(again.standardError.hasPrefix("error: no bond with F0:0C:B1:00:00:31"))

@@ -92,7 +92,7 @@ struct BlueZEngineTests {
             await #expect(throws: PairingError.self) { _ = try await peripheral.pair() }
             delegate.accept.store(true)
             let outcome = try await peripheral.pair()
-            #expect(outcome.method == .numericComparison && outcome.authenticated && outcome.bonded, "\(outcome); bluetoothd saw \(bluetoothd.calls)")
+            #expect(outcome.method == .numericComparison && outcome.authenticated == true && outcome.bonded, "\(outcome); bluetoothd saw \(bluetoothd.calls)")
             #expect(delegate.values.load() == [FakeBluetoothd.comparisonValue, FakeBluetoothd.comparisonValue])
             #expect(bluetoothd.agentCapability == "KeyboardDisplay")
             #expect(bluetoothd.calls.filter { $0 == "Pair " }.count == 2)

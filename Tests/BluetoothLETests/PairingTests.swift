@@ -66,7 +66,7 @@ private func configuration(seed: UInt64, io: SMPIOCapability, mitm: Bool, consen
         let (remote, _) = try await air.connect()
         let outcome = try await withTimeout { try await remote.pair() }
         #expect(outcome.method == .numericComparison)
-        #expect(outcome.authenticated && outcome.secureConnections && outcome.bonded && !outcome.usedExistingBond)
+        #expect(outcome.authenticated == true && outcome.secureConnections == true && outcome.bonded && !outcome.usedExistingBond)
         let centralLog = centralDelegate.log.load(), peripheralLog = peripheralDelegate.log.load()
         #expect(centralLog.count == 1 && centralLog.first?.hasPrefix("numeric ") == true)
         #expect(centralLog == peripheralLog, "both sides show the same value")
@@ -88,7 +88,7 @@ private func configuration(seed: UInt64, io: SMPIOCapability, mitm: Bool, consen
         let (remote, _) = try await air.connect()
         let outcome = try await withTimeout { try await remote.pair() }
         #expect(outcome.method == .passkeyEntry(.responderDisplays))
-        #expect(outcome.authenticated && outcome.bonded)
+        #expect(outcome.authenticated == true && outcome.bonded)
         #expect(peripheralDelegate.log.load() == ["display"])
         #expect(centralDelegate.log.load() == ["enter"])
         #expect(shown.load().map { $0 <= 999_999 } == true)
@@ -141,7 +141,7 @@ private func configuration(seed: UInt64, io: SMPIOCapability, mitm: Bool, consen
         let (remote, local) = try await air.connect()
         let outcome = try await withTimeout { try await local.requestSecurity() }
         #expect(outcome.method == .justWorks)
-        #expect(outcome.secureConnections && !outcome.authenticated && outcome.bonded)
+        #expect(outcome.secureConnections == true && outcome.authenticated == false && outcome.bonded)
         await air.finish([remote])
     }
 }

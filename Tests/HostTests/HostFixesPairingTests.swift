@@ -31,7 +31,7 @@ struct HostFixesPairingTests {
         #expect(inFlightAtCompletion.values == [0])
         // The peripheral got the central's identity keys: it completed pairing and stored the bond.
         let peripheralOutcome = try #require(s.completed(s.stacks.peripheralEvents).first)
-        #expect(peripheralOutcome.peerKeys.identityResolvingKey == central.localIdentityResolvingKey)
+        #expect(peripheralOutcome.peerKeys?.identityResolvingKey == central.localIdentityResolvingKey)
         #expect(s.failures(s.stacks.peripheralEvents).isEmpty)
         let peripheralBond = try #require(peripheralStore.loadBonds().bonds.first)
         #expect(peripheralBond.identityAddress == central.localIdentityAddress)

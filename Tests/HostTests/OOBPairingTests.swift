@@ -34,9 +34,9 @@ struct OOBPairingTests {
         s.stacks.peripheral.setPeerOutOfBandData(for: c.address, random: c.random, confirm: c.confirm)
         s.stacks.loop.run()
         let outcome = try #require(s.pair()).get()
-        #expect(outcome.method == .outOfBand && outcome.secureConnections && outcome.authenticated)
+        #expect(outcome.method == .outOfBand && outcome.secureConnections == true && outcome.authenticated == true)
         let peripheralOutcome = try #require(s.completed(s.stacks.peripheralEvents).first)
-        #expect(peripheralOutcome.method == .outOfBand && peripheralOutcome.authenticated)
+        #expect(peripheralOutcome.method == .outOfBand && peripheralOutcome.authenticated == true)
         let centralBond = try #require(centralStore.loadBonds().bonds.first)
         let peripheralBond = try #require(peripheralStore.loadBonds().bonds.first)
         #expect(centralBond.sharedLongTermKey != nil && centralBond.sharedLongTermKey == peripheralBond.sharedLongTermKey)
@@ -58,7 +58,7 @@ struct OOBPairingTests {
             }
             s.stacks.loop.run()
             let outcome = try #require(s.pair()).get()
-            #expect(outcome.method == .outOfBand && outcome.authenticated, "central holds: \(centralHolds)")
+            #expect(outcome.method == .outOfBand && outcome.authenticated == true, "central holds: \(centralHolds)")
             #expect(s.completed(s.stacks.peripheralEvents).first?.method == .outOfBand)
             s.stacks.disconnectAndCheckLeaks()
         }
@@ -91,7 +91,7 @@ struct OOBPairingTests {
             let result = try #require(s.pair())
             if matching {
                 let outcome = try result.get()
-                #expect(outcome.method == .outOfBand && !outcome.secureConnections && outcome.authenticated)
+                #expect(outcome.method == .outOfBand && outcome.secureConnections == false && outcome.authenticated == true)
                 #expect(s.completed(s.stacks.peripheralEvents).first?.method == .outOfBand)
             } else {
                 #expect((try? result.get()) == nil)
@@ -118,7 +118,7 @@ struct OOBPairingTests {
         #expect(s.stacks.peripheral.hasOutOfBandData(for: BluetoothAddress(0xC0FF_EE00_0001, type: .random)))
         #expect(s.stacks.peripheral.outOfBandPeerCount == 0)
         let outcome = try #require(s.pair()).get()
-        #expect(outcome.method == .outOfBand && outcome.authenticated)
+        #expect(outcome.method == .outOfBand && outcome.authenticated == true)
         #expect(s.completed(s.stacks.peripheralEvents).first?.method == .outOfBand)
         // Address-specific data wins over the any-peer data: a wrong C for this address fails the next pairing.
         s.stacks.peripheral.setPeerOutOfBandData(for: .address(centralAddress), random: c.random, confirm: Block128(high: 7, low: 7))
@@ -171,7 +171,7 @@ struct OOBPairingTests {
         t.stacks.central.setPeerOutOfBandData(for: fresh.address, random: fresh.random, confirm: fresh.confirm)
         t.stacks.loop.run()
         let outcome = try #require(t.pair()).get()
-        #expect(outcome.method == .outOfBand && outcome.authenticated)
+        #expect(outcome.method == .outOfBand && outcome.authenticated == true)
         t.stacks.disconnectAndCheckLeaks()
     }
 
@@ -204,7 +204,7 @@ struct OOBPairingTests {
         s.stacks.loop.run()
         #expect(s.stacks.central.outOfBandPeerCount == 1)
         let first = try #require(s.pair()).get()
-        #expect(first.method == .outOfBand && first.authenticated)
+        #expect(first.method == .outOfBand && first.authenticated == true)
         // Consumed on both sides: the central forgot the peripheral's data, the peripheral has a new key pair and r.
         #expect(s.stacks.central.outOfBandPeerCount == 0)
         let fresh = try #require(s.localOOB(s.stacks.peripheral))
@@ -214,7 +214,7 @@ struct OOBPairingTests {
                                                   random: fresh.random) == fresh.confirm)
         // Pairing again without new data: Just Works (unauthenticated), not OOB.
         let second = try #require(s.pair(PairingOptions(forcePairing: true))).get()
-        #expect(second.method == .justWorks && !second.authenticated)
+        #expect(second.method == .justWorks && second.authenticated == false)
         s.stacks.disconnectAndCheckLeaks()
     }
 

@@ -196,7 +196,7 @@ struct SecurityInteropOOBTests {
             guard case .success(let outcome)? = try await pairing(run, ourRole: ourRole) else {
                 throw InteropFailure("pairing failed: \(run.ourFailures)")
             }
-            #expect(outcome.method == .outOfBand && outcome.secureConnections && outcome.authenticated && outcome.bonded,
+            #expect(outcome.method == .outOfBand && outcome.secureConnections == true && outcome.authenticated == true && outcome.bonded,
                     "\(label): \(outcome)")
             let method = try await run.peer.waitForEvent("method", seconds: 10)
             #expect(method.string("method") == "OOB" && method.bool("sc") == true, "\(label): Bumble says \(method.object)")
@@ -231,7 +231,7 @@ struct SecurityInteropOOBTests {
             guard case .success(let outcome)? = try await pairing(run, ourRole: ourRole) else {
                 throw InteropFailure("pairing failed: \(run.ourFailures)")
             }
-            #expect(outcome.method == .outOfBand && !outcome.secureConnections && outcome.authenticated && outcome.bonded,
+            #expect(outcome.method == .outOfBand && outcome.secureConnections == false && outcome.authenticated == true && outcome.bonded,
                     "\(label): \(outcome)")
             let method = try await run.peer.waitForEvent("method", seconds: 10)
             #expect(method.string("method") == "OOB" && method.bool("sc") == false, "\(label): Bumble says \(method.object)")

@@ -17,7 +17,7 @@ struct SecurityRequestBondTests {
         let s = SecureStacks(central: security(store: InMemoryBondStore()), peripheral: security(store: InMemoryBondStore()))
         #expect(s.stacks.connect())
         let first = try #require(s.pair()).get()
-        #expect(first.bonded && !first.authenticated)
+        #expect(first.bonded && first.authenticated == false)
         #expect(s.stacks.reconnect(advertisingAs: "again"))
         let before = s.completed(s.stacks.centralEvents).count
         let requested = Recorder<Result<PairingOutcome, HostError>>()
@@ -39,7 +39,7 @@ struct SecurityRequestBondTests {
                              peripheral: security(io: .displayOnly, store: InMemoryBondStore()))
         #expect(s.stacks.connect())
         let first = try #require(s.pair()).get()
-        #expect(first.bonded && first.authenticated)
+        #expect(first.bonded && first.authenticated == true)
         #expect(s.stacks.reconnect(advertisingAs: "again"))
         let before = s.completed(s.stacks.centralEvents).count
         s.stacks.peripheral.requestSecurity(connectionHandle: s.stacks.peripheralHandle, mitm: true)

@@ -58,7 +58,7 @@ struct SigningTests {
         s.stacks.peripheral.setGATTDatabase(database)
         #expect(s.stacks.connect())
         let outcome = try #require(s.pair()).get()
-        #expect(outcome.bonded && outcome.localKeys.signatureKey == centralCSRK && outcome.peerKeys.signatureKey == peripheralCSRK)
+        #expect(outcome.bonded && outcome.localKeys?.signatureKey == centralCSRK && outcome.peerKeys?.signatureKey == peripheralCSRK)
         let centralIdentity = try #require(s.completed(s.stacks.peripheralEvents).first?.identityAddress)
         let peripheralIdentity = try #require(outcome.identityAddress)
 

@@ -1,4 +1,5 @@
 import HCITransport
+import BlueZ
 import StackLauncher
 import Testing
 
@@ -50,14 +51,31 @@ import Testing
         #expect(try StackSpecification(parsing: "bluez").airHubSocket() == nil)
     }
 
-    /// StackLauncher opens our host only: bluetoothd's stack is refused before anything is opened.
-    @Test func theLauncherRefusesBluetoothd() async {
+    /// `open(_:)` opens our host only: bluetoothd's stack is refused before anything is opened, and so is anything
+    /// only our host does when bluetoothd's stack is asked for (one line each, the limitation's).
+    @Test func theLauncherRefusesBluetoothdWhereOnlyOurHostWillDo() async {
         do {
             _ = try await StackLauncher.open("bluez:hci0")
             Issue.record("bluez was opened")
         } catch {
-            #expect(error.code == .invalidSpecification)
-            #expect(error.reason == "bluez is bluetoothd's stack, not ours")
+            #expect(error.code == .notOffered)
+            #expect(error.reason == BluetoothdLimitation.ourHost.message(hci: "bluez:hci0"))
+        }
+        var options = StackLaunchOptions()
+        options.needingOurHost = [.privacy, .snoop]
+        do {
+            _ = try await StackLauncher.open(specification: .bluez(adapter: "hci0"), options: options)
+            Issue.record("bluez was opened")
+        } catch {
+            #expect(error.code == .notOffered)
+            #expect(error.reason == BluetoothdLimitation.privacy.message(hci: "bluez:hci0"))
+        }
+        options = StackLaunchOptions(snoopPath: "/nonexistent/x.btsnoop")
+        do {
+            _ = try await StackLauncher.open(specification: .bluez(adapter: nil), options: options)
+            Issue.record("bluez was opened")
+        } catch {
+            #expect(error.reason == BluetoothdLimitation.snoop.message(hci: "bluez"))
         }
     }
 

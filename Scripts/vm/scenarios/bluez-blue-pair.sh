@@ -11,18 +11,20 @@ bluez_with_powered_adapter 0
 
 step pair 150 "$BLUE" pair --hci bluez:hci0 "blue heart rate" --method numeric --timeout 60
 expect_output pair 'Numeric comparison: [0-9]{6} \(confirmed\)'
-expect_output pair 'Paired with blue heart rate through bluetoothd: numeric, bonded: yes'
+expect_output pair 'Paired with blue heart rate: Numeric Comparison, LE Secure Connections, authenticated'
+expect_output pair '^  bonded: yes'
 wait_for "$OUT/serve.log" "^paired: .*authenticated" 20 || fail "blue serve did not report an authenticated pairing"
 
 step pair-again 150 "$BLUE" pair --hci bluez:hci0 "blue heart rate" --timeout 60 --json
 expect_output pair-again '"usedExistingBond" *: *true'
 step bonds 60 "$BLUE" bonds list --hci bluez:hci0
-expect_output bonds '"blue heart rate": paired through bluetoothd, bonded'
+expect_output bonds '"blue heart rate": bonded'
 
 kill -TERM "$serve_pid"; wait "$serve_pid"
 start serve-passkey "$BLUE" serve --hci hci1 --profile heart-rate --io display-only --passkey 123456 --allow-repairing
 wait_for "$OUT/serve-passkey.log" "^serving" 60 || fail "blue serve did not start again"
 step repair 150 "$BLUE" pair --hci bluez:hci0 "blue heart rate" --repair --method passkey --io keyboard-only --passkey 123456 --timeout 60
-expect_output repair 'Paired with blue heart rate through bluetoothd: passkey, bonded: yes'
+expect_output repair 'Paired with blue heart rate: Passkey Entry.*, authenticated'
+expect_output repair '^  bonded: yes'
 wait_for "$OUT/serve-passkey.log" "^paired: .*authenticated" 20 || fail "blue serve did not report the passkey pairing"
 log "blue pair paired through bluetoothd with our agent: numeric comparison, the bond kept, passkey entry after --repair"

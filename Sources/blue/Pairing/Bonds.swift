@@ -1,11 +1,12 @@
 import ArgumentParser
 import BluetoothCore
+import BluetoothEngine
 import Foundation
-import Host
 import StackLauncher
 
-/// `blue bonds list|remove`: the bonds of the ``FileBondStore`` (Core 5.4 Vol 3 Part H §2.4.1 keys kept per peer
-/// identity; Vol 3 Part G §3.3.3.3 CCCDs of bonded clients), in its default directory or `--directory`.
+/// `blue bonds list|remove`: the bonds a stack keeps (Core 5.4 Vol 3 Part H §2.4.1 keys kept per peer identity;
+/// Vol 3 Part G §3.3.3.3 CCCDs of bonded clients), through StackLauncher's ``BondKeeper``: our host's bond folder
+/// (its default directory or `--directory`) or, with `--hci bluez[:hciN]`, bluetoothd's.
 struct Bonds: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         abstract: "List or remove stored bonds.",
@@ -13,35 +14,43 @@ struct Bonds: ParsableCommand, Sendable {
         defaultSubcommand: BondsList.self)
 }
 
-/// `--directory` (our host's bonds) or `--hci bluez[:hciN]` (bluetoothd's), shared by the bonds subcommands.
+/// `--directory` and `--hci`, shared by the bonds subcommands: the bonds of the stack `--hci` names (bluetoothd's
+/// for `bluez[:hciN]`; our host's bond folder for every other transport, `--directory` or its default).
 struct BondDirectoryOption: ParsableArguments, Sendable {
     @Option(help: "The bond directory (default: $XDG_DATA_HOME/opencorebluetooth/bonds).")
     var directory: String?
 
-    @Option(name: .customLong("hci"), help: ArgumentHelp("bluez or bluez:hciN: the bonds bluetoothd keeps instead.", valueName: "transport"))
+    @Option(name: .customLong("hci"), help: ArgumentHelp(
+        "The stack whose bonds these are: bluez or bluez:hciN for bluetoothd's; any other transport uses the bond directory.",
+        valueName: "transport"))
     var hci: String?
 
-    func validate() throws {
-        if let hci, bluezAdapter == nil { throw ValidationError("--hci \(hci): bonds come from our bond directory, or from bluetoothd (bluez, bluez:hciN)") }
-        if hci != nil, directory != nil { throw ValidationError("give --directory or --hci bluez, not both") }
+    /// The keeper of the bonds (one line and exit 64 for a bad `--hci` or a folder with bluetoothd).
+    func keeper() throws(CLIFailure) -> any BondKeeper {
+        do throws(StackLaunchError) {
+            let specification = try hci.map { text throws(StackLaunchError) in try StackSpecification(parsing: text) }
+            return try StackLauncher.bondKeeper(specification: specification, directory: directory)
+        } catch {
+            throw CLIFailure(.usage, error.reason)
+        }
     }
-
-    /// The adapter when `--hci` names bluetoothd (`.some(nil)`: its first adapter).
-    var bluezAdapter: String?? {
-        guard let hci else { return nil }
-        if case .bluez(let adapter)? = try? StackSpecification(parsing: hci) { return .some(adapter) }
-        return nil
-    }
-
-    var store: FileBondStore { FileBondStore(directory: directory ?? FileBondStore.defaultDirectory()) }
 }
 
-/// `blue bonds list [--json]`: one line (or JSON object) per bond; unreadable files are reported on standard error
-/// and left untouched.
+/// A keeper's failure as the command's: none such 2, bluetoothd unreachable 69, anything else 1.
+private func bondFailure(_ error: HostError) -> CLIFailure {
+    switch error.code {
+    case .invalidParameters: CLIFailure(.notFound, error.reason)
+    case .notReady: CLIFailure(.unavailable, error.reason)
+    default: CLIFailure(.failed, error.reason)
+    }
+}
+
+/// `blue bonds list [--json]`: one line (or JSON object) per bond, with what its keeper tells; unreadable files are
+/// reported on standard error and left untouched.
 struct BondsList: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "List the bonds (identity, keys, security).",
-        discussion: "Exit codes: 1 when a bond file could not be read (it is left untouched).")
+        discussion: "Exit codes: 1 when a bond file could not be read (it is left untouched), 69 bluetoothd unreachable.")
 
     @OptionGroup var location: BondDirectoryOption
 
@@ -49,55 +58,58 @@ struct BondsList: ParsableCommand, Sendable {
     var json = false
 
     func run() throws {
-        if case .some(let adapter) = location.bluezAdapter {
-            let json = json
-            return try runCommand { () async throws(CLIFailure) in try await BlueZBonds.list(adapter: adapter, json: json) }
+        let command = self
+        try runCommand { () async throws(CLIFailure) in try await command.list() }
+    }
+
+    func list() async throws(CLIFailure) {
+        let keeper = try location.keeper()
+        let listing: BondListing
+        do {
+            listing = try await keeper.listBonds()
+        } catch {
+            throw bondFailure(error)
         }
-        let contents = location.store.loadBonds()
-        let bonds = contents.bonds.sorted { $0.identityAddress.value < $1.identityAddress.value }
         if json {
-            Console.json(["directory": location.store.directory, "bonds": bonds.map(Self.json),
-                          "problems": contents.problems.map(\.description)])
+            Console.json(["location": keeper.location, "bonds": listing.bonds.map(Self.json), "problems": listing.problems])
         } else {
-            if bonds.isEmpty { Console.line("No bonds in \(location.store.directory)") }
-            for bond in bonds { Console.line(Self.text(bond)) }
+            if listing.bonds.isEmpty { Console.line("No bonds in \(keeper.location)") }
+            for bond in listing.bonds { Console.line(Self.text(bond)) }
         }
-        for problem in contents.problems { printError("unreadable bond: \(problem.description)") }
-        if !contents.problems.isEmpty { throw ExitCode(1) }
+        for problem in listing.problems { printError("unreadable bond: \(problem)") }
+        if !listing.problems.isEmpty { throw CLIFailure(.failed, "\(listing.problems.count) bond(s) could not be read") }
     }
 
-    static func keys(_ bond: Bond) -> [String] {
-        var keys: [String] = []
-        if bond.sharedLongTermKey != nil { keys.append("LTK (LE SC)") }
-        if bond.peerLongTermKey != nil { keys.append("peer LTK") }
-        if bond.localLongTermKey != nil { keys.append("our LTK") }
-        if bond.peerIdentityResolvingKey != nil { keys.append("peer IRK") }
-        if bond.peerSignatureKey != nil { keys.append("peer CSRK") }
-        if bond.localSignatureKey != nil { keys.append("our CSRK") }
-        return keys
-    }
-
-    static func text(_ bond: Bond) -> String {
-        let type = bond.identityAddress.type == .public ? "public" : "random"
-        return "\(bond.identityAddress.string) (\(type)): \(bond.secureConnections ? "LE SC" : "legacy"), "
-            + "\(bond.authenticated ? "authenticated" : "unauthenticated"), key size \(bond.keySize), "
-            + "keys \(keys(bond).joined(separator: ", ")), \(bond.clientConfigurations.count) CCCD(s)"
-    }
-
-    static func json(_ bond: Bond) -> [String: Any] {
-        [
-            "address": bond.identityAddress.string, "addressType": bond.identityAddress.type == .public ? "public" : "random",
-            "secureConnections": bond.secureConnections, "authenticated": bond.authenticated, "keySize": Int(bond.keySize),
-            "keys": keys(bond), "cccds": bond.clientConfigurations.count,
+    static func text(_ bond: BondSummary) -> String {
+        let type = bond.identity.type == .public ? "public" : "random"
+        let told: [String?] = [
+            bond.secureConnections.map { $0 ? "LE SC" : "legacy" },
+            bond.authenticated.map { $0 ? "authenticated" : "unauthenticated" },
+            bond.keySize.map { "key size \($0)" },
+            bond.keys.map { "keys \($0.joined(separator: ", "))" },
+            bond.clientConfigurations.map { "\($0) CCCD(s)" },
+            bond.bonded.map { $0 ? "bonded" : "paired, not bonded" },
+            bond.trusted == true ? "trusted" : nil,
         ]
+        return "\(bond.identity.string) (\(type))\(bond.name.map { " \"\($0)\"" } ?? ""): "
+            + told.compactMap { $0 }.joined(separator: ", ")
+    }
+
+    static func json(_ bond: BondSummary) -> [String: Any] {
+        let told: [String: Any?] = [
+            "address": bond.identity.string, "addressType": bond.identity.type == .public ? "public" : "random", "name": bond.name,
+            "secureConnections": bond.secureConnections, "authenticated": bond.authenticated, "keySize": bond.keySize.map { Int($0) },
+            "keys": bond.keys, "cccds": bond.clientConfigurations, "bonded": bond.bonded, "trusted": bond.trusted,
+        ]
+        return told.compactMapValues { $0 }
     }
 }
 
-/// `blue bonds remove ADDRESS`: forgets the bond (its file is deleted).
+/// `blue bonds remove ADDRESS`: forgets the bond (its file is deleted; bluetoothd removes the device).
 struct BondsRemove: ParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         commandName: "remove", abstract: "Remove the bond of an identity address.",
-        discussion: "Exit codes: 2 no such bond, 1 the file could not be removed, 64 bad address.")
+        discussion: "Exit codes: 2 no such bond, 1 the bond could not be removed, 64 bad address, 69 bluetoothd unreachable.")
 
     @OptionGroup var location: BondDirectoryOption
 
@@ -115,28 +127,22 @@ struct BondsRemove: ParsableCommand, Sendable {
             printError("bad address \"\(address)\": expected AA:BB:CC:DD:EE:FF")
             throw ExitCode(64)
         }
-        if case .some(let adapter) = location.bluezAdapter {
-            let json = json
-            return try runCommand { () async throws(CLIFailure) in try await BlueZBonds.remove(adapter: adapter, address: parsed, json: json) }
-        }
-        let store = location.store
-        let matching = store.loadBonds().bonds.filter { $0.identityAddress.value == parsed.value }
-        guard !matching.isEmpty else {
-            printError("no bond with \(parsed.string) in \(store.directory)")
-            throw ExitCode(2)
-        }
-        for bond in matching {
-            do {
-                try store.removeBond(identityAddress: bond.identityAddress)
-            } catch {
-                printError("cannot remove the bond with \(bond.identityAddress.string): \(error.description)")
-                throw ExitCode(1)
-            }
+        let command = self
+        try runCommand { () async throws(CLIFailure) in try await command.remove(parsed) }
+    }
+
+    func remove(_ address: BluetoothAddress) async throws(CLIFailure) {
+        let keeper = try location.keeper()
+        let removed: [BluetoothAddress]
+        do {
+            removed = try await keeper.removeBonds(of: address)
+        } catch {
+            throw bondFailure(error)
         }
         if json {
-            Console.json(["removed": matching.map { $0.identityAddress.string }])
+            Console.json(["removed": removed.map(\.string)])
         } else {
-            Console.line("Removed the bond with \(parsed.string)")
+            Console.line("Removed the bond with \(address.string) (\(keeper.location))")
         }
     }
 }

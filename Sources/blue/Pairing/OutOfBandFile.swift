@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothCrypto
+import BluetoothEngine
 import Foundation
 import Host
 

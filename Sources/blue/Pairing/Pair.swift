@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueZ
 import BluetoothCore
 import BluetoothRuntime
 import Foundation
@@ -166,40 +167,47 @@ struct Pair: ParsableCommand, Sendable {
         }
     }
 
+    /// What this command asks that only our host does (its options in use), refused through bluetoothd.
+    func ourHostOptions() -> [BluetoothdLimitation] {
+        var needing: [BluetoothdLimitation] = []
+        if method.isOutOfBand || method.secureConnections == .legacyOnly { needing.append(.pairingMethod(method.rawValue)) }
+        let kept: [(Bool, String)] = [(oobIn != nil, "--oob-in"), (oobOut != nil, "--oob-out"), (oobKey != nil, "--oob-key"),
+                                      (bonds != nil, "--bonds"), (noBond, "--no-bond"), (reconnect, "--reconnect")]
+        needing += kept.filter(\.0).map { .bonds(option: $0.1) }
+        return needing
+    }
+
     func pair() async throws(CLIFailure) {
-        if let adapter = try stack.bluezAdapter() {
-            return try await pairThroughBlueZ(adapter)
-        }
         let outOfBand = try outOfBandInput()
         var host = HostConfiguration()
         host.security = securityConfiguration()
         var options = StackLaunchOptions(host: host, label: "blue.pair")
         // The same local identity (address, IRK, CSRK) on every run, so the bond the peer keeps for us stays valid.
         options.identity = .persistent(directory: bonds)
-        let launched = try await stack.open(options)
-        defer { launched.shutdown() }
-        let json = json, typed = passkey, host2 = launched.host
-        try await outOfBand.writeLocal(launched, json: json)
+        let opened = try await stack.openEngine(label: "pair", options: options, needing: ourHostOptions())
+        defer { opened.shutdown() }
+        let json = json, typed = passkey, engine = opened.engine
+        try await outOfBand.writeLocal(opened, json: json)
         let failureReason = LockedValue<SMPPairingFailedReason?>(nil)
-        let subscription = launched.addEventHandler { event in
+        let subscription = opened.addEventHandler { event in
             if case .pairingFailed(_, let reason?, _) = event { failureReason.store(reason) }
             guard case .pairingInteraction(let handle, let interaction) = event else { return }
             switch interaction {
             case .confirmNumericValue(let value):
                 Self.say(json, ["event": "numericComparison", "value": Int(value)], "Numeric comparison: \(Self.six(value)) (confirmed)")
-                host2.answerPairing(connectionHandle: handle, .confirm(true))
+                engine.answerPairing(connectionHandle: handle, .confirm(true))
             case .confirmJustWorks:
-                host2.answerPairing(connectionHandle: handle, .confirm(true))
+                engine.answerPairing(connectionHandle: handle, .confirm(true))
             case .displayPasskey(let value):
                 Self.say(json, ["event": "displayPasskey", "passkey": Int(value)], "Passkey to type on the device: \(Self.six(value))")
             case .enterPasskey:
                 if let typed {
-                    host2.answerPairing(connectionHandle: handle, .passkey(typed))
+                    engine.answerPairing(connectionHandle: handle, .passkey(typed))
                 } else {
                     DispatchQueue.global().async {
                         if !json { Console.line("Type the passkey shown on the device:") }
                         let line = readLine(strippingNewline: true)
-                        host2.answerPairing(connectionHandle: handle, .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
+                        engine.answerPairing(connectionHandle: handle, .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
                     }
                 }
             }
@@ -207,17 +215,17 @@ struct Pair: ParsableCommand, Sendable {
         defer { subscription.cancel() }
 
         let limit = duration(seconds: timeout)
-        let report = try await launched.findTarget(TargetMatcher(target), timeout: limit)
+        let report = try await opened.findTarget(TargetMatcher(target), timeout: limit)
         let name = report.localName ?? report.address.string
         var summary: [String: Any] = ["target": name, "address": report.address.string, "requestedMethod": method.rawValue]
-        outOfBand.applyPeer(launched, target: report.address)
+        outOfBand.applyPeer(opened, target: report.address)
 
-        let connection = try await launched.connect(to: report.address, name: name, timeout: limit)
+        let connection = try await opened.connect(to: report.address, name: name, timeout: limit)
         // A stored bond is used (encryption, no pairing) unless --repair asks for a new pairing.
-        let first = await securing(launched, connection.handle, force: repair)
+        let first = await securing(opened, connection.handle, force: repair)
         // No wait needed before disconnecting: the host reports pairing complete only once the controller has
         // acknowledged our last key distribution PDUs (Number Of Completed Packets), so the peer has its keys.
-        await launched.disconnect(connection.handle)
+        await opened.disconnect(connection.handle)
         if method.isOutOfBand, case .failure(let error)? = first.result, failureReason.load() == .authenticationRequirements {
             throw CLIFailure(.failed, "pairing with \(name) failed: \(error.reason): it would have been Just Works, not "
                              + "out of band (the OOB data did not reach the side that needs it: see Docs/pairing.md)")
@@ -228,32 +236,36 @@ struct Pair: ParsableCommand, Sendable {
         if !json { Console.line(Self.text(outcome, name: name) + (outcome.usedExistingBond ? " (--repair pairs again)" : "")) }
 
         if reconnect {
-            let again = try await Self.connectWhenHeard(launched, TargetMatcher(target), name: name, limit: limit)
-            let second = await securing(launched, again.handle, force: false)
-            await launched.disconnect(again.handle)
+            let again = try await Self.connectWhenHeard(opened, TargetMatcher(target), name: name, limit: limit)
+            let second = await securing(opened, again.handle, force: false)
+            await opened.disconnect(again.handle)
             let reconnected = try second.get(name: name)
             summary["reconnect"] = Self.describe(reconnected)
             if !json {
                 Console.line(reconnected.usedExistingBond
-                             ? "Reconnected: encrypted with the bond, no pairing (key size \(reconnected.keySize))"
+                             ? "Reconnected: encrypted with the bond, no pairing" + (reconnected.keySize.map { " (key size \($0))" } ?? "")
                              : "Reconnected: paired again (no bond): " + Self.text(reconnected, name: name))
             }
         }
         if json { Console.json(summary) }
     }
 
-    /// Pairs (or, when `force` is false and a bond exists, encrypts with it), within 40 s.
-    func securing(_ launched: LaunchedStack, _ handle: UInt16, force: Bool) async -> PairingResult {
+    /// Pairs (or, when `force` is false and a bond exists, encrypts with it), within 40 s, announcing the IO
+    /// capability of `--io` or the method.
+    func securing(_ opened: any OpenedStack, _ handle: UInt16, force: Bool) async -> PairingResult {
         let done = OneShot<Result<PairingOutcome, HostError>?>()
-        let timer = launched.eventLoop.schedule(after: .seconds(40)) { done.fire(nil) }
-        launched.host.pair(connectionHandle: handle, options: PairingOptions(forcePairing: force)) { done.fire($0) }
+        // bluetoothd may have to forget the device and find it again before pairing again: more time for --repair.
+        let timer = opened.eventLoop.schedule(after: .seconds(force ? 90 : 40)) { done.fire(nil) }
+        let options = PairingOptions(forcePairing: force, ioCapability: io?.capability ?? method.defaultIO)
+        opened.engine.pair(connectionHandle: handle, options: options) { done.fire($0) }
         let result = await done.wait()
         timer.cancel()
-        return PairingResult(result: result)
+        return PairingResult(result: result, limit: force ? 90 : 40)
     }
 
     struct PairingResult: Sendable {
         var result: Result<PairingOutcome, HostError>?
+        var limit = 40
 
         func get(name: String) throws(CLIFailure) -> PairingOutcome {
             switch result {
@@ -274,7 +286,7 @@ struct Pair: ParsableCommand, Sendable {
                 default:
                     throw CLIFailure(.failed, "\(name): \(error.securityLine)")
                 }
-            case nil: throw CLIFailure(.failed, "pairing with \(name) did not finish within 40 s")
+            case nil: throw CLIFailure(.failed, "pairing with \(name) did not finish within \(limit) s")
             }
         }
     }
@@ -310,7 +322,7 @@ struct Pair: ParsableCommand, Sendable {
     /// seconds, until `limit`. A controller that answers LE Create Connection only for a device advertising at that
     /// moment (BlueZ's emulator, btvirt) drops an attempt made while the peer restarts its advertising set (heard
     /// from the old set, connected to after its removal); a controller that keeps initiating connects at the first.
-    static func connectWhenHeard(_ launched: LaunchedStack, _ target: TargetMatcher, name: String, limit: Duration)
+    static func connectWhenHeard(_ launched: any OpenedStack, _ target: TargetMatcher, name: String, limit: Duration)
         async throws(CLIFailure) -> Connection {
         let clock = ContinuousClock()
         let deadline = clock.now + limit
@@ -327,31 +339,37 @@ struct Pair: ParsableCommand, Sendable {
 
     static func describe(_ outcome: PairingOutcome) -> [String: Any] {
         var object: [String: Any] = [
-            "method": methodName(outcome), "secureConnections": outcome.secureConnections,
-            "authenticated": outcome.authenticated, "keySize": Int(outcome.keySize), "encrypted": true,
-            "bonded": outcome.bonded, "usedExistingBond": outcome.usedExistingBond,
-            "localKeys": keyNames(outcome.localKeys), "peerKeys": keyNames(outcome.peerKeys),
+            "method": methodName(outcome), "encrypted": true, "bonded": outcome.bonded, "usedExistingBond": outcome.usedExistingBond,
         ]
-        if outcome.secureConnections && !outcome.usedExistingBond { object["sharedLTK"] = true }
+        // What the engine did not tell (bluetoothd keeps the keys) is left out.
+        if let secureConnections = outcome.secureConnections { object["secureConnections"] = secureConnections }
+        if let authenticated = outcome.authenticated { object["authenticated"] = authenticated }
+        if let keySize = outcome.keySize { object["keySize"] = Int(keySize) }
+        if let keys = outcome.localKeys { object["localKeys"] = keyNames(keys) }
+        if let keys = outcome.peerKeys { object["peerKeys"] = keyNames(keys) }
+        if outcome.secureConnections == true && !outcome.usedExistingBond && outcome.localKeys != nil { object["sharedLTK"] = true }
         if let identity = outcome.identityAddress { object["identity"] = identity.string }
         return object
     }
 
     static func text(_ outcome: PairingOutcome, name: String) -> String {
+        let authenticated = outcome.authenticated.map { $0 ? ", authenticated" : ", unauthenticated" } ?? ""
+        let keySize = outcome.keySize.map { ", key size \($0)" } ?? ""
         if outcome.usedExistingBond {
-            return "Encrypted with the existing bond of \(name), key size \(outcome.keySize), "
-                + "\(outcome.authenticated ? "authenticated" : "unauthenticated"): no pairing"
+            return "Encrypted with the existing bond of \(name)\(keySize)\(authenticated): no pairing"
         }
-        let kind = outcome.secureConnections ? "LE Secure Connections" : "LE legacy pairing"
-        let local = keyNames(outcome.localKeys), peer = keyNames(outcome.peerKeys)
-        let lines = [
-            "Paired with \(name): \(methodName(outcome)), \(kind), \(outcome.authenticated ? "authenticated" : "unauthenticated"), key size \(outcome.keySize)",
-            "  keys sent: \(local.isEmpty ? "none" : local.joined(separator: ", "))"
-                + (outcome.secureConnections ? " (LTK derived on both sides)" : ""),
-            "  keys received: \(peer.isEmpty ? "none" : peer.joined(separator: ", "))",
-            "  encrypted: yes",
-            "  bonded: \(outcome.bonded ? "yes" : "no")" + (outcome.identityAddress.map { " (identity \($0.string))" } ?? ""),
-        ]
+        let kind = outcome.secureConnections.map { $0 ? ", LE Secure Connections" : ", LE legacy pairing" } ?? ""
+        var lines = ["Paired with \(name): \(methodName(outcome))\(kind)\(authenticated)\(keySize)"]
+        if let localKeys = outcome.localKeys, let peerKeys = outcome.peerKeys {
+            let local = keyNames(localKeys), peer = keyNames(peerKeys)
+            lines.append("  keys sent: \(local.isEmpty ? "none" : local.joined(separator: ", "))"
+                         + (outcome.secureConnections == true ? " (LTK derived on both sides)" : ""))
+            lines.append("  keys received: \(peer.isEmpty ? "none" : peer.joined(separator: ", "))")
+        } else {
+            lines.append("  keys: kept by the stack's engine, not told")
+        }
+        lines.append("  encrypted: yes")
+        lines.append("  bonded: \(outcome.bonded ? "yes" : "no")" + (outcome.identityAddress.map { " (identity \($0.string))" } ?? ""))
         return lines.joined(separator: "\n")
     }
 }

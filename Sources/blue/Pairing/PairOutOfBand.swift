@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothCrypto
+import BluetoothEngine
 import Foundation
 import Host
 import StackLauncher
@@ -46,9 +47,9 @@ struct PairOutOfBand: Sendable {
     }
 
     /// Writes our LE SC data (address, r, C of the stack's OOB key pair) to `--oob-out`, before connecting.
-    func writeLocal(_ launched: LaunchedStack, json: Bool) async throws(CLIFailure) {
+    func writeLocal(_ launched: any OpenedStack, json: Bool) async throws(CLIFailure) {
         guard let outPath else { return }
-        let result = await launched.awaitCompletion { launched.host.localOutOfBandData(completion: $0) }
+        let result = await launched.awaitCompletion { launched.engine.localOutOfBandData(completion: $0) }
         switch result {
         case .success(let local):
             do throws(OutOfBandFileError) {
@@ -65,16 +66,16 @@ struct PairOutOfBand: Sendable {
 
     /// Gives the host the peer's data for the target's address (the one we connect to). A file made for another
     /// address is still used (C commits to the key pair, not to the address) with a warning.
-    func applyPeer(_ launched: LaunchedStack, target: BluetoothAddress) {
+    func applyPeer(_ launched: any OpenedStack, target: BluetoothAddress) {
         if let peer {
             if peer.address != target {
                 Console.error(
                     "warning: the --oob-in data is for \(peer.address.string) (\(peer.address.type)), the target is \(target.string) (\(target.type)): used anyway")
             }
-            launched.host.setPeerOutOfBandData(for: target, random: peer.random, confirm: peer.confirm)
+            launched.engine.setPeerOutOfBandData(for: target, random: peer.random, confirm: peer.confirm)
         }
         if let legacyKey {
-            launched.host.setLegacyOutOfBandKey(for: target, temporaryKey: legacyKey)
+            launched.engine.setLegacyOutOfBandKey(for: target, temporaryKey: legacyKey)
         }
     }
 }

@@ -1,5 +1,6 @@
 import BluetoothCore
 import BluetoothCrypto
+import BluetoothEngine
 import BluetoothRuntime
 import Foundation
 import Host
@@ -28,7 +29,7 @@ final class ServeOutOfBand: Sendable {
     }
 
     private let state = LockedValue(State())
-    private let stackBox = LockedValue<LaunchedStack?>(nil)
+    private let stackBox = LockedValue<(any OpenedStack)?>(nil)
 
     /// Checks the options before the stack opens (bad input: exit 64, nothing written).
     init(inPath: String?, outPath: String?, key: String?) throws(CLIFailure) {
@@ -52,11 +53,12 @@ final class ServeOutOfBand: Sendable {
     /// Writes `--oob-out` (our address, r and C), then starts watching `--oob-in` and giving `--oob-key` to
     /// centrals. Call before advertising.
     func start(_ opened: any OpenedStack, server: GATTServeState) async throws(CLIFailure) {
-        // Out-of-band data is our host's SMP: the command asked for our host (`ourHostOptions`) when it is enabled.
-        guard isEnabled, let launched = opened as? LaunchedStack else { return }
+        // The engine's SMP: bluetoothd was refused when this is enabled (`ourHostOptions`).
+        guard isEnabled else { return }
+        let launched = opened
         stackBox.store(launched)
         if let outPath {
-            let result = await launched.awaitCompletion { launched.host.localOutOfBandData(completion: $0) }
+            let result = await launched.awaitCompletion { launched.engine.localOutOfBandData(completion: $0) }
             switch result {
             case .success(let local):
                 do throws(OutOfBandFileError) {
@@ -70,7 +72,7 @@ final class ServeOutOfBand: Sendable {
                 throw CLIFailure(.failed, "cannot make our OOB data: \(error.reason)")
             }
         }
-        let host = launched.host, legacyKey = legacyKey
+        let host = launched.engine, legacyKey = legacyKey
         launched.addEventHandler { [self] event in
             guard case .connected(let connection) = event else { return }
             if let legacyKey { host.setLegacyOutOfBandKey(for: connection.peer, temporaryKey: legacyKey) }
@@ -99,8 +101,8 @@ final class ServeOutOfBand: Sendable {
                 return (true, state.applied)
             }
             guard changed else { return }
-            if let old, old.address != data.address { stack.host.removeOutOfBandData(for: old.address) }
-            stack.host.setPeerOutOfBandData(for: data.address, random: data.random, confirm: data.confirm)
+            if let old, old.address != data.address { stack.engine.removeOutOfBandData(for: old.address) }
+            stack.engine.setPeerOutOfBandData(for: data.address, random: data.random, confirm: data.confirm)
             server.note(["event": "oobDataRead", "file": inPath, "address": data.address.string],
                         text: "OOB data of \(data.address.string) read from \(inPath)")
         case .failure(let error):

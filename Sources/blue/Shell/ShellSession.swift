@@ -370,7 +370,7 @@ final class ShellSession: Sendable {
         switch await stack.awaitCompletion({ engine.pair(connectionHandle: connection.handle, completion: $0) }) {
         case .success(let outcome):
             Console.line("paired: \(outcome.method.map { "\($0)" } ?? "existing bond")"
-                         + (outcome.secureConnections ? ", LE Secure Connections" : ", legacy") + (outcome.bonded ? ", bonded" : ""))
+                         + (outcome.secureConnections.map { $0 ? ", LE Secure Connections" : ", legacy" } ?? "") + (outcome.bonded ? ", bonded" : ""))
         case .failure(let error): throw CLIFailure(.failed, error.securityLine)
         }
     }

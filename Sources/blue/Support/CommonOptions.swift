@@ -28,45 +28,34 @@ struct StackOptions: ParsableArguments, Sendable {
         try await open(StackLaunchOptions(label: "blue.\(label)"))
     }
 
-    /// The stack `--hci` names, on whichever engine runs it: bluetoothd's (StackLauncher's ``BluetoothdStack``) for
-    /// `bluez`, `bluez:hciN`, else our host (``open(_:)`` with `options`). `needing` lists what the command asks that
-    /// only our host does (its options in use): through bluetoothd the first is refused with its one line (exit 64)
-    /// before anything starts. Losing bluetoothd's adapter ends the command as a lost controller does (exit 69).
+    /// The stack `--hci` names, on whichever engine runs it (StackLauncher's ``OpenedStack``): bluetoothd's for
+    /// `bluez`, `bluez:hciN`, else our host with `options`. `needing` lists what the command asks that only our host
+    /// does (its options in use): through bluetoothd StackLauncher refuses the first with its one line (exit 64)
+    /// before anything starts, as it refuses `--snoop`. Losing the controller (bluetoothd's adapter too) ends the
+    /// command (exit 69).
     func openEngine(label: String, options: StackLaunchOptions? = nil, needing: [BluetoothdLimitation] = [])
         async throws(CLIFailure) -> any OpenedStack {
-        guard let adapter = try bluezAdapter() else { return try await open(options ?? StackLaunchOptions(label: "blue.\(label)")) }
-        if let limitation = needing.first { throw CLIFailure(.usage, limitation.message(hci: hci)) }
-        let stack: BluetoothdStack
-        do {
-            stack = try await BluetoothdStack.open(adapter: adapter.name)
+        var options = options ?? StackLaunchOptions(label: "blue.\(label)")
+        options.needingOurHost = needing
+        options.snoopPath = snoop
+        options.hubStarter = .executable(StackLauncher.currentExecutablePath)
+        let stack: any OpenedStack
+        do throws(StackLaunchError) {
+            stack = try await StackLauncher.open(specification: StackSpecification(parsing: hci), options: options)
         } catch {
-            throw CLIFailure(.unavailable, error.reason)
+            throw Self.failure(error)
         }
-        stack.onLoss { loss in CommandRun.end(.failed(CLIFailure(.unavailable, "lost \(loss.detail)"))) }
+        CommandRun.adopt(stack)
         return stack
     }
 
-    /// The adapter when `--hci` names bluetoothd (`bluez`, `bluez:hciN`), else nil. `--snoop` cannot go with it:
-    /// bluetoothd's HCI traffic is the kernel's (btmon records it).
-    func bluezAdapter() throws(CLIFailure) -> BlueZAdapterChoice? {
-        guard case .bluez(let adapter)? = try? StackSpecification(parsing: hci) else { return nil }
-        if snoop != nil {
-            throw CLIFailure(.usage, BluetoothdLimitation.snoop.message(hci: hci))
-        }
-        return BlueZAdapterChoice(name: adapter)
-    }
-
-    /// Opens the stack with `options` (their snoop path is ours): the one place every command opens its stack, so
-    /// that every command ends the same way when the controller goes away (``CommandRun``).
+    /// Opens our host with `options` (their snoop path is ours): for the commands that need our host's own calls.
     func open(_ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
         try await Self.open(hci: hci, snoop: snoop, options)
     }
 
     /// ``open(_:)`` for a command whose options are not a ``StackOptions`` (`blue bench ... --hci`).
     static func open(hci: String, snoop: String?, _ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
-        if case .bluez? = try? StackSpecification(parsing: hci) {
-            throw CLIFailure(.usage, BluetoothdLimitation.ourHost.message(hci: hci))
-        }
         var options = options
         options.snoopPath = snoop
         options.hubStarter = .executable(StackLauncher.currentExecutablePath)
@@ -74,13 +63,18 @@ struct StackOptions: ParsableArguments, Sendable {
         do {
             launched = try await StackLauncher.open(hci, options: options)
         } catch {
-            switch error.code {
-            case .invalidSpecification, .snoopFailed: throw CLIFailure(.usage, error.reason)
-            default: throw CLIFailure(.unavailable, error.reason)
-            }
+            throw failure(error)
         }
         CommandRun.adopt(launched)
         return launched
+    }
+
+    /// A launch failure as the command's: bad `--hci` text, snoop file or option for that engine 64, else 69.
+    static func failure(_ error: StackLaunchError) -> CLIFailure {
+        switch error.code {
+        case .invalidSpecification, .snoopFailed, .notOffered: CLIFailure(.usage, error.reason)
+        default: CLIFailure(.unavailable, error.reason)
+        }
     }
 }
 
@@ -166,7 +160,7 @@ enum CommandRun {
 
     private struct State {
         var end: End?
-        var stacks: [LaunchedStack] = []
+        var stacks: [any OpenedStack] = []
         var listeners: [UInt64: @Sendable (Int32) -> Void] = [:]
         var nextListener: UInt64 = 0
         var signals = 0
@@ -196,9 +190,11 @@ enum CommandRun {
         ProcessSignals.handle { number in received(number) }
     }
 
-    /// Keeps `stack` to shut it down when the command ends otherwise than by its body (its capture file closed).
-    static func adopt(_ stack: LaunchedStack) {
+    /// Keeps `stack` to shut it down when the command ends otherwise than by its body (its capture file closed), and
+    /// ends the command when its controller goes away.
+    static func adopt(_ stack: any OpenedStack) {
         state.withLock { $0.stacks.append(stack) }
+        stack.onLoss { loss in end(.lost(loss)) }
     }
 
     /// The loss of an adopted stack's controller, if one was lost.
