@@ -7,13 +7,14 @@
 // either engine opens StackLauncher's `OpenedStack` with `StackOptions.openEngine(label:options:needing:)`: our host
 // (`LaunchedStack`) or bluetoothd (`BluetoothdStack`, the BlueZ module's `BlueZEngine` started), and drives it
 // through the engine seam only (`StackEngine`; the waits in GATTClient/StackOperations.swift, TargetResolution.swift,
-// LinkDescription.swift are written once on `OpenedStack`): scan, explore, read, write, subscribe, advertise, shell
-// and serve. What only our host does is listed by the command (`needing`, BluetoothdLimitation's cases) and refused
-// by `openEngine` before anything starts when the stack is bluetoothd's; what an engine offers no call for it refuses
-// itself (`HostError.notOffered`), which a command prints as a usage error (exit 64). Commands that need our own host
-// (bench, fault, monitor, snoop, demo) open a `LaunchedStack` with `StackOptions.open`. Not yet on the seam: `pair`
-// and `bonds` keep a bluetoothd branch (PairThroughBlueZ finds the device on the engine and pairs over D-Bus with an
-// agent of `--io`'s capability; BlueZBonds reads bluetoothd's devices) (issue 27).
+// LinkDescription.swift are written once on `OpenedStack`): scan, explore, read, write, subscribe, advertise, shell,
+// serve and pair. No command asks which engine it got. What only our host does is listed by the command (`needing`,
+// BluetoothdLimitation's cases, carried in `StackLaunchOptions.needingOurHost`) and refused by StackLauncher before
+// anything starts when the stack is bluetoothd's, as `--snoop` is; what an engine offers no call for it refuses
+// itself (`HostError.notOffered`), which a command prints as a usage error (exit 64). `bonds` lists and removes
+// through StackLauncher's `BondKeeper` for `--hci` (our bond folder, or bluetoothd's paired devices). Commands that
+// need our own host (bench, fault, monitor, snoop, demo) open a `LaunchedStack` with `StackOptions.open`, which
+// StackLauncher refuses for bluetoothd with BluetoothdLimitation.ourHost's line.
 //
 // Who owns the state, which executor runs it: each command runs on the main thread's task (`runCommand`), waiting
 // on its stack's events with bounded waits (`OneShot`, timers on the engine's loop); `CommandRun` ends the command

@@ -1,11 +1,12 @@
 # `blue pair --hci bluez:hci0` (issue 16): pairing through bluetoothd's Device1.Pair with our own Agent1 answering its
 # prompts, against `blue serve` on hci1 through the HCI user channel. Numeric Comparison (both DisplayYesNo: our
-# agent confirms the value bluetoothd shows it), then a second run that finds the bond bluetoothd keeps, then
-# --repair with Passkey Entry (the server displays 123456, our agent types it with --passkey).
+# agent confirms the value bluetoothd shows it), then a second run that finds the bond bluetoothd keeps, --repair
+# with that bond (bluetoothd forgets the device, finds it again and pairs again), then --repair with Passkey Entry
+# against a new server (it displays 123456, our agent types it with --passkey).
 start_btmon
 start_btvirt -L -l2
 wait_for_controllers 0 1
-start serve "$BLUE" serve --hci hci1 --profile heart-rate --io display-yes-no
+start serve "$BLUE" serve --hci hci1 --profile heart-rate --io display-yes-no --allow-repairing
 wait_for "$OUT/serve.log" "^serving" 60 || fail "blue serve did not start on hci1"
 bluez_with_powered_adapter 0
 
@@ -19,6 +20,11 @@ step pair-again 150 "$BLUE" pair --hci bluez:hci0 "blue heart rate" --timeout 60
 expect_output pair-again '"usedExistingBond" *: *true'
 step bonds 60 "$BLUE" bonds list --hci bluez:hci0
 expect_output bonds '"blue heart rate": bonded'
+
+# --repair with the bond bluetoothd holds: it forgets the device (RemoveDevice), finds it again and pairs again.
+step repair-same 150 "$BLUE" pair --hci bluez:hci0 "blue heart rate" --repair --method numeric --timeout 60
+expect_output repair-same 'Paired with blue heart rate: Numeric Comparison, LE Secure Connections, authenticated'
+(( $(grep -c "^paired: .*authenticated" "$OUT/serve.log") >= 2 )) || fail "blue serve did not see the second pairing"
 
 kill -TERM "$serve_pid"; wait "$serve_pid"
 start serve-passkey "$BLUE" serve --hci hci1 --profile heart-rate --io display-only --passkey 123456 --allow-repairing
