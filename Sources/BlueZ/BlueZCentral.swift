@@ -9,8 +9,8 @@ import Foundation
 import SystemInterface
 
 /// The central role's calls to bluetoothd (BlueZ's D-Bus API: Adapter1, Device1, GattService1,
-/// GattCharacteristic1, GattDescriptor1), for the bluetoothd engine (``BlueZEngine``) and OpenCoreBluetooth's
-/// BlueZ backend: scanning, connecting, the GATT client, pairing and L2CAP channels (Core 5.4 Vol 3 Part C §9,
+/// GattCharacteristic1, GattDescriptor1), for the bluetoothd engine (``BlueZEngine``): the D-Bus session, scanning,
+/// connecting, the GATT client, pairing and L2CAP channels (Core 5.4 Vol 3 Part C §9,
 /// Part G §4, Part H §2.3, Part A §4.22).
 ///
 /// Mapping: a peer is the Device1's Address and AddressType; advertisements are the Device1 properties bluetoothd
@@ -74,6 +74,12 @@ package final class BlueZCentral: Sendable {
     package let adapterName: String?
     private let state = LockedValue(State())
     private let events = DispatchQueue(label: "BlueZ.central.events")
+
+    /// bluetoothd's objects and the adapter chosen, once the client has its session (the engine exports its own
+    /// objects on the same connection).
+    package var session: (tree: BlueZObjectTree, adapterPath: String)? {
+        state.withLock { state in state.tree.flatMap { tree in state.adapterPath.map { (tree, $0) } } }
+    }
 
     /// The adapter's address (Adapter1.Address), once found.
     package var adapterAddress: BluetoothAddress? {

@@ -4,8 +4,8 @@ package import L2CAP
 package import BluetoothEngine
 
 /// LE credit-based channels (Core 5.4 Vol 3 Part A §4.22) on bluetoothd's links: the kernel's L2CAP sockets,
-/// through ``BlueZCentral`` and ``BlueZPeripheral`` (a connecting socket to open one; a listening socket bound to the
-/// server's PSM to accept them). The kernel runs the credits and segmentation: one SOCK_SEQPACKET write is one SDU,
+/// a connecting socket to open one (``BlueZCentral``), a listening socket bound to the server's PSM to accept them
+/// (``BlueZL2CAPListener``, kept by the engine). The kernel runs the credits and segmentation: one SOCK_SEQPACKET write is one SDU,
 /// a full socket holds an SDU back until it drains (`canSend`). Channel identifiers are the engine's own (the kernel
 /// does not give the CIDs); the peer's MTU is the socket's send MTU; MPS values are not known (0).
 extension BlueZEngine {
@@ -28,25 +28,33 @@ extension BlueZEngine {
                 completion?(.failure(L2CAPLinkError(.psmInUse, "PSM \(server.psm) is already published")))
                 return
             }
-            l2capServers[server.psm] = server
-            peripheral.publishL2CAPChannel(psm: server.psm, encryptionRequired: requiresEncryption) { [self] result in
-                onLoop { [self] in
-                    switch result {
-                    case .success:
-                        completion?(.success(()))
-                    case .failure(let error):
-                        l2capServers[server.psm] = nil
-                        completion?(.failure(L2CAPLinkError(.psmInUse, "the kernel refused PSM \(server.psm): \(error)")))
-                    }
-                }
+            // A listening kernel socket on the PSM (Core 5.4 Vol 3 Part A §4.22), encryption required when asked
+            // (BT_SECURITY medium: the kernel refuses an unencrypted link).
+            let refused = { (reason: String) -> Void in
+                completion?(.failure(L2CAPLinkError(.psmInUse, "the kernel refused PSM \(server.psm): \(reason)")))
             }
+            guard let local = central.adapterAddress else { return refused("bluetoothd does not say the adapter's address") }
+            let fd: Int32
+            do throws(BlueZL2CAPSocket.Failure) {
+                fd = try BlueZL2CAPSocket.open(local: local, psm: server.psm, encrypted: requiresEncryption)
+            } catch {
+                return refused(error.description)
+            }
+            guard let listener = BlueZL2CAPListener(fd: fd) else { return refused("cannot listen on an L2CAP socket") }
+            l2capServers[server.psm] = server
+            listeners[server.psm] = listener
+            listener.start { [weak self] channel in
+                guard let engine = self else { return channel.close() }
+                engine.onLoop { engine.incomingChannel(channel) }
+            }
+            completion?(.success(()))
         }
     }
 
     package func unregisterL2CAPServer(psm: UInt16) {
         onLoop { [self] in
             guard l2capServers.removeValue(forKey: psm) != nil else { return }
-            peripheral.unpublishL2CAPChannel(psm) { _ in }
+            listeners.removeValue(forKey: psm)?.close()
         }
     }
 

@@ -11,12 +11,14 @@ import DBus
 
 /// bluetoothd as an engine (``StackEngine``): the operations the APIs ask of a stack, done through BlueZ's D-Bus
 /// API (Adapter1, Device1, GattService1 / GattCharacteristic1 / GattDescriptor1, GattManager1,
-/// LEAdvertisingManager1, Agent1; ``BlueZCentral`` and ``BlueZPeripheral``) and the kernel's L2CAP sockets, its
+/// LEAdvertisingManager1, Agent1; ``BlueZCentral`` for the central's calls, the GATT application and the
+/// advertisement exported here) and the kernel's L2CAP sockets, its
 /// answers turned into the host's events, so that the async API (`BluetoothStack(bluez:)`) works unchanged on it
 /// (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part H pairing, Part A §4.22 channels).
 ///
-/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): the D-Bus clients'
-/// events and completions hop onto it. Links get connection handles of their own (from 0x0040), one per peer and
+/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): the central client's
+/// events, bluetoothd's calls on our exported objects and every D-Bus completion hop onto it. One D-Bus connection
+/// (the central client's) carries both roles. Links get connection handles of their own (from 0x0040), one per peer and
 /// role; attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
 /// handles a ``GATTDatabase`` of the engine numbers the published services with (bluetoothd numbers its own).
 ///
@@ -71,16 +73,18 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         var manufacturerData: [UInt8]?
     }
 
-    /// A request handed to the deferral's handler: the backend's request it answers.
+    /// A request handed to the deferral's handler: bluetoothd's call it answers.
     struct DeferredRequest {
-        var backendID: UInt64
+        var callID: UInt64
         var connection: UInt16
     }
 
-    private let loop: DispatchEventLoop
+    let loop: DispatchEventLoop
     package var eventLoop: any EventLoop { loop }
     let central: BlueZCentral
-    let peripheral: BlueZPeripheral
+    /// The root of our objects on the bus (the GATT application, the advertisement; unique per engine).
+    let root: String
+    private static let engines = LockedValue(0)
     /// "bluetoothd (hci1)".
     package let description: String
     /// The first line a backend reported outside a call (bluetoothd unreachable, discovery refused).
@@ -95,7 +99,8 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     package private(set) var controllerInfo = ControllerInfo()
     var phase = Phase.idle
     private var startWaiters: [@Sendable (Result<ControllerInfo, HostError>) -> Void] = []
-    private var states: (central: BlueZAdapterState?, peripheral: BlueZAdapterState?) = (nil, nil)
+    /// bluetoothd's objects and the adapter, once the central client has its session.
+    var session: (tree: BlueZObjectTree, adapterPath: String)?
     private var startTimer: ScheduledJob?
     var links: [UInt16: Link] = [:]
     private var nextHandle: UInt16 = 0x0040
@@ -114,9 +119,11 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     var updatesFull = false
     /// The advertisement registered (nil: not advertising).
     var advertising: Advertisement?
+    var application = Application()
     // L2CAP
     var channels: [ChannelKey: OpenChannel] = [:]
     var l2capServers: [UInt16: L2CAPChannelServer] = [:]
+    var listeners: [UInt16: BlueZL2CAPListener] = [:]
     var nextChannelID: UInt16 = 0x0040
     // Pairing: the agent's prompt awaiting the delegate's answer, and the method each pairing showed, per link.
     var pendingPrompts: [UInt16: @Sendable (BlueZAgent.Answer) -> Void] = [:]
@@ -132,7 +139,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         let report: @Sendable (String) -> Void = { line in reported.withLock { $0 = $0 ?? line } }
         let bus = busAddress ?? DBusConnection.systemBusAddress
         central = BlueZCentral(adapter: adapter, busAddress: bus, report: report)
-        peripheral = BlueZPeripheral(adapter: adapter, busAddress: bus, report: report)
+        root = "/org/opencorebluetooth/engine\(Self.engines.withLock { count -> Int in count += 1; return count })"
         description = "bluetoothd (\(adapter ?? "its first adapter"))"
     }
 
@@ -156,8 +163,8 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         eventHandlers.add(handler)
     }
 
-    /// Starts both backends and waits for their first state: powered on, or a failure that says why (at most
-    /// ``startLimit``).
+    /// Starts the central client and waits for its first state: powered on, or a failure that says why (at most
+    /// ``startLimit``); then exports our objects on its connection.
     package func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void) {
         onLoop { [self] in
             switch phase {
@@ -173,10 +180,6 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
                 guard let engine = self else { return }
                 engine.onLoop { engine.centralEvent(event) }
             }
-            peripheral.start { [weak self] event in
-                guard let engine = self else { return }
-                engine.onLoop { engine.peripheralEvent(event) }
-            }
             startTimer = loop.schedule(after: Self.startLimit) { [weak self] in
                 guard let self else { return }
                 finishStart(.failure(HostError(.notReady, "\(description) did not answer within \(Self.startLimit)")))
@@ -184,25 +187,42 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         }
     }
 
-    /// A backend's state: the first one of each decides the start; powered off later drops every link.
-    func stateChanged(_ state: BlueZAdapterState, central isCentral: Bool) {
+    /// The adapter's state: the first one decides the start; powered off later drops every link.
+    func stateChanged(_ state: BlueZAdapterState) {
         if case .starting = phase {
-            if isCentral { states.central = states.central ?? state } else { states.peripheral = states.peripheral ?? state }
-            for first in [states.central, states.peripheral] {
-                if let first, first != .poweredOn { return finishStart(.failure(startFailure(first))) }
+            guard state == .poweredOn else { return finishStart(.failure(startFailure(state))) }
+            if let address = central.adapterAddress {
+                controllerInfo.publicAddress = address
+                controllerInfo.ownAddress = address
             }
-            if states.central == .poweredOn, states.peripheral == .poweredOn {
-                if let address = central.adapterAddress {
-                    controllerInfo.publicAddress = address
-                    controllerInfo.ownAddress = address
-                }
-                finishStart(.success(controllerInfo))
-            }
-            return
+            exportObjects()
+            return finishStart(.success(controllerInfo))
         }
         guard case .started = phase, state != .poweredOn else { return }
         for handle in links.keys.sorted() { linkEnded(handle, reason: .connectionTerminatedByLocalHost) }
         emit(.controllerError(HostError(.notReady, "the adapter of \(description) is no longer powered on")))
+    }
+
+    /// Exports the application's root and the advertisement on the central client's connection, and follows the
+    /// devices that connect to us.
+    private func exportObjects() {
+        guard session == nil, let session = central.session else { return }
+        self.session = session
+        let connection = session.tree.connection
+        connection.export(path: root) { [weak self] call in
+            guard let engine = self else { return nil }
+            engine.onLoop { _ = try? connection.send(engine.rootCall(call)) }
+            return nil
+        }
+        connection.export(path: advertisementPath) { [weak self] call in
+            guard let engine = self else { return nil }
+            engine.onLoop { _ = try? connection.send(engine.advertisementCall(call)) }
+            return nil
+        }
+        session.tree.observe { [weak self] change in
+            guard let engine = self else { return }
+            engine.onLoop { engine.deviceChanged(change) }
+        }
     }
 
     private func startFailure(_ state: BlueZAdapterState) -> HostError {
@@ -235,15 +255,20 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
             if case .closed = phase { return }
             finishStart(.failure(HostError(.notReady, "the stack was shut down")))
             phase = .closed
+            closeApplication()
+            if advertising != nil {
+                callAdapter(Self.advertisingManager, "UnregisterAdvertisement", [.objectPath(advertisementPath)]) { _ in }
+                advertising = nil
+            }
+            for listener in listeners.values { listener.close() }
+            listeners = [:]
             central.shutdown()
-            peripheral.shutdown()
             if let pending = pendingConnect {
                 pendingConnect = nil
                 pending.timer?.cancel()
                 pending.completion(.failure(HostError(.cancelled, "the stack was shut down")))
             }
             for handle in links.keys.sorted() { linkEnded(handle, reason: .connectionTerminatedByLocalHost) }
-            for request in deferredRequests.values { peripheral.respond(to: request.backendID, result: ATTErrorCode.unlikelyError.rawValue, value: nil) }
             deferredRequests = [:]
         }
     }
@@ -385,7 +410,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         if case .closed = phase { return }
         switch event {
         case .stateChanged(let state):
-            stateChanged(state, central: true)
+            stateChanged(state)
         case .advertisement(let report):
             guard scanning else { return }
             if heard != nil {

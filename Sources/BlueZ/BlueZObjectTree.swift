@@ -3,7 +3,7 @@ public import DBus
 
 /// bluetoothd's objects as the freedesktop ObjectManager reports them (`org.freedesktop.DBus.ObjectManager`,
 /// GetManagedObjects; InterfacesAdded, InterfacesRemoved and `org.freedesktop.DBus.Properties.PropertiesChanged`
-/// signals): object path → interface → property → value, kept current, with each change told to the observer.
+/// signals): object path → interface → property → value, kept current, with each change told to the observers.
 public final class BlueZObjectTree: Sendable {
     /// What changed: an object's interface appeared (all its properties), changed (the changed ones), or went.
     public enum Change: Sendable {
@@ -17,7 +17,7 @@ public final class BlueZObjectTree: Sendable {
 
     public let connection: DBusConnection
     private let objects = LockedValue<[String: [String: [String: DBusValue]]]>([:])
-    private let observer = LockedValue<(@Sendable (Change) -> Void)?>(nil)
+    private let observers = LockedValue<[@Sendable (Change) -> Void]>([])
 
     private init(connection: DBusConnection) {
         self.connection = connection
@@ -46,9 +46,9 @@ public final class BlueZObjectTree: Sendable {
         return tree
     }
 
-    /// Called with every change from now on (on the connection's reader thread).
+    /// Called with every change from now on (on the connection's reader thread), after the observers before it.
     public func observe(_ handler: @escaping @Sendable (Change) -> Void) {
-        observer.store(handler)
+        observers.withLock { $0.append(handler) }
     }
 
     /// The properties of `interface` on `path`.
@@ -99,7 +99,9 @@ public final class BlueZObjectTree: Sendable {
         default:
             return
         }
-        guard let handler = observer.load() else { return }
-        for change in changes { handler(change) }
+        let handlers = observers.load()
+        for change in changes {
+            for handler in handlers { handler(change) }
+        }
     }
 }
