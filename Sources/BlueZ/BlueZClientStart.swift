@@ -1,6 +1,6 @@
 import DBus
 
-/// How the D-Bus client (``BlueZCentral``) starts: the session opened, handed to
+/// How the engine's D-Bus session starts (``BlueZEngine``): the session opened, handed to
 /// the client to keep and wire (it refuses when it was shut down meanwhile, and the connection is closed), then the
 /// `OCB_BLUEZ_AGENT` agent registered when one is asked for. What went wrong goes to the client's one-line reporter.
 enum BlueZClientStart {

@@ -165,7 +165,7 @@ extension BlueZEngine {
     /// bluetoothd's Flags for a characteristic: its properties, and the security an access needs (`encrypt-*`,
     /// `encrypt-authenticated-*`; Core 5.4 Vol 3 Part C §10.3).
     static func flags(_ definition: GATTCharacteristicDefinition) -> [String] {
-        var flags = BlueZCentral.propertyBits.filter { definition.properties.rawValue & $0.value != 0 }.map(\.key).sorted()
+        var flags = BlueZDevice.propertyBits.filter { definition.properties.rawValue & $0.value != 0 }.map(\.key).sorted()
         for (requirement, access) in [(definition.permissions.read, "read"), (definition.permissions.write, "write")] {
             if requirement.authentication { flags.append("encrypt-authenticated-\(access)") } else if requirement.encryption {
                 flags.append("encrypt-\(access)")
@@ -301,8 +301,8 @@ extension BlueZEngine {
 
     /// The central a call came from: its `device` option, else the one connected last.
     private func central(_ options: [String: DBusValue]?) -> BluetoothAddress {
-        if let path = options?["device"]?.stringValue, let properties = session?.tree.properties(path, BlueZCentral.deviceInterface),
-           let peer = BlueZCentral.peer(properties) {
+        if let path = options?["device"]?.stringValue, let properties = session?.tree.properties(path, BlueZDevice.interface),
+           let peer = BlueZDevice.peer(properties) {
             return peer
         }
         return application.lastCentral ?? BluetoothAddress(0, type: .public)
@@ -310,11 +310,11 @@ extension BlueZEngine {
 
     /// A Device1 change (on the loop): a central bluetoothd did not know appears connected (InterfacesAdded); a known
     /// one changes Connected; bluetoothd drops a temporary device's object when it goes.
-    func deviceChanged(_ change: BlueZObjectTree.Change) {
+    func applicationDeviceChanged(_ change: BlueZObjectTree.Change) {
         switch change {
-        case .added(let path, BlueZCentral.deviceInterface, let properties), .changed(let path, BlueZCentral.deviceInterface, let properties):
+        case .added(let path, BlueZDevice.interface, let properties), .changed(let path, BlueZDevice.interface, let properties):
             guard let connected = properties["Connected"]?.boolValue,
-                  let peer = session?.tree.properties(path, BlueZCentral.deviceInterface).flatMap(BlueZCentral.peer) else { return }
+                  let peer = session?.tree.properties(path, BlueZDevice.interface).flatMap(BlueZDevice.peer) else { return }
             if connected {
                 let fresh = application.centrals[path] == nil
                 application.centrals[path] = peer
@@ -323,7 +323,7 @@ extension BlueZEngine {
             } else if application.centrals.removeValue(forKey: path) != nil {
                 centralDisconnected(peer)
             }
-        case .removed(let path, BlueZCentral.deviceInterface):
+        case .removed(let path, BlueZDevice.interface):
             if let peer = application.centrals.removeValue(forKey: path) { centralDisconnected(peer) }
         default:
             return

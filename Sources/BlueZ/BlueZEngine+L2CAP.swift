@@ -1,10 +1,12 @@
 import BluetoothCore
+import Dispatch
+import SystemInterface
 import DequeModule
 package import L2CAP
 package import BluetoothEngine
 
 /// LE credit-based channels (Core 5.4 Vol 3 Part A §4.22) on bluetoothd's links: the kernel's L2CAP sockets,
-/// a connecting socket to open one (``BlueZCentral``), a listening socket bound to the server's PSM to accept them
+/// a connecting socket to open one, a listening socket bound to the server's PSM to accept them
 /// (``BlueZL2CAPListener``, kept by the engine). The kernel runs the credits and segmentation: one SOCK_SEQPACKET write is one SDU,
 /// a full socket holds an SDU back until it drains (`canSend`). Channel identifiers are the engine's own (the kernel
 /// does not give the CIDs); the peer's MTU is the socket's send MTU; MPS values are not known (0).
@@ -33,7 +35,9 @@ extension BlueZEngine {
             let refused = { (reason: String) -> Void in
                 completion?(.failure(L2CAPLinkError(.psmInUse, "the kernel refused PSM \(server.psm): \(reason)")))
             }
-            guard let local = central.adapterAddress else { return refused("bluetoothd does not say the adapter's address") }
+            guard let local = BlueZL2CAPSocket.adapterAddress(session?.tree, session?.adapterPath) else {
+                return refused("bluetoothd does not say the adapter's address")
+            }
             let fd: Int32
             do throws(BlueZL2CAPSocket.Failure) {
                 fd = try BlueZL2CAPSocket.open(local: local, psm: server.psm, encrypted: requiresEncryption)
@@ -58,6 +62,25 @@ extension BlueZEngine {
         }
     }
 
+    /// A kernel L2CAP socket from the adapter `local` connected to `peer`'s `psm` (blocking), as a channel.
+    private static func connectChannel(local: BluetoothAddress, peer: BluetoothAddress, psm: UInt16) -> Result<BlueZL2CAPChannel, BlueZCallError> {
+        do throws(BlueZL2CAPSocket.Failure) {
+            let fd = try BlueZL2CAPSocket.open(local: local, psm: 0, encrypted: false)
+            do throws(BlueZL2CAPSocket.Failure) {
+                try BlueZL2CAPSocket.connect(fd, to: peer, psm: psm)
+            } catch {
+                POSIX.closeDescriptor(fd)
+                throw error
+            }
+            guard let channel = BlueZL2CAPChannel(fd: fd, psm: psm, peer: peer) else {
+                throw BlueZL2CAPSocket.Failure(description: "cannot make the channel's wake pipe")
+            }
+            return .success(channel)
+        } catch {
+            return .failure(.connectionFailed(error.description))
+        }
+    }
+
     package func openChannel(connectionHandle handle: UInt16, psm: UInt16, mtu: UInt16,
                      completion: @escaping @Sendable (Result<L2CAPChannelInfo, HostError>) -> Void) {
         onLoop { [self] in
@@ -67,7 +90,14 @@ extension BlueZEngine {
             guard link.connection.role == .central else {
                 return completion(.failure(HostError(.unsupported, "through bluetoothd a channel is opened from the central's side")))
             }
-            central.openL2CAPChannel(link.connection.peer, psm: psm) { [self] result in
+            guard let local = BlueZL2CAPSocket.adapterAddress(session?.tree, session?.adapterPath) else {
+                return completion(.failure(HostError(.commandFailed, "no channel on PSM \(psm): bluetoothd does not say the adapter's address")))
+            }
+            // The kernel carries the channel on the link bluetoothd made; its connect blocks until the peer answers or
+            // the kernel's L2CAP timeout, so it runs off the loop.
+            let peer = link.connection.peer
+            DispatchQueue.global().async { [self] in
+                let result = Self.connectChannel(local: local, peer: peer, psm: psm)
                 onLoop { [self] in
                     switch result {
                     case .success(let backend):

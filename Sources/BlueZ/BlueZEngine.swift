@@ -11,14 +11,13 @@ import DBus
 
 /// bluetoothd as an engine (``StackEngine``): the operations the APIs ask of a stack, done through BlueZ's D-Bus
 /// API (Adapter1, Device1, GattService1 / GattCharacteristic1 / GattDescriptor1, GattManager1,
-/// LEAdvertisingManager1, Agent1; ``BlueZCentral`` for the central's calls, the GATT application and the
-/// advertisement exported here) and the kernel's L2CAP sockets, its
+/// LEAdvertisingManager1, Agent1; our GATT application and advertisement exported on the bus) and the kernel's
+/// L2CAP sockets, its
 /// answers turned into the host's events, so that the async API (`BluetoothStack(bluez:)`) works unchanged on it
 /// (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part H pairing, Part A §4.22 channels).
 ///
-/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): the central client's
-/// events, bluetoothd's calls on our exported objects and every D-Bus completion hop onto it. One D-Bus connection
-/// (the central client's) carries both roles. Links get connection handles of their own (from 0x0040), one per peer and
+/// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): bluetoothd's signals,
+/// its calls on our exported objects and every D-Bus completion hop onto it; one D-Bus connection carries both roles. Links get connection handles of their own (from 0x0040), one per peer and
 /// role; attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
 /// handles a ``GATTDatabase`` of the engine numbers the published services with (bluetoothd numbers its own).
 ///
@@ -36,8 +35,17 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     struct Link {
         var connection: Connection
         var mtu: Int
-        /// The last Write Command found the backend's window full; `readyToSend` follows.
+        /// The last Write Command filled bluetoothd's window (``commandWindow``); `readyToSend` follows.
         var writesFull = false
+        /// Write Commands handed to bluetoothd whose WriteValue has not returned yet (central role).
+        var commandsInFlight = 0
+        /// The device's object (central role) and the attribute objects found so far, by handle.
+        var path: String?
+        var attributePaths: [UInt16: String] = [:]
+        /// We asked for its end (Device1.Disconnect).
+        var closedByUs = false
+        /// Removed from bluetoothd to be paired again: its object's end is not the link's end.
+        var replacing = false
         /// The peer's attributes found so far (central role): services by start handle, characteristics by value
         /// handle, and the characteristic each CCCD belongs to.
         var services: [UInt16: BlueZRemoteService] = [:]
@@ -81,14 +89,28 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
 
     let loop: DispatchEventLoop
     package var eventLoop: any EventLoop { loop }
-    let central: BlueZCentral
-    /// The root of our objects on the bus (the GATT application, the advertisement; unique per engine).
-    let root: String
-    private static let engines = LockedValue(0)
     /// "bluetoothd (hci1)".
     package let description: String
-    /// The first line a backend reported outside a call (bluetoothd unreachable, discovery refused).
-    private let reported = LockedValue<String?>(nil)
+    /// `hciN`, or nil for the first adapter bluetoothd has.
+    let adapterName: String?
+    /// The bus bluetoothd is on.
+    let busAddress: String
+    /// The pairing agent `OCB_BLUEZ_AGENT` asks for (``BlueZPairingAgent``), registered while the engine runs, and
+    /// where its prompts are said (logged at notice by default).
+    let pairingAgent: BlueZPairingAgent?
+    let prompt: @Sendable (String) -> Void
+    /// The root of our objects on the bus (the GATT application, the advertisement, agents; unique per engine).
+    let root: String
+    private static let engines = LockedValue(0)
+    /// The first line said outside a call (bluetoothd unreachable, discovery refused, bluetoothd gone).
+    let reported = LockedValue<String?>(nil)
+    /// bluetoothd's objects and the adapter, once connected (read from any thread: the tree has its own lock).
+    let sessionBox = LockedValue<BlueZAdapterSession?>(nil)
+    var session: BlueZAdapterSession? { sessionBox.load() }
+    /// Set at shutdown, for the work off the loop (the session's start, pairing's agent).
+    let closing = LockedValue(false)
+    /// Our agent for the pairings we ask for, with the capability of the last one.
+    let promptAgent = LockedValue<BlueZAgent?>(nil)
     /// How long bluetoothd may take to say whether its adapter is there and powered.
     static let startLimit: Duration = .seconds(15)
 
@@ -99,16 +121,22 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     package private(set) var controllerInfo = ControllerInfo()
     var phase = Phase.idle
     private var startWaiters: [@Sendable (Result<ControllerInfo, HostError>) -> Void] = []
-    /// bluetoothd's objects and the adapter, once the central client has its session.
-    var session: (tree: BlueZObjectTree, adapterPath: String)?
     private var startTimer: ScheduledJob?
     var links: [UInt16: Link] = [:]
     private var nextHandle: UInt16 = 0x0040
-    private var pendingConnect: PendingConnect?
-    private var scanning = false
+    var pendingConnect: PendingConnect?
+    var scanning = false
     /// With duplicates filtered: what each device advertised when last reported (bluetoothd tells every RSSI
     /// change; a device is reported again when its advertising data changed, as a controller's duplicate filter does).
-    private var heard: [BluetoothAddress: AdvertisingData]?
+    var heard: [BluetoothAddress: AdvertisingData]?
+    var adapterPowered = false
+    /// The `OCB_BLUEZ_AGENT` agent, when registered.
+    var environmentAgent: BlueZAgent?
+    /// Characteristic objects being notified: the link and the value handle.
+    var notifying: [String: (link: UInt16, attribute: UInt16)] = [:]
+    /// Who waits for a device's services to be resolved (true: resolved; false: the link ended or 30 s passed).
+    var serviceWaiters: [String: [Int: (Bool) -> Void]] = [:]
+    var nextWaiter = 0
     // Server
     var database = GATTDatabase()
     var localValues: [UInt16: LocalValue] = [:]
@@ -132,15 +160,17 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     enum Phase { case idle, starting, started, failed(HostError), closed }
 
     /// An engine on bluetoothd's adapter `adapter` ("hci1"; nil: its first), on the system bus unless `busAddress`
-    /// names another (tests).
-    package init(adapter: String?, busAddress: String? = nil) {
+    /// names another (tests), with the `OCB_BLUEZ_AGENT` agent unless another is given.
+    package init(adapter: String?, busAddress: String? = nil,
+                 pairingAgent: BlueZPairingAgent? = BlueZPairingAgent.fromEnvironment(),
+                 prompt: @escaping @Sendable (String) -> Void = { Log.bluez.notice("\($0)") }) {
         loop = DispatchEventLoop(label: "BlueZ.engine")
-        let reported = reported
-        let report: @Sendable (String) -> Void = { line in reported.withLock { $0 = $0 ?? line } }
-        let bus = busAddress ?? DBusConnection.systemBusAddress
-        central = BlueZCentral(adapter: adapter, busAddress: bus, report: report)
-        root = "/org/opencorebluetooth/engine\(Self.engines.withLock { count -> Int in count += 1; return count })"
+        adapterName = adapter
+        self.busAddress = busAddress ?? DBusConnection.systemBusAddress
+        self.pairingAgent = pairingAgent
+        self.prompt = prompt
         description = "bluetoothd (\(adapter ?? "its first adapter"))"
+        root = "/org/opencorebluetooth/engine\(Self.engines.withLock { count -> Int in count += 1; return count })"
     }
 
     func onLoop(_ job: @escaping @Sendable () -> Void) {
@@ -163,8 +193,8 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         eventHandlers.add(handler)
     }
 
-    /// Starts the central client and waits for its first state: powered on, or a failure that says why (at most
-    /// ``startLimit``); then exports our objects on its connection.
+    /// Connects to bluetoothd and waits for the adapter's first state: powered on, or a failure that says why (at
+    /// most ``startLimit``); then exports our objects on that connection.
     package func start(completion: @escaping @Sendable (Result<ControllerInfo, HostError>) -> Void) {
         onLoop { [self] in
             switch phase {
@@ -176,10 +206,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
             }
             phase = .starting
             startWaiters.append(completion)
-            central.start { [weak self] event in
-                guard let engine = self else { return }
-                engine.onLoop { engine.centralEvent(event) }
-            }
+            openSession()
             startTimer = loop.schedule(after: Self.startLimit) { [weak self] in
                 guard let self else { return }
                 finishStart(.failure(HostError(.notReady, "\(description) did not answer within \(Self.startLimit)")))
@@ -189,9 +216,10 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
 
     /// The adapter's state: the first one decides the start; powered off later drops every link.
     func stateChanged(_ state: BlueZAdapterState) {
+        adapterPowered = state == .poweredOn
         if case .starting = phase {
             guard state == .poweredOn else { return finishStart(.failure(startFailure(state))) }
-            if let address = central.adapterAddress {
+            if let address = BlueZL2CAPSocket.adapterAddress(session?.tree, session?.adapterPath) {
                 controllerInfo.publicAddress = address
                 controllerInfo.ownAddress = address
             }
@@ -203,12 +231,9 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         emit(.controllerError(HostError(.notReady, "the adapter of \(description) is no longer powered on")))
     }
 
-    /// Exports the application's root and the advertisement on the central client's connection, and follows the
-    /// devices that connect to us.
+    /// Exports the application's root and the advertisement on the session's connection.
     private func exportObjects() {
-        guard session == nil, let session = central.session else { return }
-        self.session = session
-        let connection = session.tree.connection
+        guard let connection = session?.tree.connection else { return }
         connection.export(path: root) { [weak self] call in
             guard let engine = self else { return nil }
             engine.onLoop { _ = try? connection.send(engine.rootCall(call)) }
@@ -218,10 +243,6 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
             guard let engine = self else { return nil }
             engine.onLoop { _ = try? connection.send(engine.advertisementCall(call)) }
             return nil
-        }
-        session.tree.observe { [weak self] change in
-            guard let engine = self else { return }
-            engine.onLoop { engine.deviceChanged(change) }
         }
     }
 
@@ -262,7 +283,7 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
             }
             for listener in listeners.values { listener.close() }
             listeners = [:]
-            central.shutdown()
+            closeSession()
             if let pending = pendingConnect {
                 pendingConnect = nil
                 pending.timer?.cancel()
@@ -315,6 +336,10 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         }
         pendingPrompts.removeValue(forKey: handle)?(.reject)
         pairingMethods[handle] = nil
+        notifying = notifying.filter { $0.value.link != handle }
+        if let path = link.path, let waiters = serviceWaiters.removeValue(forKey: path) {
+            for id in waiters.keys.sorted() { waiters[id]?(false) }
+        }
         for (key, channel) in channels where key.connection == handle {
             channels[key] = nil
             channel.backend.close()
@@ -331,135 +356,6 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         return link.connection.role == .central ? !link.writesFull : !updatesFull
     }
 
-    // MARK: GAP central
-
-    package func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
-        onLoop { [self] in
-            if let error = notRunning() { return completion(.failure(error)) }
-            guard options.active else { return completion(.failure(Self.refusal("passive scanning cannot be asked: bluetoothd decides how it scans"))) }
-            // bluetoothd decides active or passive scanning and the timing. Its duplicate filter (DuplicateData
-            // false) still signals each RSSI change, so the engine filters too (``heard``).
-            scanning = true
-            heard = options.filterDuplicates ? [:] : nil
-            central.startScan(serviceUUIDs: nil, allowDuplicates: !options.filterDuplicates)
-            completion(.success(()))
-        }
-    }
-
-    package func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
-        onLoop { [self] in
-            if scanning { central.stopScan() }
-            scanning = false
-            completion?(.success(()))
-        }
-    }
-
-    package func connect(to peer: BluetoothAddress, options: ConnectOptions, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
-        onLoop { [self] in
-            if let error = notRunning() { return completion(.failure(error)) }
-            guard pendingConnect == nil else { return completion(.failure(HostError(.busy, "a connect is already pending"))) }
-            if let handle = handle(of: peer, role: .central), let link = links[handle] {
-                return completion(.success(link.connection))
-            }
-            let timer = options.timeout.map { limit in
-                loop.schedule(after: limit) { [weak self] in
-                    self?.endConnect(HostError(.timedOut, "no connection to \(peer) within \(limit)"), cancel: true)
-                }
-            }
-            pendingConnect = PendingConnect(peer: peer, completion: completion, timer: timer)
-            central.connect(peer)
-        }
-    }
-
-    package func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
-        onLoop { [self] in
-            guard pendingConnect != nil else {
-                completion?(.failure(HostError(.invalidParameters, "no connect is pending")))
-                return
-            }
-            endConnect(HostError(.cancelled, "the connect was cancelled"), cancel: true)
-            completion?(.success(()))
-        }
-    }
-
-    /// Fails the pending connect (cancelling bluetoothd's Connect when asked).
-    private func endConnect(_ error: HostError, cancel: Bool) {
-        guard let pending = pendingConnect else { return }
-        pendingConnect = nil
-        pending.timer?.cancel()
-        if cancel { central.cancelConnection(pending.peer) }
-        pending.completion(.failure(error))
-    }
-
-    package func disconnect(connectionHandle handle: UInt16, reason: HCIStatus, completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)?) {
-        onLoop { [self] in
-            guard let link = links[handle] else {
-                completion?(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
-                return
-            }
-            guard link.connection.role == .central else {
-                completion?(.failure(HostError(.unsupported, "bluetoothd does not let its GATT server drop a central")))
-                return
-            }
-            if let completion { links[handle]?.disconnectWaiters.append(completion) }
-            central.cancelConnection(link.connection.peer)
-        }
-    }
-
-    private func centralEvent(_ event: BlueZCentral.Event) {
-        if case .closed = phase { return }
-        switch event {
-        case .stateChanged(let state):
-            stateChanged(state)
-        case .advertisement(let report):
-            guard scanning else { return }
-            if heard != nil {
-                guard heard?[report.address] != report.advertisingData else { return }
-                heard?[report.address] = report.advertisingData
-            }
-            emit(.advertisingReport(report))
-        case .connected(let peer, let mtu):
-            guard let pending = pendingConnect, pending.peer == peer else {
-                // Connected after the connect was given up: not ours to keep.
-                if handle(of: peer, role: .central) == nil { central.cancelConnection(peer) }
-                return
-            }
-            pendingConnect = nil
-            pending.timer?.cancel()
-            let handle = link(peer, role: .central, mtu: mtu)
-            if let connection = links[handle]?.connection { pending.completion(.success(connection)) }
-        case .connectionFailed(let peer, let error):
-            if pendingConnect?.peer == peer { endConnect(HostError(.commandFailed, "\(description): \(error)"), cancel: false) }
-        case .disconnected(let peer, let error):
-            if pendingConnect?.peer == peer {
-                endConnect(HostError(.disconnected, "\(description): the connection ended while connecting"), cancel: false)
-            }
-            guard let handle = handle(of: peer, role: .central) else { return }
-            linkEnded(handle, reason: Self.reason(error))
-        case .mtuChanged(let peer, let mtu):
-            guard let handle = handle(of: peer, role: .central) else { return }
-            links[handle]?.mtu = mtu
-            emit(.attMTUChanged(handle: handle, mtu: mtu))
-        case .valueUpdated(let peer, let attribute, let value):
-            guard let handle = handle(of: peer, role: .central) else { return }
-            emit(.gattNotification(handle: handle, attributeHandle: attribute, value: value))
-        case .readyToSendWriteWithoutResponse(let peer):
-            guard let handle = handle(of: peer, role: .central), links[handle]?.writesFull == true else { return }
-            links[handle]?.writesFull = false
-            emit(.readyToSend(handle: handle))
-        case .nameUpdated(let peer, let name):
-            emit(.peerNameUpdated(peer: peer, name: name))
-        }
-    }
-
-    /// The HCI reason a backend's disconnection stands for: none given = we closed it.
-    static func reason(_ error: BlueZCallError?) -> HCIStatus {
-        switch error {
-        case nil: .connectionTerminatedByLocalHost
-        case .timedOut?: .connectionTimeout
-        default: .remoteUserTerminatedConnection
-        }
-    }
 }
 
 /// What bluetoothd offers no call for: refused here, in one place, with the reason.
@@ -493,25 +389,10 @@ extension BlueZEngine {
         onLoop { completion?(.failure(Self.refusal("bluetoothd exchanges the ATT_MTU itself when it connects"))) }
     }
 
-    /// bluetoothd tells the RSSI it last heard from a device (Device1.RSSI), which it updates only while discovering.
-    package func readRSSI(connectionHandle handle: UInt16, completion: @escaping @Sendable (Result<Int8, HostError>) -> Void) {
-        onLoop { [self] in
-            guard let link = links[handle] else {
-                return completion(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(handle))")))
-            }
-            central.readRSSI(link.connection.peer) { result in
-                completion(result.map { Int8(clamping: $0) }.mapError { Self.refusal("\($0)") })
-            }
-        }
-    }
-
     /// bluetoothd's privacy is its own (Privacy= in main.conf): the adapter's address.
     package func currentPrivateAddress(completion: @escaping @Sendable (BluetoothAddress) -> Void) {
         onLoop { [self] in completion(controllerInfo.ownAddress) }
     }
-
-    /// bluetoothd remembers the devices it paired with across runs.
-    package func knownPeers() -> [BluetoothAddress] { central.knownPeers() }
 
     /// bluetoothd exchanges the ATT_MTU itself as it connects and says the result with the link.
     package var exchangesMTUOnConnect: Bool { false }

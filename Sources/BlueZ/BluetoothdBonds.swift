@@ -51,7 +51,7 @@ package struct BluetoothdBonds: BondKeeper {
         session.tree.objects(with: BlueZAdapterSession.deviceInterface)
             .filter { BlueZPaths.isUnder($0.path, session.adapterPath) && $0.properties["Paired"]?.boolValue == true }
             .compactMap { object in
-                guard let identity = BlueZCentral.peer(object.properties) else { return nil }
+                guard let identity = BlueZDevice.peer(object.properties) else { return nil }
                 return (object.path, BondSummary(identity: identity, name: object.properties["Name"]?.stringValue,
                                                  bonded: object.properties["Bonded"]?.boolValue ?? true,
                                                  trusted: object.properties["Trusted"]?.boolValue ?? false))

@@ -10,7 +10,7 @@
 // `PairingAnswer`, `BondStoreError`.
 //
 // Engines: our host (Host's `HostStack` conforms as it is, HostStack+Engine.swift) over any HCI transport that
-// StackLauncher opens; bluetoothd over D-Bus (the BlueZ module's `BlueZEngine`, on its D-Bus client BlueZCentral). Host-only events (`longTermKeyRequest`,
+// StackLauncher opens; bluetoothd over D-Bus (the BlueZ module's `BlueZEngine`). Host-only events (`longTermKeyRequest`,
 // `securityManagerPDU`, `enhancedATTBearerOpened`…) are part of the stream; another engine never emits them.
 //
 // Contract (the host's): every method may be called from any thread and hops onto the engine's `eventLoop`;

@@ -15,7 +15,7 @@ import Testing
             "ManufacturerData": .dictionary(key: .uint16, value: .variant, [(.uint16(0x004C), .variant(.bytes([0x02, 0x15])))]),
             "ServiceData": .dictionary(key: .string, value: .variant, [(.string("0000feaa-0000-1000-8000-00805f9b34fb"), .variant(.bytes([0x10])))]),
         ]
-        let advertisement = EngineCentralBackend.advertisement(try #require(BlueZCentral.scanReport(properties)))
+        let advertisement = EngineCentralBackend.advertisement(try #require(BlueZDevice.scanReport(properties)))
         #expect(advertisement.peer.address == (try BluetoothAddress(string: "C0:11:22:33:44:55", type: .random)))
         #expect(advertisement.localName == "Peripheral - iOS")
         #expect(advertisement.rssi == -48 && advertisement.txPowerLevel == 4)
@@ -23,7 +23,7 @@ import Testing
         #expect(advertisement.serviceUUIDs == [BluetoothUUID(0x180D), try BluetoothUUID(string: "0CDBE648-EED0-11E6-BC64-92361F002671")])
         #expect(advertisement.manufacturerData == [0x4C, 0x00, 0x02, 0x15])
         #expect(advertisement.serviceData == [BluetoothUUID(0xFEAA): [0x10]])
-        #expect(BlueZCentral.scanReport(["Name": .string("no address")]) == nil)
+        #expect(BlueZDevice.scanReport(["Name": .string("no address")]) == nil)
     }
 
     @Test func bluezIsChosenByName() {
@@ -32,6 +32,6 @@ import Testing
             Issue.record("bluez:hci1")
         }
         if case .specification = HostBackend.transport(named: "bluez:") {} else { Issue.record("bluez: without an adapter is not bluez") }
-        #expect(BlueZCentral.propertyBits["write-without-response"] == 0x04)
+        #expect(BlueZDevice.propertyBits["write-without-response"] == 0x04)
     }
 }

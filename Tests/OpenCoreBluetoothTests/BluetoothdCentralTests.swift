@@ -1,6 +1,7 @@
 import BlueZ
 import BlueZTestSupport
 import BluetoothCore
+import BluetoothEngine
 import BluetoothRuntime
 import DBus
 import GATT
@@ -82,14 +83,11 @@ struct BluetoothdCentralTests {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let lines = LockedValue<[String]>([])
-        let backend = BlueZCentral(adapter: "hci0", busAddress: bus.address, report: { _ in },
-                                   pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil),
-                                   prompt: { line in lines.withLock { $0.append(line) } })
-        let powered = LockedBox(false)
-        backend.start { event in if case .stateChanged(.poweredOn) = event { powered.value = true } }
-        defer { backend.shutdown() }
-        let ready = await poll(within: .seconds(60)) { powered.value }
-        #expect(ready)
+        let engine = BlueZEngine(adapter: "hci0", busAddress: bus.address,
+                                 pairingAgent: BlueZPairingAgent(capability: .displayYesNo, passkey: nil),
+                                 prompt: { line in lines.withLock { $0.append(line) } })
+        defer { engine.shutdown() }
+        try await Self.start(engine)
         #expect(bluetoothd.agentCapability == "DisplayYesNo")
         #expect(bluetoothd.calls.contains { $0.hasPrefix("RequestDefaultAgent") }, "\(bluetoothd.calls)")
         let device = DBusValue.objectPath(FakeBluetoothd.device)
@@ -98,6 +96,14 @@ struct BluetoothdCentralTests {
         #expect(lines.load().contains("pairing with 0A:1B:00:00:00:77: numeric comparison 123456 (confirmed)"), "\(lines.load())")
         await #expect(throws: DBusError.self) { _ = try await bluetoothd.askAgent("RequestPasskey", [device]) }
         #expect(lines.load().contains { $0.contains("set OCB_BLUEZ_PASSKEY") }, "\(lines.load())")
+    }
+
+    /// Starts `engine` (at most 60 s).
+    static func start(_ engine: BlueZEngine) async throws {
+        let started = LockedValue<Result<ControllerInfo, HostError>?>(nil)
+        engine.start { started.store($0) }
+        #expect(await poll(within: .seconds(60)) { started.load() != nil })
+        _ = try #require(started.load()).get()
     }
 
     @Test func theAgentComesFromTheEnvironment() {
@@ -109,52 +115,59 @@ struct BluetoothdCentralTests {
         #expect(BlueZPairingAgent.fromEnvironment(["OCB_BLUEZ_AGENT": "NoInputNoOutput", "OCB_BLUEZ_PASSKEY": "1234567"])?.passkey == nil)
     }
 
-    /// Write Commands: at most `commandWindow` unanswered by bluetoothd; the one that fills the window says "no room",
-    /// and readiness comes back once bluetoothd answered.
+    /// Write Commands: at most `commandWindow` unanswered by bluetoothd; the one that fills the window leaves the link
+    /// not ready, and readiness comes back (once) when bluetoothd answered.
     @Test func writeCommandsWaitForBluetoothd() async throws {
         guard let (bus, bluetoothd) = try await startBluetoothd() else { return }
         defer { bluetoothd.connection.close(); Task { await bus.stop() } }
         let events = LockedValue<[String]>([])
-        let backend = BlueZCentral(adapter: "hci0", busAddress: bus.address, report: { _ in }, pairingAgent: nil)
-        backend.start { event in
+        let engine = BlueZEngine(adapter: "hci0", busAddress: bus.address, pairingAgent: nil)
+        engine.addEventHandler { event in
             let text: String
             switch event {
-            case .stateChanged(let state): text = "state \(state)"
-            case .advertisement: text = "advertisement"
-            case .connected: text = "connected"
-            case .readyToSendWriteWithoutResponse: text = "ready"
+            case .advertisingReport: text = "advertisement"
+            case .readyToSend: text = "ready"
             default: return
             }
             events.withLock { $0.append(text) }
         }
-        defer { backend.shutdown() }
-        #expect(await poll(within: .seconds(60)) { events.load().contains("state \(BlueZAdapterState.poweredOn)") })
-        backend.startScan(serviceUUIDs: nil, allowDuplicates: false)
+        defer { engine.shutdown() }
+        try await Self.start(engine)
+        engine.startScanning { _ in }
         #expect(await poll(within: .seconds(60)) { events.load().contains("advertisement") })
-        backend.stopScan()
+        engine.stopScanning()
         let peer = try BluetoothAddress(string: FakeBluetoothd.deviceAddress, type: .public)
-        backend.connect(peer)
-        #expect(await poll(within: .seconds(60)) { events.load().contains("connected") })
-        let services = LockedValue<[BlueZRemoteService]?>(nil)
-        backend.discoverServices(peer, uuids: nil) { services.store(try? $0.get()) }
-        #expect(await poll(within: .seconds(60)) { services.load() != nil })
-        let service = try #require(services.load()?.first)
-        let characteristics = LockedValue<[GATTDiscoveredCharacteristic]?>(nil)
-        backend.discoverCharacteristics(peer, in: service, uuids: nil) { characteristics.store(try? $0.get()) }
-        #expect(await poll(within: .seconds(60)) { characteristics.load() != nil })
-        let characteristic = try #require(characteristics.load()?.first)
+        let connected = LockedValue<Result<Connection, HostError>?>(nil)
+        engine.connect(to: peer) { connected.store($0) }
+        #expect(await poll(within: .seconds(60)) { connected.load() != nil })
+        let handle = try #require(connected.load()).get().handle
+        func gatt(_ procedure: GATTProcedure) async throws -> GATTProcedureResult {
+            let result = LockedValue<Result<GATTProcedureResult, GATTClientError>?>(nil)
+            engine.gatt(connectionHandle: handle, procedure) { result.store($0) }
+            #expect(await poll(within: .seconds(60)) { result.load() != nil })
+            return try #require(result.load()).get()
+        }
+        guard case .services(let services) = try await gatt(.discoverAllPrimaryServices), let service = services.first,
+              case .characteristics(let characteristics) = try await gatt(.discoverAllCharacteristics(range: service.range)),
+              let characteristic = characteristics.first else {
+            Issue.record("nothing discovered")
+            return
+        }
 
         bluetoothd.holdCommandWrites()
-        var answers: [Bool] = []
-        for index in 0..<BlueZCentral.commandWindow {
-            answers.append(backend.writeWithoutResponse(peer, handle: characteristic.valueHandle, value: [UInt8(index)]))
+        var ready: [Bool] = []
+        for index in 0..<BlueZEngine.commandWindow {
+            _ = try await gatt(.writeWithoutResponse(handle: characteristic.valueHandle, value: [UInt8(index)]))
+            ready.append(await withCheckedContinuation { continuation in
+                engine.eventLoop.execute { continuation.resume(returning: engine.isReadyToSend(connectionHandle: handle)) }
+            })
         }
-        #expect(answers == Array(repeating: true, count: BlueZCentral.commandWindow - 1) + [false])
-        #expect(await poll(within: .seconds(60)) { bluetoothd.heldCommandWrites == BlueZCentral.commandWindow })
+        #expect(ready == Array(repeating: true, count: BlueZEngine.commandWindow - 1) + [false])
+        #expect(await poll(within: .seconds(60)) { bluetoothd.heldCommandWrites == BlueZEngine.commandWindow })
         #expect(!events.load().contains("ready"))
         bluetoothd.releaseCommandWrites()
         #expect(await poll(within: .seconds(60)) { events.load().contains("ready") })
         #expect(events.load().filter { $0 == "ready" }.count == 1)
-        #expect(bluetoothd.value(of: 0x0011) == [UInt8(BlueZCentral.commandWindow - 1)])
+        #expect(bluetoothd.value(of: 0x0011) == [UInt8(BlueZEngine.commandWindow - 1)])
     }
 }
