@@ -18,35 +18,42 @@ import HCI
 extension BlueZEngine {
     // MARK: The session
 
-    /// Connects to bluetoothd, picks the adapter, registers the `OCB_BLUEZ_AGENT` agent when one is asked for, and
-    /// says the adapter's first state (on the loop).
+    /// Connects to bluetoothd, picks the adapter, follows its objects, registers the `OCB_BLUEZ_AGENT` agent when
+    /// one is asked for, and says the adapter's first state (on the loop); what went wrong is the first line
+    /// ``reported``.
     func openSession() {
-        let adapter = adapterName, bus = busAddress, agent = pairingAgent, prompt = prompt, reported = reported
-        let agentPath = root + "/agent"
+        let (adapter, bus, agent, prompt, path) = (adapterName, busAddress, pairingAgent, prompt, root + "/agent")
         Task { [weak self] in
-            let started = await BlueZClientStart.run(adapter: adapter, busAddress: bus, pairingAgent: agent, agentPath: agentPath,
-                                                     prompt: prompt, report: { line in reported.withLock { $0 = $0 ?? line } }) { session in
-                guard let engine = self, !engine.closing.load() else { return false }
-                engine.sessionBox.store(session)
-                session.tree.observe { [weak engine] change in
-                    guard let engine else { return }
-                    engine.onLoop { engine.changed(change) }
-                }
-                session.connection.onClose { [weak engine] error in
-                    guard let engine else { return }
-                    engine.onLoop { engine.lost(error) }
-                }
-                return true
+            let opened: BlueZAdapterSession
+            do throws(DBusError) {
+                opened = try await BlueZAdapterSession.open(adapter: adapter, busAddress: bus)
+            } catch {
+                guard let engine = self else { return }
+                engine.reported.withLock { $0 = $0 ?? "no BlueZ backend: \(error)" }
+                return engine.onLoop { engine.stateChanged(.unavailable) }
             }
-            guard let engine = self else { return }
-            engine.onLoop {
-                switch started {
-                case .failed: engine.stateChanged(.unavailable)
-                case .dropped: return
-                case .started(let powered, let agent):
-                    engine.environmentAgent = agent
-                    engine.stateChanged(powered ? .poweredOn : .poweredOff)
+            guard let engine = self, !engine.closing.load() else { return opened.connection.close() }
+            engine.sessionBox.store(opened)
+            opened.tree.observe { [weak engine] change in
+                guard let engine else { return }
+                engine.onLoop { engine.changed(change) }
+            }
+            opened.connection.onClose { [weak engine] error in
+                guard let engine else { return }
+                engine.onLoop { engine.lost(error) }
+            }
+            var registered: BlueZAgent?
+            if let agent {
+                do {
+                    registered = try await agent.register(on: opened.connection, path: path, report: prompt)
+                } catch {
+                    // The engine runs without it (bluetoothd's default agent answers): said, not fatal.
+                    Log.bluez.error("bluetoothd did not take our pairing agent (\(BlueZPairingAgent.environmentVariable)): \(error)")
                 }
+            }
+            engine.onLoop { [registered] in
+                engine.environmentAgent = registered
+                engine.stateChanged(opened.powered ? .poweredOn : .poweredOff)
             }
         }
     }
