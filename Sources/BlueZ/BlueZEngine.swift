@@ -12,14 +12,14 @@ import DBus
 /// bluetoothd as an engine (``StackEngine``): the operations the APIs ask of a stack, done through BlueZ's D-Bus
 /// API (Adapter1, Device1, GattService1 / GattCharacteristic1 / GattDescriptor1, GattManager1,
 /// LEAdvertisingManager1, Agent1; our GATT application and advertisement exported on the bus) and the kernel's
-/// L2CAP sockets, its
-/// answers turned into the host's events, so that the async API (`BluetoothStack(bluez:)`) works unchanged on it
-/// (Core 5.4 Vol 3 Part C GAP roles, Part G GATT, Part H pairing, Part A §4.22 channels).
+/// L2CAP sockets, its answers turned into the host's events, so that both APIs work unchanged on it (Core 5.4 Vol 3
+/// Part C GAP roles, Part G GATT, Part H pairing, Part A §4.22 channels).
 ///
 /// Who owns the state: this engine, confined to its own ``DispatchEventLoop`` (``eventLoop``): bluetoothd's signals,
-/// its calls on our exported objects and every D-Bus completion hop onto it; one D-Bus connection carries both roles. Links get connection handles of their own (from 0x0040), one per peer and
-/// role; attribute handles are the peer's (bluetoothd names its objects after them) and, for the local server, the
-/// handles a ``GATTDatabase`` of the engine numbers the published services with (bluetoothd numbers its own).
+/// its calls on our exported objects and every D-Bus completion hop onto it; one D-Bus connection carries both
+/// roles. Links get connection handles of their own (from 0x0040), one per peer and role; attribute handles are
+/// the peer's (bluetoothd names its objects after them) and, for the local server, the handles a ``GATTDatabase`` of
+/// the engine numbers the published services with (bluetoothd numbers its own).
 ///
 /// What bluetoothd decides differently from our host (README "BlueZ backend"): connection parameters and PHY are
 /// not exposed (zeros); scanning is bluetoothd's discovery (advertisements rebuilt from Device1 properties); the own
