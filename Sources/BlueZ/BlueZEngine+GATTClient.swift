@@ -39,7 +39,11 @@ extension BlueZEngine {
         switch procedure {
         case .discoverAllPrimaryServices, .discoverPrimaryServices:
             services(on: handle) { result in
-                guard case .success(var services) = result else { return failed(result.failure ?? .failed("?"), 0x0001) }
+                var services: [BlueZRemoteService]
+                switch result {
+                case .success(let found): services = found
+                case .failure(let error): return failed(error, 0x0001)
+                }
                 if case .discoverPrimaryServices(let uuid) = procedure { services = services.filter { $0.uuid == uuid } }
                 completion(.success(.services(services.filter(\.isPrimary).map {
                     GATTDiscoveredService(range: ATTHandleRange(start: $0.startHandle, end: $0.endHandle), uuid: $0.uuid)
@@ -125,7 +129,11 @@ extension BlueZEngine {
             let includes = Set((session?.tree.properties(path, Self.serviceInterface)?["Includes"]?.arrayValue ?? [])
                 .compactMap { $0.stringValue.flatMap(BlueZPaths.handle(of:)) })
             services(on: handle) { result in
-                guard case .success(let services) = result else { return failed(result.failure ?? .failed("?"), range.start) }
+                let services: [BlueZRemoteService]
+                switch result {
+                case .success(let found): services = found
+                case .failure(let error): return failed(error, range.start)
+                }
                 completion(.success(.includedServices(services.filter { includes.contains($0.startHandle) }.enumerated().map { index, service in
                     GATTDiscoveredIncludedService(
                         declarationHandle: range.start &+ 1 &+ UInt16(truncatingIfNeeded: index),
@@ -219,10 +227,3 @@ extension BlueZEngine {
     }
 }
 
-extension Result {
-    /// The error, nil on success.
-    var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}
