@@ -80,8 +80,8 @@ struct SecurityInteropCentralTests {
         #expect(bonds.map(\.identityAddress) == [outcome.identityAddress].compactMap { $0 }, "\(label): our bonds \(bonds)")
         let keystore = try run.peerKeystoreAddresses()
         #expect(keystore == [Self.ourAddress.string.uppercased()], "\(label): Bumble's keystore \(keystore)")
-        print("security interop \(label) central: \(String(describing: outcome.method)), SC \(String(describing: outcome.secureConnections)), "
-              + "authenticated \(String(describing: outcome.authenticated)), key size \(String(describing: outcome.keySize)), bonded \(outcome.bonded), "
+        print("security interop \(label) central: \(String(describing: outcome.method)), SC \(outcome.secureConnections.map { "\($0)" } ?? "not told"), "
+              + "authenticated \(outcome.authenticated.map { "\($0)" } ?? "not told"), key size \(outcome.keySize.map { "\($0)" } ?? "not told"), bonded \(outcome.bonded), "
               + "Bumble's keys \(keys)")
 
         // The bonded reconnect.

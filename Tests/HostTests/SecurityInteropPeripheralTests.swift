@@ -63,8 +63,8 @@ struct SecurityInteropPeripheralTests {
             let number = try await run.peer.waitForEvent("number", seconds: 5)
             #expect(run.numbersWeConfirmed.map(Int.init) == [number.int("number") ?? -1], "\(label)")
         }
-        print("security interop \(label) peripheral: \(String(describing: outcome.method)), SC \(String(describing: outcome.secureConnections)), "
-              + "authenticated \(String(describing: outcome.authenticated)), bonded \(outcome.bonded), Bumble's keys \(paired.strings("keys") ?? [])")
+        print("security interop \(label) peripheral: \(String(describing: outcome.method)), SC \(outcome.secureConnections.map { "\($0)" } ?? "not told"), "
+              + "authenticated \(outcome.authenticated.map { "\($0)" } ?? "not told"), bonded \(outcome.bonded), Bumble's keys \(paired.strings("keys") ?? [])")
 
         // Bumble disconnects, we advertise again, Bumble reconnects and encrypts with its keystore.
         try await run.ours.waitForEvents(15, "the first disconnection") { events in
