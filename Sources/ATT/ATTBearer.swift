@@ -125,8 +125,6 @@ public struct ATTBearer: Sendable {
     public var pendingIndicationCount: Int { (indicationOutstanding == nil ? 0 : 1) + indicationQueue.count }
     /// Requests from the peer being answered or queued behind it.
     public var pendingIncomingRequestCount: Int { (incomingInProgress == nil ? 0 : 1) + incomingQueue.count }
-    /// The request our server is answering, if any.
-    public var requestBeingAnswered: ATTPDU? { incomingInProgress }
 
     /// The earliest instant at which ``handleTimeout(now:)`` has something to do.
     public var nextDeadline: StackInstant? {

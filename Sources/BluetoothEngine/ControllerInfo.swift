@@ -30,9 +30,6 @@ public struct ControllerInfo: Hashable, Sendable {
         return supportedCommands[octet] & (1 << UInt8(bit)) != 0
     }
 
-    /// Whether the supported-commands mask is known at all.
-    public var knowsSupportedCommands: Bool { supportedCommands.contains { $0 != 0 } }
-
     /// The own address type to put in advertising, scanning and connection commands: 0x03 (the controller's RPA,
     /// else the random address) when the controller does our privacy.
     public var ownAddressType: LEAddressType {

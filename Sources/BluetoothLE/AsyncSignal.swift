@@ -16,9 +16,6 @@ final class AsyncSignal<Value: Sendable>: Sendable {
     /// The value, once set.
     var value: Value? { state.withLock { $0.value } }
 
-    /// How many tasks wait (for leak checks).
-    var waiterCount: Int { state.withLock { $0.waiters.count } }
-
     /// Sets the value (the first call wins) and wakes every waiter.
     func fire(_ value: Value) {
         let waiters: [PendingOperation<Value>] = state.withLock { state in

@@ -40,8 +40,8 @@ public final class BluetoothStack: Sendable {
     private let handlerTasks = LockedValue<[Task<Void, Never>]>([])
     /// Ends this wrapper's subscription to the engine's events (at shutdown).
     private let unsubscribe: @Sendable () -> Void
-    /// The launched stack this one wraps, shut down with it.
-    let launched: LaunchedStack?
+    /// The opened stack this one wraps, shut down with it.
+    let launched: (any OpenedStack)?
 
     /// Wraps `host` (started or not; see ``start()``) and installs its event handler: do not set another.
     public convenience init(host: HostStack) {
@@ -73,16 +73,16 @@ public final class BluetoothStack: Sendable {
         unsubscribe = { engine.setEventHandler { _ in } }
     }
 
-    /// Wraps a stack opened by `StackLauncher` (already started, on any `--hci` transport), as one more of its
-    /// event handlers. ``shutdown()`` shuts the launched stack down too.
-    public init(launched: LaunchedStack) {
+    /// Wraps a stack opened by `StackLauncher` (already started, on any engine and `--hci` transport), as one more
+    /// of its event handlers. ``shutdown()`` shuts the opened stack down too.
+    public init(launched: any OpenedStack) {
         engine = launched.engine
         let core = StackCore(engine: launched.engine)
         self.core = core
         let pairing = PairingRouter(engine: launched.engine)
         self.pairing = pairing
         self.launched = launched
-        let subscription = launched.addEventHandler { event in
+        let subscription = launched.engine.addEventHandler { event in
             core.handle(event)
             pairing.handle(event)
         }
@@ -95,30 +95,16 @@ public final class BluetoothStack: Sendable {
     /// managers), or any `--hci` transport of our host (`tcp:HOST:PORT`, `hci0`...).
     public static func open(_ name: String) async throws -> BluetoothStack {
         let given = name.trimmingCharacters(in: .whitespaces)
-        let specification: StackSpecification
-        do {
-            specification = try StackSpecification(parsing: given.isEmpty ? "virtual" : given)
-        } catch {
-            throw BluetoothLEError(.notReady, "\(given): \(error.reason)")
-        }
-        if case .bluez(let adapter) = specification {
-            let stack = BluetoothStack(bluez: adapter)
-            do {
-                try await stack.start()
-            } catch {
-                await stack.shutdown()
-                throw error
-            }
-            return stack
-        }
+        let text = given.isEmpty ? "virtual" : given
         let options = StackLaunchOptions(label: "BluetoothLE.stack")
-        do {
+        do throws(StackLaunchError) {
+            let specification = try StackSpecification(parsing: text)
             if case .host(.inProcess) = specification {
                 return BluetoothStack(launched: try await InProcessAir.process.makeStack(options: options))
             }
-            return BluetoothStack(launched: try await StackLauncher.open(given.isEmpty ? "virtual" : given, options: options))
+            return BluetoothStack(launched: try await StackLauncher.open(specification: specification, options: options))
         } catch {
-            throw BluetoothLEError(.notReady, "\(given.isEmpty ? "virtual" : given): \(error.reason)")
+            throw BluetoothLEError(.notReady, "\(text): \(error.reason)")
         }
     }
 

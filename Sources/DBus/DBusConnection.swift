@@ -86,11 +86,6 @@ public final class DBusConnection: Sendable {
         return "unix:path=/var/run/dbus/system_bus_socket"
     }
 
-    /// `$DBUS_SESSION_BUS_ADDRESS` (nil when unset).
-    public static var sessionBusAddress: String? {
-        ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"].flatMap { $0.isEmpty ? nil : $0 }
-    }
-
     /// The socket path of the first `unix:path=` entry of an address (`;`-separated entries, `,`-separated
     /// `key=value` with %-escapes). Other transports are not supported.
     public static func socketPath(of address: String) throws(DBusError) -> String {

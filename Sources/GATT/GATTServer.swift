@@ -151,9 +151,6 @@ public struct GATTServer: Sendable {
     func deferredStates(_ connection: GATTConnectionID) -> [GATTBearerID: DeferredState] {
         connections[connection]?.deferred ?? [:]
     }
-    func deferredState(_ connection: GATTConnectionID, _ bearer: GATTBearerID) -> DeferredState? {
-        connections[connection]?.deferred[bearer]
-    }
     mutating func setDeferredState(_ state: DeferredState?, _ connection: GATTConnectionID, _ bearer: GATTBearerID) {
         if state == nil, connections[connection] == nil { return }
         connections[connection, default: Connection()].deferred[bearer] = state

@@ -63,28 +63,8 @@ extension HostStack {
         if let changedRange { performServerOutbound(gattServer.serviceChanged(changedRange)) }
     }
 
-    /// The local database as it is now, with stored values as last written (completion on the loop).
-    public func readGATTDatabase(_ completion: @escaping @Sendable (GATTDatabase) -> Void) {
-        onLoop { [self] in completion(gattServer.database) }
-    }
-
     /// The local GATT server (read on the loop): values, CCCDs per connection, MTUs.
     public var localGATTServer: GATTServer { gattServer }
-
-    /// Checks Signed Write Commands for the local server (set by the security layer).
-    public func setGATTSignatureVerifier(_ verifier: GATTSignatureVerifier?) {
-        onLoop { [self] in gattServer.signatureVerifier = verifier }
-    }
-
-    /// The security of a connection as the GATT server checks it (encryption, authentication, key size,
-    /// authorization). Encryption Change updates `encrypted` by itself; SMP sets the rest.
-    public func setGATTSecurity(connectionHandle handle: UInt16, _ security: GATTLinkSecurity) {
-        onLoop { [self] in
-            guard connections[handle]?.session != nil else { return }
-            connections[handle]?.session?.security = security
-            gattServer.setSecurity(security, for: GATTConnectionID(handle))
-        }
-    }
 
     /// Sets the stored value of the characteristic value `handle` and notifies or indicates it (cut to each
     /// connection's ATT_MTU − 3) to every subscribed connection, or only to those in `targets`. Completes with the
@@ -194,13 +174,6 @@ extension HostStack {
     public func gatt(connectionHandle handle: UInt16, _ procedure: GATTProcedure,
                      completion: @escaping @Sendable (Result<GATTProcedureResult, GATTClientError>) -> Void) {
         gatt(connectionHandle: handle, procedure, lane: nil, completion: completion)
-    }
-
-    /// Sets the signer of the connection's Signed Write Commands (the security layer builds it from the CSRK).
-    public func setGATTSigner(connectionHandle handle: UInt16, _ signer: GATTClientSigner?) {
-        onLoop { [self] in
-            for key in connections[handle]?.session?.bearers.keys ?? [] { withBearer(handle, key) { $0.client.signer = signer } }
-        }
     }
 
     /// The connection's ATT_MTU (23 until an exchange), nil for an unknown connection (read on the loop).

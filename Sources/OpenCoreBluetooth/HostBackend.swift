@@ -81,9 +81,6 @@ public enum HostBackend {
         }
     }
 
-    /// The environment variable naming the `blue` executable that starts an air hub when none runs.
-    public static let hubExecutableEnvironmentVariable = SharedAirHub.executableEnvironmentVariable
-
     /// The `blue` that starts an air hub (`blue air --socket PATH`): `$OCB_BLUE` when set, else `blue` beside
     /// `programPath`, else the first executable `blue` on `$PATH`; nil when there is none
     /// (`SharedAirHub/executable(environment:programPath:isExecutable:)`).

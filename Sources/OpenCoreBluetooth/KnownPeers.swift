@@ -195,9 +195,6 @@ public final class KnownPeersStore: Sendable {
         }
     }
 
-    /// Whether a pending discovery write is scheduled (tests).
-    var hasPendingWrite: Bool { state.withLock { $0.dirty && $0.writable } }
-
     // MARK: Policy
 
     /// Identity addresses only: public and random static (Vol 6 Part B §1.3).

@@ -44,9 +44,6 @@ public final class InProcessAir: Sendable {
         BluetoothAddress(0x0A1C_0000_0000 | (UInt64(truncatingIfNeeded: number) & 0xFFFF_FFFF), type: .public)
     }
 
-    /// The controllers made so far, in order.
-    public var controllerList: [VirtualController] { controllers.load() }
-
     /// A new controller on the air and a started stack on it. `options.snoopPath` taps this stack's HCI.
     public func makeStack(options: StackLaunchOptions = StackLaunchOptions(), position: AirPosition? = nil)
         async throws(StackLaunchError) -> LaunchedStack {

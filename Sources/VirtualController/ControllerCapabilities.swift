@@ -56,6 +56,4 @@ enum ControllerCapabilities {
         for (_, octet, bit) in commandBits { mask[octet] |= 1 << UInt8(bit) }
         return mask
     }()
-
-    static let implementedOpcodes: Set<HCIOpcode> = Set(commandBits.map(\.0) + [.readLocalSupportedCommands])
 }

@@ -34,7 +34,7 @@ struct Explore: ParsableCommand, Sendable {
     }
 
     func explore() async throws(CLIFailure) {
-        let session = try await openClientSession(stack, target: target, timeout: duration(seconds: timeout), label: "explore")
+        let session = try await TargetSession.open(stack, target: target, timeout: duration(seconds: timeout), label: "explore")
         let tree: GATTTree
         do {
             tree = try await session.discover(readValues: true)

@@ -23,10 +23,10 @@ struct TargetArguments: ParsableArguments, Sendable {
 /// Connects, discovers, finds the characteristic, runs `body`, disconnects.
 func withCharacteristic<Value: Sendable>(
     _ arguments: TargetArguments, timeout: Double, label: String,
-    _ body: @Sendable (any GATTClientSession, GATTTree.Characteristic) async throws(CLIFailure) -> Value
+    _ body: @Sendable (TargetSession, GATTTree.Characteristic) async throws(CLIFailure) -> Value
 ) async throws(CLIFailure) -> Value {
     let path = try CharacteristicPath(arguments.characteristic)
-    let session = try await openClientSession(arguments.stack, target: arguments.target, timeout: duration(seconds: timeout),
+    let session = try await TargetSession.open(arguments.stack, target: arguments.target, timeout: duration(seconds: timeout),
                                               label: label)
     do {
         let tree = try await session.discover(readValues: false)

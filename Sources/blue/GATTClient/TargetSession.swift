@@ -6,14 +6,20 @@ import Host
 import StackLauncher
 import BluetoothEngine
 
-/// A connection to a TARGET on any engine (our host, or bluetoothd for `--hci bluez`): scan for the target,
-/// connect, and run the GATT procedures on the link (``GATTClientSession``). What bluetoothd decides differently
-/// shows in the answers: the advertisement is rebuilt from the device's properties, long values are read and
-/// written by bluetoothd whole, the link is known by its ATT_MTU only.
-struct TargetSession: GATTClientSession {
+/// A connection to a TARGET as the GATT client commands (`explore`, `read`, `write`, `subscribe`) use it, on any
+/// engine (our host, or bluetoothd for `--hci bluez`): scan for the target, connect, and run the GATT procedures
+/// (Core 5.4 Vol 3 Part G §4) on the link. The commands print the same either way; what bluetoothd decides
+/// differently shows in the answers: the advertisement is rebuilt from the device's properties, long values are
+/// read and written by bluetoothd whole, the link is known by its ATT_MTU only.
+struct TargetSession: Sendable {
     let stack: any OpenedStack
     let report: ScanReport
     let connection: Connection
+
+    /// Opens the stack `--hci` names (``StackOptions/openEngine(label:options:needing:)``) and the session on it.
+    static func open(_ options: StackOptions, target: String, timeout: Duration, label: String) async throws(CLIFailure) -> TargetSession {
+        try await open(on: try await options.openEngine(label: label), target: target, timeout: timeout)
+    }
 
     /// Finds `target` on `stack` within `timeout`, connects (within the same time again); shuts the stack down when
     /// that fails.
@@ -29,6 +35,10 @@ struct TargetSession: GATTClientSession {
         }
     }
 
+    /// The name in messages: the advertised name, else the address.
+    var displayName: String { report.localName ?? report.address.string }
+
+    /// The loop that runs the command's timers.
     var eventLoop: any EventLoop { stack.eventLoop }
 
     var attMTU: Int { stack.attMTU(connection.handle) }

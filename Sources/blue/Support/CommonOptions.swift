@@ -22,12 +22,6 @@ struct StackOptions: ParsableArguments, Sendable {
 
     @OptionGroup var log: LogOptions
 
-    /// Opens the stack. `virtual` joins the shared air hub, this `blue` starting it in the background when none
-    /// runs: `$OCB_AIR_SOCKET` or the default socket path.
-    func open(label: String) async throws(CLIFailure) -> LaunchedStack {
-        try await open(StackLaunchOptions(label: "blue.\(label)"))
-    }
-
     /// The stack `--hci` names, on whichever engine runs it (StackLauncher's ``OpenedStack``): bluetoothd's for
     /// `bluez`, `bluez:hciN`, else our host with `options`. `needing` lists what the command asks that only our host
     /// does (its options in use): through bluetoothd StackLauncher refuses the first with its one line (exit 64)
@@ -49,12 +43,7 @@ struct StackOptions: ParsableArguments, Sendable {
         return stack
     }
 
-    /// Opens our host with `options` (their snoop path is ours): for the commands that need our host's own calls.
-    func open(_ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
-        try await Self.open(hci: hci, snoop: snoop, options)
-    }
-
-    /// ``open(_:)`` for a command whose options are not a ``StackOptions`` (`blue bench ... --hci`).
+    /// Opens our host on `hci` with `options` (a command that needs our host's own calls: `blue bench ... --hci`).
     static func open(hci: String, snoop: String?, _ options: StackLaunchOptions) async throws(CLIFailure) -> LaunchedStack {
         var options = options
         options.snoopPath = snoop
