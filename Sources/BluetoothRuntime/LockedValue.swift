@@ -1,17 +1,19 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Musl)
-import Musl
+public import Musl
 #elseif canImport(Darwin)
-import Darwin
+public import Darwin
 #endif
 
 /// A value behind a mutex, for the few pieces of state shared across threads (loop queues, transports).
 public final class LockedValue<Value>: @unchecked Sendable {
     // The mutex comes first: a zero-sized value (`LockedValue(())`, a plain lock) placed before it would share its
     // address, and ThreadSanitizer would take the pointer's read before locking for a race with the value's access.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    // Inlinable (with the storage usable from inline code): the callers are on every per-packet path of the stack
+    // (the event fan-out, transports, loops), in other modules, and are specialised for their value type.
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
 
     public init(_ value: Value) {
         self.value = value
@@ -29,6 +31,7 @@ public final class LockedValue<Value>: @unchecked Sendable {
     /// A copy of the value, read under the lock without an `inout` access. Use this to read closures: reading a
     /// function-typed value through `withLock { $0 }` is an inout access of a generic value, which re-abstracts
     /// the closure and writes it back on every call, so each read would wrap it in more thunks.
+    @inlinable
     public func load() -> Value {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -36,6 +39,7 @@ public final class LockedValue<Value>: @unchecked Sendable {
     }
 
     /// Replaces the value under the lock.
+    @inlinable
     public func store(_ newValue: Value) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -43,6 +47,7 @@ public final class LockedValue<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the value.
+    @inlinable
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
