@@ -67,7 +67,7 @@ struct PairCommandTests {
 
         let paired = try await BlueProcess.run([
             "pair", "F0:0C:B1:00:00:31", "--hci", "tcp:127.0.0.1:\(port)", "--method", "passkey", "--passkey", "123456",
-            "--reconnect", "--bonds", bonds, "--json",
+            "--reconnect", "--bonds", bonds, "--json", "--timeout", "30",  // Bumble starts slowly on a busy machine
         ])
         #expect(paired.status == 0, "\(paired.standardError)")
         let lines = paired.standardOutput.split(separator: "\n")
