@@ -35,3 +35,36 @@ struct InProcessStacksTests {
         await world.shutdown()
     }
 }
+
+/// `BluetoothStack.open(_:)`: the names `--hci` and `OCB_HCI` take, opened through StackLauncher's one reading.
+@Suite(.serialized)
+struct BluetoothStackOpenTests {
+    @Test func inProcessOpensAStartedStackOnTheProcessAir() async throws {
+        let first = try await BluetoothStack.open(" in-process ")
+        let second = try await BluetoothStack.open("in-process")
+        // Both on the process's own air: one hears the other advertise.
+        let advertising = try await first.advertise(name: "open-test", services: [], interval: .milliseconds(20))
+        let heard = try await withTimeout { () -> Advertisement? in
+            for try await advertisement in second.scan() where advertisement.localName == "open-test" { return advertisement }
+            return nil
+        }
+        #expect(heard?.address == (await first.localAddress()))
+        await advertising.stop()
+        await first.shutdown()
+        await second.shutdown()
+    }
+
+    @Test(arguments: ["nonsense", "bluez:", "tcp:nowhere"])
+    func aNameThatDoesNotParseIsRefusedWithTheParsersReason(_ name: String) async {
+        do {
+            let stack = try await BluetoothStack.open(name)
+            await stack.shutdown()
+            Issue.record("\(name) opened")
+        } catch let error as BluetoothLEError {
+            #expect(error.code == .notReady)
+            #expect(error.reason.hasPrefix("\(name): "), "\(error.reason)")
+        } catch {
+            Issue.record("\(name): \(error)")
+        }
+    }
+}
