@@ -122,12 +122,39 @@ public enum HostBackend {
     }
 
     /// Backends on `transport` (``environmentTransport`` when nil, read when each manager is made), for managers of
-    /// `application` (the process's unless given).
-    public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process) -> CBBackendProvider {
-        CBBackendProvider(
-            makeCentral: { EngineCentralBackend(transport: transport ?? environmentTransport) },
-            makePeripheral: { EnginePeripheralBackend(transport: transport ?? environmentTransport) },
+    /// `application` (the process's unless given). `preferredATTMTU` (23...517) is the ATT_MTU each manager's stack
+    /// offers in its Exchange MTU (Core 5.4 Vol 3 Part F §3.4.2): nil, `OCB_ATT_MTU` when set (read when each manager
+    /// is made), else 517. An iPhone offers 185 (iOS 10 and later; 158 before); Android 14 and later offer 517 once
+    /// the app asks for any (and 23, no exchange, until it does).
+    public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process,
+                                preferredATTMTU: Int? = nil) -> CBBackendProvider {
+        let chosen = preferredATTMTU.map { min(max($0, 23), 517) }
+        return CBBackendProvider(
+            makeCentral: {
+                EngineCentralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU())
+            },
+            makePeripheral: {
+                EnginePeripheralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU())
+            },
             application: application)
+    }
+
+    /// The environment variable that sets the ATT_MTU every manager's stack offers (23...517), for whole programs:
+    /// `OCB_ATT_MTU=185` makes the chunks an app computes from `maximumWriteValueLength(for:)` and
+    /// `maximumUpdateValueLength` an iPhone's.
+    public static let attMTUEnvironmentVariable = "OCB_ATT_MTU"
+
+    /// The ATT_MTU `OCB_ATT_MTU` sets; nil when it is unset or empty. A value that is not a number from 23 to 517 is
+    /// ignored, and said in one error line (the manager offers the default, 517).
+    static func environmentATTMTU(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Int? {
+        guard let text = environment[attMTUEnvironmentVariable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+            return nil
+        }
+        guard let mtu = Int(text), (23...517).contains(mtu) else {
+            Log.coreBluetooth.error("\(attMTUEnvironmentVariable)=\(text): expected an ATT_MTU from 23 to 517; offering 517")
+            return nil
+        }
+        return mtu
     }
 
     /// Backends on a new in-process air of their own (a test's private air: its managers meet only each other).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import StackLauncher
 import Testing
 @testable import OpenCoreBluetooth
 
@@ -56,6 +57,32 @@ private final class SeedEar: PeripheralBlueEar, CentralBlueEar, @unchecked Senda
     /// response, paced by canSendWriteWithoutResponse and peripheralIsReady(toSendWriteWithoutResponse:).
     @Test(arguments: [(517, 40_000, 200), (23, 3_000, 60)])
     func seed002TransferMovesALongTextIntact(mtu: Int, length: Int, messages: Int) async throws {
+        try await Self.transfer(with: HostBackend.privateAirProvider(seed: UInt64(mtu), preferredATTMTU: mtu), mtu: mtu,
+                                length: length, messages: messages)
+    }
+
+    /// Issue 32 item 6: the ATT_MTU a whole program's managers offer, as an iPhone's (185): both ends offer it, so
+    /// seed 002's chunks are 182 octets.
+    @Test func programWideATTMTUIsWhatEveryManagerOffers() async throws {
+        let air = InProcessAir(seed: 185, label: "HostBackendTests.attMTU")
+        let provider = HostBackend.provider(.inProcess(air), application: OCBApplication(), preferredATTMTU: 185)
+        try await Self.transfer(with: provider, mtu: 185, length: 5_000, messages: 20)
+    }
+
+    /// `OCB_ATT_MTU`: a number from 23 to 517 (white space ignored); anything else is ignored (the default is offered).
+    @Test func attMTUFromTheEnvironment() {
+        let variable = HostBackend.attMTUEnvironmentVariable
+        #expect(HostBackend.environmentATTMTU([:]) == nil)
+        #expect(HostBackend.environmentATTMTU([variable: ""]) == nil)
+        #expect(HostBackend.environmentATTMTU([variable: "185"]) == 185)
+        #expect(HostBackend.environmentATTMTU([variable: " 23 "]) == 23)
+        #expect(HostBackend.environmentATTMTU([variable: "517"]) == 517)
+        for refused in ["22", "518", "0", "-185", "abc", "185 octets"] {
+            #expect(HostBackend.environmentATTMTU([variable: refused]) == nil, "\(refused)")
+        }
+    }
+
+    static func transfer(with provider: CBBackendProvider, mtu: Int, length: Int, messages: Int) async throws {
         let words = ["Bluetooth", "Low", "Energy", "chunk", "núcleo", "señal", "📡", "end-of-message", "EOM?"]
         var text = ""
         var index = 0
@@ -64,7 +91,6 @@ private final class SeedEar: PeripheralBlueEar, CentralBlueEar, @unchecked Senda
             index += 1
         }
         let expected = text
-        let provider = HostBackend.privateAirProvider(seed: UInt64(mtu), preferredATTMTU: mtu)
         let apps = await makeOnMain(with: provider) { (TransferPeripheral(text: expected), TransferCentral(messages: messages)) }
         try await waitFor("the text and every message, to the central's disconnection", within: .seconds(60), until: {
             let (peripheral, central) = apps.value
