@@ -14,19 +14,42 @@ import Glibc
 struct ControllerLossTests {
     static let limit: Duration = .seconds(20)
 
-    /// Waits until `blue` ended; returns its status (nil: still running after ``limit``, then killed).
-    static func exitStatus(_ blue: BackgroundBlue) async -> Int32? {
+    /// Waits until `blue` ended; returns its status (nil: still running after ``limit``, then killed, its threads'
+    /// stacks recorded first as an issue when gdb is installed, so that a command that did not end explains itself).
+    static func exitStatus(_ blue: BackgroundBlue, sourceLocation: SourceLocation = #_sourceLocation) async -> Int32? {
         guard await blue.process.waitForExit(within: limit), let ended = blue.process.ended else {
+            if let stacks = threadStacks(of: blue.process.processIdentifier) {
+                Issue.record("still running after \(limit): \(blue.process.arguments ?? []); its threads:\n\(stacks)",
+                             sourceLocation: sourceLocation)
+            }
             await blue.stop(grace: .milliseconds(100))
             return nil
         }
         return ended.exited ? ended.status : 128 + ended.status
     }
 
+    /// `gdb -batch -ex "thread apply all bt"` on a running process (nil without gdb).
+    static func threadStacks(of pid: Int32) -> String? {
+        guard let gdb = ["/usr/bin/gdb", "/bin/gdb"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            return nil
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: gdb)
+        process.arguments = ["-p", "\(pid)", "-batch", "-ex", "thread apply all bt 30"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text
+    }
+
     /// The command ended with 69 and exactly one line saying it lost the controller on `transport`.
     static func expectLost(_ blue: BackgroundBlue, command: String, transport: String,
                            sourceLocation: SourceLocation = #_sourceLocation) async {
-        let status = await exitStatus(blue)
+        let status = await exitStatus(blue, sourceLocation: sourceLocation)
         #expect(status == 69, "\(command): \(String(describing: status)) \(blue.errors)", sourceLocation: sourceLocation)
         let lines = blue.errors.split(separator: "\n").filter { $0.contains("lost the controller") }
         #expect(lines == ["blue \(command): lost the controller: \(transport) closed by the peer"[...]],
