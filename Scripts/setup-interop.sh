@@ -31,7 +31,7 @@ fi
 # (ControllerLossTests). Not needed to pass; a machine without it just records less.
 if ! command -v gdb >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
   echo "installing gdb (Debian; diagnostics of a command that does not end)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gdb >/dev/null 2>&1 || echo "gdb not installed: diagnostics only, going on" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gdb; } >/dev/null 2>&1 || echo "gdb not installed: diagnostics only, going on" >&2
 fi
 
 if [ ! -x .venv/bin/python ]; then
