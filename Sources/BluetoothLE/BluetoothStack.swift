@@ -20,7 +20,7 @@ public import BluetoothEngine
 /// connect is cancelled; a scan stream that ends stops the scan).
 ///
 /// ```swift
-/// let stack = BluetoothStack(host: host)          // or BluetoothStack(launched:), InProcessStacks.make(count:)
+/// let stack = BluetoothStack(host: host)          // or BluetoothStack(opened:), InProcessStacks.make(count:)
 /// try await stack.start()
 /// for try await advertisement in stack.scan(services: [heartRate]) {
 ///     let peripheral = try await stack.connect(to: advertisement, timeout: .seconds(5))
@@ -41,7 +41,7 @@ public final class BluetoothStack: Sendable {
     /// Ends this wrapper's subscription to the engine's events (at shutdown).
     private let unsubscribe: @Sendable () -> Void
     /// The opened stack this one wraps, shut down with it.
-    let launched: (any OpenedStack)?
+    let opened: (any OpenedStack)?
 
     /// Wraps `host` (started or not; see ``start()``) and installs its event handler: do not set another.
     public convenience init(host: HostStack) {
@@ -65,7 +65,7 @@ public final class BluetoothStack: Sendable {
         self.core = core
         let pairing = PairingRouter(engine: engine)
         self.pairing = pairing
-        launched = nil
+        opened = nil
         engine.setEventHandler { event in
             core.handle(event)
             pairing.handle(event)
@@ -75,14 +75,14 @@ public final class BluetoothStack: Sendable {
 
     /// Wraps a stack opened by `StackLauncher` (already started, on any engine and `--hci` transport), as one more
     /// of its event handlers. ``shutdown()`` shuts the opened stack down too.
-    public init(launched: any OpenedStack) {
-        engine = launched.engine
-        let core = StackCore(engine: launched.engine)
+    public init(opened: any OpenedStack) {
+        engine = opened.engine
+        let core = StackCore(engine: opened.engine)
         self.core = core
-        let pairing = PairingRouter(engine: launched.engine)
+        let pairing = PairingRouter(engine: opened.engine)
         self.pairing = pairing
-        self.launched = launched
-        let subscription = launched.engine.addEventHandler { event in
+        self.opened = opened
+        let subscription = opened.engine.addEventHandler { event in
             core.handle(event)
             pairing.handle(event)
         }
@@ -100,9 +100,9 @@ public final class BluetoothStack: Sendable {
         do throws(StackLaunchError) {
             let specification = try StackSpecification(parsing: text)
             if case .host(.inProcess) = specification {
-                return BluetoothStack(launched: try await InProcessAir.process.makeStack(options: options))
+                return BluetoothStack(opened: try await InProcessAir.process.makeStack(options: options))
             }
-            return BluetoothStack(launched: try await StackLauncher.open(specification: specification, options: options))
+            return BluetoothStack(opened: try await StackLauncher.open(specification: specification, options: options))
         } catch {
             throw BluetoothLEError(.notReady, "\(text): \(error.reason)")
         }
@@ -158,7 +158,7 @@ public final class BluetoothStack: Sendable {
                 state.link.disconnection.fire(.connectionTerminatedByLocalHost)
             }
         }
-        launched?.shutdown()
+        opened?.shutdown()
     }
 
     private func onLoop<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {

@@ -33,7 +33,7 @@ public final class InProcessStacks: Sendable {
             air.shutdown()
             throw BluetoothLEError(.notReady, "the in-process air could not start its stacks: \(error)")
         }
-        return InProcessStacks(air: air, stacks: launched.map { BluetoothStack(launched: $0) })
+        return InProcessStacks(air: air, stacks: launched.map { BluetoothStack(opened: $0) })
     }
 
     /// Shuts every stack down, then the air.

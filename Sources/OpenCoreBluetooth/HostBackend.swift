@@ -128,7 +128,7 @@ public enum HostBackend {
     /// the app asks for any (and 23, no exchange, until it does).
     public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process,
                                 preferredATTMTU: Int? = nil) -> CBBackendProvider {
-        let chosen = preferredATTMTU.map { min(max($0, 23), 517) }
+        let chosen = preferredATTMTU.map { min(max($0, attMTURange.lowerBound), attMTURange.upperBound) }
         return CBBackendProvider(
             makeCentral: {
                 EngineCentralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU())
@@ -144,13 +144,17 @@ public enum HostBackend {
     /// `maximumUpdateValueLength` an iPhone's.
     public static let attMTUEnvironmentVariable = "OCB_ATT_MTU"
 
+    /// The ATT_MTUs a manager's stack may offer: the minimum on LE (Core 5.4 Vol 3 Part F §3.2.8) to the longest
+    /// attribute value (512) plus the largest header (5).
+    static let attMTURange = 23...517
+
     /// The ATT_MTU `OCB_ATT_MTU` sets; nil when it is unset or empty. A value that is not a number from 23 to 517 is
     /// ignored, and said in one error line (the manager offers the default, 517).
     static func environmentATTMTU(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Int? {
         guard let text = environment[attMTUEnvironmentVariable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
             return nil
         }
-        guard let mtu = Int(text), (23...517).contains(mtu) else {
+        guard let mtu = Int(text), attMTURange.contains(mtu) else {
             Log.coreBluetooth.error("\(attMTUEnvironmentVariable)=\(text): expected an ATT_MTU from 23 to 517; offering 517")
             return nil
         }
@@ -163,12 +167,8 @@ public enum HostBackend {
     /// own).
     public static func privateAirProvider(seed: UInt64 = 1, preferredATTMTU: Int = 517,
                                           application: OCBApplication = OCBApplication()) -> CBBackendProvider {
-        let air = InProcessAir(seed: seed, label: "OpenCoreBluetooth.privateAir")
-        let mtu = min(max(preferredATTMTU, 23), 517)
-        return CBBackendProvider(
-            makeCentral: { EngineCentralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
-            makePeripheral: { EnginePeripheralBackend(transport: .inProcess(air), preferredATTMTU: mtu) },
-            application: application)
+        provider(.inProcess(InProcessAir(seed: seed, label: "OpenCoreBluetooth.privateAir")), application: application,
+                 preferredATTMTU: preferredATTMTU)
     }
 
     /// The environment variable that makes bonds persistent: set (to anything but an absolute path), bonds and the
