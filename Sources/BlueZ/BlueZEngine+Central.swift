@@ -204,8 +204,8 @@ extension BlueZEngine {
         links[handle]?.attributePaths = [:]
         releaseServiceWaiters(path, resolved: false)
         if link.replacing { return }
-        if pendingConnect?.peer == link.connection.peer {
-            endConnect(HostError(.disconnected, "\(description): the connection ended while connecting"), cancel: false)
+        if pendingConnects[link.connection.peer] != nil {
+            endConnect(link.connection.peer, HostError(.disconnected, "\(description): the connection ended while connecting"), cancel: false)
         }
         linkEnded(handle, reason: link.closedByUs ? .connectionTerminatedByLocalHost : reason)
     }
@@ -253,7 +253,9 @@ extension BlueZEngine {
     package func connect(to peer: BluetoothAddress, options: ConnectOptions, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
         onLoop { [self] in
             if let error = notRunning() { return completion(.failure(error)) }
-            guard pendingConnect == nil else { return completion(.failure(HostError(.busy, "a connect is already pending"))) }
+            guard pendingConnects[peer] == nil else {
+                return completion(.failure(HostError(.busy, "a connect to \(peer) is already pending")))
+            }
             if let handle = handle(of: peer, role: .central), let link = links[handle] {
                 return completion(.success(link.connection))
             }
@@ -262,19 +264,21 @@ extension BlueZEngine {
             }
             let timer = options.timeout.map { limit in
                 loop.schedule(after: limit) { [weak self] in
-                    self?.endConnect(HostError(.timedOut, "no connection to \(peer) within \(limit)"), cancel: true)
+                    self?.endConnect(peer, HostError(.timedOut, "no connection to \(peer) within \(limit)"), cancel: true)
                 }
             }
-            pendingConnect = PendingConnect(peer: peer, completion: completion, timer: timer)
+            lastConnectID &+= 1
+            let id = lastConnectID
+            pendingConnects[peer] = PendingConnect(id: id, peer: peer, completion: completion, timer: timer)
             call(path, BlueZDevice.interface, "Connect", timeout: .seconds(40)) { [self] result in
                 switch result {
                 case .success:
-                    guard let pending = pendingConnect, pending.peer == peer else {
+                    // A later connect to the peer (this one was given up) takes the connection too.
+                    guard let pending = pendingConnects.removeValue(forKey: peer) else {
                         // Connected after the connect was given up: not ours to keep.
                         if handle(of: peer, role: .central) == nil { call(path, BlueZDevice.interface, "Disconnect") { _ in } }
                         return
                     }
-                    pendingConnect = nil
                     pending.timer?.cancel()
                     let mtu = session?.tree.objects(with: "org.bluez.GattCharacteristic1")
                         .first { BlueZPaths.isUnder($0.path, path) }?.properties["MTU"]?.intValue ?? 23
@@ -282,29 +286,28 @@ extension BlueZEngine {
                     links[handle]?.path = path
                     if let connection = links[handle]?.connection { pending.completion(.success(connection)) }
                 case .failure(let error):
-                    if pendingConnect?.peer == peer { endConnect(HostError(.commandFailed, "\(description): bluetoothd: \(error)"), cancel: false) }
+                    if pendingConnects[peer]?.id == id { endConnect(peer, HostError(.commandFailed, "\(description): bluetoothd: \(error)"), cancel: false) }
                 }
             }
         }
     }
 
-    package func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
+    package func cancelConnect(to peer: BluetoothAddress, completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         onLoop { [self] in
-            guard pendingConnect != nil else {
-                completion?(.failure(HostError(.invalidParameters, "no connect is pending")))
+            guard pendingConnects[peer] != nil else {
+                completion?(.failure(HostError(.invalidParameters, "no connect to \(peer) is pending")))
                 return
             }
-            endConnect(HostError(.cancelled, "the connect was cancelled"), cancel: true)
+            endConnect(peer, HostError(.cancelled, "the connect to \(peer) was cancelled"), cancel: true)
             completion?(.success(()))
         }
     }
 
-    /// Fails the pending connect (cancelling bluetoothd's Connect when asked: Device1.Disconnect).
-    func endConnect(_ error: HostError, cancel: Bool) {
-        guard let pending = pendingConnect else { return }
-        pendingConnect = nil
+    /// Fails the pending connect to `peer` (cancelling bluetoothd's Connect when asked: Device1.Disconnect).
+    func endConnect(_ peer: BluetoothAddress, _ error: HostError, cancel: Bool) {
+        guard let pending = pendingConnects.removeValue(forKey: peer) else { return }
         pending.timer?.cancel()
-        if cancel, let path = devicePath(pending.peer) { call(path, BlueZDevice.interface, "Disconnect") { _ in } }
+        if cancel, let path = devicePath(peer) { call(path, BlueZDevice.interface, "Disconnect") { _ in } }
         pending.completion(.failure(error))
     }
 

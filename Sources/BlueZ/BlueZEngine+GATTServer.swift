@@ -107,7 +107,7 @@ extension BlueZEngine {
     func centralConnected(_ peer: BluetoothAddress) {
         // bluetoothd does not say who initiated a link: a device we connect to as central shows up connected to
         // us too. That one is ours, not a central's.
-        if pendingConnectPeer == peer || handle(of: peer, role: .central) != nil { return }
+        if pendingConnects[peer] != nil || handle(of: peer, role: .central) != nil { return }
         link(peer, role: .peripheral)
     }
 

@@ -56,6 +56,8 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     }
 
     struct PendingConnect {
+        /// Tells this connect from a later one to the same peer (a Connect call answered after a cancel).
+        var id: UInt64
         var peer: BluetoothAddress
         var completion: @Sendable (Result<Connection, HostError>) -> Void
         var timer: ScheduledJob?
@@ -124,7 +126,10 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     private var startTimer: ScheduledJob?
     var links: [UInt16: Link] = [:]
     private var nextHandle: UInt16 = 0x0040
-    var pendingConnect: PendingConnect?
+    /// Connects under way, by peer: bluetoothd takes any number (Device1.Connect per device; the kernel keeps
+    /// them in its pending LE connections and connects each when heard).
+    var pendingConnects: [BluetoothAddress: PendingConnect] = [:]
+    var lastConnectID: UInt64 = 0
     var scanning = false
     /// With duplicates filtered: what each device advertised when last reported (bluetoothd tells every RSSI
     /// change; a device is reported again when its advertising data changed, as a controller's duplicate filter does).
@@ -284,8 +289,9 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
             for listener in listeners.values { listener.close() }
             listeners = [:]
             closeSession()
-            if let pending = pendingConnect {
-                pendingConnect = nil
+            let connects = pendingConnects.values
+            pendingConnects = [:]
+            for pending in connects {
                 pending.timer?.cancel()
                 pending.completion(.failure(HostError(.cancelled, "the stack was shut down")))
             }
@@ -320,8 +326,6 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
         return handle
     }
 
-    /// The device a connect is under way to (on the loop).
-    var pendingConnectPeer: BluetoothAddress? { pendingConnect?.peer }
 
     func handle(of peer: BluetoothAddress, role: ConnectionRole) -> UInt16? {
         links.first { $0.value.connection.peer == peer && $0.value.connection.role == role }?.key

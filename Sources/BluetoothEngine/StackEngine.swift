@@ -41,8 +41,12 @@ public protocol StackEngine: AnyObject, Sendable {
     // GAP
     func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void)
     func stopScanning(completion: (@Sendable (Result<Void, HostError>) -> Void)?)
+    /// Connects to `peer` as central; connects to other peers may be pending at the same time (one per peer; a
+    /// second to the same peer fails with ``HostError/Code/busy``).
     func connect(to peer: BluetoothAddress, options: ConnectOptions, completion: @escaping @Sendable (Result<Connection, HostError>) -> Void)
-    func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)?)
+    /// Cancels the pending connect to `peer` (it completes with ``HostError/Code/cancelled``, unless its connection
+    /// was made first).
+    func cancelConnect(to peer: BluetoothAddress, completion: (@Sendable (Result<Void, HostError>) -> Void)?)
     func disconnect(connectionHandle handle: UInt16, reason: HCIStatus, completion: (@Sendable (Result<HCIStatus, HostError>) -> Void)?)
     func startAdvertising(_ content: AdvertisingContent, options: AdvertisingOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void)
     /// Advertises exactly this advertising data and scan response (CoreBluetooth lays its own out).
@@ -148,7 +152,7 @@ extension StackEngine {
 
     public func stopAdvertising() { stopAdvertising(completion: nil) }
 
-    public func cancelConnect() { cancelConnect(completion: nil) }
+    public func cancelConnect(to peer: BluetoothAddress) { cancelConnect(to: peer, completion: nil) }
 
     public func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?) {
         replaceGATTDatabase(database, changedRange: changedRange, completion: nil)

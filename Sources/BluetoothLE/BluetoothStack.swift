@@ -200,7 +200,7 @@ public final class BluetoothStack: Sendable {
         let core = core, engine = engine
         let started = LockedValue(false)
         return try await PendingOperation.run(onCancel: {
-            if started.load() { engine.cancelConnect(completion: nil) }
+            if started.load() { engine.cancelConnect(to: address, completion: nil) }
         }) { operation in
             started.store(true)
             engine.connect(to: address, options: ConnectOptions(timeout: timeout)) { result in

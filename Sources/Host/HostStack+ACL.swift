@@ -85,7 +85,7 @@ extension HostStack {
         HostResources(
             pendingCommands: pipe.pendingCount, queuedACLPackets: outbound.queuedPacketCount,
             inFlightACLPackets: outbound.inFlightPacketCount, connections: connections.count,
-            pendingOperations: (pendingConnect == nil ? 0 : 1)
+            pendingOperations: max(connectRequests.count, pendingConnect == nil ? 0 : 1)
                 + connections.values.reduce(0) {
                     $0 + $1.pendingUpdates.count + $1.pendingDisconnects.count + ($1.session?.pendingOperationCount ?? 0)
                 },

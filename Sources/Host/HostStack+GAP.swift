@@ -6,8 +6,9 @@ public import BluetoothEngine
 
 /// GAP over HCI (Core 5.4 Vol 3 Part C §9; Vol 4 Part E §7.8): advertising (legacy, or extended with
 /// HostStack+ExtendedGAP.swift when the controller has it), scanning with advertising and
-/// scan response merged per device, connecting and cancelling, connection parameter updates (both directions),
+/// scan response merged per device, connection parameter updates (both directions),
 /// disconnection, RSSI, data length and PHY requests with fallbacks for controllers that refuse or ignore them.
+/// Connecting is HostStack+Connecting.swift.
 extension HostStack {
     // MARK: Advertising
 
@@ -220,148 +221,6 @@ extension HostStack {
         }
         request.completion(result)
         runNextGAP(kind)
-    }
-
-    // MARK: Connecting
-
-    /// Connects to `peer` as central (LE Create Connection). The completion comes with the connection (after
-    /// ``HostEvent/connected(_:)``), or a failure: ``HostError/Code/cancelled`` after ``cancelConnect(completion:)``,
-    /// ``HostError/Code/timedOut`` when `options.timeout` passed, ``HostError/Code/busy`` when a connect is
-    /// already pending (HCI allows one).
-    public func connect(to peer: BluetoothAddress, options: ConnectOptions = ConnectOptions(),
-                        completion: @escaping @Sendable (Result<Connection, HostError>) -> Void) {
-        onLoop { [self] in
-            guard lifecycle == .ready else {
-                return completion(.failure(HostError(.notReady, "the host stack is not running")))
-            }
-            guard pendingConnect == nil else {
-                return completion(.failure(HostError(.busy, "a connect is already pending; cancel it first")))
-            }
-            nextOperationID &+= 1
-            let id = nextOperationID
-            // With controller privacy a bonded peer is named by its identity (0x02/0x03): the controller matches it
-            // through its RPAs (§7.8.12).
-            var peerType = LEAddressType(peer.type)
-            if info.usesControllerPrivacy, securityState.bonds[peer]?.peerIdentityResolvingKey != nil {
-                peerType = peer.type == .public ? .publicIdentity : .randomIdentity
-            }
-            let parameters = LECreateConnectionParameters(
-                scanInterval: options.scanInterval, scanWindow: options.scanWindow, peerAddressType: peerType,
-                peerAddress: peer, ownAddressType: info.ownAddressType, connection: options.parameters)
-            pendingConnect = PendingConnect(id: id, peer: peer, completion: completion,
-                                            deadline: options.timeout.map { eventLoop.now + $0 }, parameters: parameters)
-            sendCreateConnection(id: id, parameters)
-            armTimer()
-        }
-    }
-
-    /// How many times a connect is attempted again after Connection Failed to be Established (0x3E), and how long
-    /// after the failure. The controller sent CONNECT_IND but heard nothing back in the first six connection events
-    /// (Core 5.4 Vol 6 Part B §4.5.2): on a real radio a passing interference; BlueZ's emulator (btdev) also fails
-    /// at once when the peer is not advertising at that instant, e.g. while it re-enables advertising after a
-    /// disconnection. Android and iOS retry the same way; the connect's own time limit still bounds it all.
-    public static let connectRetryLimit = 3
-    public static let connectRetryDelay: Duration = .milliseconds(150)
-
-    private func sendCreateConnection(id: UInt64, _ parameters: LECreateConnectionParameters) {
-        command(createConnectionCommand(parameters)) { [self] result in
-            guard case .failure(let error) = result, let pending = pendingConnect, pending.id == id else { return }
-            pendingConnect = nil
-            armTimer()
-            pending.completion(.failure(error))
-        }
-    }
-
-    func scheduleConnectRetry() {
-        pendingConnect?.retries += 1
-        pendingConnect?.retryAt = eventLoop.now + Self.connectRetryDelay
-        stats.connectRetries &+= 1
-        armTimer()
-    }
-
-    func retryConnect(_ pending: PendingConnect) {
-        pendingConnect?.retryAt = nil
-        sendCreateConnection(id: pending.id, pending.parameters)
-        armTimer()
-    }
-
-    /// Cancels the pending connect (LE Create Connection Cancel). The connect completes with
-    /// ``HostError/Code/cancelled``; if the connection was made first, the connect succeeds and this fails.
-    public func cancelConnect(completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
-        onLoop { [self] in
-            guard pendingConnect != nil else {
-                completion?(.failure(HostError(.invalidParameters, "no connect is pending")))
-                return
-            }
-            cancelPendingConnect(reason: HostError(.cancelled, "the connect was cancelled"), completion: completion)
-        }
-    }
-
-    func connectTimedOut() {
-        guard let pending = pendingConnect else { return }
-        pendingConnect?.deadline = nil
-        if pending.cancelRefused {
-            // The cancel was refused (Command Disallowed: the connection was being made) and no Connection Complete
-            // came within a command timeout: the controller will not tell, so the connect ends here.
-            abandonConnect(pending, reason: HostError(
-                .unresponsiveController, "connecting to \(pending.peer): the controller refused the cancel and never "
-                    + "completed the connection"))
-            return
-        }
-        cancelPendingConnect(reason: HostError(.timedOut, "connecting to \(pending.peer) timed out"), completion: nil)
-    }
-
-    /// Ends a connect the controller will not complete (its cancel failed): the caller gets `reason` now, and a late
-    /// Connection Complete with Unknown Connection Identifier is swallowed.
-    private func abandonConnect(_ pending: PendingConnect, reason: HostError) {
-        pendingConnect = nil
-        expectsCancelledConnectionComplete = true
-        armTimer()
-        pending.completion(.failure(reason))
-    }
-
-    private func cancelPendingConnect(reason: HostError, completion: ((Result<Void, HostError>) -> Void)?) {
-        guard let pending = pendingConnect else { return }
-        if pending.retryAt != nil {
-            // Between two attempts (``connectRetryLimit``): nothing is in the controller to cancel.
-            pendingConnect = nil
-            armTimer()
-            pending.completion(.failure(reason))
-            completion?(.success(()))
-            return
-        }
-        pendingConnect?.cancelReason = reason
-        pendingConnect?.deadline = nil
-        armTimer()
-        command(.leCreateConnectionCancel) { [self] result in
-            switch result {
-            case .success:
-                // The controller now owes a Connection Complete with Unknown Connection Identifier; the connect is
-                // over already (some controllers never send that event).
-                if let current = pendingConnect, current.id == pending.id {
-                    pendingConnect = nil
-                    expectsCancelledConnectionComplete = true
-                    armTimer()
-                    current.completion(.failure(reason))
-                }
-                completion?(.success(()))
-            case .failure(let error):
-                if let current = pendingConnect, current.id == pending.id {
-                    if error.status == .commandDisallowed {
-                        // The connection was made first: its Connection Complete decides, within a command timeout.
-                        pendingConnect?.cancelReason = nil
-                        pendingConnect?.cancelRefused = true
-                        pendingConnect?.deadline = eventLoop.now + pipe.timeout
-                        armTimer()
-                    } else {
-                        // No answer, no credit, another error: the controller did not take the cancel, and nothing
-                        // says it will ever complete the connect (found by the hostile-controller fuzz, seed 200230).
-                        abandonConnect(current, reason: reason)
-                    }
-                }
-                completion?(.failure(error))
-            }
-        }
     }
 
     // MARK: Connection parameters

@@ -61,24 +61,6 @@ public final class HostStack: @unchecked Sendable {
         }
     }
 
-    struct PendingConnect {
-        let id: UInt64
-        let peer: BluetoothAddress
-        let completion: (Result<Connection, HostError>) -> Void
-        var deadline: StackInstant?
-        /// Why a cancel was sent (cancelled by the caller, or its own time limit passed), nil when none.
-        var cancelReason: HostError?
-        /// The controller refused the cancel (Command Disallowed): the Connection Complete is due within a command
-        /// timeout (``deadline``), after which the connect is abandoned.
-        var cancelRefused = false
-        /// What LE Create Connection was sent with, to send it again (``HostStack/connectRetryLimit``).
-        let parameters: LECreateConnectionParameters
-        /// LE Create Connection commands sent again after Connection Failed to be Established (0x3E).
-        var retries = 0
-        /// When the next attempt goes out; nil while an attempt is in the controller.
-        var retryAt: StackInstant?
-    }
-
     var lifecycle: Lifecycle = .idle
     var pipe: CommandPipe
     var info = ControllerInfo()
@@ -88,7 +70,16 @@ public final class HostStack: @unchecked Sendable {
     var fragmenter: ACLFragmenter?
     var reassembler: ACLReassembler
     var connections: [UInt16: ConnectionRecord] = [:]
+    /// The connects asked for and not completed, oldest first (HostStack+Connecting.swift).
+    var connectRequests: [ConnectRequest] = []
+    /// The controller's one initiation (LE Create Connection), to one peer or to those on the Filter Accept List.
     var pendingConnect: PendingConnect?
+    /// The Filter Accept List as the host wrote it (Core 5.4 Vol 4 Part E §7.8.15–§7.8.17).
+    var acceptList: [BluetoothAddress] = []
+    /// How many the controller's Filter Accept List holds (§7.8.14): nil until asked, 0 when it cannot be used
+    /// (pending connects then go to the controller one at a time).
+    var acceptListSize: Int?
+    var readingAcceptListSize = false
     /// Connections whose Disconnect was accepted, and when their Disconnection Complete is overdue.
     var disconnectDeadlines: [UInt16: StackInstant] = [:]
     var nextOperationID: UInt64 = 0
@@ -220,7 +211,8 @@ public final class HostStack: @unchecked Sendable {
         let records = connections.values
         connections = [:]
         reassembler.reset()
-        let connect = pendingConnect
+        let requests = connectRequests
+        connectRequests = []
         pendingConnect = nil
         disconnectDeadlines = [:]
         scanMerger.reset()
@@ -232,7 +224,7 @@ public final class HostStack: @unchecked Sendable {
             for completion in record.pendingUpdates { completion(.failure(error)) }
             for completion in record.pendingDisconnects { completion(.failure(error)) }
         }
-        connect?.completion(.failure(error))
+        for request in requests { finish(request, .failure(error)) }
         for record in records {
             closeSession(record.session, handle: record.connection.handle, reason: .connectionTerminatedByLocalHost, error: error)
         }
@@ -294,7 +286,7 @@ public final class HostStack: @unchecked Sendable {
         }
         let deadline = earlier(
             earlier(earlier(pipe.nextDeadline, pendingConnect?.deadline), earlier(sessionsNextDeadline, securityNextDeadline)),
-            earlier(disconnectNextDeadline, pendingConnect?.retryAt))
+            earlier(earlier(disconnectNextDeadline, pendingConnect?.retryAt), connectRequestsNextDeadline))
         if let timer, !timer.isCancelled, deadline == timerDeadline { return }
         timer?.cancel()
         timer = nil
@@ -319,6 +311,7 @@ public final class HostStack: @unchecked Sendable {
         if let pending = pendingConnect, let retryAt = pending.retryAt, retryAt <= now {
             retryConnect(pending)
         }
+        connectRequestsTimedOut(now: now)
         sessionsTimedOut(now: now)
         disconnectsTimedOut(now: now)
         securityTimerFired(now: now)
@@ -476,7 +469,7 @@ public final class HostStack: @unchecked Sendable {
                 expectsCancelledConnectionComplete = false
                 return
             }
-            if let pending = pendingConnect {
+            if let pending = pendingConnect, !pending.programming {
                 if complete.status == .connectionFailedToBeEstablished, pending.cancelReason == nil,
                    !pending.cancelRefused, pending.retries < Self.connectRetryLimit {
                     scheduleConnectRetry()
@@ -485,8 +478,8 @@ public final class HostStack: @unchecked Sendable {
                 pendingConnect = nil
                 armTimer()
                 let error = pending.cancelReason ?? HostError(
-                    .commandFailed, "connecting to \(pending.peer) failed: \(complete.status)", status: complete.status)
-                pending.completion(.failure(error))
+                    .commandFailed, "connecting to \(pending) failed: \(complete.status)", status: complete.status)
+                initiationEnded(pending, .failure(error))
             }
             return
         }
@@ -515,7 +508,7 @@ public final class HostStack: @unchecked Sendable {
             isAdvertising = false
         }
         emit(.connected(connection))
-        completed?.completion(.success(connection))
+        if let completed { initiationEnded(completed, .success(connection), peerAirAddress: record.peerAirAddress) }
         exchangeMTUIfCentral(connection)
     }
 

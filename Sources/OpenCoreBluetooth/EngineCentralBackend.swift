@@ -10,8 +10,9 @@ public import StackLauncher
 import BluetoothEngine
 
 /// The GAP central and GATT client of a `CBCentralManager` on its own `HostStack` (see ``HostBackend``): scanning
-/// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (one
-/// LE Create Connection at a time, others queued; never timing out, as CoreBluetooth), the Exchange MTU the host
+/// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (any
+/// number pending at once, each connected when its peer is heard: the host initiates through the controller's
+/// Filter Accept List; never timing out, as CoreBluetooth), the Exchange MTU the host
 /// sends on connect (reported with `.connected`, Vol 3 Part F §3.4.2), discovery, long reads and writes, CCCD
 /// writes and notifications (Vol 3 Part G §4), RSSI (Vol 4 Part E §7.5.4).
 ///
@@ -31,6 +32,8 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
         var handle: UInt16?
         var reported = false
         var cancelled = false
+        /// Connected again after a cancel not yet ended (the app cancelled, then connected).
+        var connectAgain = false
         var mtuTimer: ScheduledJob?
         var queuedWrites = 0
         var notReady = false
@@ -46,8 +49,6 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
     struct State {
         var sink: (@Sendable (CBCentralBackendEvent) -> Void)?
         var links: [BluetoothAddress: Link] = [:]
-        var connectQueue: Deque<BluetoothAddress> = []
-        var connecting: BluetoothAddress?
         var scanning: CBBackendScanParameters?
         /// Scannable devices heard without their scan response yet, and how many of their reports were held.
         var heldReports: [BluetoothAddress: Int] = [:]
@@ -153,51 +154,55 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
 
     public func connect(_ peer: CBBackendPeer) {
         opener.onStack { [self] stack in
-            let queued = state.withLock { state -> Bool in
-                guard state.links[peer.address] == nil else { return false }
-                state.links[peer.address] = Link()
-                state.connectQueue.append(peer.address)
-                return true
+            let asked = state.withLock { state -> Bool in
+                guard var link = state.links[peer.address] else {
+                    state.links[peer.address] = Link()
+                    return true
+                }
+                // Connected or connecting already; cancelled but not yet ended: connected again once it has.
+                if link.cancelled, link.handle == nil { link.connectAgain = true }
+                state.links[peer.address] = link
+                return false
             }
-            if queued { pumpConnects(stack) }
+            if asked { startConnect(peer.address, stack) }
         }
     }
 
-    /// Starts the next queued connect when none is pending in the host (it runs one at a time).
-    private func pumpConnects(_ stack: any OpenedStack) {
-        let next = state.withLock { state -> BluetoothAddress? in
-            guard state.connecting == nil, !state.connectQueue.isEmpty else { return nil }
-            let next = state.connectQueue.removeFirst()
-            state.connecting = next
-            return next
-        }
-        guard let next else { return }
-        stack.engine.connect(to: next) { [self] result in
-            let (link, hadLink) = state.withLock { state -> (Link?, Bool) in
-                state.connecting = nil
-                guard var link = state.links[next] else { return (nil, false) }
-                if case .success(let connection) = result {
-                    Self.remember(next, in: &state)
+    /// Asks the engine for the connection (any number pending at once).
+    private func startConnect(_ address: BluetoothAddress, _ stack: any OpenedStack) {
+        stack.engine.connect(to: address) { [self] result in
+            enum Outcome { case connected(UInt16), disconnect(UInt16), failed(String), again, none }
+            let outcome = state.withLock { state -> Outcome in
+                guard var link = state.links[address] else {
+                    if case .success(let connection) = result { return .disconnect(connection.handle) }
+                    return .none
+                }
+                let wanted = !link.cancelled || link.connectAgain
+                switch result {
+                case .success(let connection) where wanted:
+                    Self.remember(address, in: &state)
+                    link = Link()
                     link.handle = connection.handle
-                    state.links[next] = link
-                } else {
-                    state.links[next] = nil
-                }
-                return (link, true)
-            }
-            switch result {
-            case .success(let connection):
-                if !hadLink || link?.cancelled == true {
-                    stack.engine.disconnect(connectionHandle: connection.handle)
-                } else {
-                    awaitMTU(next, connection.handle, stack)
-                }
-            case .failure(let error):
-                if hadLink, link?.cancelled == false {
-                    emit(.connectionFailed(CBBackendPeer(address: next), .core(.connectionFailed, error.reason)))
+                    state.links[address] = link
+                    return .connected(connection.handle)
+                case .success(let connection):
+                    state.links[address] = nil
+                    return .disconnect(connection.handle)
+                case .failure where link.cancelled && link.connectAgain:
+                    state.links[address] = Link()
+                    return .again
+                case .failure(let error):
+                    state.links[address] = nil
+                    return link.cancelled ? .none : .failed(error.reason)
                 }
             }
-            pumpConnects(stack)
+            switch outcome {
+            case .connected(let handle): awaitMTU(address, handle, stack)
+            case .disconnect(let handle): stack.engine.disconnect(connectionHandle: handle)
+            case .failed(let reason): emit(.connectionFailed(CBBackendPeer(address: address), .core(.connectionFailed, reason)))
+            case .again: startConnect(address, stack)
+            case .none: break
+            }
         }
     }
 
@@ -257,20 +262,19 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
             enum Action { case none, disconnect(UInt16), cancelPending }
             let action = state.withLock { state -> Action in
                 guard var link = state.links[peer.address] else { return .none }
+                let cancelling = link.cancelled && link.handle == nil
                 link.cancelled = true
+                link.connectAgain = false
                 link.mtuTimer?.cancel()
                 link.mtuTimer = nil
                 state.links[peer.address] = link
                 if let handle = link.handle { return .disconnect(handle) }
-                if state.connecting == peer.address { return .cancelPending }
-                state.connectQueue.removeAll { $0 == peer.address }
-                state.links[peer.address] = nil
-                return .none
+                return cancelling ? .none : .cancelPending
             }
             switch action {
             case .none: break
             case .disconnect(let handle): stack.engine.disconnect(connectionHandle: handle)
-            case .cancelPending: stack.engine.cancelConnect()
+            case .cancelPending: stack.engine.cancelConnect(to: peer.address)
             }
         }
     }

@@ -99,7 +99,7 @@ struct ConnectRetryTests {
         rig.loop.run()
         rig.controller.deliver(Self.failed())
         rig.loop.run()
-        rig.host.cancelConnect { cancelled.append($0) }
+        rig.host.cancelConnect(to: Self.peer) { cancelled.append($0) }
         rig.loop.run()
         guard case .failure(let error)? = connect.last else {
             Issue.record("expected the connect to end")

@@ -172,7 +172,7 @@ struct GAPTests {
         if case .failure(let error) = busy.last { #expect(error.code == .busy) } else { Issue.record("expected busy") }
 
         let cancelled = Recorder<Result<Void, HostError>>()
-        rig.host.cancelConnect { cancelled.append($0) }
+        rig.host.cancelConnect(to: Self.peer) { cancelled.append($0) }
         rig.loop.run()
         #expect(rig.controller.sentBytes.last == hex("01 0E 20 00"))
         if case .failure(let error) = connect.last { #expect(error.code == .cancelled) } else { Issue.record("expected cancelled") }

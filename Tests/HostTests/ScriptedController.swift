@@ -114,6 +114,10 @@ struct ControllerModel: Sendable {
     /// Commands answered with Unknown Command in a Command Complete (Bumble: Read RSSI, LE Set Data Length).
     var unknown: Set<HCIOpcode> = []
     var credits: UInt8 = 1
+    /// LE Read Filter Accept List Size's answer (Core 5.4 Vol 4 Part E §7.8.14).
+    var filterAcceptListSize: UInt8 = 8
+    /// Commands answered with this status instead of success.
+    var refused: [HCIOpcode: HCIStatus] = [:]
 
     func answer(_ command: HCICommand) -> [HCIEvent]? {
         let opcode = command.opcode
@@ -121,8 +125,16 @@ struct ControllerModel: Sendable {
         if unknown.contains(opcode) {
             return [.commandComplete(numHCICommandPackets: credits, opcode: opcode, returnParameters: .status(.unknownCommand))]
         }
+        if let status = refused[opcode] {
+            if HCICommand.table[opcode]?.answeredByCommandStatus == true {
+                return [.commandStatus(status: status, numHCICommandPackets: credits, opcode: opcode)]
+            }
+            return [.commandComplete(numHCICommandPackets: credits, opcode: opcode, returnParameters: .status(status))]
+        }
         let returned: HCIReturnParameters
         switch command {
+        case .leReadFilterAcceptListSize:
+            returned = .leReadFilterAcceptListSize(status: .success, size: filterAcceptListSize)
         case .readLocalVersionInformation:
             returned = .readLocalVersionInformation(status: .success, version: HCILocalVersionInformation(
                 hciVersion: 0x0D, hciSubversion: 0x0001, lmpVersion: 0x0D, companyIdentifier: CompanyIdentifier(0x05F1),
