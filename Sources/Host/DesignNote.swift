@@ -3,7 +3,7 @@
 // What: the host side of HCI over one controller (Core 5.4 Vol 4 Part E) and GAP on top of it (Vol 3 Part C §9).
 //
 // - `HostStack` (final class) owns the controller side: the command pipe, controller info, the connection table,
-//   ACL in and out, the scan merge state, the pending connect, one timer; each connection's protocol state is its
+//   ACL in and out, the scan merge state, the pending connects, one timer; each connection's protocol state is its
 //   `ConnectionSession` (below). It is driven by an `HCITransport` (frames in
 //   via `onFrame`, hopped onto the loop in order) and by its owner's calls (any thread, hopped onto the loop).
 // - `CommandPipe` (struct, sans-I/O): queue + credits from the latest Command Complete / Command Status
@@ -22,6 +22,14 @@
 // - Connections are created synchronously when LE (Enhanced) Connection Complete is handled, before the next
 //   frame; Disconnection Complete removes one and fails everything of it (queued sends, reassembly state,
 //   pending parameter updates), giving its controller buffers back (§4.3).
+// - Connecting (`HostStack+Connecting.swift`): any number of connects pending, one per peer (`ConnectRequest`, in
+//   the order asked, each with its own time limit or none), and the controller's ONE initiation (`PendingConnect`):
+//   directed to the peer when one is pending; to the oldest pending, as many as the Filter Accept List holds, with
+//   initiator filter policy 1 when more are (the list read once, cleared, then rewritten one command at a time
+//   between initiations, since it cannot change while one uses it, Vol 4 Part E §7.8.16). A connect asked or ended
+//   during an initiation that covers another set cancels it; the next starts when the controller has ended it. A
+//   connection goes to the connect of its peer; a controller failure the host did not cause fails the connects the
+//   initiation covered; a controller that refuses the list gets the connects one at a time.
 // - `ScanReportMerger`: advertising report + scan response per device → `ScanReport` (decoded AD, RSSI,
 //   connectable, legacy or extended PDUs, PHYs, SID); LE Extended Advertising Reports are first joined from their
 //   pieces (`ExtendedReportAssembler`, bounded; truncated ones dropped). `AdvertisingContent` lays out legacy
