@@ -264,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTests",
             dependencies: ["BluetoothEngine",
-                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BlueZ", "BluetoothCore", "Host", "GATT", "StackLauncher", "SharedAir",
+                "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BlueZ", "BluetoothCore", "Host", "GATT", "ATT", "StackLauncher", "SharedAir",
                 "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
                 "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",

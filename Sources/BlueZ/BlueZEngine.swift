@@ -400,6 +400,8 @@ extension BlueZEngine {
 
     /// bluetoothd exchanges the ATT_MTU itself as it connects and says the result with the link.
     package var exchangesMTUOnConnect: Bool { false }
+    /// bluetoothd reads the GAP Device Name of the devices it connects to (Device1.Name).
+    package var reportsPeerNames: Bool { true }
 
     package func requestConnectionParameterUpdate(connectionHandle handle: UInt16, _ request: L2CAPConnectionParameterUpdateRequest,
                                           completion: (@Sendable (Result<Bool, HostError>) -> Void)?) {

@@ -37,6 +37,9 @@ public protocol StackEngine: AnyObject, Sendable {
     /// ``HostEvent/attMTUChanged(handle:mtu:)`` shortly after ``HostEvent/connected(_:)`` (Vol 3 Part F §3.4.2), so
     /// that an API may wait for it before reporting the link.
     var exchangesMTUOnConnect: Bool { get }
+    /// Whether the engine reads a connected peer's GAP Device Name itself and tells it in
+    /// ``HostEvent/peerNameUpdated(peer:name:)`` (bluetoothd does; our host leaves it to the API above).
+    var reportsPeerNames: Bool { get }
 
     // GAP
     func startScanning(_ options: ScanOptions, completion: @escaping @Sendable (Result<Void, HostError>) -> Void)

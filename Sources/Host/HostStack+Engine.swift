@@ -31,6 +31,9 @@ extension HostStack: StackEngine {
     /// As the configuration says (on by default: the central sends Exchange MTU as the link starts).
     public var exchangesMTUOnConnect: Bool { configuration.exchangesMTUOnConnect }
 
+    /// Our host reads no GAP names on its own: the API above asks when it wants one.
+    public var reportsPeerNames: Bool { false }
+
     public func replaceGATTDatabase(_ database: GATTDatabase, changedRange: ATTHandleRange?,
                                     completion: (@Sendable (Result<Void, HostError>) -> Void)?) {
         setGATTDatabase(database, changedRange: changedRange) { completion?(.success(())) }

@@ -411,10 +411,12 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
         delegate?.peripheralIsReady(toSendWriteWithoutResponse: self)
     }
 
+    /// The GAP Device Name, read after connecting or changed by the peer: `name` is it from now on, and the
+    /// delegate hears when that changes what `name` was (the advertised name until then).
     func nameUpdated(_ name: String) {
-        guard gapName != name else { return }
+        let before = self.name
         gapName = name
-        delegate?.peripheralDidUpdateName(self)
+        if before != name { delegate?.peripheralDidUpdateName(self) }
     }
 
     func servicesChanged(start: UInt16, end: UInt16) {

@@ -13,7 +13,8 @@ import BluetoothEngine
 /// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (any
 /// number pending at once, each connected when its peer is heard: the host initiates through the controller's
 /// Filter Accept List; never timing out, as CoreBluetooth), the Exchange MTU the host
-/// sends on connect (reported with `.connected`, Vol 3 Part F §3.4.2), discovery, long reads and writes, CCCD
+/// sends on connect (reported with `.connected`, Vol 3 Part F §3.4.2), the peer's GAP Device Name read once
+/// connected (Vol 3 Part C §12.1, as iOS reads it), discovery, long reads and writes, CCCD
 /// writes and notifications (Vol 3 Part G §4), RSSI (Vol 4 Part E §7.5.4).
 ///
 /// State lives in a lock and is changed on the stack's loop; commands hop onto the loop. Write Command flow
@@ -40,6 +41,8 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
         var owesReady = false
         /// The peer's Service Changed value handle, once subscribed to its indications.
         var serviceChanged: UInt16?
+        /// The handle of the peer's GAP Device Name, once read.
+        var deviceNameHandle: UInt16?
         /// Why securing the link failed, as CoreBluetooth reports it: the peer removed its pairing information
         /// (``HostEvent/bondLost(handle:identity:)``, ``HostSecurityFailure/bondLost(identity:)``) or SMP timed
         /// out (encryption timed out). Cleared when a later pairing succeeds.
@@ -230,8 +233,37 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
         guard report else { return }
         emit(.connected(CBBackendPeer(address: address), mtu: mtu))
         if let stack = opener.stack, let handle = state.load().links[address]?.handle {
+            if !stack.engine.reportsPeerNames { readDeviceName(address, handle, stack) }
             subscribeToServiceChanged(address, handle, stack)
         }
+    }
+
+    /// Reads the peer's GAP Device Name as iOS does once connected (Read Using Characteristic UUID 0x2A00, Core 5.4
+    /// Vol 3 Part G §4.8.2: one request; Read Blob for the rest of a name that fills the response), for
+    /// `.nameUpdated`. Read again when the peer's Service Changed covers it.
+    private func readDeviceName(_ address: BluetoothAddress, _ handle: UInt16, _ stack: any OpenedStack) {
+        let host = stack.engine
+        let everything = ATTHandleRange(start: 0x0001, end: 0xFFFF)
+        host.gatt(connectionHandle: handle, .readUsingCharacteristicUUID(uuid: GATTUUID.deviceName, range: everything)) { [self] result in
+            guard case .success(.handleValues(let values)) = result, let first = values.first else { return }
+            state.withLock { state in
+                if state.links[address]?.handle == handle { state.links[address]?.deviceNameHandle = first.handle }
+            }
+            let mtu = host.attMTU(connectionHandle: handle) ?? ATTMTU.leDefault
+            // Read By Type Response: 2 octets of header and 2 of handle before the value (Vol 3 Part F §3.4.4.2).
+            guard first.value.count >= mtu - 4 else { return deviceNameRead(address, handle, first.value) }
+            host.gatt(connectionHandle: handle, .readLongCharacteristicValue(handle: first.handle)) { [self] result in
+                guard case .success(.value(let value)) = result else { return }
+                deviceNameRead(address, handle, value)
+            }
+        }
+    }
+
+    private func deviceNameRead(_ address: BluetoothAddress, _ handle: UInt16, _ value: [UInt8]) {
+        // A name is UTF-8 of at most 248 octets (Vol 3 Part C §12.1); what a peer sends beyond is not a name.
+        guard state.load().links[address]?.handle == handle, !value.isEmpty else { return }
+        let name = String(decoding: value.prefix(248), as: UTF8.self)
+        emit(.nameUpdated(CBBackendPeer(address: address), name))
     }
 
     /// Finds the peer's Service Changed characteristic and enables its indications, as CoreBluetooth does
@@ -347,6 +379,10 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
                 guard value.count == 4 else { return }
                 let start = UInt16(value[0]) | UInt16(value[1]) << 8, end = UInt16(value[2]) | UInt16(value[3]) << 8
                 emit(.servicesChanged(CBBackendPeer(address: address), startHandle: start, endHandle: end))
+                if let stack = opener.stack, !stack.engine.reportsPeerNames,
+                   link.deviceNameHandle.map({ (start...end).contains($0) }) ?? true {
+                    readDeviceName(address, handle, stack)
+                }
                 return
             }
             emit(.valueUpdated(CBBackendPeer(address: address), handle: attributeHandle, value: value))

@@ -22,6 +22,11 @@ import BluetoothEngine
 /// - `updateValue`: at most 4 updates handed to the loop at once; the host's send-queue readiness blocks further
 ///   updates (false) until `.readyToSend`, then `.readyToUpdateSubscribers`.
 public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
+    /// The GAP Device Name of every peripheral manager's device (Core 5.4 Vol 3 Part C §12.1): what a central
+    /// reads once connected and shows as the peripheral's name from then on, as an iPhone's name is shown rather
+    /// than the app's advertised local name.
+    static let deviceName = "OpenCoreBluetooth"
+
     static let updateQueueLimit = 4
     /// Ids of write-command events (never answered) start here, above the GATT server's request ids.
     static let commandIDBase: UInt64 = 1 << 62
@@ -144,7 +149,7 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         var handlesByID: [Int: GATTServiceHandles] = [:]
         var characteristics: [Int: LocalCharacteristic] = [:]
         do throws(GATTDatabaseError) {
-            _ = try database.addGAPService(deviceName: "OpenCoreBluetooth")
+            _ = try database.addGAPService(deviceName: Self.deviceName)
             _ = try database.addGATTService(serverSupportedFeatures: .enhancedATT)
             for service in services {
                 let handles = try database.add(definition(of: service, includes: service.includedServiceIDs.compactMap { handlesByID[$0] }))

@@ -67,6 +67,11 @@ private func temporaryDirectory() throws -> String {
         try await waitFor("run 1: the connection", on: log1.queue, until: { log1.entries.contains { $0.hasPrefix("connect") } },
                           seen: { "central \(log1.entries), peripheral \(peripheralLog.entries)" })
         let identifier = try #require(found.value?.identifier)
+        // Connected under its advertised name; the GAP Device Name read once connected then renames it, in the file
+        // too, as iOS keeps the name it read.
+        try await waitFor("run 1: the GAP name in the file", until: {
+            KnownPeersStore(location: .file(path)).entries.first?.name == EnginePeripheralBackend.deviceName
+        }, seen: { "\(KnownPeersStore(location: .file(path)).entries)" })
 
         // The file holds the peer: identity address, type, name; owner-only.
         var info = stat()
@@ -74,7 +79,7 @@ private func temporaryDirectory() throws -> String {
         #expect(info.st_mode & 0o777 == 0o600)
         let stored = KnownPeersStore(location: .file(path)).entries
         #expect(stored.map(\.identifier) == [identifier])
-        #expect(stored.first?.name == "Known")
+        #expect(stored.first?.name == EnginePeripheralBackend.deviceName)
         #expect(stored.first?.connected == true)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         let peers = try #require(json["peers"] as? [[String: Any]])
@@ -127,11 +132,11 @@ private func temporaryDirectory() throws -> String {
         #expect(value.value == knownValue)
         let list = log2.queue.sync { retrieved.value }
         #expect(list.map(\.identifier) == [identifier, otherIdentifier])
-        #expect(list.map(\.name) == ["Known", "Elsewhere"])
+        #expect(list.map(\.name) == [EnginePeripheralBackend.deviceName, "Elsewhere"])
         // Never scanned: no discovery callback in run 2; connected under the stored name.
         #expect(log2.queue.sync { !manager2.value.isScanning })
         #expect(!log2.entries.contains { $0.hasPrefix("discover ") })
-        #expect(log2.entries.contains("connect Known"))
+        #expect(log2.entries.contains("connect \(EnginePeripheralBackend.deviceName)"))
         _ = managers
     }
 

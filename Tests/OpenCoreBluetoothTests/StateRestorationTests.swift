@@ -204,7 +204,8 @@ private func makeServices() -> [CBMutableService] {
         let scanOptions = try #require(state[CBCentralManagerRestoredStateScanOptionsKey] as? [String: Any])
         #expect((scanOptions[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber) == NSNumber(value: false))
         let restoredPeripheral = try #require(app2.peripherals.value.first)
-        #expect(restoredPeripheral.name == "Restorable")
+        // The GAP Device Name read when the link was made again (advertised: "Restorable").
+        #expect(restoredPeripheral.name == EnginePeripheralBackend.deviceName)
         #expect(restoredPeripheral.state == .connected)
         #expect(central2.misuseLog == [])
 
