@@ -245,9 +245,8 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
             ?? (raw as? [Any])?.compactMap { $0 as? CBUUID } ?? []
         isAdvertising = true
         let serviceUUIDs = uuids.map(\.bluetoothUUID)
-        let form = Self.advertisedForm(name: name, serviceUUIDs: serviceUUIDs, restricted: application.isRestricted)
-        backend.startAdvertising(localName: form.name, serviceUUIDs: form.serviceUUIDs,
-                                 overflowServiceUUIDs: form.overflow) { [weak self] result in
+        let form = Self.advertisedForm(name: name, serviceUUIDs: serviceUUIDs, application: application)
+        let started: @Sendable (Result<Void, CBBackendError>) -> Void = { [weak self] result in
             guard let self else { return }
             self.gate.deliver {
                 switch result {
@@ -263,6 +262,13 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
                 }
             }
         }
+        guard let form else {
+            // Nothing on the air until the app returns to the foreground (``applicationStateChanged(_:)``).
+            shared.withLock { $0.advertised = (name, serviceUUIDs) }
+            return started(.success(()))
+        }
+        backend.startAdvertising(localName: form.name, serviceUUIDs: form.serviceUUIDs, overflowServiceUUIDs: form.overflow,
+                                 completion: started)
     }
 
     /// Stops advertising.
@@ -383,21 +389,28 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
 
     // MARK: Application state
 
-    /// What goes on the air for the app's advertising: all of it in the foreground; in the background
-    /// (``OCBApplication``) no local name, and the service UUIDs in the overflow area.
-    static func advertisedForm(name: String?, serviceUUIDs: [BluetoothUUID], restricted: Bool)
-        -> (name: String?, serviceUUIDs: [BluetoothUUID], overflow: [BluetoothUUID]) {
-        restricted ? (nil, [], serviceUUIDs) : (name, serviceUUIDs, [])
+    /// What goes on the air for the app's advertising (Core Bluetooth Programming Guide, "Core Bluetooth Background
+    /// Processing for iOS Apps"): all of it in the foreground; in the background or suspended, with the
+    /// `bluetooth-peripheral` background mode, no local name and the service UUIDs in the overflow area; without
+    /// the mode, nothing (nil): the app's advertising resumes when it returns to the foreground.
+    static func advertisedForm(name: String?, serviceUUIDs: [BluetoothUUID], application: OCBApplication)
+        -> (name: String?, serviceUUIDs: [BluetoothUUID], overflow: [BluetoothUUID])? {
+        guard application.isRestricted else { return (name, serviceUUIDs, []) }
+        guard application.backgroundModes.contains(.bluetoothPeripheral) else { return nil }
+        return (nil, [], serviceUUIDs)
     }
 
-    /// iOS's background rules: the events wait or flow, and running advertising takes the state's form.
+    /// iOS's background rules: the events wait or flow, and running advertising takes the state's form (or stops
+    /// until the app returns, without the background mode).
     func applicationStateChanged(_ application: OCBApplication) {
         followApplicationState()
         queue.async {
             guard self.isAdvertising, let backend = self.backend,
                   let advertised = self.shared.withLock({ $0.advertised }) else { return }
-            let form = Self.advertisedForm(name: advertised.localName, serviceUUIDs: advertised.serviceUUIDs,
-                                           restricted: application.isRestricted)
+            guard let form = Self.advertisedForm(name: advertised.localName, serviceUUIDs: advertised.serviceUUIDs,
+                                                 application: application) else {
+                return backend.stopAdvertising()
+            }
             backend.startAdvertising(localName: form.name, serviceUUIDs: form.serviceUUIDs,
                                      overflowServiceUUIDs: form.overflow) { _ in }
         }

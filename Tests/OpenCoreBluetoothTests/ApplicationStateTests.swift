@@ -6,6 +6,8 @@ import Testing
 @testable import OpenCoreBluetooth
 
 private nonisolated(unsafe) let backgroundServiceUUID = CBUUID(string: "5E570000-0000-4000-8000-0000000BAC6D")
+/// Seed 001's service (Examples/Seed001PeripheralApp).
+private nonisolated(unsafe) let seedService = CBUUID(string: "0cdbe648-eed0-11e6-bc64-92361f002671")
 private nonisolated(unsafe) let otherServiceUUID = CBUUID(string: "5E57FFFF-0000-4000-8000-0000000BAC6D")
 
 /// Publishes one service and advertises it with a local name.
@@ -188,6 +190,72 @@ struct ApplicationStateTests {
                           until: { unnamed.reports(of: identifier).count >= 2 }, seen: { "\(unnamed.reports.count) reports" })
         withExtendedLifetime((peripheral, named, unnamed)) {}
         air.shutdown()
+    }
+
+    /// Issue 32 item 2: seed 001's iOS peripheral advertises in the foreground; when the app leaves it, its
+    /// advertising takes the form iOS gives it: with `bluetooth-peripheral`, the overflow area (found only by a
+    /// scan that names the service); without it, none at all, in the background as suspended. Back in the
+    /// foreground, the name and the service list return. The central, in a foreground app, scans for the seed's
+    /// service with duplicates, so a device on the air keeps being reported.
+    @Test(arguments: [
+        (OCBApplicationState.background, OCBBackgroundModes.bluetoothPeripheral), (.suspended, .bluetoothPeripheral),
+        (.background, OCBBackgroundModes()), (.suspended, OCBBackgroundModes()),
+    ])
+    func seed001PeripheralAdvertisesAsItsStateAllows(state: OCBApplicationState, modes: OCBBackgroundModes) async throws {
+        let air = InProcessAir(seed: 94, label: "background.seed001.\(state).\(modes.rawValue)")
+        defer { air.shutdown() }
+        let app = OCBApplication(state: .foreground, backgroundModes: modes)
+        let events = LockedBox<[String]>([])
+        let ear = SeedEar(role: "peripheral", box: events)
+        let seed = await makeOnMain(with: HostBackend.provider(.inProcess(air), application: app)) { PeripheralBluetoothManager(delegate: ear) }
+        let central = ScanningCentral(provider: HostBackend.provider(.inProcess(air), application: OCBApplication()),
+                                      services: [seedService], allowDuplicates: true)
+        try await waitFor("the seed advertising its name in the foreground", on: central.log.queue,
+                          until: { central.reports.contains { $0.1[CBAdvertisementDataLocalNameKey] as? String == "Peripheral - iOS" } },
+                          seen: { "\(central.reports.count) reports, seed \(events.value)" })
+        let identifier = try #require(central.reports.first?.0)
+
+        let entered = await onQueue(central.log.queue) { central.reports(of: identifier).count }
+        app.enter(state)
+        if modes.contains(.bluetoothPeripheral) {
+            // The overflow form from its first report on, and nothing else after it (that first report may still
+            // carry the name of the scan response the scanner last had, merged with the new advertising data).
+            try await waitFor("the overflow form in the \(state) state", on: central.log.queue, until: {
+                central.reports(of: identifier).dropFirst(entered).contains { $0[CBAdvertisementDataOverflowServiceUUIDsKey] != nil }
+            }, seen: { "\(central.reports(of: identifier).suffix(2))" })
+            let first = await onQueue(central.log.queue) {
+                entered + (central.reports(of: identifier).dropFirst(entered).firstIndex { $0[CBAdvertisementDataOverflowServiceUUIDsKey] != nil } ?? 0) - entered
+            }
+            try await Task.sleep(for: .seconds(1))
+            let since = await onQueue(central.log.queue) { () -> (count: Int, anonymous: Bool, overflow: Bool) in
+                let new = central.reports(of: identifier).dropFirst(first + 1)
+                return (new.count,
+                        new.allSatisfy { $0[CBAdvertisementDataLocalNameKey] == nil && $0[CBAdvertisementDataServiceUUIDsKey] == nil },
+                        new.allSatisfy { ($0[CBAdvertisementDataOverflowServiceUUIDsKey] as? [CBUUID]) == [seedService] })
+            }
+            #expect(since.count > 1, "\(state) with the mode: still advertising")
+            #expect(since.anonymous && since.overflow, "\(state) with the mode: the overflow form only")
+        } else {
+            // Nothing on the air: the reports stop (a device advertising is reported several times a second).
+            let clock = ContinuousClock()
+            var count = entered, changed = clock.now
+            while clock.now - changed < .milliseconds(1500), clock.now - changed < .seconds(20) {
+                try await Task.sleep(for: .milliseconds(100))
+                let now = await onQueue(central.log.queue) { central.reports(of: identifier).count }
+                if now != count { (count, changed) = (now, clock.now) }
+            }
+            #expect(clock.now - changed >= .milliseconds(1500), "\(state) without the mode: still reported")
+        }
+
+        app.enter(.foreground)
+        let back = await onQueue(central.log.queue) { central.reports(of: identifier).count }
+        try await waitFor("the name back in the foreground", on: central.log.queue,
+                          until: { central.reports(of: identifier).dropFirst(back).contains {
+                              $0[CBAdvertisementDataLocalNameKey] as? String == "Peripheral - iOS" } },
+                          seen: { "\(central.reports(of: identifier).suffix(2))" })
+        // The seed heard of its advertising once, whatever the state did to it.
+        #expect(events.value.filter { $0 == "advertising peripheral" }.count == 1, "\(events.value)")
+        withExtendedLifetime((seed, central)) {}
     }
 
     /// Seed 001 with both roles in a suspended app: nothing reaches the seed (not even the first state update);
