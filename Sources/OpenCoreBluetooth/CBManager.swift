@@ -40,13 +40,14 @@ open class CBManager: NSObject, @unchecked Sendable {
         set { stateBox.withLock { $0 = newValue } }
     }
 
-    /// Always `.allowedAlways`: Linux has no Bluetooth privacy prompt (see ``CBManagerAuthorization``).
+    /// The app's Bluetooth authorization (``OCBApplication/bluetoothAuthorization``; `.allowedAlways` unless the app
+    /// says otherwise: Linux has no privacy prompt).
     @available(iOS, deprecated: 13.1, message: "Use CBManager.authorization")
     @available(macOS, deprecated: 10.15, message: "Use CBManager.authorization")
-    public var authorization: CBManagerAuthorization { .allowedAlways }
+    public var authorization: CBManagerAuthorization { application.bluetoothAuthorization }
 
-    /// Always `.allowedAlways`: Linux has no Bluetooth privacy prompt.
-    public class var authorization: CBManagerAuthorization { .allowedAlways }
+    /// The process's Bluetooth authorization (`OCB_BLUETOOTH_AUTHORIZATION`; `.allowedAlways` unless set).
+    public class var authorization: CBManagerAuthorization { OCBApplication.process.bluetoothAuthorization }
 
     /// "<CBCentralManager: 0x…>", as Apple prints managers in its logs.
     var objectLabel: String { "<\(type(of: self)): \(Self.address(of: self))>" }
@@ -79,6 +80,14 @@ open class CBManager: NSObject, @unchecked Sendable {
         didUpdateState: @escaping @Sendable () -> Void
     ) {
         if let snapshot { queue.async { restore(snapshot) } }
+        guard application.isBluetoothAllowed else {
+            // The user said "Don't Allow" (or the device restricts it): no stack, `.unauthorized`, as on iOS.
+            gate.deliver {
+                self.state = .unauthorized
+                didUpdateState()
+            }
+            return
+        }
         guard let start else {
             queue.async {
                 self.misuse("\(self.objectLabel) has no Bluetooth backend (CBBackendRegistry): state is unsupported")

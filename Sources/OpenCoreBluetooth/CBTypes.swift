@@ -38,8 +38,9 @@ public enum CBManagerState: Int, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The app's authorization to use Bluetooth (CoreBluetooth `CBManagerAuthorization`). Linux has no privacy
-/// prompt: OpenCoreBluetooth always reports `.allowedAlways` (access to an adapter is decided by the transport:
-/// the HCI user channel needs CAP_NET_ADMIN, a TCP controller needs the port).
+/// prompt: OpenCoreBluetooth reports `.allowedAlways` unless the app stands in for the user's answer
+/// (``OCBApplication/bluetoothAuthorization``, `OCB_BLUETOOTH_AUTHORIZATION`); access to an adapter is decided by
+/// the transport (the HCI user channel needs CAP_NET_ADMIN, a TCP controller needs the port).
 public enum CBManagerAuthorization: Int, Sendable, Hashable {
     /// The user has not decided yet.
     case notDetermined = 0
@@ -47,7 +48,7 @@ public enum CBManagerAuthorization: Int, Sendable, Hashable {
     case restricted = 1
     /// The user denied the app the use of Bluetooth.
     case denied = 2
-    /// The app may use Bluetooth at any time; the only value reported on Linux.
+    /// The app may use Bluetooth at any time (the default on Linux).
     case allowedAlways = 3
 }
 

@@ -25,11 +25,16 @@ final class EngineBackendStack: Sendable {
     /// Opens the stack (``HostBackend/launch(_:options:)`` on ``transport`` unless a test gave its own opener).
     private let launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)?
 
-    init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?,
+    /// Pair as an iPhone (KeyboardDisplay, MITM asked) rather than NoInputNoOutput: a pairing agent answers the
+    /// dialogs (``OCBPairingAgent``).
+    let pairsAsAPhone: Bool
+
+    init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?, pairsAsAPhone: Bool = false,
          launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)? = nil) {
         self.transport = transport
         self.label = label
         self.preferredATTMTU = preferredATTMTU
+        self.pairsAsAPhone = pairsAsAPhone
         self.launch = launch
     }
 
@@ -41,12 +46,17 @@ final class EngineBackendStack: Sendable {
         stack.engine.eventLoop.execute { body(stack) }
     }
 
-    /// Opens the stack in a task; `ready` gets it (nil on failure, after logging why), on the
+    /// Opens the stack in a task; `ready` gets it (nil on failure, after logging why unless `quietly`), on the
     /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
-    func open(ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+    func open(quietly: Bool = false, ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
         Task { [self] in
             var options = StackLaunchOptions(label: label)
             if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
+            if pairsAsAPhone {
+                // An iPhone's Pairing Request: KeyboardDisplay, bonding, MITM, Secure Connections (Vol 3 Part H §3.5.1).
+                options.host.security.ioCapability = .keyboardDisplay
+                options.host.security.mitm = true
+            }
             // Reading or writing an attribute that needs encryption pairs (Just Works) or encrypts with the bond,
             // then retries once, as iOS does; bonds persist only with OCB_BONDS (see HostBackend).
             if let directory = HostBackend.bondsDirectory() {
@@ -83,7 +93,7 @@ final class EngineBackendStack: Sendable {
                 }
                 stack.engine.eventLoop.execute { ready(stack) }
             case .failure(let error):
-                Log.coreBluetooth.error("no Bluetooth stack: \(error.reason)")
+                if !quietly { Log.coreBluetooth.error("no Bluetooth stack: \(error.reason)") }
                 ready(nil)
             }
         }
@@ -95,11 +105,49 @@ final class EngineBackendStack: Sendable {
     /// without `didDisconnect`, scanning and advertising stop, pending requests fail — instead of staying
     /// `.poweredOn` on a stack that can no longer do anything. Not after ``close()`` (no loss then).
     func whenLost(_ stack: any OpenedStack, _ lost: @escaping @Sendable () -> Void) {
-        let label = label
+        let label = label, reopens = reopens
         stack.onLoss { [weak self] loss in
             guard let self, !self.state.load().closed else { return }
-            if HostBackend.reportsControllerLoss { Log.coreBluetooth.error("\(label): \(loss); Bluetooth is off") }
+            if HostBackend.reportsControllerLoss {
+                Log.coreBluetooth.error("\(label): \(loss); \(reopens ? "Bluetooth is resetting (the air's hub is started again)" : "Bluetooth is off")")
+            }
             stack.engine.eventLoop.execute { lost() }
+        }
+    }
+
+    /// Whether a lost stack may come back: one on the shared air's hub, which is the system's Bluetooth service
+    /// here (a hub that stops is started again on demand, as launchd restarts bluetoothd, and iOS shows
+    /// `.resetting` meanwhile). A lost controller of its own (TCP, serial, an adapter) is Bluetooth turned off.
+    var reopens: Bool {
+        switch transport {
+        case .hub: true
+        case .specification(let text): (try? StackSpecification(parsing: text))?.airHubSocket() != nil
+        case .inProcess, .bluez: false
+        }
+    }
+
+    /// How long a lost stack is tried again before the managers go `.poweredOff`.
+    static let reopenLimit: Duration = .seconds(5)
+
+    /// Opens the stack again after its loss (``reopens``), trying every 250 ms until ``reopenLimit`` has passed;
+    /// `ready` gets the new stack, or nil. The lost stack is shut down.
+    func reopen(ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+        let lost = state.withLock { state -> (any OpenedStack)? in
+            defer { state.stack = nil }
+            return state.stack
+        }
+        if let lost { Thread.detachNewThread { lost.shutdown() } }
+        attemptReopen(until: ContinuousClock.now + Self.reopenLimit, ready: ready)
+    }
+
+    private func attemptReopen(until deadline: ContinuousClock.Instant, ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+        open(quietly: true) { [self] stack in
+            if let stack { return ready(stack) }
+            guard ContinuousClock.now < deadline, !state.load().closed else { return ready(nil) }
+            Task {
+                try? await Task.sleep(for: .milliseconds(250))
+                attemptReopen(until: deadline, ready: ready)
+            }
         }
     }
 

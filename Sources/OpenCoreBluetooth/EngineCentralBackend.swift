@@ -63,12 +63,18 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
     private let opener: EngineBackendStack
     private let state = LockedValue(State())
 
-    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
-        opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU)
+    /// The system's pairing dialogs (nil: none, Just Works as NoInputNoOutput).
+    private let pairingAgent: OCBPairingAgent?
+
+    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) {
+        opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU,
+                                    pairsAsAPhone: pairingAgent != nil)
+        self.pairingAgent = pairingAgent
     }
 
     /// A backend on the stack `launch` opens (tests: bluetoothd on a bus of their own).
     package init(launching launch: @escaping @Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack) {
+        pairingAgent = nil
         opener = EngineBackendStack(transport: .specification("test"), label: "OpenCoreBluetooth.central", preferredATTMTU: nil, launch: launch)
     }
 
@@ -77,15 +83,45 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
 
     // MARK: Lifecycle
 
-    /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened, `.poweredOff` if it is lost
-    /// later.
+    /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened; when it is lost later,
+    /// `.poweredOff`, or on the shared air `.resetting` until it is open again (`.poweredOn`) or cannot be
+    /// (`.poweredOff`), as iOS shows a restart of its Bluetooth service.
     public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
         opener.open { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
-            stack.engine.addEventHandler { [weak self] event in self?.handle(event) }
-            self.opener.whenLost(stack) { [weak self] in self?.emit(.stateChanged(.poweredOff)) }
+            self.install(stack)
+            self.emit(.stateChanged(.poweredOn))
+        }
+    }
+
+    /// Takes the events of `stack` while it is the backend's, and its loss.
+    private func install(_ stack: any OpenedStack) {
+        stack.engine.addEventHandler { [weak self, weak stack] event in
+            guard let self, let stack, self.opener.stack === stack else { return }
+            self.handle(event)
+        }
+        opener.whenLost(stack) { [weak self] in self?.stackLost() }
+    }
+
+    /// The stack is gone: its links, scan and timers with it (the manager invalidates its peripherals).
+    private func stackLost() {
+        let timers = state.withLock { state -> [ScheduledJob] in
+            defer {
+                state.links = [:]
+                state.scanning = nil
+                state.heldReports = [:]
+            }
+            return state.links.values.compactMap(\.mtuTimer)
+        }
+        for timer in timers { timer.cancel() }
+        guard opener.reopens else { return emit(.stateChanged(.poweredOff)) }
+        emit(.stateChanged(.resetting))
+        opener.reopen { [weak self] stack in
+            guard let self else { return }
+            guard let stack else { return self.emit(.stateChanged(.poweredOff)) }
+            self.install(stack)
             self.emit(.stateChanged(.poweredOn))
         }
     }
@@ -402,9 +438,14 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
             guard let address = peer(handle: handle) else { return }
             state.withLock { $0.links[address]?.securityFailure = nil }
         case .pairingInteraction(let handle, let interaction):
-            // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
-            guard let answer = HostBackend.automaticAnswer(interaction), let stack = opener.stack else { return }
-            stack.engine.answerPairing(connectionHandle: handle, answer)
+            // iOS shows the system's pairing dialog: the agent answers it; without one, values are accepted
+            // (see HostBackend).
+            guard let stack = opener.stack else { return }
+            if let pairingAgent {
+                pairingAgent.ask(interaction, peer: peer(handle: handle) ?? .zero) { stack.engine.answerPairing(connectionHandle: handle, $0) }
+            } else if let answer = HostBackend.automaticAnswer(interaction) {
+                stack.engine.answerPairing(connectionHandle: handle, answer)
+            }
         default:
             break
         }

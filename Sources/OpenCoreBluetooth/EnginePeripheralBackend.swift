@@ -63,12 +63,18 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     private let opener: EngineBackendStack
     private let state = LockedValue(State())
 
-    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil) {
-        opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU)
+    /// The system's pairing dialogs (nil: none, Just Works as NoInputNoOutput).
+    private let pairingAgent: OCBPairingAgent?
+
+    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) {
+        opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU,
+                                    pairsAsAPhone: pairingAgent != nil)
+        self.pairingAgent = pairingAgent
     }
 
     /// A backend on the stack `launch` opens (tests: bluetoothd on a bus of their own).
     package init(launching launch: @escaping @Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack) {
+        pairingAgent = nil
         opener = EngineBackendStack(transport: .specification("test"), label: "OpenCoreBluetooth.peripheral", preferredATTMTU: nil, launch: launch)
     }
 
@@ -80,15 +86,42 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
 
     // MARK: Lifecycle
 
-    /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened, `.poweredOff` if it is lost
-    /// later.
+    /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened; when it is lost later,
+    /// `.poweredOff`, or on the shared air `.resetting` until it is open again (`.poweredOn`, with an empty
+    /// database: the app adds its services again, as on iOS) or cannot be (`.poweredOff`).
     public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
         opener.open { [weak self] stack in
             guard let self else { return }
             guard let stack else { return self.emit(.stateChanged(.unsupported)) }
-            stack.engine.addEventHandler { [weak self] event in self?.handle(event, stack) }
-            self.opener.whenLost(stack) { [weak self] in self?.emit(.stateChanged(.poweredOff)) }
+            self.install(stack)
+            self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
+        }
+    }
+
+    /// Takes the events of `stack` while it is the backend's, and its loss.
+    private func install(_ stack: any OpenedStack) {
+        stack.engine.addEventHandler { [weak self, weak stack] event in
+            guard let self, let stack, self.opener.stack === stack else { return }
+            self.handle(event, stack)
+        }
+        opener.whenLost(stack) { [weak self] in self?.stackLost() }
+    }
+
+    /// The stack is gone, and everything the backend kept of it (the manager forgets its services below
+    /// `.poweredOff`).
+    private func stackLost() {
+        state.withLock { state in
+            let sink = state.sink
+            state = State()
+            state.sink = sink
+        }
+        guard opener.reopens else { return emit(.stateChanged(.poweredOff)) }
+        emit(.stateChanged(.resetting))
+        opener.reopen { [weak self] stack in
+            guard let self else { return }
+            guard let stack else { return self.emit(.stateChanged(.poweredOff)) }
+            self.install(stack)
             self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
         }
     }
@@ -464,9 +497,14 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
             state.withLock { _ = $0.blocked.remove(handle) }
             maybeReady()
         case .pairingInteraction(let handle, let interaction):
-            // CoreBluetooth shows the system's pairing dialog; without one, values are accepted (see HostBackend).
-            guard let answer = HostBackend.automaticAnswer(interaction) else { return }
-            stack.engine.answerPairing(connectionHandle: handle, answer)
+            // iOS shows the system's pairing dialog: the agent answers it; without one, values are accepted
+            // (see HostBackend).
+            if let pairingAgent {
+                let central = state.load().centrals[handle] ?? .zero
+                pairingAgent.ask(interaction, peer: central) { stack.engine.answerPairing(connectionHandle: handle, $0) }
+            } else if let answer = HostBackend.automaticAnswer(interaction) {
+                stack.engine.answerPairing(connectionHandle: handle, answer)
+            }
         default:
             break
         }

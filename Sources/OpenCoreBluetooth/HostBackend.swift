@@ -126,15 +126,20 @@ public enum HostBackend {
     /// offers in its Exchange MTU (Core 5.4 Vol 3 Part F §3.4.2): nil, `OCB_ATT_MTU` when set (read when each manager
     /// is made), else 517. An iPhone offers 185 (iOS 10 and later; 158 before); Android 14 and later offer 517 once
     /// the app asks for any (and 23, no exchange, until it does).
+    ///
+    /// `pairingAgent` answers the pairing dialogs iOS would show (``OCBPairingAgent``): nil, `OCB_PAIRING_AGENT` when
+    /// set (read when each manager is made), else none (NoInputNoOutput, Just Works).
     public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process,
-                                preferredATTMTU: Int? = nil) -> CBBackendProvider {
+                                preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) -> CBBackendProvider {
         let chosen = preferredATTMTU.map { min(max($0, attMTURange.lowerBound), attMTURange.upperBound) }
         return CBBackendProvider(
             makeCentral: {
-                EngineCentralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU())
+                EngineCentralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU(),
+                                     pairingAgent: pairingAgent ?? OCBPairingAgent.environment())
             },
             makePeripheral: {
-                EnginePeripheralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU())
+                EnginePeripheralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU(),
+                                        pairingAgent: pairingAgent ?? OCBPairingAgent.environment())
             },
             application: application)
     }
@@ -185,10 +190,10 @@ public enum HostBackend {
         return value.hasPrefix("/") ? value : FileBondStore.defaultDirectory()
     }
 
-    /// How a stack behind CoreBluetooth answers the user side of pairing (Core 5.4 Vol 3 Part H §2.3.5.1). iOS
-    /// asks the user in a system dialog; there is no such dialog here and CoreBluetooth has no API for it, so
+    /// How a stack behind CoreBluetooth answers the user side of pairing without an agent (Core 5.4 Vol 3 Part H
+    /// §2.3.5.1). iOS asks the user in a system dialog (``OCBPairingAgent`` stands in for it); without one,
     /// Numeric Comparison and Just Works consent are accepted, and a passkey to type is cancelled (pairing
-    /// fails with Passkey Entry Failed). Our IO capability is NoInputNoOutput, so a peer normally gets Just Works.
+    /// fails with Passkey Entry Failed). The IO capability is then NoInputNoOutput, so a peer normally gets Just Works.
     static func automaticAnswer(_ interaction: PairingInteraction) -> PairingAnswer? {
         switch interaction {
         case .confirmNumericValue, .confirmJustWorks: .confirm(true)

@@ -50,8 +50,15 @@ public struct OCBBackgroundModes: OptionSet, Sendable, Hashable {
 ///   reports are not kept: a suspended app's scan finds nothing.
 /// - Scanning: a scan without service UUIDs finds nothing; `CBCentralManagerScanOptionAllowDuplicatesKey` is
 ///   ignored (each device once per scan); the controller scans 60 ms of every 1.28 s instead of half the time.
-/// - Advertising: the local name is left out and the service UUIDs go to the overflow area
-///   (`ServiceOverflowArea`), which only a central scanning for one of them explicitly discovers.
+/// - Advertising: with `bluetooth-peripheral`, the local name is left out and the service UUIDs go to the overflow
+///   area (`ServiceOverflowArea`), which only a central scanning for one of them explicitly discovers; without
+///   it, advertising stops until the app is in the foreground again.
+///
+/// The app's Bluetooth authorization stands in for the user's answer to iOS's privacy prompt:
+/// `OCB_BLUETOOTH_AUTHORIZATION=allowed|denied|restricted` (allowed unless set), or `authorization:` for a test's
+/// application. Denied or restricted, its managers open no stack and report `.unauthorized`, and
+/// `CBManager.authorization` says which; iOS ends an app whose authorization the user changes in Settings, so
+/// the answer holds for the application's life.
 ///
 /// The managers made from one ``CBBackendProvider`` belong to its application (``CBBackendProvider/application``):
 /// the process's default one is ``process``; a test's private provider has one of its own, so tests that change
@@ -70,6 +77,8 @@ public final class OCBApplication: Sendable {
     public static let stateEnvironmentVariable = "OCB_APP_STATE"
     /// The environment variable standing in for Info.plist's `UIBackgroundModes` (comma-separated).
     public static let backgroundModesEnvironmentVariable = "OCB_BACKGROUND_MODES"
+    /// The environment variable standing in for the user's answer to the Bluetooth privacy prompt.
+    public static let authorizationEnvironmentVariable = "OCB_BLUETOOTH_AUTHORIZATION"
 
     /// The process's application, from the environment (a bad value is logged once as a warning and the
     /// default kept: foreground, no background mode).
@@ -77,7 +86,7 @@ public final class OCBApplication: Sendable {
         do throws(ConfigurationError) {
             return try OCBApplication(environment: ProcessInfo.processInfo.environment)
         } catch {
-            Log.coreBluetooth.warning("\(error.reason); the app stays in the foreground")
+            Log.coreBluetooth.warning("\(error.reason); the app stays in the foreground, allowed to use Bluetooth")
             return OCBApplication()
         }
     }()
@@ -94,10 +103,20 @@ public final class OCBApplication: Sendable {
 
     private let storage: LockedValue<State>
 
-    /// An application in `state` with `backgroundModes` (defaults: foreground, no background mode).
-    public init(state: OCBApplicationState = .foreground, backgroundModes: OCBBackgroundModes = []) {
+    /// Whether the user let the app use Bluetooth (`CBManager.authorization`): `.allowedAlways`, `.denied` or
+    /// `.restricted`.
+    public let bluetoothAuthorization: CBManagerAuthorization
+
+    /// An application in `state` with `backgroundModes` and `authorization` (defaults: foreground, no background
+    /// mode, allowed). `.notDetermined` is taken as allowed: the prompt is answered at once.
+    public init(state: OCBApplicationState = .foreground, backgroundModes: OCBBackgroundModes = [],
+                authorization: CBManagerAuthorization = .allowedAlways) {
         storage = LockedValue(State(state: state, modes: backgroundModes))
+        bluetoothAuthorization = authorization == .notDetermined ? .allowedAlways : authorization
     }
+
+    /// Whether the app's managers may use Bluetooth.
+    var isBluetoothAllowed: Bool { bluetoothAuthorization == .allowedAlways }
 
     /// Reads `OCB_APP_STATE` and `OCB_BACKGROUND_MODES` from `environment` (unset or empty: the defaults).
     public convenience init(environment: [String: String]) throws(ConfigurationError) {
@@ -110,7 +129,17 @@ public final class OCBApplication: Sendable {
         }
         let modes = try OCBBackgroundModes(
             infoPlistValues: (environment[Self.backgroundModesEnvironmentVariable] ?? "").split(separator: ",").map(String.init))
-        self.init(state: state, backgroundModes: modes)
+        var authorization = CBManagerAuthorization.allowedAlways
+        if let text = environment[Self.authorizationEnvironmentVariable], !text.isEmpty {
+            switch text.lowercased() {
+            case "allowed", "allowedalways", "allowed-always": authorization = .allowedAlways
+            case "denied": authorization = .denied
+            case "restricted": authorization = .restricted
+            default:
+                throw ConfigurationError("\(Self.authorizationEnvironmentVariable)=\(text) is not allowed, denied or restricted")
+            }
+        }
+        self.init(state: state, backgroundModes: modes, authorization: authorization)
     }
 
     /// The current state.
