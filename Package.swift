@@ -39,6 +39,8 @@ let package = Package(
         .executable(name: "Seed001Central", targets: ["Seed001Central"]),
         .executable(name: "Seed002Central", targets: ["Seed002Central"]),
         .executable(name: "Seed002Peripheral", targets: ["Seed002Peripheral"]),
+        .executable(name: "Seed002TutorialCentral", targets: ["Seed002TutorialCentral"]),
+        .executable(name: "Seed002TutorialPeripheral", targets: ["Seed002TutorialPeripheral"]),
         .executable(name: "Seed003Central", targets: ["Seed003Central"]),
         .executable(name: "Seed004Central", targets: ["Seed004Central"]),
         .executable(name: "ChatPeripheral", targets: ["ChatPeripheral"]),
@@ -201,6 +203,8 @@ let package = Package(
         .executableTarget(name: "Seed001Central", dependencies: ["Seed001CentralApp", "ExampleSupport"], path: "Examples/Seed001Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
+        .executableTarget(name: "Seed002TutorialCentral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002TutorialCentral", swiftSettings: strict),
+        .executableTarget(name: "Seed002TutorialPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002TutorialPeripheral", swiftSettings: strict),
         .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed003Central", swiftSettings: strict),
         .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed004Central", swiftSettings: strict),
         .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/ChatPeripheral", swiftSettings: strict),
@@ -267,7 +271,8 @@ let package = Package(
                 "OpenCoreBluetooth", "AdvertisingData", "BluetoothRuntime", "DBus", "BlueZ", "BluetoothCore", "Host", "GATT", "ATT", "StackLauncher", "SharedAir",
                 "VirtualController", "TestSupport", "BlueZTestSupport", "Seed001PeripheralApp", "Seed001CentralApp",
                 // The example programs run as subprocesses in the tests: depending on them builds them.
-                "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed003Central",
+                "Seed001Peripheral", "Seed001Central", "Seed002Central", "Seed002Peripheral", "Seed002TutorialCentral",
+                "Seed002TutorialPeripheral", "Seed003Central",
                 "Seed004Central", "ChatPeripheral", "L2CAPEcho", "blue",
             ],
             swiftSettings: strict

@@ -24,6 +24,34 @@ struct ExamplesSeedTests {
         #expect(peripheral.errors.contains("Central unsubscribed from characteristic"))
     }
 
+    /// Issue 32 item 8: seed 002 as the tutorial wrote it. The peripheral's early startAdvertising is refused as
+    /// on iOS (API MISUSE), 20-octet chunks whatever the ATT_MTU, the central unsubscribes and disconnects at once
+    /// on "EOM", scans again, and is served a second time.
+    @Test("seed 002 as the tutorial wrote it: 20-octet chunks, unsubscribe and disconnect at once, scan again, twice")
+    func seed002TutorialTransfersTwice() async throws {
+        let hub = try await ExampleHub()
+        let text = exampleText(bytes: 3_000)
+        let peripheral = try ExampleProcess("Seed002TutorialPeripheral", ["--transfers", "2", "--timeout", "40", text], environment: hub.environment)
+        defer { peripheral.stopInBackground() }
+        let central = try ExampleProcess("Seed002TutorialCentral", ["--transfers", "2", "--timeout", "40"], environment: hub.environment)
+        defer { central.stopInBackground() }
+        let centralStatus = await central.waitForExit(limit: .seconds(45))
+        let peripheralStatus = await peripheral.waitForExit(limit: .seconds(10))
+        #expect(centralStatus == 0, "central: \(central.errors)")
+        #expect(peripheralStatus == 0, "peripheral: \(peripheral.errors)")
+        let bytes = text.utf8.count
+        #expect(central.output == "--- transfer 1 (\(bytes) bytes)\n\(text)\n--- transfer 2 (\(bytes) bytes)\n\(text)\n")
+        // Two connections (the second after scanning again), each ended by the central.
+        #expect(central.errors.components(separatedBy: "[Seed002TutorialCentral] Connected\n").count - 1 == 2, "\(central.errors)")
+        #expect(central.errors.components(separatedBy: "[Seed002TutorialCentral] Disconnected\n").count - 1 == 2)
+        // NOTIFY_MTU: 20 octets a chunk, whatever the ATT_MTU; "EOM" after each text.
+        let sent = peripheral.errors.components(separatedBy: "\n").filter { $0.hasPrefix("[Seed002TutorialPeripheral] Sent: ") }
+        #expect(sent.count == 2 * ((bytes + 19) / 20 + 1), "\(sent.count) lines sent")
+        #expect(sent.filter { $0 == "[Seed002TutorialPeripheral] Sent: EOM" }.count == 2)
+        #expect(peripheral.errors.contains("API MISUSE: <CBPeripheralManager: "), "\(peripheral.errors)")
+        #expect(peripheral.errors.contains("can only accept this command while in the powered on state"))
+    }
+
     @Test("seed 002: the central alone times out with exit 1 and says what it was waiting for")
     func seed002CentralTimesOut() async throws {
         let hub = try await ExampleHub()
