@@ -51,7 +51,13 @@ struct Serve: ParsableCommand, Sendable {
     var json = false
 
     @Option(help: "Our IO capability for pairing: display-only, display-yes-no, keyboard-only, none, keyboard-display.")
-    var io: IOCapabilityChoice = .noInputNoOutput
+    var io: IOCapabilityChoice?
+
+    @Option(help: ArgumentHelp(
+        "Serve as this platform's stack would: iphone, android or bluez (ATT_MTU offered, data length, IO capability, "
+            + "private address and its rotation, a GAP name of the device's own, advertising limits; README, \"Peer personalities\").",
+        valueName: "platform"))
+    var personality: PeerPersonality?
 
     @Option(help: "A fixed passkey (0...999999): displayed, or typed when the central displays.")
     var passkey: UInt32?
@@ -113,20 +119,38 @@ struct Serve: ParsableCommand, Sendable {
     /// be had (any IO but none), so a passkey or numeric comparison is used when the central can take part.
     func securityConfiguration() -> HostSecurityConfiguration {
         var security = HostSecurityConfiguration()
-        security.ioCapability = io.capability
-        security.mitm = io != .noInputNoOutput
+        security.ioCapability = io?.capability ?? personality?.ioCapability ?? .noInputNoOutput
+        security.mitm = security.ioCapability != .noInputNoOutput
         security.fixedPasskey = passkey
         if allowRepairing { security.allowRepairing = { _ in true } }
-        if privacy { security.privateAddressRotation = .seconds(rpaInterval) }
+        if let rotation = privateAddressRotation { security.privateAddressRotation = rotation }
         return security
+    }
+
+    /// `--privacy` (every --rpa-interval seconds), else the personality's.
+    var privateAddressRotation: Duration? {
+        privacy ? .seconds(rpaInterval) : personality?.privateAddressRotation
+    }
+
+    /// The host's configuration: security, and the personality's ATT_MTU and data length.
+    func hostConfiguration() -> HostConfiguration {
+        var host = HostConfiguration()
+        host.security = securityConfiguration()
+        if let personality {
+            host.preferredATTMTU = personality.attMTU
+            host.enhancedATTMTU = UInt16(personality.attMTU)
+            host.suggestedDataLength = personality.suggestedDataLength
+        }
+        return host
     }
 
     /// What this command asks that only our host does (bluetoothd decides or answers it itself): each option in use.
     func ourHostOptions() -> [BluetoothdLimitation] {
         var needing: [BluetoothdLimitation] = []
         if privacy { needing.append(.privacy) }
+        if personality != nil { needing.append(.ourHost) }
         if extendedAdvertising || advertisingPHY != nil { needing.append(.advertisingPDUs) }
-        let pairing: [(Bool, String)] = [(io != .noInputNoOutput, "--io"), (passkey != nil, "--passkey"), (oobIn != nil, "--oob-in"),
+        let pairing: [(Bool, String)] = [(io.map { $0 != .noInputNoOutput } ?? false, "--io"), (passkey != nil, "--passkey"), (oobIn != nil, "--oob-in"),
                                          (oobOut != nil, "--oob-out"), (oobKey != nil, "--oob-key"), (allowRepairing, "--allow-repairing")]
         needing += pairing.filter(\.0).map { .serverPairing(option: $0.1) }
         return needing
@@ -159,12 +183,15 @@ struct Serve: ParsableCommand, Sendable {
         let options = try advertisingOptions()
         let advertised = try definition.advertisedUUIDs(compiled)
         let deviceName = definition.name ?? "blue serve"
-        let wanted = try definition.advertisingContent(name: deviceName, services: advertised)
+        var wanted = try definition.advertisingContent(name: deviceName, services: advertised)
+        if let personality { wanted = try personality.legacyContent(wanted) }
         let server = GATTServeState(json: json)
-        let database = try server.build(compiled, name: deviceName, appearance: definition.appearance ?? 0)
+        // A phone's GAP name is the device's, not the advertised one (a central shows it once connected).
+        let gapName = personality?.deviceName ?? deviceName
+        let database = try server.build(compiled, name: gapName, appearance: definition.appearance ?? 0)
         let outOfBand = try ServeOutOfBand(inPath: oobIn, outPath: oobOut, key: oobKey)
-        var host = HostConfiguration()
-        host.security = securityConfiguration()
+        let host = hostConfiguration()
+        let privacy = privateAddressRotation != nil
         let launched = try await stack.openEngine(label: "serve", options: StackLaunchOptions(host: host, label: "blue.serve"),
                                                   needing: ourHostOptions())
         let engine = launched.engine
@@ -205,9 +232,10 @@ struct Serve: ParsableCommand, Sendable {
             }
             if case .success(let rpa) = current { address = rpa.string }
         }
-        server.note(["event": "serving", "name": deviceName, "transport": launched.transportDescription,
-                     "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
-                    text: "serving \"\(deviceName)\" on \(launched.transportDescription) as \(address)"
+        server.note(["event": "serving", "name": deviceName, "gapName": gapName, "personality": personality?.rawValue ?? "",
+                     "transport": launched.transportDescription, "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
+                    text: "serving \"\(deviceName)\"" + (personality.map { " as \($0.rawValue) (GAP name \"\(gapName)\")" } ?? "")
+                        + " on \(launched.transportDescription) as \(address)"
                         + (privacy ? " (resolvable private address)" : "")
                         + (content.serviceUUIDs.isEmpty ? "" : ", advertising \(content.serviceUUIDs.map(ValueDecoding.label).joined(separator: ", "))"))
         server.startGenerators()

@@ -1,0 +1,86 @@
+import ArgumentParser
+import BluetoothEngine
+import Foundation
+import SMP
+
+/// A phone's or a Linux machine's Bluetooth stack as a central meets it in the peripheral role (issue 32 item 7):
+/// the defaults each platform's stack has, for `blue serve --personality iphone|android|bluez`. Where each value
+/// comes from is in the README ("Peer personalities"): Apple's Accessory Design Guidelines and what iOS does on
+/// the air, AOSP's Bluetooth stack and its configuration defaults, BlueZ's `main.conf` defaults.
+///
+/// Not yet simulated: Android's `BluetoothGattServer` behaviour where it differs from ours (the app adding the CCCD
+/// and answering every read and write itself, one notification in flight until "sent").
+enum PeerPersonality: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case iphone
+    case android
+    case bluez
+
+    /// The ATT_MTU offered in Exchange MTU (Core 5.4 Vol 3 Part F §3.4.2): an iPhone's 185 (iOS 10 and later),
+    /// Android's 517 (GATT_MAX_MTU_SIZE), BlueZ's `ExchangeMTU` default of 517.
+    var attMTU: Int {
+        switch self {
+        case .iphone: 185
+        case .android, .bluez: 517
+        }
+    }
+
+    /// The data length asked once connected (LE Set Data Length, Vol 4 Part E §7.8.33): iPhones (7 and later) and
+    /// Android ask for 251 octets; BlueZ leaves it to the kernel, which asks for none.
+    var suggestedDataLength: UInt16? {
+        switch self {
+        case .iphone, .android: 251
+        case .bluez: nil
+        }
+    }
+
+    /// The IO capability paired with (Vol 3 Part H §2.3.2): a phone has a keyboard and a display; BlueZ's as
+    /// bluetoothctl's default agent registers it. MITM protection is asked for.
+    var ioCapability: SMPIOCapability { .keyboardDisplay }
+
+    /// How often the resolvable private address changes (Vol 3 Part C §10.7.2.2): both phones every 15 minutes
+    /// (iOS; AOSP's `BTM_BLE_PRIVATE_ADDR_INT_MS`); BlueZ advertises its public address (`Privacy = off`).
+    var privateAddressRotation: Duration? {
+        switch self {
+        case .iphone, .android: .seconds(900)
+        case .bluez: nil
+        }
+    }
+
+    /// The GAP Device Name (Vol 3 Part C §12.1), which is not the app's advertised local name on a phone: the
+    /// device's name ("iPhone", "Pixel 8"); BlueZ names the adapter after the machine.
+    var deviceName: String {
+        switch self {
+        case .iphone: "iPhone"
+        case .android: "Pixel 8"
+        case .bluez: ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "BlueZ"
+        }
+    }
+
+    /// Advertising that does not fit the 31 octets of legacy PDUs is refused with an error
+    /// (`ADVERTISE_FAILED_DATA_TOO_LARGE`) on Android, where the others leave service UUIDs out until it fits.
+    var refusesOversizedAdvertising: Bool { self == .android }
+
+    /// An app's advertising uses legacy PDUs on a phone (iOS offers nothing else; Android only when asked through
+    /// `AdvertisingSet`).
+    var legacyAdvertisingOnly: Bool { self != .bluez }
+}
+
+extension PeerPersonality {
+    /// `wanted` as the platform advertises it in legacy PDUs (31 octets of advertising data and of scan response,
+    /// Vol 3 Part C §11): as it is when it fits; else Android refuses it, the others leave out 128-bit service
+    /// UUIDs, then all of them, until it fits.
+    func legacyContent(_ wanted: AdvertisingContent) throws(CLIFailure) -> AdvertisingContent {
+        func fits(_ content: AdvertisingContent) -> Bool { (try? content.build(hasScanResponse: true)) != nil }
+        if fits(wanted) { return wanted }
+        if refusesOversizedAdvertising {
+            throw CLIFailure(.usage, "--personality \(rawValue): the advertisement does not fit the 31 octets of legacy "
+                             + "advertising, and Android refuses it (ADVERTISE_FAILED_DATA_TOO_LARGE) rather than shorten it")
+        }
+        for services in [wanted.serviceUUIDs.filter { $0.uuid16 != nil }, []] {
+            var content = wanted
+            content.serviceUUIDs = services
+            if fits(content) { return content }
+        }
+        throw CLIFailure(.usage, "--personality \(rawValue): the advertisement does not fit the 31 octets of legacy advertising")
+    }
+}
