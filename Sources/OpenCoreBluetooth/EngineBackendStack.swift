@@ -151,6 +151,40 @@ final class EngineBackendStack: Sendable {
         }
     }
 
+    /// A backend's whole life on its stack, in one place for both roles: opens it (`.unsupported` when it cannot
+    /// be), gives `events` every event of the stack while it is the backend's (a lost stack's late events are
+    /// dropped), `prepare`s it (the peripheral publishes its database) and reports `.poweredOn`; when the stack is
+    /// lost, `forget` clears what the backend kept of it, and the managers go `.poweredOff`, or, when it
+    /// ``reopens``, `.resetting` until a new stack is prepared (`.poweredOn`) or none comes (`.poweredOff`).
+    func run(events: @escaping @Sendable (HostEvent, any OpenedStack) -> Void,
+             prepare: @escaping @Sendable (any OpenedStack, _ done: @escaping @Sendable () -> Void) -> Void,
+             forget: @escaping @Sendable () -> Void,
+             state: @escaping @Sendable (CBManagerState) -> Void) {
+        let lifecycle = BackendLifecycle(events: events, prepare: prepare, forget: forget, state: state)
+        open { [weak self] stack in
+            guard let stack else { return state(.unsupported) }
+            self?.take(stack, lifecycle)
+        }
+    }
+
+    private func take(_ stack: any OpenedStack, _ lifecycle: BackendLifecycle) {
+        stack.engine.addEventHandler { [weak self, weak stack] event in
+            guard let self, let stack, self.stack === stack else { return }
+            lifecycle.events(event, stack)
+        }
+        whenLost(stack) { [weak self] in
+            guard let self else { return }
+            lifecycle.forget()
+            guard reopens else { return lifecycle.state(.poweredOff) }
+            lifecycle.state(.resetting)
+            reopen { [weak self] stack in
+                guard let stack else { return lifecycle.state(.poweredOff) }
+                self?.take(stack, lifecycle)
+            }
+        }
+        lifecycle.prepare(stack) { lifecycle.state(.poweredOn) }
+    }
+
     /// Closes the stack (its links drop for the peers). Idempotent; not from the stack's own loop.
     func close() {
         let stack = state.withLock { state -> (any OpenedStack)? in
@@ -172,4 +206,12 @@ final class EngineBackendStack: Sendable {
         guard let air = state.load().air else { return }
         air.powerOffController(of: stack.controllerInfo.publicAddress)
     }
+}
+
+/// What ``EngineBackendStack/run(events:prepare:forget:state:)`` calls back.
+private struct BackendLifecycle: Sendable {
+    let events: @Sendable (HostEvent, any OpenedStack) -> Void
+    let prepare: @Sendable (any OpenedStack, _ done: @escaping @Sendable () -> Void) -> Void
+    let forget: @Sendable () -> Void
+    let state: @Sendable (CBManagerState) -> Void
 }

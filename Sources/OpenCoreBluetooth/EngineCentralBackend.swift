@@ -88,25 +88,14 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
     /// (`.poweredOff`), as iOS shows a restart of its Bluetooth service.
     public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        opener.open { [weak self] stack in
-            guard let self else { return }
-            guard let stack else { return self.emit(.stateChanged(.unsupported)) }
-            self.install(stack)
-            self.emit(.stateChanged(.poweredOn))
-        }
-    }
-
-    /// Takes the events of `stack` while it is the backend's, and its loss.
-    private func install(_ stack: any OpenedStack) {
-        stack.engine.addEventHandler { [weak self, weak stack] event in
-            guard let self, let stack, self.opener.stack === stack else { return }
-            self.handle(event)
-        }
-        opener.whenLost(stack) { [weak self] in self?.stackLost() }
+        opener.run(events: { [weak self] event, _ in self?.handle(event) },
+                   prepare: { _, done in done() },
+                   forget: { [weak self] in self?.forgetStack() },
+                   state: { [weak self] in self?.emit(.stateChanged($0)) })
     }
 
     /// The stack is gone: its links, scan and timers with it (the manager invalidates its peripherals).
-    private func stackLost() {
+    private func forgetStack() {
         let timers = state.withLock { state -> [ScheduledJob] in
             defer {
                 state.links = [:]
@@ -116,14 +105,6 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
             return state.links.values.compactMap(\.mtuTimer)
         }
         for timer in timers { timer.cancel() }
-        guard opener.reopens else { return emit(.stateChanged(.poweredOff)) }
-        emit(.stateChanged(.resetting))
-        opener.reopen { [weak self] stack in
-            guard let self else { return }
-            guard let stack else { return self.emit(.stateChanged(.poweredOff)) }
-            self.install(stack)
-            self.emit(.stateChanged(.poweredOn))
-        }
     }
 
     public func shutdown() {

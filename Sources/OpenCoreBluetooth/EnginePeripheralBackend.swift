@@ -91,39 +91,16 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     /// database: the app adds its services again, as on iOS) or cannot be (`.poweredOff`).
     public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
-        opener.open { [weak self] stack in
-            guard let self else { return }
-            guard let stack else { return self.emit(.stateChanged(.unsupported)) }
-            self.install(stack)
-            self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
-        }
-    }
-
-    /// Takes the events of `stack` while it is the backend's, and its loss.
-    private func install(_ stack: any OpenedStack) {
-        stack.engine.addEventHandler { [weak self, weak stack] event in
-            guard let self, let stack, self.opener.stack === stack else { return }
-            self.handle(event, stack)
-        }
-        opener.whenLost(stack) { [weak self] in self?.stackLost() }
-    }
-
-    /// The stack is gone, and everything the backend kept of it (the manager forgets its services below
-    /// `.poweredOff`).
-    private func stackLost() {
-        state.withLock { state in
-            let sink = state.sink
-            state = State()
-            state.sink = sink
-        }
-        guard opener.reopens else { return emit(.stateChanged(.poweredOff)) }
-        emit(.stateChanged(.resetting))
-        opener.reopen { [weak self] stack in
-            guard let self else { return }
-            guard let stack else { return self.emit(.stateChanged(.poweredOff)) }
-            self.install(stack)
-            self.rebuild(stack, changed: false) { [weak self] _ in self?.emit(.stateChanged(.poweredOn)) }
-        }
+        opener.run(events: { [weak self] event, stack in self?.handle(event, stack) },
+                   prepare: { [weak self] stack, done in self?.rebuild(stack, changed: false) { _ in done() } },
+                   forget: { [weak self] in
+                       self?.state.withLock { state in
+                           let sink = state.sink
+                           state = State()
+                           state.sink = sink
+                       }
+                   },
+                   state: { [weak self] in self?.emit(.stateChanged($0)) })
     }
 
     /// Stops delivering events and closes the stack.

@@ -11,20 +11,8 @@ import Glibc
 /// Disabled without a Python with Bumble (OCB_PYTHON, /work/main/.venv, ./.venv) unless OCB_REQUIRE_INTEROP=1.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PairCommandTests {
-    static let packageRoot: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
-    static let python: String? = {
-        var candidates: [String] = []
-        if let configured = ProcessInfo.processInfo.environment["OCB_PYTHON"], !configured.isEmpty { candidates.append(configured) }
-        candidates += ["/work/main/.venv/bin/python", packageRoot + "/.venv/bin/python"]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
-
-    static var enabled: Bool { python != nil || ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1" }
+    static var python: String? { BumblePython.path }
+    static var enabled: Bool { BumblePython.enabled }
 
     static func json(_ line: Substring) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
@@ -52,7 +40,7 @@ struct PairCommandTests {
         let peer = Process()
         peer.executableURL = URL(fileURLWithPath: python)
         peer.arguments = [
-            Self.packageRoot + "/Interop/peers/pairing_peer.py", "--port", "\(port)", "--address", "F0:0C:B1:00:00:31",
+            BumblePython.peer("pairing_peer.py"), "--port", "\(port)", "--address", "F0:0C:B1:00:00:31",
             "--role", "peripheral", "--method", "passkey", "--passkey", "123456", "--keystore", keystore,
             "--connections", "2", "--timeout", "60",
         ]

@@ -49,6 +49,20 @@ struct PendingConnectionsTests {
         status: .unknownConnectionIdentifier, handle: 0, role: .central, peerAddressType: .public, peerAddress: .zero,
         connectionInterval: 0, supervisionTimeout: 0)))
 
+    typealias Connects = Recorder<Result<Connection, HostError>>
+
+    /// A connect to the lock, then one to the heart rate sensor (`options` for the lock's), run until the
+    /// controller initiates to both (the first initiation's cancelled Connection Complete delivered and swallowed).
+    static func lockAndHeartRate(_ rig: Rig, lockOptions: ConnectOptions = ConnectOptions()) -> (lock: Connects, heartRate: Connects) {
+        let lock = Connects(), heartRate = Connects()
+        rig.host.connect(to: Self.lock, options: lockOptions) { lock.append($0) }
+        rig.host.connect(to: Self.heartRate) { heartRate.append($0) }
+        rig.loop.run()
+        rig.controller.deliver(Self.cancelled)
+        rig.loop.run()
+        return (lock, heartRate)
+    }
+
     @Test("a second connect moves the initiation to the Filter Accept List; each peer connects when heard, the absent one stays pending")
     func connectsGoThroughTheAcceptList() throws {
         let rig = Rig()
@@ -110,13 +124,7 @@ struct PendingConnectionsTests {
     @Test("cancelling one of two pending connects restarts the initiation for the other")
     func cancelOneOfTwo() {
         let rig = Rig()
-        let lock = Recorder<Result<Connection, HostError>>()
-        let heartRate = Recorder<Result<Connection, HostError>>()
-        rig.host.connect(to: Self.lock) { lock.append($0) }
-        rig.host.connect(to: Self.heartRate) { heartRate.append($0) }
-        rig.loop.run()
-        rig.controller.deliver(Self.cancelled)
-        rig.loop.run()
+        let (lock, heartRate) = Self.lockAndHeartRate(rig)
         #expect(Self.initiations(rig).last?.policy == 1)
 
         let cancel = Recorder<Result<Void, HostError>>()
@@ -163,13 +171,7 @@ struct PendingConnectionsTests {
     @Test("each pending connect keeps its own time limit")
     func timeLimitsApart() {
         let rig = Rig()
-        let lock = Recorder<Result<Connection, HostError>>()
-        let heartRate = Recorder<Result<Connection, HostError>>()
-        rig.host.connect(to: Self.lock, options: ConnectOptions(timeout: .seconds(5))) { lock.append($0) }
-        rig.host.connect(to: Self.heartRate) { heartRate.append($0) }
-        rig.loop.run()
-        rig.controller.deliver(Self.cancelled)
-        rig.loop.run()
+        let (lock, heartRate) = Self.lockAndHeartRate(rig, lockOptions: ConnectOptions(timeout: .seconds(5)))
         rig.loop.advance(by: .seconds(5))
         if case .failure(let error)? = lock.last { #expect(error.code == .timedOut) } else { Issue.record("\(lock.values)") }
         rig.controller.deliver(Self.cancelled)
@@ -185,13 +187,7 @@ struct PendingConnectionsTests {
         var model = ControllerModel()
         model.refused[.leAddDeviceToFilterAcceptList] = .memoryCapacityExceeded
         let rig = Rig(model: model)
-        let lock = Recorder<Result<Connection, HostError>>()
-        let heartRate = Recorder<Result<Connection, HostError>>()
-        rig.host.connect(to: Self.lock) { lock.append($0) }
-        rig.host.connect(to: Self.heartRate) { heartRate.append($0) }
-        rig.loop.run()
-        rig.controller.deliver(Self.cancelled)
-        rig.loop.run()
+        let (lock, heartRate) = Self.lockAndHeartRate(rig)
         #expect(!Self.initiations(rig).contains { $0.policy == 1 })
         #expect(Self.initiations(rig).last.map { $0.policy == 0 && $0.peer == Self.lock } == true)
         rig.controller.deliver(Self.connected(0x0040, Self.lock))
@@ -204,13 +200,7 @@ struct PendingConnectionsTests {
     @Test("a controller failure of a Filter Accept List initiation fails every connect it covered")
     func controllerFailureFailsTheCoveredConnects() {
         let rig = Rig()
-        let lock = Recorder<Result<Connection, HostError>>()
-        let heartRate = Recorder<Result<Connection, HostError>>()
-        rig.host.connect(to: Self.lock) { lock.append($0) }
-        rig.host.connect(to: Self.heartRate) { heartRate.append($0) }
-        rig.loop.run()
-        rig.controller.deliver(Self.cancelled)
-        rig.loop.run()
+        let (lock, heartRate) = Self.lockAndHeartRate(rig)
         rig.controller.deliver(.leMeta(.connectionComplete(LEConnectionComplete(
             status: .rejectedLimitedResources, handle: 0, role: .central, peerAddressType: .public, peerAddress: .zero,
             connectionInterval: 0, supervisionTimeout: 0))))

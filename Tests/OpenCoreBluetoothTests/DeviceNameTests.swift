@@ -10,30 +10,11 @@ import Testing
 @testable import OpenCoreBluetooth
 
 /// A central delegate that logs connections, names and name updates (`peripheralDidUpdateName`).
-private final class NameRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    let log: CallLog
-    let wanted: String
-    var peripheral: CBPeripheral?
-
-    init(log: CallLog, wanted: String) {
-        self.log = log
-        self.wanted = wanted
-    }
-
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: nil) }
-    }
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil, advertisementData[CBAdvertisementDataLocalNameKey] as? String == wanted else { return }
-        self.peripheral = peripheral
-        peripheral.delegate = self
-        central.stopScan()
-        central.connect(peripheral)
-    }
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+private final class NameRecorder: FirstDeviceCentral, @unchecked Sendable {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         log.add("connect \(peripheral.name ?? "-")")
     }
-    func peripheralDidUpdateName(_ peripheral: CBPeripheral) {
+    override func peripheralDidUpdateName(_ peripheral: CBPeripheral) {
         log.add("name \(peripheral.name ?? "-")")
     }
 }
@@ -54,6 +35,16 @@ private final class NameRecorder: NSObject, CBCentralManagerDelegate, CBPeripher
         return stack
     }
 
+    /// A central manager on `air` that connects to the device advertising `name`, and its log.
+    private static func central(on air: InProcessAir, wanting name: String) -> (CallLog, NameRecorder, Box<CBCentralManager>) {
+        let log = CallLog(label: "names.central")
+        let recorder = NameRecorder(log: log, name: name)
+        let manager = CBBackendRegistry.$taskProvider.withValue(HostBackend.provider(.inProcess(air), application: OCBApplication())) {
+            Box(value: CBCentralManager(delegate: recorder, queue: log.queue))
+        }
+        return (log, recorder, manager)
+    }
+
     static func database(deviceName: String) throws -> GATTDatabase {
         var database = GATTDatabase()
         try database.addGAPService(deviceName: deviceName)
@@ -66,11 +57,7 @@ private final class NameRecorder: NSObject, CBCentralManagerDelegate, CBPeripher
         defer { air.shutdown() }
         let peer = try await Self.peer(on: air, deviceName: "Thermostat (hall)", advertised: "Thermo")
         defer { peer.shutdown() }
-        let log = CallLog(label: "names.central")
-        let recorder = NameRecorder(log: log, wanted: "Thermo")
-        let manager = CBBackendRegistry.$taskProvider.withValue(HostBackend.provider(.inProcess(air), application: OCBApplication())) {
-            Box(value: CBCentralManager(delegate: recorder, queue: log.queue))
-        }
+        let (log, recorder, manager) = Self.central(on: air, wanting: "Thermo")
         try await waitFor("the GAP name read after connecting", on: log.queue, until: { log.entries.count >= 2 },
                           seen: { "central \(log.entries)" })
         #expect(log.entries == ["connect Thermo", "name Thermostat (hall)"])
@@ -94,11 +81,7 @@ private final class NameRecorder: NSObject, CBCentralManagerDelegate, CBPeripher
         defer { air.shutdown() }
         let peer = try await Self.peer(on: air, deviceName: "Same name", advertised: "Same name")
         defer { peer.shutdown() }
-        let log = CallLog(label: "names.central2")
-        let recorder = NameRecorder(log: log, wanted: "Same name")
-        let manager = CBBackendRegistry.$taskProvider.withValue(HostBackend.provider(.inProcess(air), application: OCBApplication())) {
-            Box(value: CBCentralManager(delegate: recorder, queue: log.queue))
-        }
+        let (log, recorder, manager) = Self.central(on: air, wanting: "Same name")
         try await waitFor("the connection", on: log.queue, until: { !log.entries.isEmpty }, seen: { "central \(log.entries)" })
         // The name is read before the Service Changed subscription is made (one bearer, requests in order).
         let backend = try #require(manager.value.backend as? EngineCentralBackend)

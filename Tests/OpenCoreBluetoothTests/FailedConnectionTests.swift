@@ -6,29 +6,17 @@ import Testing
 @testable import OpenCoreBluetooth
 
 /// A central that connects to the first device named `name` and records how the connect ends.
-private final class FailingConnectCentral: NSObject, CBCentralManagerDelegate, @unchecked Sendable {
-    let log = CallLog(label: "failed.central")
-    let name: String
-    var peripheral: CBPeripheral?
-    init(name: String) { self.name = name }
+private final class FailingConnectCentral: FirstDeviceCentral, @unchecked Sendable {
+    init(name: String) { super.init(log: CallLog(label: "failed.central"), name: name) }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: nil) }
-    }
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil, advertisementData[CBAdvertisementDataLocalNameKey] as? String == name else { return }
-        self.peripheral = peripheral
-        central.stopScan()
-        central.connect(peripheral)
-    }
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         log.add("connect")
     }
-    func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {
+    override func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {
         let code = (error as? CBError)?.code
         log.add("fail \(code.map { "\($0.rawValue)" } ?? "no CBError") state \(peripheral.state.rawValue)")
     }
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
+    override func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         log.add("disconnect")
     }
 }

@@ -31,40 +31,29 @@ private final class IncludingPeripheral: NSObject, CBPeripheralManagerDelegate, 
 }
 
 /// Discovers the primary services, the included service of the outer one, its characteristic, and reads it.
-private final class IncludedReader: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    let log = CallLog(label: "included.central")
-    var peripheral: CBPeripheral?
+private final class IncludedReader: FirstDeviceCentral, @unchecked Sendable {
+    init() { super.init(log: CallLog(label: "included.central"), services: [outerServiceUUID]) }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [outerServiceUUID]) }
-    }
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        peripheral.delegate = self
-        central.stopScan()
-        central.connect(peripheral)
-    }
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         peripheral.discoverServices(nil)
     }
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
         let custom = (peripheral.services ?? []).filter { $0.uuid == outerServiceUUID || $0.uuid == innerServiceUUID }
         log.add("services \(custom.map(\.uuid.uuidString))")
         guard let outer = custom.first(where: { $0.uuid == outerServiceUUID }) else { return }
         peripheral.discoverIncludedServices(nil, for: outer)
     }
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?) {
         let included = service.includedServices ?? []
         log.add("included \(included.map { "\($0.uuid.uuidString) primary \($0.isPrimary)" })\(error.map { " \($0)" } ?? "")")
         guard let inner = included.first else { return }
         peripheral.discoverCharacteristics([innerCharacteristicUUID], for: inner)
     }
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let characteristic = service.characteristics?.first else { return log.add("no characteristic") }
         peripheral.readValue(for: characteristic)
     }
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         log.add("read \(String(decoding: characteristic.value ?? Data(), as: UTF8.self))")
     }
 }

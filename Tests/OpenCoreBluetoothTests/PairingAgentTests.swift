@@ -14,41 +14,28 @@ private nonisolated(unsafe) let lockedCharacteristicUUID = CBUUID(string: "5EC0E
 /// A central that finds the device advertising `name`, connects and reads the characteristic that needs a secured
 /// link: the read is refused (Insufficient Authentication or Encryption), the stack pairs and reads again, as iOS
 /// does.
-private final class LockedReader: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    let log = CallLog(label: "agent.central")
-    let name: String
+private final class LockedReader: FirstDeviceCentral, @unchecked Sendable {
     let service: CBUUID
     let characteristic: CBUUID
-    var peripheral: CBPeripheral?
 
     init(name: String, service: CBUUID, characteristic: CBUUID) {
-        self.name = name
         self.service = service
         self.characteristic = characteristic
+        super.init(log: CallLog(label: "agent.central"), name: name)
     }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: nil) }
-    }
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil, advertisementData[CBAdvertisementDataLocalNameKey] as? String == name else { return }
-        self.peripheral = peripheral
-        peripheral.delegate = self
-        central.stopScan()
-        central.connect(peripheral)
-    }
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         peripheral.discoverServices([service])
     }
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
         guard let found = peripheral.services?.first else { return log.add("no service") }
         peripheral.discoverCharacteristics([characteristic], for: found)
     }
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
         guard let characteristic = service.characteristics?.first else { return log.add("no characteristic") }
         peripheral.readValue(for: characteristic)
     }
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+    override func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
         if let error {
             log.add("read failed \((error as NSError).domain) \((error as NSError).code)")
         } else {
@@ -159,29 +146,13 @@ private final class LockedReader: NSObject, CBCentralManagerDelegate, CBPeripher
         #expect(result.log.count == 1 && result.log.first?.hasPrefix("read failed") == true, "\(result.log)")
     }
 
-    static let packageRoot: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
-    /// Python with Bumble: `OCB_PYTHON`, else the package's `.venv`.
-    static let python: String? = {
-        var candidates: [String] = []
-        if let configured = ProcessInfo.processInfo.environment["OCB_PYTHON"], !configured.isEmpty { candidates.append(configured) }
-        candidates += ["/work/main/.venv/bin/python", packageRoot + "/.venv/bin/python"]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
-
-    static var bumbleEnabled: Bool { python != nil || ProcessInfo.processInfo.environment["OCB_REQUIRE_INTEROP"] == "1" }
-
     /// Against a host we did not write: Bumble's peripheral (Interop/peers/pairing_peer.py, LE Secure Connections,
     /// DisplayYesNo, MITM, confirming the number itself) on our air; the CoreBluetooth central pairs as an iPhone
     /// when its read of the encrypted characteristic is refused, the agent confirms the number, and both sides end
     /// with an authenticated key.
-    @Test(.enabled(if: bumbleEnabled, "no Python with Bumble (set OCB_PYTHON)"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: BumblePython.enabled, "no Python with Bumble (set OCB_PYTHON)"), .timeLimit(.minutes(2)))
     func numericComparisonWithBumble() async throws {
-        let python = try #require(Self.python, "OCB_REQUIRE_INTEROP=1 but no Python with Bumble was found (set OCB_PYTHON)")
+        let python = try #require(BumblePython.path, "OCB_REQUIRE_INTEROP=1 but no Python with Bumble was found (set OCB_PYTHON)")
         let directory = try makeTestDirectory("agent-bumble")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/air.sock"
@@ -194,7 +165,7 @@ private final class LockedReader: NSObject, CBCentralManagerDelegate, CBPeripher
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         let peer = Process()
         peer.executableURL = URL(fileURLWithPath: python)
-        peer.arguments = [Self.packageRoot + "/Interop/peers/pairing_peer.py", "--port", "\(port)", "--address", "F0:0C:B1:00:00:32",
+        peer.arguments = [BumblePython.peer("pairing_peer.py"), "--port", "\(port)", "--address", "F0:0C:B1:00:00:32",
                           "--role", "peripheral", "--method", "numeric", "--timeout", "90"]
         peer.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         peer.standardError = FileHandle.nullDevice

@@ -11,25 +11,16 @@ import Glibc
 private nonisolated(unsafe) let batteryServiceUUID = CBUUID(string: "180F")
 
 /// Connects to the battery server, records its name updates, and reads the write lengths the link allows.
-private final class PersonalityCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    let log = CallLog(label: "personality.central")
-    var peripheral: CBPeripheral?
+private final class PersonalityCentral: FirstDeviceCentral, @unchecked Sendable {
+    init() { super.init(log: CallLog(label: "personality.central"), services: [batteryServiceUUID]) }
 
-    func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [batteryServiceUUID]) }
-    }
-    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard self.peripheral == nil else { return }
-        self.peripheral = peripheral
-        peripheral.delegate = self
-        central.stopScan()
-        central.connect(peripheral)
+    override func discovered(_ advertisementData: [String: Any]) {
         log.add("discovered \(advertisementData[CBAdvertisementDataLocalNameKey] as? String ?? "-")")
     }
-    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+    override func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         log.add("connected, writes up to \(peripheral.maximumWriteValueLength(for: .withoutResponse))")
     }
-    func peripheralDidUpdateName(_ peripheral: CBPeripheral) {
+    override func peripheralDidUpdateName(_ peripheral: CBPeripheral) {
         log.add("name \(peripheral.name ?? "-")")
     }
 }
