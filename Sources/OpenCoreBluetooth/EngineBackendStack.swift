@@ -109,7 +109,7 @@ final class EngineBackendStack: Sendable {
         stack.onLoss { [weak self] loss in
             guard let self, !self.state.load().closed else { return }
             if HostBackend.reportsControllerLoss {
-                Log.coreBluetooth.error("\(label): \(loss); \(reopens ? "Bluetooth is resetting (the air's hub is started again)" : "Bluetooth is off")")
+                Log.coreBluetooth.error("\(label): \(loss); \(reopens ? "Bluetooth is resetting (opening the air's hub again)" : "Bluetooth is off")")
             }
             stack.engine.eventLoop.execute { lost() }
         }
