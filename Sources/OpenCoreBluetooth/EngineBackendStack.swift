@@ -119,7 +119,8 @@ final class EngineBackendStack: Sendable {
     /// here (a hub that stops is started again on demand, as launchd restarts bluetoothd, and iOS shows
     /// `.resetting` meanwhile). A lost controller of its own (TCP, serial, an adapter) is Bluetooth turned off.
     var reopens: Bool {
-        switch transport {
+        guard HostBackend.reopensLostStacks else { return false }
+        return switch transport {
         case .hub: true
         case .specification(let text): (try? StackSpecification(parsing: text))?.airHubSocket() != nil
         case .inProcess, .bluez: false

@@ -56,6 +56,15 @@ public enum HostBackend {
     }
     private static let lossReporting = LockedValue(true)
 
+    /// Whether a manager whose stack on the shared air's hub is lost opens it again (`.resetting`, then the hub
+    /// started on demand, as iOS's Bluetooth daemon is restarted). On by default; a program that ends when its
+    /// controller goes (the `blue` tool) turns it off, so it never starts a hub on its way out.
+    public static var reopensLostStacks: Bool {
+        get { reopening.load() }
+        set { reopening.store(newValue) }
+    }
+    private static let reopening = LockedValue(true)
+
     /// The process's own in-process air (`OCB_HCI=in-process`; ``InProcessAir/process``, created on first use).
     public static var sharedAir: InProcessAir { InProcessAir.process }
 

@@ -54,7 +54,7 @@ import SharedAir
         let directory = try makeTestDirectory("loss")
         let socket = directory + "/air.sock"
         defer {
-            Self.stopHubs(at: socket)
+            HubProcesses.stop(socket)
             try? FileManager.default.removeItem(atPath: directory)
         }
         let before = HostBackend.hubsStarted.count
@@ -72,18 +72,6 @@ import SharedAir
         // The scan ended with the reset; the app scans again on poweredOn (the recorder does).
         #expect(await onQueue(world.centralLog.queue) { world.central.isScanning })
         withExtendedLifetime(world) {}
-    }
-
-    /// Stops every `blue air` serving `socket` (found by command line: a hub started on demand by one of two racing
-    /// managers may not be the one recorded).
-    static func stopHubs(at socket: String) {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
-        for entry in entries {
-            guard let pid = Int32(entry), pid != getpid(),
-                  let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
-            let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            if arguments.contains("air"), arguments.contains(socket) { kill(pid, SIGTERM) }
-        }
     }
 
     @Test func bothManagersGoFromResettingToPoweredOffWhenNoHubCanCome() async throws {

@@ -115,12 +115,16 @@ private func stopHubs(_ pids: [Int32], socket: String, directory: String) async 
         await expectStep("the read through the hub", within: .seconds(60), on: centralLog.queue,
                          until: { centralLog.entries.contains(expected) },
                          seen: { "central \(centralLog.entries), peripheral \(peripheralLog.entries)" })
-        let started = Array(HostBackend.hubsStarted.dropFirst(before.count))
+        // Another suite's manager may start a hub meanwhile (its own, after a reset): ours are those at our socket.
+        let started = Array(HostBackend.hubsStarted.dropFirst(before.count)).filter { HubProcesses.serves($0, socket) }
         #expect(started.count == 1, "hubs started: \(started)")
         #expect(AirHub.isRunning(at: socket))
         #expect(FileManager.default.fileExists(atPath: AirHubLauncher.logPath(forSocket: socket)))
         #expect(peripheralLog.entries.prefix(2) == ["state \(CBManagerState.poweredOn.rawValue)", "advertising"])
         #expect(manager.misuseLog == [] && central.misuseLog == [], "\(manager.misuseLog) \(central.misuseLog)")
+        // The managers end first: a manager whose hub goes away opens it again (`.resetting`), starting a new one.
+        manager.backend?.shutdown()
+        central.backend?.shutdown()
         withExtendedLifetime((manager, central)) {}
         await stopHubs(started, socket: socket, directory: directory)
         #expect(!AirHub.isRunning(at: socket))
