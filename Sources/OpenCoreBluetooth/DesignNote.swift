@@ -60,7 +60,7 @@
 // automatic pairing and single retry) and the app sees the answer. iOS's pairing dialogs are an `OCBPairingAgent`
 // here (OCB_PAIRING_AGENT or the provider's): with one, the stacks pair as an iPhone (KeyboardDisplay, MITM) and
 // each prompt goes to it; without one, NoInputNoOutput, Numeric Comparison and Just Works accepted, a passkey to
-// type cancelled (HostBackend.automaticAnswer). A manager of an app not allowed Bluetooth (OCBApplication's
+// type cancelled (`OCBPairingAgent.accepting`). A manager of an app not allowed Bluetooth (OCBApplication's
 // authorization) opens no stack and is `.unauthorized`. A lost stack on the shared air's hub is `.resetting` while
 // the backend opens it again (EngineBackendStack.reopen), then `.poweredOn` or `.poweredOff`. Bonds live
 // in memory for the process, or in files with a persistent local identity when OCB_BONDS is set (a directory path,

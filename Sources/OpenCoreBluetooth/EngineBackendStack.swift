@@ -104,7 +104,7 @@ final class EngineBackendStack: Sendable {
     /// The managers then leave `.poweredOn` for `.poweredOff` — as iOS does when Bluetooth goes away: links end
     /// without `didDisconnect`, scanning and advertising stop, pending requests fail — instead of staying
     /// `.poweredOn` on a stack that can no longer do anything. Not after ``close()`` (no loss then).
-    func whenLost(_ stack: any OpenedStack, _ lost: @escaping @Sendable () -> Void) {
+    private func whenLost(_ stack: any OpenedStack, _ lost: @escaping @Sendable () -> Void) {
         let label = label, reopens = reopens
         stack.onLoss { [weak self] loss in
             guard let self, !self.state.load().closed else { return }
@@ -132,7 +132,7 @@ final class EngineBackendStack: Sendable {
 
     /// Opens the stack again after its loss (``reopens``), trying every 250 ms until ``reopenLimit`` has passed;
     /// `ready` gets the new stack, or nil. The lost stack is shut down.
-    func reopen(ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+    private func reopen(ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
         let lost = state.withLock { state -> (any OpenedStack)? in
             defer { state.stack = nil }
             return state.stack
@@ -153,8 +153,8 @@ final class EngineBackendStack: Sendable {
     }
 
     /// A backend's whole life on its stack, in one place for both roles: opens it (`.unsupported` when it cannot
-    /// be), gives `events` every event of the stack while it is the backend's (a lost stack's late events are
-    /// dropped), `prepare`s it (the peripheral publishes its database) and reports `.poweredOn`; when the stack is
+    /// be), gives `events` every event of the stack until it is lost (its handler removed then, so nothing is
+    /// checked per event), `prepare`s it (the peripheral publishes its database) and reports `.poweredOn`; when the stack is
     /// lost, `forget` clears what the backend kept of it, and the managers go `.poweredOff`, or, when it
     /// ``reopens``, `.resetting` until a new stack is prepared (`.poweredOn`) or none comes (`.poweredOff`).
     func run(events: @escaping @Sendable (HostEvent, any OpenedStack) -> Void,
@@ -169,11 +169,12 @@ final class EngineBackendStack: Sendable {
     }
 
     private func take(_ stack: any OpenedStack, _ lifecycle: BackendLifecycle) {
-        stack.engine.addEventHandler { [weak self, weak stack] event in
-            guard let self, let stack, self.stack === stack else { return }
+        let subscription = stack.engine.addEventHandler { [weak stack] event in
+            guard let stack else { return }
             lifecycle.events(event, stack)
         }
         whenLost(stack) { [weak self] in
+            subscription.cancel()
             guard let self else { return }
             lifecycle.forget()
             guard reopens else { return lifecycle.state(.poweredOff) }

@@ -419,14 +419,9 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
             guard let address = peer(handle: handle) else { return }
             state.withLock { $0.links[address]?.securityFailure = nil }
         case .pairingInteraction(let handle, let interaction):
-            // iOS shows the system's pairing dialog: the agent answers it; without one, values are accepted
-            // (see HostBackend).
+            // iOS shows the system's pairing dialog: the agent answers it (without one, `.accepting`).
             guard let stack = opener.stack else { return }
-            if let pairingAgent {
-                pairingAgent.ask(interaction, peer: peer(handle: handle) ?? .zero) { stack.engine.answerPairing(connectionHandle: handle, $0) }
-            } else if let answer = HostBackend.automaticAnswer(interaction) {
-                stack.engine.answerPairing(connectionHandle: handle, answer)
-            }
+            (pairingAgent ?? .accepting).ask(interaction, peer: peer(handle: handle) ?? .zero) { stack.engine.answerPairing(connectionHandle: handle, $0) }
         default:
             break
         }

@@ -474,14 +474,8 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
             state.withLock { _ = $0.blocked.remove(handle) }
             maybeReady()
         case .pairingInteraction(let handle, let interaction):
-            // iOS shows the system's pairing dialog: the agent answers it; without one, values are accepted
-            // (see HostBackend).
-            if let pairingAgent {
-                let central = state.load().centrals[handle] ?? .zero
-                pairingAgent.ask(interaction, peer: central) { stack.engine.answerPairing(connectionHandle: handle, $0) }
-            } else if let answer = HostBackend.automaticAnswer(interaction) {
-                stack.engine.answerPairing(connectionHandle: handle, answer)
-            }
+            // iOS shows the system's pairing dialog: the agent answers it (without one, `.accepting`).
+            (pairingAgent ?? .accepting).ask(interaction, peer: state.load().centrals[handle] ?? .zero) { stack.engine.answerPairing(connectionHandle: handle, $0) }
         default:
             break
         }

@@ -199,18 +199,6 @@ public enum HostBackend {
         return value.hasPrefix("/") ? value : FileBondStore.defaultDirectory()
     }
 
-    /// How a stack behind CoreBluetooth answers the user side of pairing without an agent (Core 5.4 Vol 3 Part H
-    /// §2.3.5.1). iOS asks the user in a system dialog (``OCBPairingAgent`` stands in for it); without one,
-    /// Numeric Comparison and Just Works consent are accepted, and a passkey to type is cancelled (pairing
-    /// fails with Passkey Entry Failed). The IO capability is then NoInputNoOutput, so a peer normally gets Just Works.
-    static func automaticAnswer(_ interaction: PairingInteraction) -> PairingAnswer? {
-        switch interaction {
-        case .confirmNumericValue, .confirmJustWorks: .confirm(true)
-        case .enterPasskey: .passkey(nil)
-        case .displayPasskey: nil
-        }
-    }
-
     /// The controller of the stack opened last whose features are known (nil before any): what
     /// `CBCentralManager.supports(_:)` answers from.
     static let lastController = LockedValue<ControllerInfo?>(nil)

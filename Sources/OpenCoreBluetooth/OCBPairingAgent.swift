@@ -57,7 +57,9 @@ public struct OCBPairingAgent: Sendable {
         self.answering = answering
     }
 
-    /// Accepts pairings and numbers; a passkey to enter is cancelled.
+    /// Accepts pairings and numbers; a passkey to enter is cancelled. Also how the stacks answer without an agent
+    /// (then as NoInputNoOutput, so a peer normally gets Just Works): iOS asks the user in a system dialog, and
+    /// there is no such dialog here.
     public static let accepting = OCBPairingAgent { _, _, reply in reply(.accept) }
     /// Refuses every pairing.
     public static let rejecting = OCBPairingAgent { _, _, reply in reply(.reject) }

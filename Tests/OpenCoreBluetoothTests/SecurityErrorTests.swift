@@ -37,11 +37,17 @@ import BluetoothEngine
         #expect(other == .att(0x02))
     }
 
+    /// Without an agent the stacks answer as `OCBPairingAgent.accepting` does.
     @Test func pairingPromptsAreAnsweredLikeAcceptedSystemDialogs() {
-        #expect(HostBackend.automaticAnswer(.confirmNumericValue(123_456)) == .confirm(true))
-        #expect(HostBackend.automaticAnswer(.confirmJustWorks) == .confirm(true))
-        #expect(HostBackend.automaticAnswer(.enterPasskey) == .passkey(nil))
-        #expect(HostBackend.automaticAnswer(.displayPasskey(1)) == nil)
+        func answer(_ interaction: PairingInteraction) -> PairingAnswer? {
+            let answer = LockedBox<PairingAnswer?>(nil)
+            OCBPairingAgent.accepting.ask(interaction, peer: .zero) { answer.value = $0 }
+            return answer.value
+        }
+        #expect(answer(.confirmNumericValue(123_456)) == .confirm(true))
+        #expect(answer(.confirmJustWorks) == .confirm(true))
+        #expect(answer(.enterPasskey) == .passkey(nil))
+        #expect(answer(.displayPasskey(1)) == nil)
     }
 
     @Test func bondsPersistOnlyWithOCBBonds() {
