@@ -13,8 +13,8 @@ public import BluetoothEngine
 /// initiation uses it, so a connect asked or ended meanwhile cancels the initiation (LE Create Connection Cancel)
 /// and a new one starts with the new set once the controller has ended the old. A connect ends when its
 /// connection is made, when it is cancelled or its own time limit passes, or when the controller fails the
-/// initiation. A controller without a usable Filter Accept List (its size unreadable or 0, or a write refused)
-/// gets the connects one at a time, oldest first.
+/// initiation. A controller without a usable Filter Accept List (its size 0, or a command it cannot do, or
+/// ``HostStack/acceptListAttempts`` passing refusals in a row) gets the connects one at a time, oldest first.
 extension HostStack {
     /// A connect asked for (``connect(to:options:completion:)``) and not yet completed.
     struct ConnectRequest {
@@ -211,11 +211,14 @@ extension HostStack {
         guard !readingAcceptListSize else { return }
         readingAcceptListSize = true
         command(.leReadFilterAcceptListSize) { [self] result in
-            guard case .success(.leReadFilterAcceptListSize(.success, let size)) = result, size > 1 else {
-                return acceptListRead(size: 0)
+            guard case .success(.leReadFilterAcceptListSize(.success, let size)) = result else {
+                return acceptListReadFailed(result.map { answer in
+                    if case .leReadFilterAcceptListSize(let status, _) = answer { .status(status) } else { .status(.unknownCommand) }
+                })
             }
+            guard size > 1 else { return acceptListRead(size: 0) }
             command(.leClearFilterAcceptList) { [self] result in
-                guard case .success(.status(.success)) = result else { return acceptListRead(size: 0) }
+                guard case .success(.status(.success)) = result else { return acceptListReadFailed(result) }
                 acceptList = []
                 acceptListRead(size: Int(size))
             }
@@ -226,6 +229,36 @@ extension HostStack {
         readingAcceptListSize = false
         acceptListSize = size
         pumpConnects()
+    }
+
+    /// Reading or clearing the list failed: given up when the controller cannot do it, else asked again a moment
+    /// later (a busy controller's command timing out must not leave a never-appearing peer's connect in front of
+    /// every other one for good).
+    private func acceptListReadFailed(_ result: Result<HCIReturnParameters, HostError>) {
+        guard !acceptListGivenUp(after: result) else { return acceptListRead(size: 0) }
+        readingAcceptListSize = false
+        eventLoop.schedule(after: Self.connectRetryDelay) { [weak self] in self?.pumpConnects() }
+    }
+
+    /// How many times in a row a passing refusal of the Filter Accept List is tried again before connects go one
+    /// at a time.
+    public static let acceptListAttempts = 5
+
+    /// Counts a failed Filter Accept List command; true when the list is given up: the controller cannot do it
+    /// (Unknown Command, Memory Capacity Exceeded, Unsupported Feature, Invalid Parameters), or
+    /// ``acceptListAttempts`` passing refusals (Command Disallowed, no answer in time) came in a row.
+    private func acceptListGivenUp(after result: Result<HCIReturnParameters, HostError>) -> Bool {
+        let status: HCIStatus?
+        switch result {
+        case .success(.status(let answered)): status = answered
+        case .success: status = nil
+        case .failure(let error): status = error.code == .unsupported ? .unknownCommand : error.status
+        }
+        let permanent: [HCIStatus] = [.unknownCommand, .memoryCapacityExceeded, .unsupportedFeatureOrParameterValue,
+                                      .invalidCommandParameters]
+        acceptListFailures += 1
+        guard let status, permanent.contains(status) else { return acceptListFailures >= Self.acceptListAttempts }
+        return true
     }
 
     /// Makes the Filter Accept List hold exactly the initiation's targets, one command at a time (each next step
@@ -243,7 +276,12 @@ extension HostStack {
         }
         command(step.0) { [self] result in
             guard case .success(.status(.success)) = result else {
-                // Refused (in use by advertising or scanning, full, unknown): connects go one at a time from here.
+                if !acceptListGivenUp(after: result), pendingConnect?.id == id {
+                    // Not now (in use, no answer in time): the same writing again a moment later.
+                    pendingConnect?.retryAt = eventLoop.now + Self.connectRetryDelay
+                    return armTimer()
+                }
+                // The controller cannot: connects go one at a time from here.
                 acceptListSize = 0
                 guard let current = pendingConnect, current.id == id else { return }
                 pendingConnect = nil
@@ -252,6 +290,7 @@ extension HostStack {
                 ended.cancelReason = Self.initiationRestarted
                 return initiationEnded(ended, .failure(Self.initiationRestarted))
             }
+            acceptListFailures = 0
             if step.add { acceptList.append(step.1) } else { acceptList.removeAll { $0 == step.1 } }
             writeAcceptList(id: id)
         }
@@ -263,8 +302,9 @@ extension HostStack {
             pendingConnect = nil
             armTimer()
             if pending.targets.count > 1, pending.cancelReason == nil {
-                // The controller refused to initiate from its Filter Accept List: one at a time from here.
-                acceptListSize = 0
+                // The controller refused to initiate from its Filter Accept List: started again, or one at a time
+                // from here when it cannot (``acceptListGivenUp(after:)``).
+                if acceptListGivenUp(after: .failure(error)) { acceptListSize = 0 }
                 var ended = pending
                 ended.cancelReason = Self.initiationRestarted
                 return initiationEnded(ended, .failure(Self.initiationRestarted))
@@ -282,7 +322,11 @@ extension HostStack {
 
     func retryConnect(_ pending: PendingConnect) {
         pendingConnect?.retryAt = nil
-        sendCreateConnection(id: pending.id, pending.parameters)
+        if pending.programming {
+            writeAcceptList(id: pending.id)
+        } else {
+            sendCreateConnection(id: pending.id, pending.parameters)
+        }
         armTimer()
     }
 

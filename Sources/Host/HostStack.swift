@@ -80,6 +80,9 @@ public final class HostStack: @unchecked Sendable {
     /// (pending connects then go to the controller one at a time).
     var acceptListSize: Int?
     var readingAcceptListSize = false
+    /// Filter Accept List commands failed in a row for a passing reason (in use, no answer in time); at
+    /// ``HostStack/acceptListAttempts`` the list is given up (``acceptListSize`` 0).
+    var acceptListFailures = 0
     /// Connections whose Disconnect was accepted, and when their Disconnection Complete is overdue.
     var disconnectDeadlines: [UInt16: StackInstant] = [:]
     var nextOperationID: UInt64 = 0

@@ -197,6 +197,23 @@ struct PendingConnectionsTests {
         #expect(heartRate.count == 0)
     }
 
+    @Test("a list refused for now (Command Disallowed) is written again a moment later, a few times, then given up")
+    func passingRefusalsAreTriedAgainThenGivenUp() {
+        var model = ControllerModel()
+        model.refused[.leAddDeviceToFilterAcceptList] = .commandDisallowed
+        let rig = Rig(model: model)
+        let (lock, heartRate) = Self.lockAndHeartRate(rig)
+        let adds = { rig.controller.sentCommands.filter { $0.opcode == .leAddDeviceToFilterAcceptList }.count }
+        #expect(adds() == 1)
+        rig.loop.advance(by: HostStack.connectRetryDelay)
+        #expect(adds() == 2)
+        for _ in 0..<10 { rig.loop.advance(by: HostStack.connectRetryDelay) }
+        #expect(adds() == HostStack.acceptListAttempts)
+        // Given up: one at a time, oldest first.
+        #expect(Self.initiations(rig).last.map { $0.policy == 0 && $0.peer == Self.lock } == true)
+        #expect(lock.count == 0 && heartRate.count == 0)
+    }
+
     @Test("a controller failure of a Filter Accept List initiation fails every connect it covered")
     func controllerFailureFailsTheCoveredConnects() {
         let rig = Rig()
