@@ -32,6 +32,9 @@
 // (handles, permissions, offsets; a whole Execute Write batch at once), returns a `GATTPendingRequest` instead of
 // a response, and `respond(toDeferred:on:result:)` produces the response when the application answers. The ATT
 // bearer keeps the transaction open meanwhile (its 30 s timeout still applies to the peer's view).
+// A CCCD may be deferred too (Android's `BluetoothGattServer` hands descriptor writes to the app): the
+// subscription changes only when the application answers success. `addsClientConfiguration = false` builds a
+// notifying characteristic without one (an Android app that forgot its descriptor: nobody can subscribe).
 //
 // Wiring (Host): bearer `.request(pdu)` -> `server.handleRequest(pdu, from:)` -> `bearer.respond(reply.response)`;
 // `.command` -> `server.handleCommand`; `.mtuChanged(m)` -> `server.setMTU(m, for:)`; `server.updateValue` /

@@ -217,7 +217,7 @@ public struct GATTDatabase: Sendable {
             let wantsCCCD = !properties.isDisjoint(with: [.notify, .indicate])
             let explicitCCCD = definition.descriptors.contains { $0.uuid == GATTUUID.clientCharacteristicConfiguration }
             let cccdPermissions = GATTPermissions(readable: true, writable: true, write: definition.subscriptionSecurity)
-            if wantsCCCD && !explicitCCCD {
+            if wantsCCCD && !explicitCCCD && definition.addsClientConfiguration {
                 let handle = try take()
                 pending.append(attribute(handle, GATTUUID.clientCharacteristicConfiguration, cccdPermissions,
                                          .clientConfiguration(valueHandle: valueHandle, properties: properties), maximumLength: 2, fixed: true))

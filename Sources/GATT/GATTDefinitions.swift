@@ -238,6 +238,10 @@ public struct GATTCharacteristicDefinition: Sendable {
     public var descriptors: [GATTDescriptorDefinition]
     /// Security a client needs to write the CCCD (subscribe), if any.
     public var subscriptionSecurity: GATTSecurityRequirement
+    /// Whether the database adds the CCCD of a characteristic that notifies or indicates and lists none itself
+    /// (true). False builds what an Android app that forgets its `BluetoothGattDescriptor` 0x2902 serves: a
+    /// characteristic no client can subscribe to.
+    public var addsClientConfiguration: Bool = true
 
     public init(
         uuid: BluetoothUUID, properties: GATTCharacteristicProperties, extendedProperties: GATTExtendedProperties = [],

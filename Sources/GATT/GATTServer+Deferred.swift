@@ -87,7 +87,8 @@ extension GATTServer {
     }
 
     /// Answers a deferred request: for reads the value from the request's offset (cut to ATT_MTU − 1) or an ATT
-    /// error; for writes success (empty value) or an error. Returns the reply for the bearer, nil when `id` is not
+    /// error; for writes success (empty value) or an error. A deferred write of a Client Characteristic
+    /// Configuration descriptor takes effect (the subscription changes, with its event) when answered success. Returns the reply for the bearer, nil when `id` is not
     /// the request awaiting an answer on `connection` (already answered, or the connection is gone).
     public mutating func respond(toDeferred id: UInt64, on connection: GATTConnectionID,
                                  result: Result<[UInt8], GATTAttributeError>) -> GATTServerReply? {
@@ -104,7 +105,15 @@ extension GATTServer {
         case (.read, .success(let value)):
             let part = cut(value, mtu: mtu)
             return GATTServerReply(response: state.opcode == .readBlobRequest ? .readBlobResponse(partValue: part) : .readResponse(value: part))
-        case (.write, .success):
+        case (.write(let handle, let value), .success):
+            // A CCCD the application answers for (Android's BluetoothGattServer does): its value is still the
+            // server's, per client, so notifications follow the subscription once the application accepts it.
+            if case .clientConfiguration? = database.attribute(handle)?.storage {
+                switch write(handle, offset: 0, value: value, kind: .request, connection) {
+                case .success(let events): return GATTServerReply(response: .writeResponse, events: events)
+                case .failure(let error): return fail(handle, error.code)
+                }
+            }
             return GATTServerReply(response: .writeResponse)
         case (.executeWrite(let writes), .failure(let error)):
             return fail(writes.first?.handle ?? 0, error.code)
