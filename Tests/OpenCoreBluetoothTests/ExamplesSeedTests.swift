@@ -110,4 +110,36 @@ struct ExamplesSeedTests {
         #expect(out.contains("Received: echo: ~測試數據 hello"))
         #expect(await peripheral.waitForExit(limit: .seconds(5)) == 0)
     }
+
+    /// The Android chat server of seed 004's subject (Examples/Definitions/android-chat.json).
+    static var androidChatDefinition: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Examples/Definitions/android-chat.json").path
+    }
+
+    @Test("seed 004 against an Android phone: blue serve --personality android answers the CCCD write as the app, echoes the text")
+    func seed004CentralAgainstAndroid() async throws {
+        let hub = try await ExampleHub()
+        let server = try ExampleProcess("blue", ["serve", "--hci", "air:\(hub.socket)", "--personality", "android", "--name", "Chat4A",
+                                                  Self.androidChatDefinition])
+        defer { server.stopInBackground() }
+        #expect(await server.waitFor("serving \"Chat4A\" as android (GAP name \"Pixel 8\")", limit: .seconds(30)), "\(server.output) \(server.errors)")
+        let central = try ExampleProcess("Seed004Central", ["--name", "Chat4A", "--timeout", "25"], environment: hub.environment)
+        defer { central.stopInBackground() }
+        let status = await central.waitForExit(limit: .seconds(28))
+        #expect(status == 0, "central: \(central.output) \(central.errors)")
+        let out = central.output
+        #expect(out.contains("peripheral.name = Chat4A"))
+        #expect(out.contains("characteristic ===> default --test-- write"))
+        #expect(out.contains("characteristic ===> read"))
+        #expect(out.contains("Received: echo: ~測試數據 hello"))
+        // The Android side: the app answered the central's 2902 write (the CCCD it added itself), then the write.
+        #expect(await server.waitFor("write 08590F7E-DB05-467E-8757-72F6FAEB13D4 by "), "\(server.output)")
+        let served = server.output
+        #expect(served.contains("write 2902 of 08590F7E-DB05-467E-8757-72F6FAEB13D4 by "), "\(served)")
+        #expect(served.contains("01 00 (the app answers: success)"), "\(served)")
+        #expect(served.contains("subscribe 08590F7E-DB05-467E-8757-72F6FAEB13D4 by "), "\(served)")
+        #expect(served.contains("(\"~測試數據 hello\")"), "\(served)")
+        #expect(!server.errors.contains("warning"), "\(server.errors)")
+    }
 }

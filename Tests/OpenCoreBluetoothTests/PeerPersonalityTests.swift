@@ -1,6 +1,10 @@
 import BluetoothCore
 import Foundation
 import SharedAir
+import StackLauncher
+import BluetoothRuntime
+import BluetoothEngine
+import HCI
 import Testing
 import TestSupport
 @testable import OpenCoreBluetooth
@@ -104,5 +108,50 @@ private final class PersonalityCentral: FirstDeviceCentral, @unchecked Sendable 
         #expect(ended && server.terminationStatus == 64, "still running: \(!ended)")
         let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
         #expect(text.contains("ADVERTISE_FAILED_DATA_TOO_LARGE"), "\(text)")
+    }
+
+    /// As Linux does in `l2cap_le_conn_ready`: a central that connects at 7.5 ms is asked, as peripheral, for the
+    /// kernel's 30–50 ms (latency 0, 420 ms timeout), and our central's host takes them (LE Connection Update).
+    @Test func aLinuxMachineAsksForItsConnectionInterval() async throws {
+        let directory = try makeTestDirectory("personality-bluez")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let socket = directory + "/air.sock"
+        let blue = try #require(HostBackend.hubExecutable(), "no blue executable beside the tests")
+        let hub = try PairingAgentTests.run(blue, ["air", "--socket", socket, "--stats-interval", "0"])
+        defer { PairingAgentTests.stop(hub) }
+        #expect(await poll(within: .seconds(30)) { AirHub.isRunning(at: socket) }, "the hub did not listen")
+        let output = directory + "/serve.jsonl"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: blue)
+        server.arguments = ["serve", "--hci", "air:\(socket)", "--personality", "bluez", "--profile", "battery", "--json"]
+        server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { PairingAgentTests.stop(server) }
+        let events: @Sendable () -> [[String: Any]] = {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        }
+        try await waitFor("serving", within: .seconds(30), until: { events().contains { $0["event"] as? String == "serving" } },
+                          seen: { "\(events())" })
+        let serving = try #require(events().first { $0["event"] as? String == "serving" })
+        let address = try BluetoothAddress(string: try #require(serving["address"] as? String), type: .random)
+        let central = try await StackLauncher.open("air:\(socket)")
+        defer { central.shutdown() }
+        let updates = LockedValue<[UInt16]>([])
+        central.engine.addEventHandler { event in
+            if case .connectionUpdated(let connection) = event { updates.withLock { $0.append(connection.parameters.interval) } }
+        }
+        let fast = ConnectOptions(parameters: LEConnectionParameters(intervalMin: 6, intervalMax: 6))
+        let connected = await withCheckedContinuation { (done: CheckedContinuation<Result<Connection, HostError>, Never>) in
+            central.engine.connect(to: address, options: fast) { done.resume(returning: $0) }
+        }
+        #expect(try connected.get().parameters.interval == 6)
+        try await waitFor("the asked interval", within: .seconds(30), until: { updates.withLock { $0.contains { (24...40).contains($0) } } },
+                          seen: { "updates \(updates.withLock { $0 }), serve \(events())" })
+        let asked = try #require(events().first { $0["event"] as? String == "parametersAsked" })
+        #expect(asked["intervalMin"] as? Int == 24 && asked["intervalMax"] as? Int == 40)
+        #expect(asked["latency"] as? Int == 0 && asked["timeout"] as? Int == 42 && asked["accepted"] as? Bool == true)
     }
 }

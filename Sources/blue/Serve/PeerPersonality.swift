@@ -1,15 +1,15 @@
 import ArgumentParser
 import BluetoothEngine
 import Foundation
+import L2CAP
 import SMP
 
 /// A phone's or a Linux machine's Bluetooth stack as a central meets it in the peripheral role (issue 32 item 7):
 /// the defaults each platform's stack has, for `blue serve --personality iphone|android|bluez`. Where each value
 /// comes from is in the README ("Peer personalities"): Apple's Accessory Design Guidelines and what iOS does on
 /// the air, AOSP's Bluetooth stack and its configuration defaults, BlueZ's `main.conf` defaults.
-///
-/// Not yet simulated: Android's `BluetoothGattServer` behaviour where it differs from ours (the app adding the CCCD
-/// and answering every read and write itself, one notification in flight until "sent").
+/// Android's `BluetoothGattServer` where it differs from ours is ``serverBehaviour``: the app adds the CCCD itself,
+/// answers every read and write, and sends one notification at a time.
 enum PeerPersonality: String, ExpressibleByArgument, CaseIterable, Sendable {
     case iphone
     case android
@@ -59,6 +59,32 @@ enum PeerPersonality: String, ExpressibleByArgument, CaseIterable, Sendable {
     /// Advertising that does not fit the 31 octets of legacy PDUs is refused with an error
     /// (`ADVERTISE_FAILED_DATA_TOO_LARGE`) on Android, where the others leave service UUIDs out until it fits.
     var refusesOversizedAdvertising: Bool { self == .android }
+
+    /// What the platform's GATT server leaves to the app: on Android everything (AOSP's `BluetoothGattServer`: the
+    /// app adds the 2902 descriptor, answers each request with `sendResponse`, and `notifyCharacteristicChanged`
+    /// refuses a value while the last is not sent); iOS and BlueZ answer in the stack.
+    var serverBehaviour: ServeBehaviour {
+        switch self {
+        case .android: ServeBehaviour(appAnswersEveryRequest: true, addsClientConfiguration: false, oneValueInFlight: true)
+        case .iphone, .bluez: ServeBehaviour()
+        }
+    }
+
+    /// The connection parameters asked for as peripheral once connected (L2CAP Connection Parameter Update
+    /// Request, Vol 3 Part A §4.20). Linux asks when the interval is outside its configured 30–50 ms (the kernel's
+    /// `l2cap_le_conn_ready`: `le_conn_min_interval` 24, `le_conn_max_interval` 40, latency 0, timeout 42 = 420 ms).
+    /// Phones ask for nothing by themselves: iOS only when the app calls `setDesiredConnectionLatency`, and
+    /// Android's `BluetoothGattServer` has no such call.
+    func connectionParameterRequest(for current: ConnectionParameters) -> L2CAPConnectionParameterUpdateRequest? {
+        guard self == .bluez, current.interval < 24 || current.interval > 40 else { return nil }
+        return L2CAPConnectionParameterUpdateRequest(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 42)
+    }
+
+    /// ``connectionParameterRequest(for:)`` as a function value.
+    var connectionParameterRequester: @Sendable (ConnectionParameters) -> L2CAPConnectionParameterUpdateRequest? {
+        let platform = self
+        return { current in platform.connectionParameterRequest(for: current) }
+    }
 
     /// An app's advertising uses legacy PDUs on a phone (iOS offers nothing else; Android only when asked through
     /// `AdvertisingSet`).

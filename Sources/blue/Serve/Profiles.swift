@@ -66,12 +66,32 @@ extension ServeDefinition.Characteristic {
     init(uuid: String, properties: [String], value: ServeDefinition.Value? = nil, maxLength: Int? = nil,
          description: String? = nil, notify: ServeDefinition.Generator? = nil, onSubscribe: ServeDefinition.Value? = nil) {
         self.init(uuid: uuid, properties: properties, permissions: nil, value: value, maxLength: maxLength,
-                  description: description, descriptors: nil, notify: notify, onSubscribe: onSubscribe)
+                  description: description, descriptors: nil, notify: notify, onSubscribe: onSubscribe, answer: nil, echo: nil)
     }
 }
 
 extension ServeDefinition.Generator {
     init(generator: String, interval: Double) {
         self.init(generator: generator, interval: interval, start: nil, step: nil, width: nil, values: nil)
+    }
+}
+
+extension ServeDefinition {
+    /// The definition with a 2902 descriptor declared on each characteristic that notifies or indicates and lists
+    /// none: what a careful Android app adds (`BluetoothGattDescriptor`), for a built-in profile served as Android.
+    func declaringClientConfigurations() -> ServeDefinition {
+        var definition = self
+        for serviceIndex in definition.services.indices {
+            for index in (definition.services[serviceIndex].characteristics ?? []).indices {
+                var characteristic = definition.services[serviceIndex].characteristics![index]
+                let notifies = characteristic.properties.contains("notify") || characteristic.properties.contains("indicate")
+                var descriptors = characteristic.descriptors ?? []
+                guard notifies, !descriptors.contains(where: { $0.uuid == "2902" }) else { continue }
+                descriptors.insert(Descriptor(uuid: "2902", permissions: nil, value: nil, answer: nil), at: 0)
+                characteristic.descriptors = descriptors
+                definition.services[serviceIndex].characteristics![index] = characteristic
+            }
+        }
+        return definition
     }
 }

@@ -7,6 +7,7 @@ import Foundation
 import GATT
 import HCI
 import Host
+import L2CAP
 import SMP
 import StackLauncher
 import BluetoothEngine
@@ -173,6 +174,10 @@ struct Serve: ParsableCommand, Sendable {
     func serve() async throws(CLIFailure) {
         var definition = try loadDefinition()
         if let name { definition.name = name }
+        // A built-in profile served as Android is a careful Android app: it adds its 2902 descriptors.
+        if profile != nil, personality?.serverBehaviour.addsClientConfiguration == false {
+            definition = definition.declaringClientConfigurations()
+        }
         if printDefinition {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -185,7 +190,16 @@ struct Serve: ParsableCommand, Sendable {
         let deviceName = definition.name ?? "blue serve"
         var wanted = try definition.advertisingContent(name: deviceName, services: advertised)
         if let personality { wanted = try personality.legacyContent(wanted) }
-        let server = GATTServeState(json: json)
+        if personality?.serverBehaviour.addsClientConfiguration == false {
+            for service in compiled {
+                for characteristic in service.characteristics where characteristic.notifies && !characteristic.declaresClientConfiguration {
+                    Console.error("warning: --personality \(personality?.rawValue ?? ""): \(ValueDecoding.label(characteristic.uuid)) notifies "
+                                  + "but declares no 2902 descriptor, which an Android app adds itself: no central can subscribe to it")
+                }
+            }
+        }
+        let server = GATTServeState(json: json, behaviour: personality?.serverBehaviour ?? ServeBehaviour(),
+                                    parameterRequest: personality?.connectionParameterRequester)
         // A phone's GAP name is the device's, not the advertised one (a central shows it once connected).
         let gapName = personality?.deviceName ?? deviceName
         let database = try server.build(compiled, name: gapName, appearance: definition.appearance ?? 0)
@@ -196,6 +210,7 @@ struct Serve: ParsableCommand, Sendable {
                                                   needing: ourHostOptions())
         let engine = launched.engine
         server.attach(launched)
+        server.installAppAnswers(on: engine)
         server.attachPairing(launched, passkey: passkey, repairing: allowRepairing)
         do throws(CLIFailure) {
             try await outOfBand.start(launched, server: server)
@@ -232,12 +247,13 @@ struct Serve: ParsableCommand, Sendable {
             }
             if case .success(let rpa) = current { address = rpa.string }
         }
+        let asPersonality: String = personality.map { " as \($0.rawValue) (GAP name \"\(gapName)\")" } ?? ""
+        let privateNote: String = privacy ? " (resolvable private address)" : ""
+        let advertisedNote: String = content.serviceUUIDs.isEmpty
+            ? "" : ", advertising \(content.serviceUUIDs.map(ValueDecoding.label).joined(separator: ", "))"
         server.note(["event": "serving", "name": deviceName, "gapName": gapName, "personality": personality?.rawValue ?? "",
                      "transport": launched.transportDescription, "address": address, "services": content.serviceUUIDs.map(\.uuidString)],
-                    text: "serving \"\(deviceName)\"" + (personality.map { " as \($0.rawValue) (GAP name \"\(gapName)\")" } ?? "")
-                        + " on \(launched.transportDescription) as \(address)"
-                        + (privacy ? " (resolvable private address)" : "")
-                        + (content.serviceUUIDs.isEmpty ? "" : ", advertising \(content.serviceUUIDs.map(ValueDecoding.label).joined(separator: ", "))"))
+                    text: "serving \"\(deviceName)\"\(asPersonality) on \(launched.transportDescription) as \(address)\(privateNote)\(advertisedNote)")
         server.startGenerators()
         await waitForTimeoutOrSignal(nil, loop: launched.engine.eventLoop)
         server.note(["event": "stopping"], text: "stopping")
@@ -247,274 +263,3 @@ struct Serve: ParsableCommand, Sendable {
     }
 }
 
-/// The running server's state: the values (by handle), what each handle is, the peers, the generators. Values are
-/// served through dynamic handlers so every read and write can be printed; state is lock-protected and touched on
-/// the stack's loop.
-final class GATTServeState: Sendable {
-    struct Entry: Sendable {
-        var uuid: BluetoothUUID
-        var notifiesOnWrite: Bool
-        var generator: ServeGenerator?
-        /// Notified (or indicated) to each central right after it subscribes, to it alone.
-        var subscribeValue: [UInt8]?
-    }
-
-    private struct State {
-        var values: [UInt16: [UInt8]] = [:]
-        var entries: [UInt16: Entry] = [:]
-        var peers: [UInt16: String] = [:]
-        var content = AdvertisingContent()
-        var options = AdvertisingOptions()
-        var stopped = false
-    }
-
-    private let state = LockedValue(State())
-    private let stackBox = LockedValue<(any OpenedStack)?>(nil)
-    let json: Bool
-
-    init(json: Bool) {
-        self.json = json
-    }
-
-    /// Prints one event: the JSON object, or the text line.
-    func note(_ object: [String: Any], text: String) {
-        if json { Console.json(object) } else { Console.line(text) }
-    }
-
-    func peer(_ connection: GATTConnectionID) -> String {
-        state.withLock { $0.peers[connection.rawValue] } ?? "connection \(connection.rawValue)"
-    }
-
-    func build(_ services: [CompiledService], name: String, appearance: UInt16) throws(CLIFailure) -> GATTDatabase {
-        var database = GATTDatabase()
-        do {
-            try database.addGAPService(deviceName: name, appearance: appearance)
-            try database.addGATTService()
-            for service in services {
-                let definitions = service.characteristics.map { characteristic in
-                    GATTCharacteristicDefinition(
-                        uuid: characteristic.uuid, properties: characteristic.properties,
-                        permissions: characteristic.permissions, value: dynamicValue(),
-                        maximumLength: characteristic.maximumLength,
-                        descriptors: characteristic.descriptors.map {
-                            GATTDescriptorDefinition(uuid: $0.uuid, permissions: $0.permissions, value: .stored($0.value))
-                        })
-                }
-                let handles = try database.add(GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary,
-                                                                     characteristics: definitions))
-                state.withLock { state in
-                    for (characteristic, assigned) in zip(service.characteristics, handles.characteristics) {
-                        state.values[assigned.value] = characteristic.value
-                        let notifies = !characteristic.properties.isDisjoint(with: [.notify, .indicate])
-                        let writes = !characteristic.properties.isDisjoint(with: [.write, .writeWithoutResponse])
-                        state.entries[assigned.value] = Entry(uuid: characteristic.uuid,
-                                                              notifiesOnWrite: notifies && writes && characteristic.generator == nil,
-                                                              generator: characteristic.generator,
-                                                              subscribeValue: characteristic.subscribeValue)
-                    }
-                }
-            }
-        } catch {
-            throw CLIFailure(.usage, "the definition does not make a GATT database: \(error.reason)")
-        }
-        return database
-    }
-
-    private func dynamicValue() -> GATTValue {
-        .dynamic(
-            read: { [self] request in
-                let (value, entry) = state.withLock { ($0.values[request.handle] ?? [], $0.entries[request.handle]) }
-                if request.offset == 0, let entry {
-                    let decoded = ValueDecoding.describe(value, uuid: entry.uuid).map { "  (\($0))" } ?? ""
-                    note(["event": "read", "peer": peer(request.connection), "uuid": entry.uuid.uuidString, "hex": Hex.encode(value)],
-                         text: "read \(ValueDecoding.label(entry.uuid)) by \(peer(request.connection)): \(ValueDecoding.hex(value))\(decoded)")
-                }
-                return request.answer(wholeValue: value)
-            },
-            write: { [self] request in
-                guard request.kind != .preparedValidation else { return nil }
-                let (value, entry) = state.withLock { state -> ([UInt8], Entry?) in
-                    var value = state.values[request.handle] ?? []
-                    if request.offset == 0 {
-                        value = request.value
-                    } else if request.offset <= value.count {
-                        value = Array(value[..<request.offset]) + request.value
-                    } else {
-                        value = request.value
-                    }
-                    state.values[request.handle] = value
-                    return (value, state.entries[request.handle])
-                }
-                guard let entry else { return nil }
-                let decoded = ValueDecoding.describe(value, uuid: entry.uuid).map { "  (\($0))" } ?? ""
-                let kind = request.kind == .command ? " (without response)" : ""
-                note(["event": "write", "peer": peer(request.connection), "uuid": entry.uuid.uuidString, "hex": Hex.encode(value),
-                      "withResponse": request.kind != .command],
-                     text: "write \(ValueDecoding.label(entry.uuid)) by \(peer(request.connection))\(kind): \(ValueDecoding.hex(value))\(decoded)")
-                if entry.notifiesOnWrite, let stack = stackBox.load() {
-                    let others = Set(state.withLock { $0.peers.keys }).subtracting([request.connection.rawValue])
-                    if !others.isEmpty { stack.engine.updateValue(value, handle: request.handle, to: others, completion: nil) }
-                }
-                return nil
-            })
-    }
-
-    /// Starts printing the stack's events and re-advertising after connections.
-    func attach(_ stack: any OpenedStack) {
-        stackBox.store(stack)
-        stack.engine.addEventHandler { [self] event in
-            switch event {
-            case .connected(let connection):
-                state.withLock { $0.peers[connection.handle] = connection.peer.string }
-                note(["event": "connected", "peer": connection.peer.string, "handle": Int(connection.handle)],
-                     text: "connected: \(connection.peer) (handle \(Dissection.hex16(connection.handle)))")
-                readvertise()
-            case .disconnected(let handle, let reason):
-                let peer = state.withLock { $0.peers.removeValue(forKey: handle) } ?? "handle \(Dissection.hex16(handle))"
-                note(["event": "disconnected", "peer": peer, "reason": reason.description],
-                     text: "disconnected: \(peer) (\(reason))")
-                readvertise()
-            case .encryptionChanged(let handle, let status, let enabled):
-                // Also when a bonded central encrypts with its stored key on a new connection (no pairing follows).
-                let peer = state.withLock { $0.peers[handle] } ?? "handle \(Dissection.hex16(handle))"
-                if status == .success {
-                    note(["event": "encryption", "peer": peer, "handle": Int(handle), "enabled": enabled],
-                         text: "\(enabled ? "encrypted" : "encryption off"): \(peer)")
-                } else {
-                    note(["event": "encryptionFailed", "peer": peer, "handle": Int(handle), "status": status.description],
-                         text: "encryption failed: \(peer) (\(status))")
-                }
-            case .attMTUChanged(let handle, let mtu):
-                note(["event": "mtu", "handle": Int(handle), "mtu": mtu], text: "ATT MTU \(mtu) on handle \(Dissection.hex16(handle))")
-            case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
-                let (uuid, subscribeValue) = state.withLock { ($0.entries[valueHandle]?.uuid, $0.entries[valueHandle]?.subscribeValue) }
-                let label = uuid.map(ValueDecoding.label) ?? Dissection.hex16(valueHandle)
-                let what = configuration.contains(.indication) ? "indications" : configuration.contains(.notification) ? "notifications" : "off"
-                note(["event": "subscription", "peer": peer(connection), "uuid": uuid?.uuidString ?? "", "configuration": what],
-                     text: (configuration.isEmpty ? "unsubscribe " : "subscribe ") + "\(label) by \(peer(connection))"
-                        + (configuration.isEmpty ? "" : " (\(what))"))
-                if !configuration.isEmpty, let subscribeValue, let stack = stackBox.load() {
-                    // As seed 001's peripheral in didSubscribeTo: the value to this central alone, after the
-                    // Write Response to its CCCD write (a later job on the loop).
-                    stack.engine.eventLoop.execute {
-                        stack.engine.updateValue(subscribeValue, handle: valueHandle, to: [connection.rawValue], completion: nil)
-                    }
-                }
-            case .gattServer(.valueWritten(let connection, let handle, let value)):
-                note(["event": "write", "peer": peer(connection), "handle": Int(handle), "hex": Hex.encode(value)],
-                     text: "write handle \(Dissection.hex16(handle)) by \(peer(connection)): \(ValueDecoding.hex(value))")
-            default:
-                break
-            }
-        }
-    }
-
-    /// Answers pairing as peripheral and prints it (Core 5.4 Vol 3 Part H §2.3.5.1): the passkey to display, the
-    /// numeric value (confirmed), a passkey to type (`passkey`, else a line of standard input), the outcome.
-    func attachPairing(_ stack: any OpenedStack, passkey: UInt32?, repairing: Bool) {
-        let host = stack.engine
-        host.addEventHandler { [self] event in
-            switch event {
-            case .pairingInteraction(let handle, let interaction):
-                switch interaction {
-                case .displayPasskey(let value):
-                    note(["event": "displayPasskey", "handle": Int(handle), "passkey": Int(value)],
-                         text: "Passkey to type on the other side: \(Pair.six(value))")
-                case .confirmNumericValue(let value):
-                    note(["event": "numericComparison", "handle": Int(handle), "value": Int(value)],
-                         text: "Numeric comparison: \(Pair.six(value)) (confirmed)")
-                    host.answerPairing(connectionHandle: handle, .confirm(true))
-                case .confirmJustWorks:
-                    host.answerPairing(connectionHandle: handle, .confirm(true))
-                case .enterPasskey:
-                    if let passkey {
-                        host.answerPairing(connectionHandle: handle, .passkey(passkey))
-                    } else {
-                        let json = json
-                        DispatchQueue.global().async {
-                            if !json { Console.line("Type the passkey shown on the other side:") }
-                            let line = readLine(strippingNewline: true)
-                            host.answerPairing(connectionHandle: handle,
-                                               .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
-                        }
-                    }
-                }
-            case .pairingCompleted(let handle, let outcome):
-                var object = Pair.describe(outcome)
-                object["event"] = "paired"
-                object["handle"] = Int(handle)
-                note(object, text: "paired: " + Pair.text(outcome, name: peer(GATTConnectionID(handle))))
-            case .bondLost(let handle, let identity):
-                note(["event": "bondLost", "handle": Int(handle), "identity": identity.string],
-                     text: "\(identity) paired again although we hold its bond (it lost its keys): "
-                        + (repairing ? "re-pairing allowed" : "refused (--allow-repairing allows it)"))
-            case .pairingFailed(let handle, let reason, let error):
-                note(["event": "pairingFailed", "handle": Int(handle), "reason": reason.map { "\($0)" } ?? "", "error": error.reason],
-                     text: "pairing failed: \(error.reason)")
-            default:
-                break
-            }
-        }
-    }
-
-    /// Advertises `wanted` (retrying with fewer service UUIDs when they do not fit).
-    func advertise(_ wanted: AdvertisingContent, options: AdvertisingOptions) async throws(CLIFailure) -> AdvertisingContent {
-        guard let stack = stackBox.load() else { throw CLIFailure(.failed, "no stack") }
-        let services = wanted.serviceUUIDs
-        var candidates = [services]
-        let short = services.filter { $0.uuid16 != nil }
-        if short != services { candidates.append(short) }
-        candidates.append([])
-        var lastError = ""
-        for list in candidates {
-            var content = wanted
-            content.serviceUUIDs = list
-            let result = await stack.awaitCompletion { stack.engine.startAdvertising(content, options: options, completion: $0) }
-            switch result {
-            case .success:
-                state.withLock {
-                    $0.content = content
-                    $0.options = options
-                }
-                if list != services {
-                    Console.error("warning: advertising \(list.count) of \(services.count) service UUIDs (the rest do not fit)")
-                }
-                return content
-            case .failure(let error):
-                lastError = error.reason
-                if error.code != .advertisingDataTooLarge { break }
-            }
-        }
-        throw CLIFailure(.failed, "cannot advertise: \(lastError)")
-    }
-
-    private func readvertise() {
-        guard let stack = stackBox.load() else { return }
-        let (content, options, stopped) = state.withLock { ($0.content, $0.options, $0.stopped) }
-        guard !stopped else { return }
-        stack.engine.startAdvertising(content, options: options) { _ in }
-    }
-
-    /// Arms each generator's timer on the stack's loop.
-    func startGenerators() {
-        guard let stack = stackBox.load() else { return }
-        let generators = state.withLock { state in
-            state.entries.compactMap { handle, entry in entry.generator.map { (handle, $0) } }.sorted { $0.0 < $1.0 }
-        }
-        for (handle, generator) in generators { tick(handle, generator, 0, stack.engine.eventLoop) }
-    }
-
-    private func tick(_ handle: UInt16, _ generator: ServeGenerator, _ number: UInt64, _ loop: any EventLoop) {
-        loop.schedule(after: generator.interval) { [self] in
-            guard let stack = stackBox.load(), !state.withLock({ $0.stopped }) else { return }
-            let value = generator.value(tick: number)
-            state.withLock { $0.values[handle] = value }
-            stack.engine.updateValue(value, handle: handle, to: nil, completion: nil)
-            tick(handle, generator, number &+ 1, loop)
-        }
-    }
-
-    func stop() {
-        state.withLock { $0.stopped = true }
-    }
-}

@@ -51,12 +51,31 @@ struct ServeDefinition: Codable, Sendable {
         /// A value notified (or indicated) to each central right after it subscribes, to that central alone, as
         /// seed 001's peripheral does in `peripheralManager(_:central:didSubscribeTo:)`. The stored value is unchanged.
         var onSubscribe: Value?
+        /// How the app answers this value's reads and writes (Write Requests, Read and Read Blob Requests, Execute
+        /// Write): later, with an error, or never. Without it the stack answers at once (but see `--personality
+        /// android`, where every request goes to the app).
+        var answer: Answer?
+        /// After each write of the value, the written value after this prefix is notified (or indicated) to the
+        /// writer alone: the reply of a chat server (seed 004's Android peer).
+        var echo: String?
     }
 
     struct Descriptor: Codable, Sendable {
         var uuid: String
         var permissions: [String]?
         var value: Value?
+        /// For the 2902 descriptor (the CCCD, declared by the definition as an Android app adds it): how the app
+        /// answers its writes (subscriptions).
+        var answer: Answer?
+    }
+
+    /// How the app answers a request (Android's `BluetoothGattServer.sendResponse`): after `delay` seconds
+    /// (0...60), with the ATT error `error` (1...255; 0x80 and up are the application's own), or never
+    /// (`"never": true`: the client's ATT transaction times out after 30 s, Core 5.4 Vol 3 Part F §3.3.3).
+    struct Answer: Codable, Sendable {
+        var delay: Double?
+        var error: UInt8?
+        var never: Bool?
     }
 
     /// One of: hex, text, uint8, uint16 / uint32 (little-endian), plist (a binary property list of strings).
@@ -158,6 +177,16 @@ struct CompiledService: Sendable {
         var generator: ServeGenerator?
         /// Sent to each new subscriber (``ServeDefinition/Characteristic/onSubscribe``).
         var subscribeValue: [UInt8]?
+        /// How the app answers the value's requests; nil: at once, by the stack.
+        var answer: ServeAnswer?
+        /// The prefix of the reply to each write (``ServeDefinition/Characteristic/echo``).
+        var echoPrefix: [UInt8]?
+        /// Whether the definition lists the 2902 descriptor itself (it is then among `descriptors`, in place).
+        var declaresClientConfiguration: Bool
+        /// How the app answers writes of that declared 2902 descriptor; nil: at once.
+        var clientConfigurationAnswer: ServeAnswer?
+
+        var notifies: Bool { !properties.isDisjoint(with: [.notify, .indicate]) }
     }
 
     var uuid: BluetoothUUID
@@ -230,11 +259,28 @@ extension ServeDefinition {
                 if let text = characteristic.description {
                     descriptors.append((GATTUUID.characteristicUserDescription, .readOnly, Array(text.utf8)))
                 }
+                var declaresClientConfiguration = false
+                var clientConfigurationAnswer: ServeAnswer?
                 for (descriptorIndex, descriptor) in (characteristic.descriptors ?? []).enumerated() {
                     let descriptorContext = "\(context).descriptors[\(descriptorIndex)]"
                     let uuid = try Self.uuid(descriptor.uuid, descriptorContext)
-                    guard uuid != GATTUUID.clientCharacteristicConfiguration else {
-                        throw CLIFailure(.usage, "\(descriptorContext): the 2902 descriptor is added for notify/indicate by itself")
+                    if uuid == GATTUUID.clientCharacteristicConfiguration {
+                        // Declared as an Android app adds it: the server still keeps its value per client.
+                        guard !properties.isDisjoint(with: [.notify, .indicate]), !declaresClientConfiguration else {
+                            throw CLIFailure(.usage, "\(descriptorContext): a 2902 descriptor belongs once to a characteristic that notifies or indicates")
+                        }
+                        guard descriptor.value == nil, descriptor.permissions == nil else {
+                            throw CLIFailure(.usage, "\(descriptorContext): the 2902 descriptor's value and permissions are the client's; give only \"answer\"")
+                        }
+                        declaresClientConfiguration = true
+                        clientConfigurationAnswer = try descriptor.answer.map { answer throws(CLIFailure) in
+                            try ServeAnswer(answer, context: "\(descriptorContext).answer")
+                        }
+                        descriptors.append((uuid, .readWrite, [0, 0]))
+                        continue
+                    }
+                    guard descriptor.answer == nil else {
+                        throw CLIFailure(.usage, "\(descriptorContext): \"answer\" is for the 2902 descriptor (other descriptors are answered by the stack)")
                     }
                     descriptors.append((uuid, try Self.permissions(descriptor.permissions, default: .readOnly, descriptorContext),
                                         try descriptor.value?.bytes(descriptorContext) ?? []))
@@ -258,10 +304,19 @@ extension ServeDefinition {
                 guard (0...512).contains(maximumLength) else {
                     throw CLIFailure(.usage, "\(context): maxLength must be 0...512")
                 }
+                var echoPrefix: [UInt8]?
+                if let echo = characteristic.echo {
+                    guard !properties.isDisjoint(with: [.notify, .indicate]), writable else {
+                        throw CLIFailure(.usage, "\(context): echo needs a write property and notify or indicate")
+                    }
+                    echoPrefix = Array(echo.utf8)
+                }
+                let answer = try characteristic.answer.map { answer throws(CLIFailure) in try ServeAnswer(answer, context: "\(context).answer") }
                 compiled.characteristics.append(CompiledService.Characteristic(
                     uuid: try Self.uuid(characteristic.uuid, context), properties: properties, permissions: permissions,
                     value: value, maximumLength: maximumLength, descriptors: descriptors, generator: generator,
-                    subscribeValue: subscribeValue))
+                    subscribeValue: subscribeValue, answer: answer, echoPrefix: echoPrefix,
+                    declaresClientConfiguration: declaresClientConfiguration, clientConfigurationAnswer: clientConfigurationAnswer))
             }
             result.append(compiled)
         }

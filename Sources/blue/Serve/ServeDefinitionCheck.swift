@@ -19,7 +19,7 @@ enum ServeDefinitionCheck {
 
     /// The objects of the format and their keys.
     enum Kind: String {
-        case definition, service, characteristic, descriptor, value, generator, advertisingData, manufacturer, serviceData
+        case definition, service, characteristic, descriptor, value, generator, answer, advertisingData, manufacturer, serviceData
 
         var keys: [String: Expected] {
             switch self {
@@ -37,9 +37,11 @@ enum ServeDefinitionCheck {
             case .characteristic:
                 ["uuid": .string, "properties": .strings, "permissions": .strings, "value": .object(.value),
                  "maxLength": .integer(0...512), "description": .string, "descriptors": .objects(.descriptor),
-                 "notify": .object(.generator), "onSubscribe": .object(.value)]
+                 "notify": .object(.generator), "onSubscribe": .object(.value), "answer": .object(.answer), "echo": .string]
             case .descriptor:
-                ["uuid": .string, "permissions": .strings, "value": .object(.value)]
+                ["uuid": .string, "permissions": .strings, "value": .object(.value), "answer": .object(.answer)]
+            case .answer:
+                ["delay": .number, "error": .integer(1...255), "never": .bool]
             case .value:
                 ["hex": .string, "text": .string, "uint8": .integer(0...255), "uint16": .integer(0...65_535),
                  "uint32": .integer(0...4_294_967_295), "plist": .stringMap]
