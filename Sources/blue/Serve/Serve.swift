@@ -56,7 +56,9 @@ struct Serve: ParsableCommand, Sendable {
 
     @Option(help: ArgumentHelp(
         "Serve as this platform's stack would: iphone, android or bluez (ATT_MTU offered, data length, IO capability, "
-            + "private address and its rotation, a GAP name of the device's own, advertising limits; README, \"Peer personalities\").",
+            + "private address and its rotation, a GAP name of the device's own, advertising limits, the connection parameters "
+            + "it asks for; as android, the app's GATT server: its own 2902 descriptors, every request answered by the app, "
+            + "one notification in flight; README, \"Peer personalities\").",
         valueName: "platform"))
     var personality: PeerPersonality?
 
