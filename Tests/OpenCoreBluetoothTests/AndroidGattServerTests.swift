@@ -108,31 +108,13 @@ private final class AndroidServerCentral: NSObject, CBCentralManagerDelegate, CB
         """
 
     @Test func aCentralMeetsAnAndroidGattServer() async throws {
-        let directory = try makeTestDirectory("android-server")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let definitionPath = directory + "/droid.json"
-        try Data(Self.definition.utf8).write(to: URL(fileURLWithPath: definitionPath))
-        let socket = directory + "/air.sock"
-        let blue = try #require(HostBackend.hubExecutable(), "no blue executable beside the tests")
-        let hub = try PairingAgentTests.run(blue, ["air", "--socket", socket, "--stats-interval", "0"])
-        defer { PairingAgentTests.stop(hub) }
-        #expect(await poll(within: .seconds(30)) { AirHub.isRunning(at: socket) }, "the hub did not listen")
-        let output = directory + "/serve.jsonl", errors = directory + "/serve.stderr"
-        for path in [output, errors] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: blue)
-        server.arguments = ["serve", "--hci", "air:\(socket)", "--personality", "android", "--json", definitionPath]
-        server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        server.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
-        try server.run()
-        defer { PairingAgentTests.stop(server) }
-        let events: @Sendable () -> [[String: Any]] = {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        let serve = try await ServeOnHub("android-server", files: ["droid.json": Self.definition]) { directory in
+            ["--personality", "android", directory + "/droid.json"]
         }
-        try await waitFor("serving", within: .seconds(30), until: { events().contains { $0["event"] as? String == "serving" } },
-                          seen: { "\(events())" })
-        let warnings = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        defer { serve.stop() }
+        _ = try await serve.serving()
+        let socket = serve.socket
+        let warnings = serve.errors
         #expect(warnings.contains("\(androidUUID("A4")) notifies but declares no 2902 descriptor"), "\(warnings)")
         #expect(!warnings.contains(androidUUID("A1")) && !warnings.contains(androidUUID("A5")), "\(warnings)")
 
@@ -158,7 +140,7 @@ private final class AndroidServerCentral: NSObject, CBCentralManagerDelegate, CB
         #expect(Array(log.suffix(2)).first?.hasPrefix("notifying A5 false error") == true, "\(log)")
         #expect(log.last == "disconnected with an error", "\(log)")
 
-        let seen = events()
+        let seen = serve.events
         let kinds = seen.compactMap { $0["event"] as? String }
         // The indications one at a time: ticks every 10 ms found the last one unconfirmed.
         #expect(kinds.contains("notificationBusy"), "\(kinds)")

@@ -37,28 +37,10 @@ private final class PersonalityCentral: FirstDeviceCentral, @unchecked Sendable 
     /// `blue serve --personality personality --profile battery --json` and a central on one hub: the central's log
     /// once the name came, and the serve's "serving" event.
     static func meet(_ personality: String) async throws -> (log: [String], serving: [String: Any]) {
-        let directory = try makeTestDirectory("personality")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let socket = directory + "/air.sock"
-        let blue = try #require(HostBackend.hubExecutable(), "no blue executable beside the tests")
-        let hub = try PairingAgentTests.run(blue, ["air", "--socket", socket, "--stats-interval", "0"])
-        defer { PairingAgentTests.stop(hub) }
-        #expect(await poll(within: .seconds(30)) { AirHub.isRunning(at: socket) }, "the hub did not listen")
-        let output = directory + "/serve.jsonl"
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: blue)
-        server.arguments = ["serve", "--hci", "air:\(socket)", "--personality", personality, "--profile", "battery", "--json"]
-        server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { PairingAgentTests.stop(server) }
-        let events: @Sendable () -> [[String: Any]] = {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
-        }
-        try await waitFor("serving", within: .seconds(30), until: { events().contains { $0["event"] as? String == "serving" } },
-                          seen: { "\(events())" })
+        let serve = try await ServeOnHub("personality") { _ in ["--personality", personality, "--profile", "battery"] }
+        defer { serve.stop() }
+        let serving = try await serve.serving()
+        let socket = serve.socket
         let central = PersonalityCentral()
         let manager = CBBackendRegistry.$taskProvider.withValue(HostBackend.provider(.hub(socketPath: socket), pairingAgent: .accepting)) {
             Box(value: CBCentralManager(delegate: central, queue: central.log.queue))
@@ -66,7 +48,7 @@ private final class PersonalityCentral: FirstDeviceCentral, @unchecked Sendable 
         defer { manager.value.backend?.shutdown() }
         try await waitFor("the GAP name", within: .seconds(30), on: central.log.queue,
                           until: { central.log.entries.contains { $0.hasPrefix("name") } }, seen: { "central \(central.log.entries)" })
-        return (central.log.entries, events().first { $0["event"] as? String == "serving" } ?? [:])
+        return (central.log.entries, serving)
     }
 
     @Test func anIPhone() async throws {
@@ -113,29 +95,10 @@ private final class PersonalityCentral: FirstDeviceCentral, @unchecked Sendable 
     /// As Linux does in `l2cap_le_conn_ready`: a central that connects at 7.5 ms is asked, as peripheral, for the
     /// kernel's 30–50 ms (latency 0, 420 ms timeout), and our central's host takes them (LE Connection Update).
     @Test func aLinuxMachineAsksForItsConnectionInterval() async throws {
-        let directory = try makeTestDirectory("personality-bluez")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let socket = directory + "/air.sock"
-        let blue = try #require(HostBackend.hubExecutable(), "no blue executable beside the tests")
-        let hub = try PairingAgentTests.run(blue, ["air", "--socket", socket, "--stats-interval", "0"])
-        defer { PairingAgentTests.stop(hub) }
-        #expect(await poll(within: .seconds(30)) { AirHub.isRunning(at: socket) }, "the hub did not listen")
-        let output = directory + "/serve.jsonl"
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: blue)
-        server.arguments = ["serve", "--hci", "air:\(socket)", "--personality", "bluez", "--profile", "battery", "--json"]
-        server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { PairingAgentTests.stop(server) }
-        let events: @Sendable () -> [[String: Any]] = {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
-        }
-        try await waitFor("serving", within: .seconds(30), until: { events().contains { $0["event"] as? String == "serving" } },
-                          seen: { "\(events())" })
-        let serving = try #require(events().first { $0["event"] as? String == "serving" })
+        let serve = try await ServeOnHub("personality-bluez") { _ in ["--personality", "bluez", "--profile", "battery"] }
+        defer { serve.stop() }
+        let serving = try await serve.serving()
+        let socket = serve.socket
         let address = try BluetoothAddress(string: try #require(serving["address"] as? String), type: .random)
         let central = try await StackLauncher.open("air:\(socket)")
         defer { central.shutdown() }
@@ -149,8 +112,8 @@ private final class PersonalityCentral: FirstDeviceCentral, @unchecked Sendable 
         }
         #expect(try connected.get().parameters.interval == 6)
         try await waitFor("the asked interval", within: .seconds(30), until: { updates.withLock { $0.contains { (24...40).contains($0) } } },
-                          seen: { "updates \(updates.withLock { $0 }), serve \(events())" })
-        let asked = try #require(events().first { $0["event"] as? String == "parametersAsked" })
+                          seen: { "updates \(updates.withLock { $0 }), serve \(serve.events)" })
+        let asked = try #require(serve.events.first { $0["event"] as? String == "parametersAsked" })
         #expect(asked["intervalMin"] as? Int == 24 && asked["intervalMax"] as? Int == 40)
         #expect(asked["latency"] as? Int == 0 && asked["timeout"] as? Int == 42 && asked["accepted"] as? Bool == true)
     }
