@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "StackLauncher", targets: ["StackLauncher"]),
         .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
         .library(name: "OpenCoreBluetooth", targets: ["OpenCoreBluetooth"]),
+        .library(name: "OpenCoreBluetoothTesting", targets: ["OpenCoreBluetoothTesting"]),
         .executable(name: "blue", targets: ["blue"]),
         .executable(name: "Seed001Peripheral", targets: ["Seed001Peripheral"]),
         .executable(name: "Seed001Central", targets: ["Seed001Central"]),
@@ -170,6 +171,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The test kit: the world around a CoreBluetooth app, declared and driven from its tests.
+        .target(
+            name: "OpenCoreBluetoothTesting",
+            dependencies: ["OpenCoreBluetooth", "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT",
+                           "StackLauncher", "VirtualController", "AdvertisingData"],
+            swiftSettings: strict
+        ),
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
         .target(
             name: "BluetoothDissector",
@@ -263,6 +271,11 @@ let package = Package(
                 "Host", "HCI", "HCITransport", "BluetoothRuntime", "L2CAP", "ATT", "GATT", "AdvertisingData", "SMP",
                 "VirtualController", "SharedAir", "StackLauncher", "BluetoothCrypto", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OpenCoreBluetoothTestingTests",
+            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "Seed001CentralApp"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -87,6 +87,15 @@ public final class InProcessAir: Sendable {
         controllers.load().first { $0.publicAddress == address }?.powerOff()
     }
 
+    /// The controller whose public address is `address` (a stack's `controllerInfo.publicAddress`), to move it or
+    /// silence its radio.
+    public func controller(of address: BluetoothAddress) -> VirtualController? {
+        controllers.load().first { $0.publicAddress == address }
+    }
+
+    /// Every controller on the air, in the order they joined.
+    public var allControllers: [VirtualController] { controllers.load() }
+
     /// Powers every controller off (their links end for the peers). The stacks are shut down by their owners.
     public func shutdown() {
         for controller in controllers.load() { controller.powerOff() }

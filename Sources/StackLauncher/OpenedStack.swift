@@ -1,4 +1,5 @@
 public import BluetoothEngine
+import BluetoothRuntime
 
 /// A started stack, whichever engine runs it (BluetoothEngine's ``StackEngine``): our host as ``StackLauncher``
 /// opened it (``LaunchedStack``), or bluetoothd (``BluetoothdStack``). What the APIs and `blue` hold: the engine
@@ -20,3 +21,22 @@ public protocol OpenedStack: AnyObject, Sendable {
 }
 
 extension LaunchedStack: OpenedStack {}
+
+extension OpenedStack {
+    /// Waits for the one completion `start` is given (the engine's completion-based calls, awaited; a second call
+    /// of the completion is ignored).
+    public func awaitCompletion<Value: Sendable, Failure: Error>(
+        _ start: (@escaping @Sendable (Result<Value, Failure>) -> Void) -> Void
+    ) async -> Result<Value, Failure> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
+            let once = LockedValue<CheckedContinuation<Result<Value, Failure>, Never>?>(continuation)
+            start { result in
+                let pending = once.withLock { value in
+                    defer { value = nil }
+                    return value
+                }
+                pending?.resume(returning: result)
+            }
+        }
+    }
+}

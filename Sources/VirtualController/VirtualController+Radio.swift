@@ -437,3 +437,28 @@ extension VirtualController {
         send(.disconnectionComplete(status: .success, handle: handle, reason: reason))
     }
 }
+
+extension VirtualController {
+    /// Silences the radio or turns it back on, from any thread (on the air's loop): while silent the controller
+    /// still answers its host, nothing it sends is heard and it hears nothing, so its links time out at both ends
+    /// (the hub's `power DEVICE off`, a test kit's device switched off).
+    package func setRadio(_ on: Bool) {
+        air.eventLoop.execute { [self] in
+            air.step { time in
+                air.recorder?.fault("radio \(identifier) \(on ? 1 : 0)", at: time)
+                radioOn = on
+            }
+        }
+    }
+
+    /// Ends every link of this controller as a lost one: nothing more of them is heard, and both ends see a
+    /// supervision timeout (the hub's `drop`), from any thread.
+    package func dropLinks() {
+        air.eventLoop.execute { [self] in
+            air.step { time in
+                air.recorder?.fault("jam \(identifier)", at: time)
+                _ = air.jamLinks(of: self)
+            }
+        }
+    }
+}

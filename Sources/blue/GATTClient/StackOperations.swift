@@ -19,22 +19,6 @@ extension OpenedStack {
         engine.addEventHandler(handler)
     }
 
-    /// Waits for the one completion `start` is given.
-    func awaitCompletion<Value: Sendable, Failure: Error>(
-        _ start: (@escaping @Sendable (Result<Value, Failure>) -> Void) -> Void
-    ) async -> Result<Value, Failure> {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
-            let once = LockedValue<CheckedContinuation<Result<Value, Failure>, Never>?>(continuation)
-            start { result in
-                let pending = once.withLock { value in
-                    defer { value = nil }
-                    return value
-                }
-                pending?.resume(returning: result)
-            }
-        }
-    }
-
     func startScan(_ options: ScanOptions) async throws(CLIFailure) {
         let result = await awaitCompletion { engine.startScanning(options, completion: $0) }
         // What the engine does not do (bluetoothd's passive scanning) is a usage error, as an option would be.
