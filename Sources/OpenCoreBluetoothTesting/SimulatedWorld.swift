@@ -7,7 +7,7 @@ import VirtualController
 
 /// The world around the app under test (issue "a test kit for CoreBluetooth apps"): an air of its own in this
 /// process, the peripherals the test declares on it, and the app's own CoreBluetooth managers on it, every one the
-/// app creates inside ``run(_:)`` (no change to the app's code). Each test makes its own world, so tests run in
+/// app creates inside `run(_:)` (no change to the app's code). Each test makes its own world, so tests run in
 /// parallel without meeting; ``shutdown()`` ends it.
 ///
 /// The app's devices stand at the origin of the air and each peripheral at its ``SimulatedProximity`` from it
@@ -41,7 +41,7 @@ public final class SimulatedWorld: Sendable {
         try CBBackendRegistry.$taskProvider.withValue(provider, operation: body)
     }
 
-    /// ``run(_:)`` for asynchronous code.
+    /// `run(_:)` for asynchronous code.
     public func run<T>(_ body: () async throws -> T) async rethrows -> T {
         try await CBBackendRegistry.$taskProvider.withValue(provider, operation: body)
     }

@@ -1,0 +1,21 @@
+// OpenCoreBluetoothTesting: the test kit, the world around a CoreBluetooth app declared from its tests.
+//
+// What this layer is: a `SimulatedWorld` owns one `InProcessAir` (StackLauncher) with spacing 0, so every device
+// the app's managers open stands at the origin, and a `CBBackendProvider` on that air that `run` binds to the task
+// (CBBackendRegistry's task-local provider): the managers the app creates inside `run` get a host stack on a new
+// controller of this air, nothing else changes in the app. Declared peripherals (`PeripheralSpec`) are
+// `SimulatedPeripheral`s: one `LaunchedStack` each on a controller placed at their proximity from the origin, a
+// GATT database built from the declaration whose every value handle and CCCD is deferred (GATTDeferral), so each
+// request becomes a call of the test's `SimulatedPeripheralDelegate` and its `SimulatedResponse` is carried out
+// (answer, ATT error, delay on the stack's loop, no answer, disconnect).
+//
+// Who owns the state: each peripheral its own (values by UUID, handles, connections, subscriptions) behind a lock;
+// the world the list of peripherals and the exchange log. Which executor runs it: the peripheral's stack loop for
+// everything the host reports (the deferral handler, events); the delegate is called on the peripheral's own
+// DispatchQueue, one request at a time, never inside the GATT server's request handling, so it may call the
+// peripheral's `simulate…` methods; answers go back to the stack's loop. World-level faults use the air's own
+// operations (`VirtualController.position`, `setRadio`, `dropLinks`, the air's packet loss).
+//
+// Time: the wall clock (the world's air and stacks run on DispatchEventLoops). Virtual time needs the air and every
+// stack of the world on one loop with a driver that jumps the clock while the app is idle, which the CoreBluetooth
+// layer's deliveries would have to report: not built yet.
