@@ -175,7 +175,7 @@ let package = Package(
         .target(
             name: "OpenCoreBluetoothTesting",
             dependencies: ["OpenCoreBluetooth", "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT",
-                           "StackLauncher", "VirtualController", "AdvertisingData"],
+                           "StackLauncher", "VirtualController", "SharedAir", "AdvertisingData"],
             swiftSettings: strict
         ),
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
@@ -275,7 +275,8 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenCoreBluetoothTestingTests",
-            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "Seed001CentralApp"],
+            // blue: the captures' test replays the recording with it.
+            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "Seed001CentralApp", "blue"],
             swiftSettings: strict
         ),
         .testTarget(

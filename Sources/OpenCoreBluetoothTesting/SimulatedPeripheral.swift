@@ -77,7 +77,9 @@ public final class SimulatedPeripheral: Sendable {
     /// Moves it nearer or out of range (Nordic's `simulateProximityChange`): the RSSI the app reads follows, and out
     /// of range nothing is heard and its links time out at both ends.
     public func simulateProximityChange(_ proximity: SimulatedProximity) {
-        controller.position = AirPosition(x: origin.x + proximity.distance, y: origin.y, z: origin.z)
+        let air = controller.air, controller = controller
+        let position = AirPosition(x: origin.x + proximity.distance, y: origin.y, z: origin.z)
+        air.eventLoop.execute { air.move(controller, to: position) }
     }
 
     /// What the app receives of a value update (``simulateValueUpdate(_:for:delivery:)``).

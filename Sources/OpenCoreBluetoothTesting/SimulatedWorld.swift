@@ -20,18 +20,34 @@ public final class SimulatedWorld: Sendable {
     public let application: OCBApplication
     /// What the app's managers are made with.
     public let provider: CBBackendProvider
+    /// The recording (`blue air --replay`) and link-layer capture (`blue snoop show`, Wireshark) being written,
+    /// when the world was asked for them.
+    public let captures: SimulatedWorldCaptures?
     private let peripherals = LockedValue<[SimulatedPeripheral]>([])
     private let log = LockedValue<[SimulatedExchange]>([])
 
+    /// The environment variable naming a folder where every world of the process writes its captures (CI sets it,
+    /// and keeps the folder of a failed run).
+    public static let capturesEnvironmentVariable = "OCB_TEST_CAPTURES"
+
     /// A world with `seed` for its air's randomness (RSSI jitter, loss), the app in `application`'s state, its
     /// managers offering `attMTU` (an iPhone's 185 by default, as the app meets on a phone) and answering pairing
-    /// prompts with `pairingAgent` (none: Just Works, as a program that sets nothing).
+    /// prompts with `pairingAgent` (none: Just Works, as a program that sets nothing). With `captureDirectory`
+    /// (else `OCB_TEST_CAPTURES` when set), the air's every step is recorded there as `NAME.airrec` and its packets
+    /// as `NAME.pcap` (``captures``), finished by ``shutdown()``.
     public init(seed: UInt64 = 1, application: OCBApplication = OCBApplication(), attMTU: Int = 185,
-                pairingAgent: OCBPairingAgent? = nil) {
+                pairingAgent: OCBPairingAgent? = nil, name: String? = nil,
+                captureDirectory: String? = ProcessInfo.processInfo.environment[SimulatedWorld.capturesEnvironmentVariable]) throws {
         // Spacing 0: the app's devices stand at the origin; peripherals are placed from it.
         air = InProcessAir(seed: seed, spacing: 0, label: "OpenCoreBluetoothTesting.air")
         self.application = application
         provider = HostBackend.provider(.inProcess(air), application: application, preferredATTMTU: attMTU, pairingAgent: pairingAgent)
+        if let directory = captureDirectory, !directory.isEmpty {
+            captures = try SimulatedWorldCaptures(directory: directory, name: name ?? "world-\(UUID().uuidString.prefix(8).lowercased())",
+                                                  air: air.air, seed: seed)
+        } else {
+            captures = nil
+        }
     }
 
     /// Runs `body` with this world as the radio of every `CBCentralManager` and `CBPeripheralManager` created in it
@@ -103,16 +119,14 @@ public final class SimulatedWorld: Sendable {
     /// links slower, at 1 a link that dies.
     public var packetLoss: Double {
         get { air.air.configuration.packetLoss }
-        set {
-            var configuration = air.air.configuration
-            configuration.packetLoss = min(max(newValue, 0), 1)
-            air.air.configuration = configuration
-        }
+        set { air.air.setPacketLoss(newValue) }
     }
 
-    /// Stops every peripheral and every device of the air (the app's managers see their links end).
+    /// Stops every peripheral and every device of the air (the app's managers see their links end), then finishes
+    /// the captures.
     public func shutdown() {
         for peripheral in peripherals.load() { peripheral.stop() }
         air.shutdown()
+        captures?.finish(air: air.air)
     }
 }

@@ -566,6 +566,17 @@ public final class VirtualAir: @unchecked Sendable {
         return jammed
     }
 
+    /// Sets the part of packets lost (0...1) as one recorded step, from any thread (on the loop).
+    package func setPacketLoss(_ loss: Double) {
+        let clamped = min(max(loss, 0), 1)
+        eventLoop.execute { [self] in
+            step { time in
+                configuration.packetLoss = clamped
+                recorder?.fault("loss \(clamped)", at: time)
+            }
+        }
+    }
+
     /// Moves `device` as one recorded step (on the loop).
     package func move(_ device: VirtualController, to position: AirPosition) {
         step { time in

@@ -62,7 +62,7 @@ final class EventLog: @unchecked Sendable {
 
     @Test("the seed's exchange: subscribe, read the plist, write {\"Yo\": \"Lo\"}, disconnect")
     func theSeedsExchange() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         try await world.simulatePeripheral(BlueEarPeripheral.spec())
         let log = EventLog()
@@ -79,7 +79,7 @@ final class EventLog: @unchecked Sendable {
 
     @Test("a peripheral that refuses the write: the seed disconnects all the same (it ignores the error)")
     func aPeripheralThatRefusesTheWrite() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         try await world.simulatePeripheral(BlueEarPeripheral.spec(answer: .error(.writeNotPermitted)))
         let log = EventLog()

@@ -60,7 +60,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 
     @Test("a declared peripheral is found, connected, read, written and subscribed to; the world logs it in order")
     func theAppMeetsADeclaredPeripheral() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (peripheral, app) = try await Self.ready(sensor(), in: world)
         app.read(levelUUID)
@@ -82,7 +82,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
         let behaviour = ScriptedBehaviour()
         behaviour.answerReads(of: slowUUID, with: SimulatedResponse.error(.insufficientAuthorization).after(.milliseconds(300)))
         behaviour.answerWrites(of: controlUUID, with: .disconnect)
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (_, app) = try await Self.ready(sensor(delegate: behaviour), in: world)
         app.reconnects = false
@@ -97,7 +97,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 
     @Test("value updates: sent once, dropped, duplicated")
     func valueUpdatesSentDroppedOrDuplicated() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (peripheral, app) = try await Self.ready(sensor(), in: world)
         app.subscribe(levelUUID)
@@ -114,7 +114,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 
     @Test("proximity: the RSSI follows the distance; out of range the link times out; back in range the app reconnects")
     func proximityChanges() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (peripheral, app) = try await Self.ready(sensor(proximity: .far), in: world)
         let far = try #require(app.heard.first)
@@ -129,7 +129,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 
     @Test("power: off ends the link and the advertising, on brings both back")
     func powerOffAndOn() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (peripheral, app) = try await Self.ready(sensor(), in: world)
         peripheral.simulatePowerOff()
@@ -142,7 +142,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 
     @Test("a changed database: with Service Changed the app hears of it, without it does not")
     func serviceChangeWithAndWithoutIndication() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (peripheral, app) = try await Self.ready(sensor(), in: world)
         let extra = CBUUID(string: "F00D0009-0000-4000-8000-00000000F00D")
@@ -161,7 +161,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 
     @Test("two worlds do not meet: each app sees its own world's peripheral only")
     func worldsAreSeparate() async throws {
-        let one = SimulatedWorld(seed: 1), two = SimulatedWorld(seed: 2)
+        let one = try SimulatedWorld(seed: 1), two = try SimulatedWorld(seed: 2)
         defer { one.shutdown(); two.shutdown() }
         let (_, appOne) = try await Self.ready(sensor("One"), in: one)
         let (_, appTwo) = try await Self.ready(sensor("Two"), in: two)

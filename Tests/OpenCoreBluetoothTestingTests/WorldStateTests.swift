@@ -11,7 +11,7 @@ import Testing
     func aWriteNeverAnswered() async throws {
         let behaviour = ScriptedBehaviour()
         behaviour.answerWrites(of: controlUUID, with: .never)
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         let (_, app) = try await SimulatedWorldTests.ready(sensor(delegate: behaviour), in: world)
         app.reconnects = false
@@ -29,7 +29,7 @@ import Testing
 
     @Test("the user's Don't Allow: the app's manager is .unauthorized and finds nothing")
     func bluetoothNotAllowed() async throws {
-        let world = SimulatedWorld(application: OCBApplication(authorization: .denied))
+        let world = try SimulatedWorld(application: OCBApplication(authorization: .denied))
         defer { world.shutdown() }
         try await world.simulatePeripheral(sensor())
         let app = world.run { ProbeApp(service: sensorService) }
@@ -40,7 +40,7 @@ import Testing
 
     @Test("suspended, the app hears nothing; back in the foreground, what waited arrives and it connects")
     func suspendedThenForeground() async throws {
-        let world = SimulatedWorld(application: OCBApplication(state: .suspended))
+        let world = try SimulatedWorld(application: OCBApplication(state: .suspended))
         defer { world.shutdown() }
         try await world.simulatePeripheral(sensor())
         let app = world.run { ProbeApp(service: sensorService) }

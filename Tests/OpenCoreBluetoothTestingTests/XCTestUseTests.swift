@@ -7,7 +7,7 @@ import XCTest
 /// Swift Testing one does.
 final class KitFromXCTestTests: XCTestCase {
     func testTheAppReadsADeclaredPeripheral() async throws {
-        let world = SimulatedWorld()
+        let world = try SimulatedWorld()
         defer { world.shutdown() }
         try await world.simulatePeripheral(sensor())
         let app = world.run { ProbeApp(service: sensorService) }

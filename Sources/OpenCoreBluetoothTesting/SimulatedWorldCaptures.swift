@@ -1,0 +1,50 @@
+import BluetoothRuntime
+import Foundation
+import SharedAir
+import VirtualController
+
+/// What a ``SimulatedWorld`` keeps of its air for a failed test: a recording of every step (`NAME.airrec`, which
+/// `blue air --replay` takes again packet for packet) and the link-layer packets (`NAME.pcap`, for `blue snoop show`
+/// and Wireshark's btle dissector), the same files `blue air --record` and `--sniff` write.
+public final class SimulatedWorldCaptures: Sendable {
+    /// The recording of the air's steps.
+    public let recordingPath: String
+    /// The link-layer capture.
+    public let packetsPath: String
+    private let recorder: AirRecorder
+    private let sniffer: LinkLayerSniffer
+    private let failures = LockedValue<[String]>([])
+
+    init(directory: String, name: String, air: VirtualAir, seed: UInt64) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let base = (directory as NSString).appendingPathComponent(name)
+        recordingPath = base + ".airrec"
+        packetsPath = base + ".pcap"
+        do {
+            recorder = try AirRecorder(path: recordingPath, seed: seed, configuration: air.configuration)
+            sniffer = try LinkLayerSniffer(path: packetsPath)
+        } catch {
+            throw SimulatedWorldError("the captures cannot be written in \(directory): \(error)")
+        }
+        // Before any device joins: the recording starts with the air's first step.
+        air.recorder = recorder
+        let sniffer = sniffer
+        air.observer = { packet in sniffer.write(packet) }
+    }
+
+    /// Problems met while writing (a full disk), once finished.
+    public var problems: [String] { failures.load() }
+
+    /// Ends both files, after the air's last step (on its loop).
+    func finish(air: VirtualAir) {
+        let done = DispatchSemaphore(value: 0)
+        let recorder = recorder, sniffer = sniffer, failures = failures
+        air.eventLoop.execute {
+            air.observer = nil
+            failures.store([recorder.finish(), sniffer.finish()].compactMap { $0 })
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+    }
+}
