@@ -276,7 +276,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTestingTests",
             // blue: the captures' test replays the recording with it.
-            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "Seed001CentralApp", "blue"],
+            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "Seed001CentralApp", "blue"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -13,6 +13,11 @@
 // - `ManualEventLoop` is for tests and deterministic simulation: nothing runs until the test says so
 //   (`run()`, `advance(by:)`), and time only moves when the test moves it. A 30 s ATT timeout is a call to
 //   `advance(by: .seconds(30))`, not a sleep. `pendingWorkDescription` lists what is left (the leak check).
+// - `SharedTime` is one clock for several DispatchEventLoops (a test kit's world: its air and every stack): the
+//   loops put their timers in its heap and count their queued jobs (and callers count work they hand on, such as a
+//   delegate call); a driver thread fires what is due and, while someone waits, jumps to the next timer whenever
+//   nothing is counted (bounded by the waiter's horizon and a pace, 10x the wall clock by default); without a waiter it
+//   follows the wall clock. Loops without one keep their own continuous clock and pay nothing for it.
 // - One timer per owner: a layer reports its next deadline; the owner keeps one `ScheduledJob` armed for the
 //   earliest and asks each layer again when it fires (NimBLE's one timer asking each layer for its next deadline).
 //

@@ -1,5 +1,5 @@
 public import BluetoothCore
-import BluetoothRuntime
+public import BluetoothRuntime
 
 // The seam between the CoreBluetooth façade and a Bluetooth stack. The façade (CBCentralManager, CBPeripheral,
 // CBPeripheralManager...) keeps Apple's objects and semantics; a backend does the Bluetooth: GAP, ATT/GATT,
@@ -422,6 +422,12 @@ public struct CBBackendProvider: Sendable {
     public let connections = SystemConnections()
     /// The app its managers belong to: foreground, background or suspended (``OCBApplication``).
     public let application: OCBApplication
+    /// The clock of the air its stacks are on, when it is shared (a test kit's world): deliveries to the app are
+    /// work it waits for before skipping ahead.
+    public var sharedTime: SharedTime?
+    /// Whether its managers keep known peers and restoration state in the user's files (true), or in memory only
+    /// (a test kit's world: nothing of a test reaches the user's state).
+    public var storesStateInFiles = true
 
     /// `application`: ``OCBApplication/process`` (the environment's) unless a test gives one of its own.
     public init(makeCentral: @escaping @Sendable () -> (any CBCentralBackend)?,

@@ -100,9 +100,10 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         backend = provider?.makeCentral()
         postedLinks = PostedLinks(system: provider?.connections ?? SystemConnections())
         let application = provider?.application ?? .process
-        knownPeers = KnownPeersStore(location: KnownPeersStore.currentLocation())
-        restoration = StateRestorationStore.forOptions(options, key: CBCentralManagerOptionRestoreIdentifierKey, role: .central)
-        super.init(queue: queue, application: application, backgroundMode: .bluetoothCentral)
+        let inFiles = provider?.storesStateInFiles ?? true
+        knownPeers = KnownPeersStore(location: inFiles ? KnownPeersStore.currentLocation() : .memory)
+        restoration = inFiles ? StateRestorationStore.forOptions(options, key: CBCentralManagerOptionRestoreIdentifierKey, role: .central) : nil
+        super.init(queue: queue, application: application, backgroundMode: .bluetoothCentral, sharedTime: provider?.sharedTime)
         application.observe(self)
         startBackend(restoring: restoration?.load(CentralRestorationSnapshot.self), with: { self.restore($0) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },

@@ -1,6 +1,6 @@
 import Dispatch
 public import Foundation
-import BluetoothRuntime
+public import BluetoothRuntime
 
 /// The base of the two managers (CoreBluetooth `CBManager`): state and authorization.
 ///
@@ -21,11 +21,12 @@ open class CBManager: NSObject, @unchecked Sendable {
 
     // Internal as Apple's (no public init), @usableFromInline so that a subclass of a manager in another module
     // still inherits the managers' convenience initializers (an invisible designated initializer would stop that).
-    @usableFromInline init(queue: DispatchQueue?, application: OCBApplication, backgroundMode: OCBBackgroundModes) {
+    @usableFromInline init(queue: DispatchQueue?, application: OCBApplication, backgroundMode: OCBBackgroundModes,
+                           sharedTime: SharedTime? = nil) {
         self.queue = queue ?? DispatchQueue.main
         self.application = application
         self.backgroundMode = backgroundMode
-        gate = DeliveryGate(queue: self.queue, open: application.deliversEvents(to: backgroundMode))
+        gate = DeliveryGate(queue: self.queue, open: application.deliversEvents(to: backgroundMode), sharedTime: sharedTime)
         super.init()
     }
 

@@ -79,8 +79,9 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         backend = provider?.makePeripheral()
         postedLinks = PostedLinks(system: provider?.connections ?? SystemConnections())
         let application = provider?.application ?? .process
-        restoration = StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral)
-        super.init(queue: queue, application: application, backgroundMode: .bluetoothPeripheral)
+        restoration = (provider?.storesStateInFiles ?? true)
+            ? StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral) : nil
+        super.init(queue: queue, application: application, backgroundMode: .bluetoothPeripheral, sharedTime: provider?.sharedTime)
         application.observe(self)
         startBackend(restoring: restoration?.load(PeripheralRestorationSnapshot.self), with: { self.restore($0) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },

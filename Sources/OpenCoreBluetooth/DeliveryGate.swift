@@ -13,17 +13,30 @@ final class DeliveryGate: Sendable {
 
     let queue: DispatchQueue
     private let state: LockedValue<State>
+    /// The clock of a test kit's world, which must not skip ahead while the app has a delegate call to run.
+    private let sharedTime: SharedTime?
 
-    init(queue: DispatchQueue, open: Bool = true) {
+    init(queue: DispatchQueue, open: Bool = true, sharedTime: SharedTime? = nil) {
         self.queue = queue
         state = LockedValue(State(open: open))
+        self.sharedTime = sharedTime
+    }
+
+    /// `work` on the queue, counted by the shared clock until it ran.
+    private func enqueue(_ work: @escaping @Sendable () -> Void) {
+        guard let sharedTime else { return queue.async(execute: work) }
+        sharedTime.began()
+        queue.async {
+            work()
+            sharedTime.ended()
+        }
     }
 
     /// Queues `work`, or holds it (drops it when `discardable`) while the gate is closed.
     func deliver(discardable: Bool = false, _ work: @escaping @Sendable () -> Void) {
         state.withLock { state in
             if state.open {
-                queue.async(execute: work)
+                enqueue(work)
             } else if !discardable {
                 state.held.append(work)
             }
@@ -35,7 +48,7 @@ final class DeliveryGate: Sendable {
         state.withLock { state in
             state.open = open
             guard open else { return }
-            for work in state.held { queue.async(execute: work) }
+            for work in state.held { enqueue(work) }
             state.held = []
         }
     }

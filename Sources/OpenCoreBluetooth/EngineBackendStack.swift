@@ -49,7 +49,13 @@ final class EngineBackendStack: Sendable {
     /// Opens the stack in a task; `ready` gets it (nil on failure, after logging why unless `quietly`), on the
     /// stack's loop. When the backend was shut down meanwhile the stack is closed and `ready` is not called.
     func open(quietly: Bool = false, ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+        // On a test kit's world, the clock waits for the stack to be open (the launch resumes on the cooperative
+        // pool, which its loops do not count).
+        var sharedTime: SharedTime?
+        if case .inProcess(let air) = transport { sharedTime = air.sharedTime }
+        sharedTime?.began()
         Task { [self] in
+            defer { sharedTime?.ended() }
             var options = StackLaunchOptions(label: label)
             if let preferredATTMTU { options.host.preferredATTMTU = preferredATTMTU }
             if pairsAsAPhone {

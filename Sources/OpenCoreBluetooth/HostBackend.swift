@@ -141,7 +141,7 @@ public enum HostBackend {
     public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process,
                                 preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) -> CBBackendProvider {
         let chosen = preferredATTMTU.map { min(max($0, attMTURange.lowerBound), attMTURange.upperBound) }
-        return CBBackendProvider(
+        var provider = CBBackendProvider(
             makeCentral: {
                 EngineCentralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU(),
                                      pairingAgent: pairingAgent ?? OCBPairingAgent.environment())
@@ -151,6 +151,8 @@ public enum HostBackend {
                                         pairingAgent: pairingAgent ?? OCBPairingAgent.environment())
             },
             application: application)
+        if case .inProcess(let air)? = transport { provider.sharedTime = air.sharedTime }
+        return provider
     }
 
     /// The environment variable that sets the ATT_MTU every manager's stack offers (23...517), for whole programs:

@@ -16,6 +16,10 @@
 // peripheral's `simulate…` methods; answers go back to the stack's loop. World-level faults use the air's own
 // operations (`VirtualController.position`, `setRadio`, `dropLinks`, the air's packet loss).
 //
-// Time: the wall clock (the world's air and stacks run on DispatchEventLoops). Virtual time needs the air and every
-// stack of the world on one loop with a driver that jumps the clock while the app is idle, which the CoreBluetooth
-// layer's deliveries would have to report: not built yet.
+// Time: the wall clock by default; with `.virtual`, one `SharedTime` (BluetoothRuntime) for the world: the air's loop and every stack's (InProcessAir
+// hands it to each stack it makes) schedule their timers in its heap and count their jobs; the CoreBluetooth
+// managers' DeliveryGate counts each delegate call, and EngineBackendStack the opening of a stack. While the test
+// waits (`eventually`, `advance`) the clock jumps to the next timer when nothing is counted, capped by the wait's
+// horizon and a pace of 10× the wall clock (a faster pace let the world outrun work nobody counts under a
+// loaded full test run: not found yet); otherwise it follows the wall clock. `.wallClock` worlds (the default) keep
+// DispatchEventLoop's own continuous clock.

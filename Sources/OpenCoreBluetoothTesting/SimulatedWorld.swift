@@ -1,4 +1,5 @@
 import BluetoothRuntime
+public import BluetoothCore
 import Foundation
 import Host
 public import OpenCoreBluetooth
@@ -11,8 +12,8 @@ import VirtualController
 /// parallel without meeting; ``shutdown()`` ends it.
 ///
 /// The app's devices stand at the origin of the air and each peripheral at its ``SimulatedProximity`` from it
-/// (DESIGN.md "The virtual controller and the air": distance gives RSSI and range). Time is the wall clock: a test
-/// of ATT's 30-second timeout takes 30 seconds.
+/// (DESIGN.md "The virtual controller and the air": distance gives RSSI and range). Time is virtual by default
+/// (``Time``): while the test waits, the world skips ahead to its next timer whenever it is idle.
 public final class SimulatedWorld: Sendable {
     /// The air: every device of this world, and nothing else.
     public let air: InProcessAir
@@ -20,6 +21,28 @@ public final class SimulatedWorld: Sendable {
     public let application: OCBApplication
     /// What the app's managers are made with.
     public let provider: CBBackendProvider
+    /// How the world's clock runs.
+    public enum Time: Sendable {
+        /// The world's air and stacks follow one clock that keeps the wall clock's pace, except while the test waits
+        /// (``eventually(within:on:_:)``, ``advance(by:)``): then it jumps to the next timer whenever every stack
+        /// and the air are idle, so a 30-second ATT timeout passes in about 3 s (at most ten times the wall clock's
+        /// pace). Not yet the default: on a machine loaded by a whole test run, work the clock does not count
+        /// lets it run ahead of the app (a connection that takes 2 s of world time on a quiet machine took 35 s),
+        /// so waits need generous limits.
+        case virtual
+        /// The wall clock: every second takes a second (the default).
+        case wallClock
+    }
+
+    /// The clock of the world's loops (nil: the wall clock).
+    let sharedTime: SharedTime?
+
+    /// How the world's clock stands (virtual time: waiters, busy work, timers), for a failure message.
+    public var clockSummary: String { sharedTime?.summary ?? "wall clock" }
+
+    /// The world's time now (its air's clock).
+    public var now: StackInstant { air.eventLoop.now }
+
     /// The recording (`blue air --replay`) and link-layer capture (`blue snoop show`, Wireshark) being written,
     /// when the world was asked for them.
     public let captures: SimulatedWorldCaptures?
@@ -36,12 +59,16 @@ public final class SimulatedWorld: Sendable {
     /// (else `OCB_TEST_CAPTURES` when set), the air's every step is recorded there as `NAME.airrec` and its packets
     /// as `NAME.pcap` (``captures``), finished by ``shutdown()``.
     public init(seed: UInt64 = 1, application: OCBApplication = OCBApplication(), attMTU: Int = 185,
-                pairingAgent: OCBPairingAgent? = nil, name: String? = nil,
+                pairingAgent: OCBPairingAgent? = nil, name: String? = nil, time: Time = .wallClock,
                 captureDirectory: String? = ProcessInfo.processInfo.environment[SimulatedWorld.capturesEnvironmentVariable]) throws {
+        sharedTime = time == .virtual ? SharedTime() : nil
         // Spacing 0: the app's devices stand at the origin; peripherals are placed from it.
-        air = InProcessAir(seed: seed, spacing: 0, label: "OpenCoreBluetoothTesting.air")
+        air = InProcessAir(seed: seed, spacing: 0, label: "OpenCoreBluetoothTesting.air", sharedTime: sharedTime)
         self.application = application
-        provider = HostBackend.provider(.inProcess(air), application: application, preferredATTMTU: attMTU, pairingAgent: pairingAgent)
+        var provider = HostBackend.provider(.inProcess(air), application: application, preferredATTMTU: attMTU, pairingAgent: pairingAgent)
+        // Known peers and restoration state in memory: a test leaves nothing in the user's files.
+        provider.storesStateInFiles = false
+        self.provider = provider
         if let directory = captureDirectory, !directory.isEmpty {
             captures = try SimulatedWorldCaptures(directory: directory, name: name ?? "world-\(UUID().uuidString.prefix(8).lowercased())",
                                                   air: air.air, seed: seed)
@@ -101,14 +128,47 @@ public final class SimulatedWorld: Sendable {
 
     /// Waits until `condition` holds, checking it every 10 ms on `queue` (the app's delegate queue, so the app's
     /// state is read where the app writes it; the main queue by default), at most `limit`: whether it held.
+    ///
+    /// `limit` is world time: with virtual time (the default) the world runs ahead while the test waits here, so a
+    /// limit of 40 s around a 30-second timeout costs about 3 s of wall clock (at most `limit`, or a minute, of wall
+    /// clock either way). With `OCB_TEST_CLOCK_TRACE` set, a wait that gives up prints the clock's state.
     public func eventually(within limit: Duration = .seconds(10), on queue: DispatchQueue = .main,
                            _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            let holds = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in queue.async { done.resume(returning: condition()) } }
-            if holds { return true }
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
+        let check = {
+            await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in queue.async { done.resume(returning: condition()) } }
+        }
+        let wallLimit = ContinuousClock.now + max(limit, .seconds(60))
+        guard let sharedTime else {
+            let deadline = ContinuousClock.now + limit
+            while true {
+                if await check() { return true }
+                guard ContinuousClock.now < deadline else { return false }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        let deadline = sharedTime.now + limit
+        let wallStart = ContinuousClock.now
+        let held = await sharedTime.waiting(until: deadline) {
+            while true {
+                if await check() { return true }
+                guard sharedTime.now < deadline, ContinuousClock.now < wallLimit else { return false }
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        if !held, ProcessInfo.processInfo.environment["OCB_TEST_CLOCK_TRACE"] != nil {
+            FileHandle.standardError.write(Data("world clock: gave up after \(ContinuousClock.now - wallStart) of wall clock; \(sharedTime.summary)\n".utf8))
+        }
+        return held
+    }
+
+    /// Lets `duration` of world time pass (at the wall clock's pace with `.wallClock`; as fast as the world's work
+    /// allows with virtual time).
+    public func advance(by duration: Duration) async {
+        guard let sharedTime else { return (try? await Task.sleep(for: duration)) ?? () }
+        let target = sharedTime.now + duration
+        let wallLimit = ContinuousClock.now + max(duration, .seconds(60))
+        await sharedTime.waiting(until: target) {
+            while sharedTime.now < target, ContinuousClock.now < wallLimit { try? await Task.sleep(for: .milliseconds(1)) }
         }
     }
 
@@ -128,5 +188,6 @@ public final class SimulatedWorld: Sendable {
         for peripheral in peripherals.load() { peripheral.stop() }
         air.shutdown()
         captures?.finish(air: air.air)
+        sharedTime?.stop()
     }
 }

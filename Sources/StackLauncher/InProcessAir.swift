@@ -18,9 +18,14 @@ public final class InProcessAir: Sendable {
     private let controllers = LockedValue<[VirtualController]>([])
     private let spacing: Double
 
+    /// The clock the air and every stack made on it follow, when it has one (a test kit's world).
+    public let sharedTime: SharedTime?
+
+    /// An air at `spacing` metres between devices; with `sharedTime`, the air's loop and every stack's follow it.
     public init(seed: UInt64 = 1, configuration: AirConfiguration = AirConfiguration(), spacing: Double = 2,
-                label: String = "OpenCoreBluetooth.air") {
-        let loop = DispatchEventLoop(label: label)
+                label: String = "OpenCoreBluetooth.air", sharedTime: SharedTime? = nil) {
+        self.sharedTime = sharedTime
+        let loop = DispatchEventLoop(label: label, sharedTime: sharedTime)
         eventLoop = loop
         air = VirtualAir(eventLoop: loop, seed: seed, configuration: configuration)
         self.spacing = spacing
@@ -67,6 +72,8 @@ public final class InProcessAir: Sendable {
     }
 
     func makeStack(options: StackLaunchOptions, position: AirPosition?, owned: Bool) async throws(StackLaunchError) -> LaunchedStack {
+        var options = options
+        if options.sharedTime == nil { options.sharedTime = sharedTime }
         let controller = controllers.withLock { list -> VirtualController in
             let number = list.count + 1
             let controller = VirtualController(

@@ -1,3 +1,4 @@
+public import BluetoothRuntime
 public import BlueZ
 public import Host
 #if canImport(Glibc)
@@ -26,6 +27,8 @@ public struct StackLaunchOptions: Sendable {
     public var label: String
     /// Which identity (random static address, IRK, CSRK) the stack presents.
     public var identity: IdentityPolicy = .random
+    /// The clock the stack's loop follows with other loops (a test kit's world); nil: its own continuous clock.
+    public var sharedTime: SharedTime?
     /// What the program asks that only our host does (its options in use): opening bluetoothd's stack then fails
     /// with the first one's line (``StackLaunchError/Code/notOffered``), as it does with a ``snoopPath``.
     public var needingOurHost: [BluetoothdLimitation] = []

@@ -137,7 +137,7 @@ public enum StackLauncher {
         }
         // Outermost, so that the loss is known (and the capture written) before the host hears of it.
         let watch = LossWatchingTransport(wrapping: wired, spec: spec.description)
-        let loop = DispatchEventLoop(label: options.label)
+        let loop = DispatchEventLoop(label: options.label, sharedTime: options.sharedTime)
         // Every log line of the stack names it (a program may run several: `blue demo` runs two).
         let makeLogger = hostConfiguration.makeLogger
         let stackLabel = options.label

@@ -67,9 +67,11 @@ final class EventLog: @unchecked Sendable {
         try await world.simulatePeripheral(BlueEarPeripheral.spec())
         let log = EventLog()
         let app = await Self.start(in: world, log: log)
-        #expect(await world.eventually { log.events.contains(.didDisconnectPeripheral(name: "iPhone")) }, "\(log.events)")
+        #expect(await world.eventually { log.events.contains(.didDisconnectPeripheral(name: "iPhone")) }, "\(log.events) \(world.clockSummary)")
         #expect(log.events == [.didStartConfiguration, .didStartScanningPeripherals, .didConnectPeripheral(name: "Peripheral - iOS"),
                                .didReceiveData, .didSendData, .didDisconnectPeripheral(name: "iPhone")])
+        // The peripheral hears of the link's end on its own side, a moment after the app.
+        #expect(await world.eventually { world.exchanges.last?.kind == .disconnected }, "\(world.exchanges)")
         let exchanges = world.exchanges.map(\.kind)
         #expect(exchanges == [.connected, .subscribe(characteristic: blueEarCharacteristic.uuidString, enabled: true),
                               .write(characteristic: blueEarCharacteristic.uuidString, value: BlueEarPeripheral.plist(["Yo": "Lo"]), withResponse: true),
@@ -84,7 +86,7 @@ final class EventLog: @unchecked Sendable {
         try await world.simulatePeripheral(BlueEarPeripheral.spec(answer: .error(.writeNotPermitted)))
         let log = EventLog()
         let app = await Self.start(in: world, log: log)
-        #expect(await world.eventually { log.events.contains(.didDisconnectPeripheral(name: "iPhone")) }, "\(log.events)")
+        #expect(await world.eventually { log.events.contains(.didDisconnectPeripheral(name: "iPhone")) }, "\(log.events) \(world.clockSummary)")
         #expect(log.events.contains(.didSendData))
         withExtendedLifetime(app) {}
     }

@@ -1,3 +1,4 @@
+import BluetoothCore
 import Foundation
 import OpenCoreBluetooth
 import OpenCoreBluetoothTesting
@@ -50,11 +51,12 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 /// plain CoreBluetooth code; each test has a world of its own (they run in parallel).
 @Suite struct SimulatedWorldTests {
     /// A world with `spec` on it and the app in it, once the app is ready.
-    static func ready(_ spec: PeripheralSpec, in world: SimulatedWorld) async throws -> (SimulatedPeripheral, ProbeApp) {
+    static func ready(_ spec: PeripheralSpec, in world: SimulatedWorld, within limit: Duration = .seconds(20)) async throws
+        -> (SimulatedPeripheral, ProbeApp) {
         let peripheral = try await world.simulatePeripheral(spec)
         let app = world.run { ProbeApp(service: sensorService) }
-        let ready = await world.eventually(within: .seconds(20), on: app.queue) { app.log.contains("ready") }
-        #expect(ready, "\(app.log)")
+        let ready = await world.eventually(within: limit, on: app.queue) { app.log.contains("ready") }
+        #expect(ready, "\(app.log) \(world.clockSummary)")
         return (peripheral, app)
     }
 
@@ -86,10 +88,10 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
         defer { world.shutdown() }
         let (_, app) = try await Self.ready(sensor(delegate: behaviour), in: world)
         app.reconnects = false
-        let asked = ContinuousClock.now
+        let asked = world.now
         app.read(slowUUID)
         #expect(await world.eventually(on: app.queue) { app.log.contains { $0.hasPrefix("value \(slowUUID)") } })
-        #expect(ContinuousClock.now - asked >= .milliseconds(300))
+        #expect(world.now - asked >= .milliseconds(300))
         #expect(app.log.contains("value \(slowUUID)  error 0x08"), "\(app.log)")
         app.write(Data([0x02]), to: controlUUID)
         #expect(await world.eventually(on: app.queue) { app.log.contains { $0.hasPrefix("disconnected") } }, "\(app.log)")
@@ -135,7 +137,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
         peripheral.simulatePowerOff()
         #expect(await world.eventually(within: .seconds(30), on: app.queue) { app.log.contains { $0.hasPrefix("disconnected error") } },
                 "\(app.log)")
-        #expect(!peripheral.isConnected)
+        #expect(await world.eventually(within: .seconds(30)) { !peripheral.isConnected })
         peripheral.simulatePowerOn()
         #expect(await world.eventually(within: .seconds(20), on: app.queue) { app.log.filter { $0 == "connected" }.count == 2 }, "\(app.log)")
     }
