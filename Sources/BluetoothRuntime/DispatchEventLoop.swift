@@ -28,11 +28,7 @@ public final class DispatchEventLoop: EventLoop, SerialExecutor, @unchecked Send
 
     public func execute(_ job: @escaping @Sendable () -> Void) {
         guard let sharedTime else { return queue.async(execute: job) }
-        sharedTime.began()
-        queue.async {
-            job()
-            sharedTime.ended()
-        }
+        sharedTime.async(on: queue, job)
     }
 
     @discardableResult
@@ -55,11 +51,7 @@ public final class DispatchEventLoop: EventLoop, SerialExecutor, @unchecked Send
         let unowned = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
         guard let sharedTime else { return queue.async { unowned.runSynchronously(on: executor) } }
-        sharedTime.began()
-        queue.async {
-            unowned.runSynchronously(on: executor)
-            sharedTime.ended()
-        }
+        sharedTime.async(on: queue) { unowned.runSynchronously(on: executor) }
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {

@@ -1,5 +1,5 @@
 public import BluetoothCore
-import Dispatch
+public import Dispatch
 import Foundation
 import HeapModule
 
@@ -132,6 +132,15 @@ public final class SharedTime: @unchecked Sendable {
         busy -= 1
         if busy == 0 { condition.broadcast() }
         condition.unlock()
+    }
+
+    /// `work` on `queue`, counted from now until it ran (``began()`` / ``ended()``).
+    public func async(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+        began()
+        queue.async { [self] in
+            work()
+            ended()
+        }
     }
 
     /// `job` to run on `queue` at `deadline` of this clock, unless `handle` is cancelled first.

@@ -25,11 +25,7 @@ final class DeliveryGate: Sendable {
     /// `work` on the queue, counted by the shared clock until it ran.
     private func enqueue(_ work: @escaping @Sendable () -> Void) {
         guard let sharedTime else { return queue.async(execute: work) }
-        sharedTime.began()
-        queue.async {
-            work()
-            sharedTime.ended()
-        }
+        sharedTime.async(on: queue, work)
     }
 
     /// Queues `work`, or holds it (drops it when `discardable`) while the gate is closed.
