@@ -2,7 +2,7 @@ import ATT
 import AdvertisingData
 public import BluetoothCore
 import BluetoothRuntime
-import GATT
+package import GATT
 import Host
 import L2CAP
 public import StackLauncher
@@ -191,12 +191,8 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     private func definition(of service: CBBackendLocalService, includes: [GATTServiceHandles]) -> GATTServiceDefinition {
         let characteristics = service.characteristics.map { local -> GATTCharacteristicDefinition in
             let properties = GATTCharacteristicProperties(rawValue: UInt8(truncatingIfNeeded: local.properties))
-            // CBAttributePermissions: readable 0x01, writeable 0x02, readEncryptionRequired 0x04, writeEncryptionRequired 0x08.
-            let permissions = GATTPermissions(
-                readable: local.permissions & 0x05 != 0, writable: local.permissions & 0x0A != 0,
-                read: local.permissions & 0x04 != 0 ? .encrypted : .none, write: local.permissions & 0x08 != 0 ? .encrypted : .none)
-            // CBCharacteristicProperties notifyEncryptionRequired 0x100, indicateEncryptionRequired 0x200.
-            let subscription: GATTSecurityRequirement = local.properties & 0x300 != 0 ? .encrypted : .none
+            let permissions = CBAttributePermissions(rawValue: local.permissions).gattPermissions
+            let subscription = CBCharacteristicProperties(rawValue: local.properties).subscriptionSecurity
             let id = local.id
             let value: GATTValue
             if let stored = local.staticValue {
@@ -480,4 +476,18 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
             break
         }
     }
+}
+
+extension CBAttributePermissions {
+    /// The value's GATT permissions (Core 5.4 Vol 3 Part F §3.2.5): readable 0x01, writeable 0x02,
+    /// readEncryptionRequired 0x04, writeEncryptionRequired 0x08 (for our managers and the test kit's peripherals).
+    package var gattPermissions: GATTPermissions {
+        GATTPermissions(readable: rawValue & 0x05 != 0, writable: rawValue & 0x0A != 0,
+                        read: rawValue & 0x04 != 0 ? .encrypted : .none, write: rawValue & 0x08 != 0 ? .encrypted : .none)
+    }
+}
+
+extension CBCharacteristicProperties {
+    /// What subscribing needs: encryption for notifyEncryptionRequired 0x100 or indicateEncryptionRequired 0x200.
+    package var subscriptionSecurity: GATTSecurityRequirement { rawValue & 0x300 != 0 ? .encrypted : .none }
 }

@@ -24,10 +24,7 @@ extension SimulatedPeripheral {
                     guard let characteristicUUID = try? BluetoothUUID(string: characteristic.uuid) else {
                         throw SimulatedWorldError("bad characteristic UUID \(characteristic.uuid)")
                     }
-                    let raw = characteristic.permissions.rawValue
-                    // CBAttributePermissions: readable 0x01, writeable 0x02, readEncryptionRequired 0x04, writeEncryptionRequired 0x08.
-                    let permissions = GATTPermissions(readable: raw & 0x05 != 0, writable: raw & 0x0A != 0,
-                                                      read: raw & 0x04 != 0 ? .encrypted : .none, write: raw & 0x08 != 0 ? .encrypted : .none)
+                    let permissions = characteristic.permissions.gattPermissions
                     let properties = GATTCharacteristicProperties(rawValue: UInt8(truncatingIfNeeded: characteristic.properties.rawValue))
                     var descriptors: [GATTDescriptorDefinition] = []
                     for descriptor in characteristic.descriptors {
@@ -39,7 +36,7 @@ extension SimulatedPeripheral {
                     definitions.append(GATTCharacteristicDefinition(
                         uuid: characteristicUUID, properties: properties, permissions: permissions, value: valueHandlers(),
                         descriptors: descriptors,
-                        subscriptionSecurity: characteristic.properties.rawValue & 0x300 != 0 ? .encrypted : .none))
+                        subscriptionSecurity: characteristic.properties.subscriptionSecurity))
                 }
                 let handles = try database.add(GATTServiceDefinition(uuid: uuid, isPrimary: service.isPrimary, characteristics: definitions))
                 for (characteristic, assigned) in zip(service.characteristics, handles.characteristics) {

@@ -173,19 +173,20 @@ public final class SimulatedPeripheral: Sendable {
                                         Array(data.dropFirst(2)))
         }
         state.withLock { $0.advertising = content }
-        let interval = UInt16(clamping: Int(spec.advertisingInterval / .microseconds(625)))
-        let options = AdvertisingOptions(kind: spec.isConnectable ? .connectable : .nonConnectable,
-                                         intervalMin: max(0x20, interval), intervalMax: max(0x20, interval))
+        let options = advertisingOptions
         let result = await stack.awaitCompletion { done in stack.engine.startAdvertising(content, options: options, completion: done) }
         try result.mapError { SimulatedWorldError("\(label) cannot advertise: \($0.reason)") }.get()
     }
 
     func readvertise() {
         guard spec.isAdvertising, let content = state.withLock({ $0.advertising }) else { return }
-        let interval = UInt16(clamping: Int(spec.advertisingInterval / .microseconds(625)))
-        let options = AdvertisingOptions(kind: spec.isConnectable ? .connectable : .nonConnectable,
-                                         intervalMin: max(0x20, interval), intervalMax: max(0x20, interval))
-        stack.engine.startAdvertising(content, options: options) { _ in }
+        stack.engine.startAdvertising(content, options: advertisingOptions) { _ in }
+    }
+
+    /// Connectable or not, at the spec's interval (in 0.625 ms units, at least 20 ms: Vol 4 Part E §7.8.5).
+    private var advertisingOptions: AdvertisingOptions {
+        let interval = max(0x20, UInt16(clamping: Int(spec.advertisingInterval / .microseconds(625))))
+        return AdvertisingOptions(kind: spec.isConnectable ? .connectable : .nonConnectable, intervalMin: interval, intervalMax: interval)
     }
 }
 
