@@ -175,7 +175,7 @@ let package = Package(
         .target(
             name: "OpenCoreBluetoothTesting",
             dependencies: ["OpenCoreBluetooth", "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT",
-                           "StackLauncher", "VirtualController", "SharedAir", "AdvertisingData"],
+                           "StackLauncher", "VirtualController", "SharedAir", "AdvertisingData", "BluetoothLE"],
             swiftSettings: strict
         ),
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).
@@ -276,7 +276,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTestingTests",
             // blue: the captures' test replays the recording with it.
-            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "Seed001CentralApp", "blue"],
+            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "Seed001CentralApp", "Seed001PeripheralApp", "blue"],
             swiftSettings: strict
         ),
         .testTarget(

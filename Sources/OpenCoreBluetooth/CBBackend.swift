@@ -422,6 +422,9 @@ public struct CBBackendProvider: Sendable {
     public let connections = SystemConnections()
     /// The app its managers belong to: foreground, background or suspended (``OCBApplication``).
     public let application: OCBApplication
+    /// The system's Bluetooth switch its managers follow (``OCBSystemBluetooth``): off, on, reset. Only backends
+    /// made with it follow it (``HostBackend/provider(_:application:preferredATTMTU:pairingAgent:)``'s do).
+    public let bluetooth: OCBSystemBluetooth
     /// The clock of the air its stacks are on, when it is shared (a test kit's world): deliveries to the app are
     /// work it waits for before skipping ahead.
     public var sharedTime: SharedTime?
@@ -429,13 +432,15 @@ public struct CBBackendProvider: Sendable {
     /// (a test kit's world: nothing of a test reaches the user's state).
     public var storesStateInFiles = true
 
-    /// `application`: ``OCBApplication/process`` (the environment's) unless a test gives one of its own.
+    /// `application`: ``OCBApplication/process`` (the environment's) unless a test gives one of its own;
+    /// `bluetooth`: the switch the backends `makeCentral` and `makePeripheral` make follow.
     public init(makeCentral: @escaping @Sendable () -> (any CBCentralBackend)?,
                 makePeripheral: @escaping @Sendable () -> (any CBPeripheralBackend)?,
-                application: OCBApplication = .process) {
+                application: OCBApplication = .process, bluetooth: OCBSystemBluetooth = OCBSystemBluetooth()) {
         self.makeCentral = makeCentral
         self.makePeripheral = makePeripheral
         self.application = application
+        self.bluetooth = bluetooth
     }
 }
 

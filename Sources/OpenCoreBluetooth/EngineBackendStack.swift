@@ -12,7 +12,7 @@ import BluetoothEngine
 /// released `CBPeripheralManager` would go on advertising its services, and a central would connect to that
 /// ghost and wait forever for ATT answers). A device whose program ended goes silent; its peers see the link
 /// time out (Core 5.4 Vol 6 Part B §4.5.2), as when a process on the hub exits.
-final class EngineBackendStack: Sendable {
+final class EngineBackendStack: SystemBluetoothObserver {
     let transport: HostBackend.Transport
     /// The label of the stack's loop ("OpenCoreBluetooth.central" or ".peripheral").
     let label: String
@@ -20,7 +20,22 @@ final class EngineBackendStack: Sendable {
     let preferredATTMTU: Int?
     /// The L2CAP channels open on the stack.
     let channels = EngineL2CAPChannels()
-    private let state = LockedValue<(stack: (any OpenedStack)?, closed: Bool, air: InProcessAir?)>((nil, false, nil))
+    private let state = LockedValue(State())
+
+    private struct State {
+        var stack: (any OpenedStack)?
+        /// The current stack's event handler (cancelled when the stack is taken down).
+        var subscription: StackEventSubscription?
+        var closed = false
+        /// The system's Bluetooth is off: no stack is opened until it is on again.
+        var switchedOff = false
+        var air: InProcessAir?
+        /// What ``run(events:prepare:forget:state:)`` was given, once it was.
+        var lifecycle: BackendLifecycle?
+    }
+
+    /// The system's Bluetooth switch this stack follows (nil: nobody switches it).
+    let system: OCBSystemBluetooth?
 
     /// Opens the stack (``HostBackend/launch(_:options:)`` on ``transport`` unless a test gave its own opener).
     private let launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)?
@@ -30,8 +45,10 @@ final class EngineBackendStack: Sendable {
     let pairsAsAPhone: Bool
 
     init(transport: HostBackend.Transport, label: String, preferredATTMTU: Int?, pairsAsAPhone: Bool = false,
+         system: OCBSystemBluetooth? = nil,
          launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)? = nil) {
         self.transport = transport
+        self.system = system
         self.label = label
         self.preferredATTMTU = preferredATTMTU
         self.pairsAsAPhone = pairsAsAPhone
@@ -89,7 +106,7 @@ final class EngineBackendStack: Sendable {
                 // reads them; bluetoothd does not tell them, so its stacks leave the answer as it was).
                 if stack.controllerInfo.version != nil { HostBackend.lastController.store(stack.controllerInfo) }
                 let keep = state.withLock { state -> Bool in
-                    guard !state.closed else { return false }
+                    guard !state.closed, !state.switchedOff else { return false }
                     state.stack = stack
                     return true
                 }
@@ -113,7 +130,7 @@ final class EngineBackendStack: Sendable {
     private func whenLost(_ stack: any OpenedStack, _ lost: @escaping @Sendable () -> Void) {
         let label = label, reopens = reopens
         stack.onLoss { [weak self] loss in
-            guard let self, !self.state.load().closed else { return }
+            guard let self, !self.state.load().closed, self.stack === stack else { return }
             if HostBackend.reportsControllerLoss {
                 Log.coreBluetooth.error("\(label): \(loss); \(reopens ? "Bluetooth is resetting (opening the air's hub again)" : "Bluetooth is off")")
             }
@@ -138,12 +155,8 @@ final class EngineBackendStack: Sendable {
 
     /// Opens the stack again after its loss (``reopens``), trying every 250 ms until ``reopenLimit`` has passed;
     /// `ready` gets the new stack, or nil. The lost stack is shut down.
-    private func reopen(ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
-        let lost = state.withLock { state -> (any OpenedStack)? in
-            defer { state.stack = nil }
-            return state.stack
-        }
-        if let lost { Thread.detachNewThread { lost.shutdown() } }
+    private func reopen(lost: any OpenedStack, ready: @escaping @Sendable ((any OpenedStack)?) -> Void) {
+        Thread.detachNewThread { lost.shutdown() }
         attemptReopen(until: ContinuousClock.now + Self.reopenLimit, ready: ready)
     }
 
@@ -159,38 +172,121 @@ final class EngineBackendStack: Sendable {
     }
 
     /// A backend's whole life on its stack, in one place for both roles: opens it (`.unsupported` when it cannot
-    /// be), gives `events` every event of the stack until it is lost (its handler removed then, so nothing is
-    /// checked per event), `prepare`s it (the peripheral publishes its database) and reports `.poweredOn`; when the stack is
-    /// lost, `forget` clears what the backend kept of it, and the managers go `.poweredOff`, or, when it
-    /// ``reopens``, `.resetting` until a new stack is prepared (`.poweredOn`) or none comes (`.poweredOff`).
+    /// be), gives `events` every event of the stack until it is taken down (its handler removed then, so nothing is
+    /// checked per event), `prepare`s it (the peripheral publishes its database) and reports `.poweredOn`. When the
+    /// stack is lost, `forget` clears what the backend kept of it (given the state the managers go to), and the
+    /// managers go `.poweredOff`, or, when it ``reopens``, `.resetting` until a new stack is prepared (`.poweredOn`)
+    /// or none comes (`.poweredOff`). The system's Bluetooth switch (``system``) takes the stack down the same way:
+    /// off → `.poweredOff` until on again; reset, or a controller that stops answering commands → `.resetting`, then
+    /// a new stack.
     func run(events: @escaping @Sendable (HostEvent, any OpenedStack) -> Void,
              prepare: @escaping @Sendable (any OpenedStack, _ done: @escaping @Sendable () -> Void) -> Void,
-             forget: @escaping @Sendable () -> Void,
+             forget: @escaping @Sendable (CBManagerState) -> Void,
              state: @escaping @Sendable (CBManagerState) -> Void) {
         let lifecycle = BackendLifecycle(events: events, prepare: prepare, forget: forget, state: state)
+        let off = self.state.withLock { current -> Bool in
+            current.lifecycle = lifecycle
+            current.switchedOff = system?.power == .off
+            return current.switchedOff
+        }
+        system?.observe(self)
+        // Made while Bluetooth is off: `.poweredOff` until it is turned on.
+        if off { return state(.poweredOff) }
+        start(lifecycle, failing: .unsupported)
+    }
+
+    /// Opens a stack and takes it; `failing` is the state when none opens.
+    private func start(_ lifecycle: BackendLifecycle, failing: CBManagerState) {
         open { [weak self] stack in
-            guard let stack else { return state(.unsupported) }
+            guard let stack else { return lifecycle.state(failing) }
             self?.take(stack, lifecycle)
         }
     }
 
     private func take(_ stack: any OpenedStack, _ lifecycle: BackendLifecycle) {
-        let subscription = stack.engine.addEventHandler { [weak stack] event in
+        let subscription = stack.engine.addEventHandler { [weak self, weak stack] event in
             guard let stack else { return }
+            if case .controllerError(let error) = event, error.code == .unresponsiveController {
+                // A controller that answers no command is reset by the system (bluetoothd, the Linux kernel): the
+                // managers see `.resetting`, then a new stack.
+                Log.coreBluetooth.error("\(self?.label ?? ""): \(error.reason); Bluetooth is resetting")
+                self?.takeDown(stack, to: .resetting, reopening: true)
+                return
+            }
             lifecycle.events(event, stack)
         }
+        state.withLock { $0.subscription = subscription }
         whenLost(stack) { [weak self] in
-            subscription.cancel()
-            guard let self else { return }
-            lifecycle.forget()
-            guard reopens else { return lifecycle.state(.poweredOff) }
+            guard let self, let lifecycle = takeOut(stack)?.lifecycle else { return }
+            guard reopens else {
+                lifecycle.forget(.poweredOff)
+                return lifecycle.state(.poweredOff)
+            }
+            lifecycle.forget(.resetting)
             lifecycle.state(.resetting)
-            reopen { [weak self] stack in
+            reopen(lost: stack) { [weak self] stack in
                 guard let stack else { return lifecycle.state(.poweredOff) }
                 self?.take(stack, lifecycle)
             }
         }
-        lifecycle.prepare(stack) { lifecycle.state(.poweredOn) }
+        lifecycle.prepare(stack) { [weak self] in
+            // Not when the stack was taken down meanwhile (the switch turned off while the database was published).
+            guard let self, self.stack === stack else { return }
+            lifecycle.state(.poweredOn)
+        }
+    }
+
+    /// Makes `stack` no longer the current one (its event handler cancelled): what the backend was given, or nil
+    /// when it was not current (already taken down, or the backend closed).
+    private func takeOut(_ stack: any OpenedStack) -> (lifecycle: BackendLifecycle, subscription: StackEventSubscription?)? {
+        let taken = state.withLock { state -> (BackendLifecycle, StackEventSubscription?)? in
+            guard !state.closed, let current = state.stack, current === stack, let lifecycle = state.lifecycle else { return nil }
+            defer {
+                state.stack = nil
+                state.subscription = nil
+            }
+            return (lifecycle, state.subscription)
+        }
+        taken?.1?.cancel()
+        return taken
+    }
+
+    /// On `stack`'s loop: takes it down as the system's Bluetooth going `newState` (the backend forgets its links,
+    /// the managers hear `newState`), closes it, and with `reopening` opens a new one.
+    private func takeDown(_ stack: any OpenedStack, to newState: CBManagerState, reopening: Bool) {
+        guard let lifecycle = takeOut(stack)?.lifecycle else { return }
+        lifecycle.forget(newState)
+        lifecycle.state(newState)
+        Thread.detachNewThread { [self] in
+            release(stack)
+            if reopening { start(lifecycle, failing: .poweredOff) }
+        }
+    }
+
+    func systemBluetoothChanged(_ change: OCBSystemBluetooth.Change) {
+        let (stack, lifecycle) = state.withLock { state -> ((any OpenedStack)?, BackendLifecycle?) in
+            guard !state.closed else { return (nil, nil) }
+            let wasOff = state.switchedOff
+            state.switchedOff = change == .turnedOff
+            // Turned on while a stack is open (it never went off): nothing to do.
+            if change == .turnedOn, !wasOff { return (nil, nil) }
+            return (state.stack, state.lifecycle)
+        }
+        guard let lifecycle else { return }
+        switch change {
+        case .turnedOff, .reset:
+            let newState: CBManagerState = change == .reset ? .resetting : .poweredOff
+            if let stack {
+                stack.engine.eventLoop.execute { [self] in takeDown(stack, to: newState, reopening: change == .reset) }
+            } else {
+                // Still opening (the opened stack will not be kept) or already off.
+                lifecycle.forget(newState)
+                lifecycle.state(newState)
+                if change == .reset { start(lifecycle, failing: .poweredOff) }
+            }
+        case .turnedOn:
+            start(lifecycle, failing: .poweredOff)
+        }
     }
 
     /// Closes the stack (its links drop for the peers). Idempotent; not from the stack's own loop.
@@ -220,6 +316,6 @@ final class EngineBackendStack: Sendable {
 private struct BackendLifecycle: Sendable {
     let events: @Sendable (HostEvent, any OpenedStack) -> Void
     let prepare: @Sendable (any OpenedStack, _ done: @escaping @Sendable () -> Void) -> Void
-    let forget: @Sendable () -> Void
+    let forget: @Sendable (CBManagerState) -> Void
     let state: @Sendable (CBManagerState) -> Void
 }

@@ -66,9 +66,10 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
     /// The system's pairing dialogs (nil: none, Just Works as NoInputNoOutput).
     private let pairingAgent: OCBPairingAgent?
 
-    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) {
+    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil,
+         system: OCBSystemBluetooth? = nil) {
         opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.central", preferredATTMTU: preferredATTMTU,
-                                    pairsAsAPhone: pairingAgent != nil)
+                                    pairsAsAPhone: pairingAgent != nil, system: system)
         self.pairingAgent = pairingAgent
     }
 
@@ -90,7 +91,7 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
         state.withLock { $0.sink = events }
         opener.run(events: { [weak self] event, _ in self?.handle(event) },
                    prepare: { _, done in done() },
-                   forget: { [weak self] in self?.forgetStack() },
+                   forget: { [weak self] _ in self?.forgetStack() },
                    state: { [weak self] in self?.emit(.stateChanged($0)) })
     }
 

@@ -66,9 +66,10 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     /// The system's pairing dialogs (nil: none, Just Works as NoInputNoOutput).
     private let pairingAgent: OCBPairingAgent?
 
-    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) {
+    init(transport: HostBackend.Transport, preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil,
+         system: OCBSystemBluetooth? = nil) {
         opener = EngineBackendStack(transport: transport, label: "OpenCoreBluetooth.peripheral", preferredATTMTU: preferredATTMTU,
-                                    pairsAsAPhone: pairingAgent != nil)
+                                    pairsAsAPhone: pairingAgent != nil, system: system)
         self.pairingAgent = pairingAgent
     }
 
@@ -93,11 +94,14 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         state.withLock { $0.sink = events }
         opener.run(events: { [weak self] event, stack in self?.handle(event, stack) },
                    prepare: { [weak self] stack, done in self?.rebuild(stack, changed: false) { _ in done() } },
-                   forget: { [weak self] in
+                   forget: { [weak self] newState in
                        self?.state.withLock { state in
-                           let sink = state.sink
+                           let kept = state
                            state = State()
-                           state.sink = sink
+                           state.sink = kept.sink
+                           // At .poweredOff the services stay (published again on the next stack); below it the
+                           // local database is cleared, as Apple documents.
+                           if newState == .poweredOff { state.services = kept.services }
                        }
                    },
                    state: { [weak self] in self?.emit(.stateChanged($0)) })

@@ -141,16 +141,17 @@ public enum HostBackend {
     public static func provider(_ transport: Transport? = nil, application: OCBApplication = .process,
                                 preferredATTMTU: Int? = nil, pairingAgent: OCBPairingAgent? = nil) -> CBBackendProvider {
         let chosen = preferredATTMTU.map { min(max($0, attMTURange.lowerBound), attMTURange.upperBound) }
+        let system = OCBSystemBluetooth()
         var provider = CBBackendProvider(
             makeCentral: {
                 EngineCentralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU(),
-                                     pairingAgent: pairingAgent ?? OCBPairingAgent.environment())
+                                     pairingAgent: pairingAgent ?? OCBPairingAgent.environment(), system: system)
             },
             makePeripheral: {
                 EnginePeripheralBackend(transport: transport ?? environmentTransport, preferredATTMTU: chosen ?? environmentATTMTU(),
-                                        pairingAgent: pairingAgent ?? OCBPairingAgent.environment())
+                                        pairingAgent: pairingAgent ?? OCBPairingAgent.environment(), system: system)
             },
-            application: application)
+            application: application, bluetooth: system)
         if case .inProcess(let air)? = transport { provider.sharedTime = air.sharedTime }
         return provider
     }

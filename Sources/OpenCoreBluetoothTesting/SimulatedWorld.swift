@@ -12,8 +12,9 @@ import VirtualController
 /// parallel without meeting; ``shutdown()`` ends it.
 ///
 /// The app's devices stand at the origin of the air and each peripheral at its ``SimulatedProximity`` from it
-/// (DESIGN.md "The virtual controller and the air": distance gives RSSI and range). Time is virtual by default
-/// (``Time``): while the test waits, the world skips ahead to its next timer whenever it is idle.
+/// (DESIGN.md "The virtual controller and the air": distance gives RSSI and range). Time follows the wall clock
+/// unless the world is made with virtual time (``Time``): then, while the test waits, the world skips ahead to its
+/// next timer whenever it is idle.
 public final class SimulatedWorld: Sendable {
     /// The air: every device of this world, and nothing else.
     public let air: InProcessAir
@@ -47,6 +48,7 @@ public final class SimulatedWorld: Sendable {
     /// when the world was asked for them.
     public let captures: SimulatedWorldCaptures?
     private let peripherals = LockedValue<[SimulatedPeripheral]>([])
+    private let centrals = LockedValue<[SimulatedCentral]>([])
     private let log = LockedValue<[SimulatedExchange]>([])
 
     /// The environment variable naming a folder where every world of the process writes its captures (CI sets it,
@@ -126,6 +128,29 @@ public final class SimulatedWorld: Sendable {
         return peripheral
     }
 
+    /// Puts a declared central on the air (``CentralSpec``), to drive an app that is a peripheral: it scans,
+    /// connects, reads, writes and subscribes when the test tells it to (``SimulatedCentral``).
+    public func simulateCentral(_ spec: CentralSpec = CentralSpec()) async throws -> SimulatedCentral {
+        var host = HostConfiguration()
+        host.preferredATTMTU = spec.attMTU
+        host.enhancedATTMTU = UInt16(spec.attMTU)
+        let origin = AirPosition()
+        let stack: LaunchedStack
+        do {
+            stack = try await air.makeStack(options: StackLaunchOptions(host: host, label: "simulated.\(spec.name)"),
+                                            position: AirPosition(x: origin.x + spec.proximity.distance, y: origin.y))
+        } catch {
+            throw SimulatedWorldError("the central's stack did not start: \(error)")
+        }
+        guard let controller = air.controller(of: stack.controllerInfo.publicAddress) else {
+            stack.shutdown()
+            throw SimulatedWorldError("the central's controller is not on the air")
+        }
+        let central = SimulatedCentral(spec: spec, stack: stack, controller: controller, origin: origin)
+        centrals.withLock { $0.append(central) }
+        return central
+    }
+
     /// Waits until `condition` holds, checking it every 10 ms on `queue` (the app's delegate queue, so the app's
     /// state is read where the app writes it; the main queue by default), at most `limit`: whether it held.
     ///
@@ -172,6 +197,35 @@ public final class SimulatedWorld: Sendable {
         }
     }
 
+    // MARK: The app's own Bluetooth
+
+    /// The app's Bluetooth switch: ``simulatePowerOff()``, ``simulatePowerOn()``, ``simulateReset()`` turn it.
+    public var bluetooth: OCBSystemBluetooth { provider.bluetooth }
+
+    /// Turns the app's Bluetooth off, as the user does in Settings (Nordic's `CBMCentralManagerMock.simulatePowerOff`):
+    /// every manager of the app goes `.poweredOff`, its links end without `didDisconnect` (the peripherals see them
+    /// time out), its scan and advertising stop; a peripheral manager keeps its services.
+    public func simulatePowerOff() { provider.bluetooth.turnOff() }
+
+    /// Turns the app's Bluetooth on again (Nordic's `simulatePowerOn`): every manager goes `.poweredOn` on a new
+    /// controller; the app scans, connects and advertises again as its code does on `.poweredOn`.
+    public func simulatePowerOn() { provider.bluetooth.turnOn() }
+
+    /// The system's Bluetooth service restarts under the app: every manager goes `.resetting` (a peripheral manager's
+    /// services are gone and must be added again), then `.poweredOn` on a new controller.
+    public func simulateReset() { provider.bluetooth.reset() }
+
+    /// The app's controller stops answering (a hung chip): nothing it sends reaches its host or the air, so the
+    /// peripherals see its links time out, and the app's stack notices at its next HCI command, which gets no
+    /// answer within the host's command timeout (2 s). The system then resets Bluetooth, as bluetoothd and the
+    /// Linux kernel reset a hung controller: `.resetting`, then `.poweredOn` on a new controller.
+    public func simulateUnresponsiveController() {
+        let declared = Set(peripherals.load().map(\.controller.publicAddress) + centrals.load().map(\.controller.publicAddress))
+        for controller in air.allControllers where !declared.contains(controller.publicAddress) {
+            controller.powerOff()
+        }
+    }
+
     /// Everything the simulated peripherals saw of the app, in order.
     public var exchanges: [SimulatedExchange] { log.load() }
 
@@ -186,6 +240,7 @@ public final class SimulatedWorld: Sendable {
     /// the captures.
     public func shutdown() {
         for peripheral in peripherals.load() { peripheral.stop() }
+        for central in centrals.load() { central.stop() }
         air.shutdown()
         captures?.finish(air: air.air)
         sharedTime?.stop()

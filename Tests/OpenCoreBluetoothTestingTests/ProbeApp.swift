@@ -54,8 +54,14 @@ final class ProbeApp: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
 
     // MARK: CBCentralManagerDelegate
 
+    func readRSSI() {
+        queue.async { [self] in peripheral?.readRSSI() }
+    }
+
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
         add("state \(central.state.rawValue)")
+        // Apple: once Bluetooth is off or resetting, the peripherals obtained before are invalid; discover again.
+        if central.state != .poweredOn { peripheral = nil }
         if central.state == .poweredOn {
             central.scanForPeripherals(withServices: [service], options: [CBCentralManagerScanOptionAllowDuplicatesKey: true])
         }
@@ -96,6 +102,9 @@ final class ProbeApp: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     }
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {
         add("notifying \(characteristic.uuid) \(characteristic.isNotifying)" + Self.code(error))
+    }
+    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+        add("rssi" + Self.code(error))
     }
     func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {
         add("services modified")
