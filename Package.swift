@@ -175,7 +175,7 @@ let package = Package(
         .target(
             name: "OpenCoreBluetoothTesting",
             dependencies: ["OpenCoreBluetooth", "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT",
-                           "StackLauncher", "VirtualController", "SharedAir", "AdvertisingData", "BluetoothLE"],
+                           "StackLauncher", "VirtualController", "SharedAir", "AdvertisingData", "BluetoothLE", "L2CAP"],
             swiftSettings: strict
         ),
         // Recognises a packet of any layer and describes it field by field (used by `blue decode`).

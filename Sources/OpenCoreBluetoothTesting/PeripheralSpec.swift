@@ -32,6 +32,8 @@ public struct PeripheralSpec: Sendable {
     public var delegate: (any SimulatedPeripheralDelegate)?
     /// The ATT_MTU it offers (23...517): an iPhone's 185, Android's 517.
     public var attMTU = 517
+    /// The connection parameters it asks for once connected, when the link's are not within them (nil: none).
+    public var connectionParameters: SimulatedConnectionParameters?
     public var proximity: SimulatedProximity
 
     public init(proximity: SimulatedProximity = .near) {
@@ -68,6 +70,16 @@ public struct PeripheralSpec: Sendable {
             next.spec.services = services
             next.spec.delegate = delegate
             next.spec.attMTU = min(max(mtu, 23), 517)
+            return next
+        }
+
+        /// Asks the app's central for these connection parameters once connected, when the link's interval is not
+        /// within `interval` (L2CAP Connection Parameter Update Request, Vol 3 Part A §4.20).
+        public func requestingConnectionParameters(interval: ClosedRange<Duration>, latency: Int = 0,
+                                                   supervisionTimeout: Duration = .seconds(4)) -> Builder {
+            var next = self
+            next.spec.connectionParameters = SimulatedConnectionParameters(interval: interval, latency: latency,
+                                                                           supervisionTimeout: supervisionTimeout)
             return next
         }
 

@@ -1,4 +1,5 @@
 import BluetoothCore
+import L2CAP
 import BluetoothEngine
 import Foundation
 import GATT
@@ -165,25 +166,48 @@ extension SimulatedPeripheral {
         }
     }
 
+    /// Asks for the spec's connection parameters when the link's interval is not within them (as peripheral: L2CAP
+    /// Connection Parameter Update Request, Vol 3 Part A §4.20; the central answers and updates the link, §4.21).
+    private func askForParameters(_ connection: Connection) {
+        guard connection.role == .peripheral, let wanted = spec.connectionParameters else { return }
+        let range = L2CAPConnectionParameterUpdateRequest.intervalRange
+        let minimum = SimulatedConnectionParameters.units(wanted.interval.lowerBound, of: 1250, in: range)
+        let maximum = max(minimum, SimulatedConnectionParameters.units(wanted.interval.upperBound, of: 1250, in: range))
+        guard !(minimum...maximum).contains(connection.parameters.interval) else { return }
+        let request = L2CAPConnectionParameterUpdateRequest(
+            intervalMin: minimum, intervalMax: maximum,
+            peripheralLatency: UInt16(clamping: min(max(wanted.latency, 0), Int(L2CAPConnectionParameterUpdateRequest.maximumPeripheralLatency))),
+            timeoutMultiplier: SimulatedConnectionParameters.units(wanted.supervisionTimeout, of: 10_000,
+                                                                   in: L2CAPConnectionParameterUpdateRequest.timeoutRange))
+        stack.engine.requestConnectionParameterUpdate(connectionHandle: connection.handle, request, completion: nil)
+    }
+
     /// Follows the links and subscriptions; advertises again when a link ends.
     func watchEvents() {
         stack.engine.addEventHandler { [weak self] event in
             guard let self else { return }
             switch event {
             case .connected(let connection):
-                state.withLock { _ = $0.connections.insert(connection.handle) }
+                state.withLock { state in
+                    state.connections.insert(connection.handle)
+                    state.parameters[connection.handle] = connection.parameters
+                }
                 record(.connected)
+                askForParameters(connection)
                 let delegate = delegate
                 queue.async { delegate.peripheralDidConnect(self) }
             case .disconnected(let handle, _):
                 state.withLock { state in
                     state.connections.remove(handle)
                     state.subscriptions[handle] = nil
+                    state.parameters[handle] = nil
                 }
                 record(.disconnected)
                 let delegate = delegate
                 queue.async { delegate.peripheralDidDisconnect(self) }
                 readvertise()
+            case .connectionUpdated(let connection):
+                state.withLock { $0.parameters[connection.handle] = connection.parameters }
             case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
                 let characteristic = state.withLock { state in
                     state.subscriptions[connection.rawValue, default: [:]][valueHandle] = configuration

@@ -35,6 +35,8 @@ public final class SimulatedPeripheral: Sendable {
         /// Per connection: the value handles it enabled.
         var subscriptions: [UInt16: [UInt16: GATTClientConfiguration]] = [:]
         var advertising: AdvertisingContent?
+        /// Per connection: its parameters now.
+        var parameters: [UInt16: ConnectionParameters] = [:]
     }
 
     var delegate: any SimulatedPeripheralDelegate { spec.delegate ?? DefaultSimulatedPeripheralDelegate() }
@@ -63,6 +65,12 @@ public final class SimulatedPeripheral: Sendable {
 
     /// Whether a central is connected.
     public var isConnected: Bool { !state.withLock { $0.connections.isEmpty } }
+
+    /// The connection interval of its link to the app (the first one, when there are several; nil: not connected).
+    public var connectionInterval: Duration? {
+        state.withLock { $0.parameters.sorted { $0.key < $1.key }.first?.value.interval }
+            .map(SimulatedConnectionParameters.interval(units:))
+    }
 
     /// Whether a connected central has enabled notifications or indications of the characteristic.
     public func isSubscribed(_ characteristic: CBUUID) -> Bool {
@@ -143,6 +151,19 @@ public final class SimulatedPeripheral: Sendable {
             for service in spec.services { for characteristic in service.characteristics { state.values[characteristic.uuid] = characteristic.value } }
         }
         simulatePowerOn()
+    }
+
+    /// Forgets every bond it holds (a factory reset, or the user's "Forget This Device" on its side): an app that
+    /// paired with it still has its keys, and its next attempt to encrypt fails as iOS reports it
+    /// (`CBError.peerRemovedPairingInformation`); the app must forget the device and pair again.
+    public func simulateBondRemoval() async {
+        let host = stack.host
+        let bonds = await withCheckedContinuation { done in host.bonds { done.resume(returning: $0) } }
+        for bond in bonds {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                host.removeBond(identityAddress: bond.identityAddress) { _ in done.resume() }
+            }
+        }
     }
 
     /// Replaces its services (a firmware update), telling connected centrals with a Service Changed indication
