@@ -149,7 +149,7 @@ let package = Package(
         .target(
             name: "StackLauncher",
             dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
-                           "BlueZ", .product(name: "Logging", package: "swift-log")],
+                           "BlueZ", "L2CAP", "SMP", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // The modern async API: scanning and notifications as AsyncSequences, async GATT, declarative servers.
@@ -214,7 +214,8 @@ let package = Package(
         .executableTarget(name: "Seed002TutorialCentral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002TutorialCentral", swiftSettings: strict),
         .executableTarget(name: "Seed002TutorialPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002TutorialPeripheral", swiftSettings: strict),
         .executableTarget(name: "Seed003Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed003Central", swiftSettings: strict),
-        .executableTarget(name: "Seed004Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed004Central", swiftSettings: strict),
+        .target(name: "Seed004CentralApp", dependencies: ["OpenCoreBluetooth", "BluetoothRuntime"], path: "Examples/Seed004CentralApp", swiftSettings: strict),
+        .executableTarget(name: "Seed004Central", dependencies: ["Seed004CentralApp", "ExampleSupport"], path: "Examples/Seed004Central", swiftSettings: strict),
         .executableTarget(name: "ChatPeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/ChatPeripheral", swiftSettings: strict),
         // A CoreBluetooth L2CAP channel between two programs (publish, PSM characteristic, open, echo): the BlueZ
         // backend's kernel sockets are checked with it in the VM.
@@ -276,7 +277,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTestingTests",
             // blue: the captures' test replays the recording with it.
-            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "Seed001CentralApp", "Seed001PeripheralApp", "blue"],
+            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "Seed001CentralApp", "Seed001PeripheralApp", "Seed004CentralApp", "StackLauncher", "blue"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -62,7 +62,12 @@
 // each prompt goes to it; without one, NoInputNoOutput, Numeric Comparison and Just Works accepted, a passkey to
 // type cancelled (`OCBPairingAgent.accepting`). A manager of an app not allowed Bluetooth (OCBApplication's
 // authorization) opens no stack and is `.unauthorized`. A lost stack on the shared air's hub is `.resetting` while
-// the backend opens it again (EngineBackendStack.reopen), then `.poweredOn` or `.poweredOff`. Bonds live
+// the backend opens it again (EngineBackendStack.reopen), then `.poweredOn` or `.poweredOff`. Each provider carries
+// the system's Bluetooth switch (OCBSystemBluetooth), which every EngineBackendStack of its managers observes: off
+// takes the stack down (`.poweredOff`; a peripheral backend keeps its services and publishes them on the next
+// stack), on opens a new one, reset is `.resetting` then a new stack (services cleared); a controller that answers
+// no command within the host's command timeout (HostEvent.controllerError, unresponsiveController) is reset the same
+// way, as bluetoothd and the Linux kernel reset a hung chip. Bonds live
 // in memory for the process, or in files with a persistent local identity when OCB_BONDS is set (a directory path,
 // or any other value for the default directory). A peer that removed its bond surfaces as
 // `CBError.peerRemovedPairingInformation`; an SMP timeout as `.encryptionTimedOut`.

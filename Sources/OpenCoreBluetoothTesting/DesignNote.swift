@@ -7,10 +7,18 @@
 // `SimulatedPeripheral`s: one `LaunchedStack` each on a controller placed at their proximity from the origin, a
 // GATT database built from the declaration whose every value handle and CCCD is deferred (GATTDeferral), so each
 // request becomes a call of the test's `SimulatedPeripheralDelegate` and its `SimulatedResponse` is carried out
-// (answer, ATT error, delay on the stack's loop, no answer, disconnect).
+// (answer, ATT error, delay on the stack's loop, no answer, disconnect). A spec's personality (PlatformPersonality,
+// StackLauncher, shared with `blue serve --personality`) sets the host's ATT_MTU, data length and pairing, Android's
+// server rules (no automatic CCCD, one value in flight) and Linux's connection parameter request. Declared centrals
+// (`CentralSpec`) are `SimulatedCentral`s: one `LaunchedStack` each, wrapped in BluetoothLE's `BluetoothStack`, whose
+// async GATT client the test drives step by step (the kit translates UUIDs and errors to CoreBluetooth's words).
+//
+// The app's own Bluetooth: the world's provider carries an `OCBSystemBluetooth` switch (OpenCoreBluetooth) that every
+// backend's EngineBackendStack observes; the kit turns it (off, on, reset). A hung app controller is a controller
+// powered off without its host knowing: the host's next command times out, and EngineBackendStack resets.
 //
 // Who owns the state: each peripheral its own (values by UUID, handles, connections, subscriptions) behind a lock;
-// the world the list of peripherals and the exchange log. Which executor runs it: the peripheral's stack loop for
+// the world the lists of peripherals and centrals and the exchange log. Which executor runs it: the peripheral's stack loop for
 // everything the host reports (the deferral handler, events); the delegate is called on the peripheral's own
 // DispatchQueue, one request at a time, never inside the GATT server's request handling, so it may call the
 // peripheral's `simulate…` methods; answers go back to the stack's loop. World-level faults use the air's own

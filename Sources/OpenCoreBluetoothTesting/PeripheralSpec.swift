@@ -1,5 +1,6 @@
 public import Foundation
 import OpenCoreBluetooth
+public import StackLauncher
 
 /// A peripheral a test declares (GAP Peripheral role, Core 5.4 Vol 3 Part C §2.2.2.3): what it advertises and how
 /// often, its name, its GATT services, who answers the app's requests, the ATT_MTU it offers, and where it stands.
@@ -32,8 +33,11 @@ public struct PeripheralSpec: Sendable {
     public var delegate: (any SimulatedPeripheralDelegate)?
     /// The ATT_MTU it offers (23...517): an iPhone's 185, Android's 517.
     public var attMTU = 517
-    /// The connection parameters it asks for once connected, when the link's are not within them (nil: none).
+    /// The connection parameters it asks for once connected, when the link's are not within them (nil: none, or
+    /// what its personality asks for).
     public var connectionParameters: SimulatedConnectionParameters?
+    /// The platform whose Bluetooth stack it runs (nil: a plain accessory, our host's defaults).
+    public var personality: PlatformPersonality?
     public var proximity: SimulatedProximity
 
     public init(proximity: SimulatedProximity = .near) {
@@ -61,15 +65,28 @@ public struct PeripheralSpec: Sendable {
             return next
         }
 
-        /// A GATT server a central can connect to, answered by `delegate` (nil: every default), offering `mtu`.
+        /// A GATT server a central can connect to, answered by `delegate` (nil: every default), offering `mtu` (nil:
+        /// its personality's, else 517).
         public func connectable(name: String, services: [SimulatedService], delegate: (any SimulatedPeripheralDelegate)? = nil,
-                                mtu: Int = 517) -> Builder {
+                                mtu: Int? = nil) -> Builder {
             var next = self
             next.spec.isConnectable = true
             next.spec.name = name
             next.spec.services = services
             next.spec.delegate = delegate
-            next.spec.attMTU = min(max(mtu, 23), 517)
+            if let mtu { next.spec.attMTU = min(max(mtu, 23), 517) }
+            return next
+        }
+
+        /// Runs a platform's Bluetooth stack as the app meets it in the peripheral role (``PlatformPersonality``,
+        /// as `blue serve --personality`): its ATT_MTU (unless `connectable(mtu:)` gives one), data length and
+        /// pairing; on Android, the GATT server of `BluetoothGattServer` (a CCCD only where the test declares a 0x2902
+        /// descriptor, one value update in flight at a time); on Linux, the connection parameters the kernel asks
+        /// for (30–50 ms). Not simulated: the phones' 15-minute address rotation (tests are shorter).
+        public func personality(_ personality: PlatformPersonality) -> Builder {
+            var next = self
+            next.spec.personality = personality
+            next.spec.attMTU = personality.attMTU
             return next
         }
 

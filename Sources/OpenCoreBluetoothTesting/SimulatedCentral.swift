@@ -29,7 +29,7 @@ public final class SimulatedCentral: Sendable {
     /// 128-bit UUID is there, as CoreBluetooth's peripheral manager puts it), or after three reports without one
     /// (an advertiser with nothing to say in it). Fails after `limit`.
     public func scan(forService service: CBUUID? = nil, named name: String? = nil,
-                     within limit: Duration = .seconds(10)) async throws -> SimulatedAdvertisement {
+                     within limit: Duration = .seconds(30)) async throws -> SimulatedAdvertisement {
         let services = service.flatMap { try? BluetoothUUID(string: $0.uuidString) }.map { [$0] } ?? []
         let stack = stack
         let found = try await Self.within(limit, "no advertiser\(service.map { " of \($0.uuidString)" } ?? "")\(name.map { " named \($0)" } ?? "") was heard") {
@@ -51,7 +51,7 @@ public final class SimulatedCentral: Sendable {
 
     /// Connects to the advertiser (LE Create Connection), exchanges the ATT_MTU it offers and discovers every
     /// service and characteristic, as a phone's app does before anything else; fails after `limit`.
-    public func connect(_ advertisement: SimulatedAdvertisement, within limit: Duration = .seconds(10)) async throws -> SimulatedCentralLink {
+    public func connect(_ advertisement: SimulatedAdvertisement, within limit: Duration = .seconds(30)) async throws -> SimulatedCentralLink {
         let peripheral: Peripheral
         do {
             peripheral = try await stack.connect(to: advertisement.advertisement, timeout: limit)

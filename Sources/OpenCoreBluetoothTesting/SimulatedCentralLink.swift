@@ -114,7 +114,7 @@ public final class SimulatedNotifications: Sendable {
     public var received: [Data] { state.load().values }
 
     /// The next value not taken yet, waiting for it at most `limit` (nil: none came).
-    public func next(within limit: Duration = .seconds(10)) async -> Data? {
+    public func next(within limit: Duration = .seconds(30)) async -> Data? {
         let deadline = ContinuousClock.now + limit
         while true {
             let value = state.withLock { state -> Data? in

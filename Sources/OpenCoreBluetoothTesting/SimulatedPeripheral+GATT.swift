@@ -34,10 +34,13 @@ extension SimulatedPeripheral {
                         }
                         descriptors.append(GATTDescriptorDefinition(uuid: descriptorUUID, value: .stored(Array(descriptor.value))))
                     }
-                    definitions.append(GATTCharacteristicDefinition(
+                    var definition = GATTCharacteristicDefinition(
                         uuid: characteristicUUID, properties: properties, permissions: permissions, value: valueHandlers(),
                         descriptors: descriptors,
-                        subscriptionSecurity: characteristic.properties.subscriptionSecurity))
+                        subscriptionSecurity: characteristic.properties.subscriptionSecurity)
+                    // Android's BluetoothGattServer: the app adds the CCCD itself, or nobody can subscribe.
+                    if spec.personality?.appRunsTheGATTServer == true { definition.addsClientConfiguration = false }
+                    definitions.append(definition)
                 }
                 let handles = try database.add(GATTServiceDefinition(uuid: uuid, isPrimary: service.isPrimary, characteristics: definitions))
                 for (characteristic, assigned) in zip(service.characteristics, handles.characteristics) {
@@ -169,7 +172,14 @@ extension SimulatedPeripheral {
     /// Asks for the spec's connection parameters when the link's interval is not within them (as peripheral: L2CAP
     /// Connection Parameter Update Request, Vol 3 Part A §4.20; the central answers and updates the link, §4.21).
     private func askForParameters(_ connection: Connection) {
-        guard connection.role == .peripheral, let wanted = spec.connectionParameters else { return }
+        guard connection.role == .peripheral else { return }
+        guard let wanted = spec.connectionParameters else {
+            // The platform's own request (Linux), if any.
+            if let request = spec.personality?.connectionParameterRequest(for: connection.parameters) {
+                stack.engine.requestConnectionParameterUpdate(connectionHandle: connection.handle, request, completion: nil)
+            }
+            return
+        }
         let range = L2CAPConnectionParameterUpdateRequest.intervalRange
         let minimum = SimulatedConnectionParameters.units(wanted.interval.lowerBound, of: 1250, in: range)
         let maximum = max(minimum, SimulatedConnectionParameters.units(wanted.interval.upperBound, of: 1250, in: range))

@@ -35,6 +35,8 @@ public final class SimulatedPeripheral: Sendable {
         /// Per connection: the value handles it enabled.
         var subscriptions: [UInt16: [UInt16: GATTClientConfiguration]] = [:]
         var advertising: AdvertisingContent?
+        /// A value update not sent yet (Android's personality: one at a time).
+        var valueInFlight = false
         /// Per connection: its parameters now.
         var parameters: [UInt16: ConnectionParameters] = [:]
     }
@@ -101,19 +103,33 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     /// Changes the characteristic's value and notifies (or indicates) it to the subscribed centrals, as Nordic's
-    /// `simulateValueUpdate` (a characteristic the app never subscribed to is only changed).
-    public func simulateValueUpdate(_ data: Data, for characteristic: CBUUID, delivery: Delivery = .once) {
+    /// `simulateValueUpdate` (a characteristic the app never subscribed to is only changed). False when it was not
+    /// taken: no such characteristic, or, with Android's personality, the last value is not sent yet
+    /// (`ERROR_GATT_WRITE_REQUEST_BUSY`).
+    @discardableResult
+    public func simulateValueUpdate(_ data: Data, for characteristic: CBUUID, delivery: Delivery = .once) -> Bool {
+        // Android's notifyCharacteristicChanged refuses a value while the last is not sent (ERROR_GATT_WRITE_REQUEST_BUSY).
+        let oneInFlight = spec.personality?.appRunsTheGATTServer == true
         guard let handle = state.withLock({ state -> UInt16? in
+            guard let handle = state.characteristics.first(where: { $0.value.uuid == characteristic.uuidString })?.key else { return nil }
+            if oneInFlight {
+                guard !state.valueInFlight else { return nil }
+                state.valueInFlight = true
+            }
             state.values[characteristic.uuidString] = data
-            return state.characteristics.first { $0.value.uuid == characteristic.uuidString }?.key
-        }) else { return }
+            return handle
+        }) else { return false }
         let engine = stack.engine
         let times = switch delivery {
         case .once: 1
         case .dropped: 0
         case .duplicated: 2
         }
-        for _ in 0..<times { engine.updateValue(Array(data), handle: handle, to: nil, completion: nil) }
+        if times == 0 { state.withLock { $0.valueInFlight = false } }
+        for _ in 0..<times {
+            engine.updateValue(Array(data), handle: handle, to: nil) { [state] _ in state.withLock { $0.valueInFlight = false } }
+        }
+        return true
     }
 
     /// Ends every link from its side (LL_TERMINATE_IND, Remote User Terminated Connection), as Nordic's

@@ -96,6 +96,11 @@ public final class SimulatedWorld: Sendable {
     @discardableResult
     public func simulatePeripheral(_ spec: PeripheralSpec) async throws -> SimulatedPeripheral {
         var host = HostConfiguration()
+        if let personality = spec.personality {
+            personality.configure(&host)
+            // Tests are shorter than a phone's 15-minute rotation: the address the app sees stays (``address``).
+            host.security.privateAddressRotation = nil
+        }
         host.preferredATTMTU = spec.attMTU
         host.enhancedATTMTU = UInt16(spec.attMTU)
         let origin = AirPosition()
@@ -152,12 +157,14 @@ public final class SimulatedWorld: Sendable {
     }
 
     /// Waits until `condition` holds, checking it every 10 ms on `queue` (the app's delegate queue, so the app's
-    /// state is read where the app writes it; the main queue by default), at most `limit`: whether it held.
+    /// state is read where the app writes it; the main queue by default), at most `limit`: whether it held. The
+    /// default limit is generous (30 s): it costs nothing when the condition holds sooner, and a machine loaded by a
+    /// whole parallel test run is slow.
     ///
-    /// `limit` is world time: with virtual time (the default) the world runs ahead while the test waits here, so a
+    /// `limit` is world time: on a world with virtual time the world runs ahead while the test waits here, so a
     /// limit of 40 s around a 30-second timeout costs about 3 s of wall clock (at most `limit`, or a minute, of wall
     /// clock either way). With `OCB_TEST_CLOCK_TRACE` set, a wait that gives up prints the clock's state.
-    public func eventually(within limit: Duration = .seconds(10), on queue: DispatchQueue = .main,
+    public func eventually(within limit: Duration = .seconds(30), on queue: DispatchQueue = .main,
                            _ condition: @escaping @Sendable () -> Bool) async -> Bool {
         let check = {
             await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in queue.async { done.resume(returning: condition()) } }

@@ -19,7 +19,7 @@ import Testing
         #expect(world.bluetooth.power == .off)
         #expect(await world.eventually(on: app.queue) { app.log.contains("state \(CBManagerState.poweredOff.rawValue)") }, "\(app.log)")
         // The peripheral sees the app's device go silent: its link ends by supervision timeout.
-        #expect(await world.eventually(within: .seconds(15)) { world.exchanges.last?.kind == .disconnected }, "\(world.exchanges)")
+        #expect(await world.eventually(within: .seconds(30)) { world.exchanges.last?.kind == .disconnected }, "\(world.exchanges)")
         // iOS 10 and later: no didDisconnect when Bluetooth goes away.
         #expect(!app.log.contains { $0.hasPrefix("disconnected") }, "\(app.log)")
         // A manager made while Bluetooth is off starts .poweredOff (then released: the sensor takes one link).
@@ -29,7 +29,7 @@ import Testing
         }
 
         world.simulatePowerOn()
-        #expect(await world.eventually(within: .seconds(20), on: app.queue) { Self.count("ready", in: app.log) == 2 }, "\(app.log)")
+        #expect(await world.eventually(within: .seconds(30), on: app.queue) { Self.count("ready", in: app.log) == 2 }, "\(app.log)")
         let states = app.log.filter { $0.hasPrefix("state") }
         #expect(states == ["state 5", "state 4", "state 5"], "\(app.log)")
         #expect(world.exchanges.map(\.kind) == [.connected, .disconnected, .connected], "\(world.exchanges)")
@@ -41,7 +41,7 @@ import Testing
         defer { world.shutdown() }
         let (_, app) = try await SimulatedWorldTests.ready(sensor(), in: world)
         world.simulateReset()
-        #expect(await world.eventually(within: .seconds(20), on: app.queue) { Self.count("ready", in: app.log) == 2 }, "\(app.log)")
+        #expect(await world.eventually(within: .seconds(30), on: app.queue) { Self.count("ready", in: app.log) == 2 }, "\(app.log)")
         let states = app.log.filter { $0.hasPrefix("state") }
         #expect(states == ["state 5", "state 1", "state 5"], "\(app.log)")
         #expect(world.bluetooth.power == .on)
@@ -56,9 +56,9 @@ import Testing
         world.simulateUnresponsiveController()
         // Reading the RSSI is an HCI command (LE Read RSSI): it gets no answer.
         app.readRSSI()
-        #expect(await world.eventually(within: .seconds(20), on: app.queue) { app.log.contains("state \(CBManagerState.resetting.rawValue)") },
+        #expect(await world.eventually(within: .seconds(30), on: app.queue) { app.log.contains("state \(CBManagerState.resetting.rawValue)") },
                 "\(app.log)")
-        #expect(await world.eventually(within: .seconds(20), on: app.queue) { Self.count("ready", in: app.log) == 2 }, "\(app.log)")
+        #expect(await world.eventually(within: .seconds(30), on: app.queue) { Self.count("ready", in: app.log) == 2 }, "\(app.log)")
         let states = app.log.filter { $0.hasPrefix("state") }
         #expect(states == ["state 5", "state 1", "state 5"], "\(app.log)")
         // The silent controller's link timed out on the peripheral's side before the app connected again.

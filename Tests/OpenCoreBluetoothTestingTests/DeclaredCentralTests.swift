@@ -7,7 +7,7 @@ import Testing
 /// Apple's rule on a peripheral manager's services: kept through `.poweredOff`, gone through `.resetting`.
 @Suite struct DeclaredCentralTests {
     static func connect(_ phone: SimulatedCentral) async throws -> SimulatedCentralLink {
-        try await phone.connect(try await phone.scan(forService: probeService, within: .seconds(20)))
+        try await phone.connect(try await phone.scan(forService: probeService, within: .seconds(30)))
     }
 
     @Test("the app's answers reach the phone: a value, and an ATT error as CBATTError")
@@ -43,14 +43,14 @@ import Testing
         #expect(first.services.contains(probeService))
 
         world.simulatePowerOff()
-        #expect(await world.eventually(within: .seconds(15)) { !first.isConnected })
+        #expect(await world.eventually(within: .seconds(30)) { !first.isConnected })
         world.simulatePowerOn()
         let second = try await Self.connect(phone)
         #expect(second.services.contains(probeService), "\(second.services)")
         #expect(try await second.read(probeOpenUUID) == Data("open".utf8))
 
         world.simulateReset()
-        #expect(await world.eventually(within: .seconds(15)) { !second.isConnected })
+        #expect(await world.eventually(within: .seconds(30)) { !second.isConnected })
         let third = try await Self.connect(phone)
         // Apple: below .poweredOff the local database is cleared; this app did not add its service again.
         #expect(!third.services.contains(probeService), "\(third.services)")

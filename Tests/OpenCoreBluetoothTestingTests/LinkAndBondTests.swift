@@ -46,9 +46,9 @@ nonisolated(unsafe) let secretUUID = CBUUID(string: "F00D0004-0000-4000-8000-000
 
         await peripheral.simulateBondRemoval()
         peripheral.simulateDisconnection()
-        #expect(await world.eventually(within: .seconds(20), on: app.queue) { app.log.filter { $0 == "ready" }.count == 2 }, "\(app.log)")
+        #expect(await world.eventually(within: .seconds(30), on: app.queue) { app.log.filter { $0 == "ready" }.count == 2 }, "\(app.log)")
         app.read(secretUUID)
-        #expect(await world.eventually(within: .seconds(20), on: app.queue) {
+        #expect(await world.eventually(within: .seconds(30), on: app.queue) {
             app.log.contains { $0.contains("error \(CBError.Code.peerRemovedPairingInformation)") }
         }, "\(app.log)")
     }

@@ -51,7 +51,7 @@ final class ScriptedBehaviour: SimulatedPeripheralDelegate, @unchecked Sendable 
 /// plain CoreBluetooth code; each test has a world of its own (they run in parallel).
 @Suite struct SimulatedWorldTests {
     /// A world with `spec` on it and the app in it, once the app is ready.
-    static func ready(_ spec: PeripheralSpec, in world: SimulatedWorld, within limit: Duration = .seconds(20)) async throws
+    static func ready(_ spec: PeripheralSpec, in world: SimulatedWorld, within limit: Duration = .seconds(30)) async throws
         -> (SimulatedPeripheral, ProbeApp) {
         let peripheral = try await world.simulatePeripheral(spec)
         let app = world.run { ProbeApp(service: sensorService) }

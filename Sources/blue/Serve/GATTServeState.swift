@@ -12,7 +12,7 @@ import SMP
 import StackLauncher
 import BluetoothEngine
 
-/// What a platform's GATT server leaves to the app (``PeerPersonality``): ours answers at once and sends every
+/// What a platform's GATT server leaves to the app (``PlatformPersonality``): ours answers at once and sends every
 /// notification; Android's `BluetoothGattServer` hands every request to the app, adds no CCCD, and takes one
 /// notification at a time.
 struct ServeBehaviour: Sendable {
@@ -71,7 +71,7 @@ final class GATTServeState: Sendable {
     let stackBox = LockedValue<(any OpenedStack)?>(nil)
     let json: Bool
     let behaviour: ServeBehaviour
-    /// The connection parameters asked for once connected, as peripheral (``PeerPersonality/connectionParameterRequest(for:)``).
+    /// The connection parameters asked for once connected, as peripheral (``PlatformPersonality/connectionParameterRequest(for:)``).
     let parameterRequest: (@Sendable (ConnectionParameters) -> L2CAPConnectionParameterUpdateRequest?)?
 
     init(json: Bool, behaviour: ServeBehaviour = ServeBehaviour(),

@@ -60,7 +60,7 @@ struct Serve: ParsableCommand, Sendable {
             + "it asks for; as android, the app's GATT server: its own 2902 descriptors, every request answered by the app, "
             + "one notification in flight; README, \"Peer personalities\").",
         valueName: "platform"))
-    var personality: PeerPersonality?
+    var personality: PlatformPersonality?
 
     @Option(help: "A fixed passkey (0...999999): displayed, or typed when the central displays.")
     var passkey: UInt32?
@@ -140,9 +140,9 @@ struct Serve: ParsableCommand, Sendable {
         var host = HostConfiguration()
         host.security = securityConfiguration()
         if let personality {
-            host.preferredATTMTU = personality.attMTU
-            host.enhancedATTMTU = UInt16(personality.attMTU)
-            host.suggestedDataLength = personality.suggestedDataLength
+            personality.configure(&host)
+            // What the command line says wins over the personality.
+            host.security = securityConfiguration()
         }
         return host
     }
