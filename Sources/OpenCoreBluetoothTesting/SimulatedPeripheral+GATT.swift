@@ -81,7 +81,7 @@ extension SimulatedPeripheral {
                 state.withLock { $0.values[characteristic.uuid] = data }
                 record(.write(characteristic: characteristic.uuid, value: data, withResponse: false))
                 let delegate = delegate
-                queue.async { delegate.peripheral(self, didReceiveWriteCommandFor: characteristic, data: data) }
+                onDelegateQueue { delegate.peripheral(self, didReceiveWriteCommandFor: characteristic, data: data) }
                 return nil
             })
     }
@@ -100,7 +100,7 @@ extension SimulatedPeripheral {
             }
             guard let characteristic = state.withLock({ $0.characteristics[handle] }) else { return }
             if offset == 0 { record(.read(characteristic: characteristic.uuid)) }
-            queue.async { [self] in
+            onDelegateQueue { [self] in
                 answer(request, delegate.peripheral(self, didReceiveReadRequestFor: characteristic, offset: offset))
             }
         case .write(let handle, let value):
@@ -108,7 +108,7 @@ extension SimulatedPeripheral {
                 guard let characteristic = state.withLock({ $0.characteristics[valueHandle] }) else { return }
                 let enabled = value.contains { $0 != 0 }
                 record(.subscribe(characteristic: characteristic.uuid, enabled: enabled))
-                queue.async { [self] in
+                onDelegateQueue { [self] in
                     answer(request, delegate.peripheral(self, didReceiveSetNotifyRequest: enabled, for: characteristic).map { Data() })
                 }
                 return
@@ -132,7 +132,7 @@ extension SimulatedPeripheral {
     /// Writes the delegate accepts are kept; the first refusal is the answer.
     private func written(_ request: GATTPendingRequest, _ parts: [(SimulatedCharacteristic, Data)], _ delegate: any SimulatedPeripheralDelegate) {
         for (characteristic, data) in parts { record(.write(characteristic: characteristic.uuid, value: data, withResponse: true)) }
-        queue.async { [self] in
+        onDelegateQueue { [self] in
             var response = SimulatedResponse<Data>.success(Data())
             for (characteristic, data) in parts {
                 let answer = delegate.peripheral(self, didReceiveWriteRequestFor: characteristic, data: data).map { Data() }
@@ -205,7 +205,7 @@ extension SimulatedPeripheral {
                 record(.connected)
                 askForParameters(connection)
                 let delegate = delegate
-                queue.async { delegate.peripheralDidConnect(self) }
+                onDelegateQueue { delegate.peripheralDidConnect(self) }
             case .disconnected(let handle, _):
                 state.withLock { state in
                     state.connections.remove(handle)
@@ -214,7 +214,7 @@ extension SimulatedPeripheral {
                 }
                 record(.disconnected)
                 let delegate = delegate
-                queue.async { delegate.peripheralDidDisconnect(self) }
+                onDelegateQueue { delegate.peripheralDidDisconnect(self) }
                 readvertise()
             case .connectionUpdated(let connection):
                 state.withLock { $0.parameters[connection.handle] = connection.parameters }
@@ -225,7 +225,7 @@ extension SimulatedPeripheral {
                 }
                 guard let characteristic else { return }
                 let delegate = delegate
-                queue.async {
+                onDelegateQueue {
                     if configuration.isEmpty {
                         delegate.peripheral(self, didUnsubscribeFrom: characteristic)
                     } else {

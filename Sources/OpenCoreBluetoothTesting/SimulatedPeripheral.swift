@@ -23,6 +23,8 @@ public final class SimulatedPeripheral: Sendable {
     let queue: DispatchQueue
     let record: @Sendable (SimulatedExchange.Kind) -> Void
     let state = LockedValue(State())
+    /// The world's clock, when it is virtual.
+    let sharedTime: SharedTime?
 
     struct State {
         /// By value handle.
@@ -42,11 +44,22 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     var delegate: any SimulatedPeripheralDelegate { spec.delegate ?? DefaultSimulatedPeripheralDelegate() }
+
+    /// Runs `work` on the delegate's queue; on a world with virtual time, counted as the world's work, so the clock
+    /// does not skip ahead while the test's delegate is deciding an answer.
+    func onDelegateQueue(_ work: @escaping @Sendable () -> Void) {
+        if let sharedTime {
+            sharedTime.async(on: queue, work)
+        } else {
+            queue.async(execute: work)
+        }
+    }
     var label: String { spec.name ?? spec.advertisedName ?? address.string }
 
     init(spec: PeripheralSpec, stack: LaunchedStack, controller: VirtualController, origin: AirPosition,
-         record: @escaping @Sendable (SimulatedExchange.Kind) -> Void) {
+         sharedTime: SharedTime?, record: @escaping @Sendable (SimulatedExchange.Kind) -> Void) {
         self.spec = spec
+        self.sharedTime = sharedTime
         self.stack = stack
         self.controller = controller
         self.origin = origin

@@ -59,21 +59,25 @@ public final class SimulatedWorld: Sendable {
     /// managers offering `attMTU` (an iPhone's 185 by default, as the app meets on a phone) and answering pairing
     /// prompts with `pairingAgent` (none: Just Works, as a program that sets nothing). With `captureDirectory`
     /// (else `OCB_TEST_CAPTURES` when set), the air's every step is recorded there as `NAME.airrec` and its packets
-    /// as `NAME.pcap` (``captures``), finished by ``shutdown()``.
+    /// as `NAME.pcap` (``captures``), finished by ``shutdown()``, and every stack's HCI traffic (the app's managers'
+    /// and the declared devices') as `NAME.N-LABEL.btsnoop`.
     public init(seed: UInt64 = 1, application: OCBApplication = OCBApplication(), attMTU: Int = 185,
                 pairingAgent: OCBPairingAgent? = nil, name: String? = nil, time: Time = .wallClock,
                 captureDirectory: String? = ProcessInfo.processInfo.environment[SimulatedWorld.capturesEnvironmentVariable]) throws {
         sharedTime = time == .virtual ? SharedTime() : nil
-        // Spacing 0: the app's devices stand at the origin; peripherals are placed from it.
-        air = InProcessAir(seed: seed, spacing: 0, label: "OpenCoreBluetoothTesting.air", sharedTime: sharedTime)
+        let worldName = name ?? "world-\(UUID().uuidString.prefix(8).lowercased())"
+        let directory = captureDirectory.flatMap { $0.isEmpty ? nil : $0 }
+        // Spacing 0: the app's devices stand at the origin; peripherals are placed from it. With a capture folder,
+        // every stack's HCI goes to NAME.N-LABEL.btsnoop there.
+        air = InProcessAir(seed: seed, spacing: 0, label: "OpenCoreBluetoothTesting.air", sharedTime: sharedTime,
+                           snoopPathPrefix: directory.map { ($0 as NSString).appendingPathComponent(worldName) })
         self.application = application
         var provider = HostBackend.provider(.inProcess(air), application: application, preferredATTMTU: attMTU, pairingAgent: pairingAgent)
         // Known peers and restoration state in memory: a test leaves nothing in the user's files.
         provider.storesStateInFiles = false
         self.provider = provider
-        if let directory = captureDirectory, !directory.isEmpty {
-            captures = try SimulatedWorldCaptures(directory: directory, name: name ?? "world-\(UUID().uuidString.prefix(8).lowercased())",
-                                                  air: air.air, seed: seed)
+        if let directory {
+            captures = try SimulatedWorldCaptures(directory: directory, name: worldName, air: air.air, seed: seed)
         } else {
             captures = nil
         }
@@ -116,7 +120,8 @@ public final class SimulatedWorld: Sendable {
             throw SimulatedWorldError("the peripheral's controller is not on the air")
         }
         let name = spec.name ?? spec.advertisedName ?? "peripheral"
-        let peripheral = SimulatedPeripheral(spec: spec, stack: stack, controller: controller, origin: origin) { [log] kind in
+        let peripheral = SimulatedPeripheral(spec: spec, stack: stack, controller: controller, origin: origin,
+                                             sharedTime: sharedTime) { [log] kind in
             log.withLock { $0.append(SimulatedExchange(peripheral: name, kind: kind)) }
         }
         peripheral.watchEvents()

@@ -21,10 +21,16 @@ public final class InProcessAir: Sendable {
     /// The clock the air and every stack made on it follow, when it has one (a test kit's world).
     public let sharedTime: SharedTime?
 
-    /// An air at `spacing` metres between devices; with `sharedTime`, the air's loop and every stack's follow it.
+    /// Where every stack made on the air writes a btsnoop capture of its HCI traffic, unless its options name one:
+    /// `PREFIX.N-LABEL.btsnoop` for device N (nil: none).
+    public let snoopPathPrefix: String?
+
+    /// An air at `spacing` metres between devices; with `sharedTime`, the air's loop and every stack's follow it;
+    /// with `snoopPathPrefix`, every stack's HCI is captured.
     public init(seed: UInt64 = 1, configuration: AirConfiguration = AirConfiguration(), spacing: Double = 2,
-                label: String = "OpenCoreBluetooth.air", sharedTime: SharedTime? = nil) {
+                label: String = "OpenCoreBluetooth.air", sharedTime: SharedTime? = nil, snoopPathPrefix: String? = nil) {
         self.sharedTime = sharedTime
+        self.snoopPathPrefix = snoopPathPrefix
         let loop = DispatchEventLoop(label: label, sharedTime: sharedTime)
         eventLoop = loop
         air = VirtualAir(eventLoop: loop, seed: seed, configuration: configuration)
@@ -74,13 +80,17 @@ public final class InProcessAir: Sendable {
     func makeStack(options: StackLaunchOptions, position: AirPosition?, owned: Bool) async throws(StackLaunchError) -> LaunchedStack {
         var options = options
         if options.sharedTime == nil { options.sharedTime = sharedTime }
-        let controller = controllers.withLock { list -> VirtualController in
+        let (controller, number) = controllers.withLock { list -> (VirtualController, Int) in
             let number = list.count + 1
             let controller = VirtualController(
                 air: air, address: Self.address(forDevice: number),
                 position: position ?? AirHub.position(forDevice: number, spacing: spacing))
             list.append(controller)
-            return controller
+            return (controller, number)
+        }
+        if options.snoopPath == nil, let prefix = snoopPathPrefix {
+            let label = String(options.label.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" })
+            options.snoopPath = "\(prefix).\(number)-\(label).btsnoop"
         }
         return try await StackLauncher.launch(
             transport: VirtualControllerTransport(controller: controller), spec: .inProcess,

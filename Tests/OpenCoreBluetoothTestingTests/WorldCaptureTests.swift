@@ -55,5 +55,18 @@ import Testing
         let shown = try Self.run(blue, ["snoop", "show", captures.packetsPath])
         #expect(shown.status == 0, "\(shown.output.prefix(2000))")
         #expect(shown.output.contains("ATT") || shown.output.contains("Read"), "\(shown.output.prefix(2000))")
+        // Each stack's HCI: the peripheral's (device 1, declared first) and the app's central's.
+        let stacks = captures.stackCaptures
+        #expect(stacks.count == 2, "\(stacks)")
+        #expect(stacks.first?.hasSuffix("exchange.1-simulated.Sensor.btsnoop") == true, "\(stacks)")
+        #expect(stacks.last?.hasSuffix("exchange.2-OpenCoreBluetooth.central.btsnoop") == true, "\(stacks)")
+        for path in stacks {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(path): captures carry keys")
+            let decoded = try Self.run(blue, ["snoop", "show", path])
+            #expect(decoded.status == 0, "\(decoded.output.prefix(2000))")
+            // The app's write of 05 to the control point, as each side's host saw it.
+            #expect(decoded.output.contains("Write Request") && decoded.output.contains("05"), "\(path): \(decoded.output.prefix(3000))")
+        }
     }
 }
