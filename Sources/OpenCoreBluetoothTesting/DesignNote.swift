@@ -24,10 +24,12 @@
 // peripheral's `simulate…` methods; answers go back to the stack's loop. World-level faults use the air's own
 // operations (`VirtualController.position`, `setRadio`, `dropLinks`, the air's packet loss).
 //
-// Time: the wall clock by default; with `.virtual`, one `SharedTime` (BluetoothRuntime) for the world: the air's loop and every stack's (InProcessAir
+// Time: virtual by default (`.wallClock` on request): one `SharedTime` (BluetoothRuntime) for the world: the air's loop and every stack's (InProcessAir
 // hands it to each stack it makes) schedule their timers in its heap and count their jobs; the CoreBluetooth
-// managers' DeliveryGate counts each delegate call, and EngineBackendStack the opening of a stack. While the test
-// waits (`eventually`, `advance`) the clock jumps to the next timer when nothing is counted, capped by the wait's
-// horizon and a pace of 10× the wall clock (a faster pace let the world outrun work nobody counts under a
-// loaded full test run: not found yet); otherwise it follows the wall clock. `.wallClock` worlds (the default) keep
-// DispatchEventLoop's own continuous clock.
+// managers' DeliveryGate counts each delegate call, EngineBackendStack the opening of a stack, and a declared
+// peripheral each hop to its delegate's queue. While the test waits (`eventually`, `advance`) the clock jumps to the
+// next timer when nothing is counted, capped by the wait's horizon and a pace of 100× the wall clock; otherwise it
+// follows the wall clock. `eventually` checks its condition from a thread of its own and takes the world's time
+// before each check: a check answered late (a test process whose cooperative pool is starved) is followed by one
+// more, and the wait ends as soon as the condition holds — what once let the world run ahead of the app under a
+// loaded full test run. `.wallClock` worlds keep DispatchEventLoop's own continuous clock.

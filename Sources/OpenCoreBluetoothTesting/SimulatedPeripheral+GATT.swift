@@ -216,6 +216,8 @@ extension SimulatedPeripheral {
                 let delegate = delegate
                 onDelegateQueue { delegate.peripheralDidDisconnect(self) }
                 readvertise()
+            case .gattIndicationConfirmed, .gattIndicationFailed:
+                state.withLock { $0.valueInFlight = false }
             case .connectionUpdated(let connection):
                 state.withLock { $0.parameters[connection.handle] = connection.parameters }
             case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):

@@ -118,19 +118,20 @@ public final class SimulatedPeripheral: Sendable {
     /// Changes the characteristic's value and notifies (or indicates) it to the subscribed centrals, as Nordic's
     /// `simulateValueUpdate` (a characteristic the app never subscribed to is only changed). False when it was not
     /// taken: no such characteristic, or, with Android's personality, the last value is not sent yet
-    /// (`ERROR_GATT_WRITE_REQUEST_BUSY`).
+    /// (`ERROR_GATT_WRITE_REQUEST_BUSY`): a notification counts as sent once queued, an indication once the app's
+    /// stack confirmed it.
     @discardableResult
     public func simulateValueUpdate(_ data: Data, for characteristic: CBUUID, delivery: Delivery = .once) -> Bool {
         // Android's notifyCharacteristicChanged refuses a value while the last is not sent (ERROR_GATT_WRITE_REQUEST_BUSY).
         let oneInFlight = spec.personality?.appRunsTheGATTServer == true
-        guard let handle = state.withLock({ state -> UInt16? in
+        guard let (handle, indicates) = state.withLock({ state -> (UInt16, Bool)? in
             guard let handle = state.characteristics.first(where: { $0.value.uuid == characteristic.uuidString })?.key else { return nil }
             if oneInFlight {
                 guard !state.valueInFlight else { return nil }
                 state.valueInFlight = true
             }
             state.values[characteristic.uuidString] = data
-            return handle
+            return (handle, state.subscriptions.values.contains { $0[handle]?.contains(.indication) == true })
         }) else { return false }
         let engine = stack.engine
         let times = switch delivery {
@@ -140,7 +141,11 @@ public final class SimulatedPeripheral: Sendable {
         }
         if times == 0 { state.withLock { $0.valueInFlight = false } }
         for _ in 0..<times {
-            engine.updateValue(Array(data), handle: handle, to: nil) { [state] _ in state.withLock { $0.valueInFlight = false } }
+            // A notification is sent once queued (onNotificationSent); an indication once confirmed or failed (the
+            // events in watchEvents).
+            engine.updateValue(Array(data), handle: handle, to: nil) { [state] result in
+                if !indicates || ((try? result.get())?.isEmpty ?? true) { state.withLock { $0.valueInFlight = false } }
+            }
         }
         return true
     }

@@ -26,14 +26,16 @@ public final class SimulatedWorld: Sendable {
     public enum Time: Sendable {
         /// The world's air and stacks follow one clock that keeps the wall clock's pace, except while the test waits
         /// (``eventually(within:on:_:)``, ``advance(by:)``): then it jumps to the next timer whenever every stack
-        /// and the air are idle, so a 30-second ATT timeout passes in about 3 s (at most ten times the wall clock's
-        /// pace). Not yet the default: on a machine loaded by a whole test run, work the clock does not count
-        /// lets it run ahead of the app (a connection that takes 2 s of world time on a quiet machine took 35 s),
-        /// so waits need generous limits.
+        /// and the air are idle and the app has no delegate call pending, so a 30-second ATT timeout passes in about
+        /// 0.3 s (at most a hundred times the wall clock's pace). The default.
         case virtual
-        /// The wall clock: every second takes a second (the default).
+        /// The wall clock: every second takes a second (an app that times itself with its own
+        /// `DispatchQueue.asyncAfter` or `Timer`, which the world's clock does not drive).
         case wallClock
     }
+
+    /// How much faster than the wall clock a virtual world's time may run while the test waits.
+    static let virtualPace: Double = 100
 
     /// The clock of the world's loops (nil: the wall clock).
     let sharedTime: SharedTime?
@@ -62,9 +64,9 @@ public final class SimulatedWorld: Sendable {
     /// as `NAME.pcap` (``captures``), finished by ``shutdown()``, and every stack's HCI traffic (the app's managers'
     /// and the declared devices') as `NAME.N-LABEL.btsnoop`.
     public init(seed: UInt64 = 1, application: OCBApplication = OCBApplication(), attMTU: Int = 185,
-                pairingAgent: OCBPairingAgent? = nil, name: String? = nil, time: Time = .wallClock,
+                pairingAgent: OCBPairingAgent? = nil, name: String? = nil, time: Time = .virtual,
                 captureDirectory: String? = ProcessInfo.processInfo.environment[SimulatedWorld.capturesEnvironmentVariable]) throws {
-        sharedTime = time == .virtual ? SharedTime() : nil
+        sharedTime = time == .virtual ? SharedTime(maximumPace: Self.virtualPace) : nil
         let worldName = name ?? "world-\(UUID().uuidString.prefix(8).lowercased())"
         let directory = captureDirectory.flatMap { $0.isEmpty ? nil : $0 }
         // Spacing 0: the app's devices stand at the origin; peripherals are placed from it. With a capture folder,
@@ -167,29 +169,44 @@ public final class SimulatedWorld: Sendable {
     /// whole parallel test run is slow.
     ///
     /// `limit` is world time: on a world with virtual time the world runs ahead while the test waits here, so a
-    /// limit of 40 s around a 30-second timeout costs about 3 s of wall clock (at most `limit`, or a minute, of wall
-    /// clock either way). With `OCB_TEST_CLOCK_TRACE` set, a wait that gives up prints the clock's state.
+    /// limit of 40 s around a 30-second timeout costs about 0.3 s of wall clock (at most `limit`, or a minute, of
+    /// wall clock either way). The condition is checked from a thread of the wait's own, so the world stops skipping
+    /// ahead as soon as it holds, however busy the test process's thread pool is. With `OCB_TEST_CLOCK_TRACE` set, a wait that gives up prints the clock's state.
     public func eventually(within limit: Duration = .seconds(30), on queue: DispatchQueue = .main,
                            _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-        let check = {
-            await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in queue.async { done.resume(returning: condition()) } }
-        }
         let wallLimit = ContinuousClock.now + max(limit, .seconds(60))
         guard let sharedTime else {
             let deadline = ContinuousClock.now + limit
             while true {
-                if await check() { return true }
+                let held = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                    queue.async { done.resume(returning: condition()) }
+                }
+                if held { return true }
                 guard ContinuousClock.now < deadline else { return false }
                 try? await Task.sleep(for: .milliseconds(10))
             }
         }
         let deadline = sharedTime.now + limit
         let wallStart = ContinuousClock.now
-        let held = await sharedTime.waiting(until: deadline) {
-            while true {
-                if await check() { return true }
-                guard sharedTime.now < deadline, ContinuousClock.now < wallLimit else { return false }
-                try? await Task.sleep(for: .milliseconds(1))
+        // Checked from a thread of its own, not the cooperative pool: a pool starved by other tests would leave the
+        // world running to the wait's limit before the condition is seen; the wait ends the moment it holds.
+        sharedTime.beginWaiting(horizon: deadline)
+        let held = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            Thread.detachNewThread {
+                var held = false
+                while true {
+                    // The time before the check: a check that comes back late while the world moved on is followed
+                    // by one more, so a condition that came true in time is seen.
+                    let asOf = sharedTime.now
+                    if queue.sync(execute: condition) {
+                        held = true
+                        break
+                    }
+                    guard asOf < deadline, ContinuousClock.now < wallLimit else { break }
+                    usleep(1000)
+                }
+                sharedTime.endWaiting()
+                done.resume(returning: held)
             }
         }
         if !held, ProcessInfo.processInfo.environment["OCB_TEST_CLOCK_TRACE"] != nil {

@@ -52,7 +52,9 @@ struct ControllerLossTests {
         let status = await exitStatus(blue, sourceLocation: sourceLocation)
         #expect(status == 69, "\(command): \(String(describing: status)) \(blue.errors)", sourceLocation: sourceLocation)
         let lines = blue.errors.split(separator: "\n").filter { $0.contains("lost the controller") }
-        #expect(lines == ["blue \(command): lost the controller: \(transport) closed by the peer"[...]],
+        // One line; a hub killed with data it had not read yet resets the connection, which the line adds in
+        // parentheses ("... closed by the peer (Connection reset by peer (errno 104))").
+        #expect(lines.count == 1 && lines[0].hasPrefix("blue \(command): lost the controller: \(transport) closed by the peer"),
                 "\(command) stderr: \(blue.errors)", sourceLocation: sourceLocation)
     }
 
@@ -91,7 +93,7 @@ struct ControllerLossTests {
             let lines = seeker.errors.split(separator: "\n")
             // Lost while scanning; on a very busy machine maybe while its controller still initialised.
             #expect(lines.count == 1 && lines[0].contains(transport), "\(command): \(seeker.errors)")
-            #expect(lines.first.map { $0 == "blue \(command): lost the controller: \(transport) closed by the peer"
+            #expect(lines.first.map { $0.hasPrefix("blue \(command): lost the controller: \(transport) closed by the peer")
                                       || $0.contains("did not start") } == true, "\(command): \(seeker.errors)")
         }
     }
