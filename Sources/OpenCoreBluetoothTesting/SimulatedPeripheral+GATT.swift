@@ -220,6 +220,11 @@ extension SimulatedPeripheral {
                 state.withLock { $0.valueInFlight = false }
             case .connectionUpdated(let connection):
                 state.withLock { $0.parameters[connection.handle] = connection.parameters }
+                record(.connectionUpdated(interval: SimulatedConnectionParameters.interval(units: connection.parameters.interval)))
+            case .pairingCompleted(_, let outcome):
+                record(outcome.usedExistingBond ? .encryptedWithBond : .paired(secureConnections: outcome.secureConnections ?? false))
+            case .pairingFailed(_, let reason, let error):
+                record(.pairingFailed(reason: reason.map { "\($0)" } ?? error.reason))
             case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
                 let characteristic = state.withLock { state in
                     state.subscriptions[connection.rawValue, default: [:]][valueHandle] = configuration

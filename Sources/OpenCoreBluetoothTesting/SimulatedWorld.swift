@@ -144,6 +144,10 @@ public final class SimulatedWorld: Sendable {
     /// connects, reads, writes and subscribes when the test tells it to (``SimulatedCentral``).
     public func simulateCentral(_ spec: CentralSpec = CentralSpec()) async throws -> SimulatedCentral {
         var host = HostConfiguration()
+        if let personality = spec.personality {
+            personality.configure(&host)
+            host.security.privateAddressRotation = nil
+        }
         host.preferredATTMTU = spec.attMTU
         host.enhancedATTMTU = UInt16(spec.attMTU)
         let origin = AirPosition()
@@ -271,7 +275,12 @@ public final class SimulatedWorld: Sendable {
         for peripheral in peripherals.load() { peripheral.stop() }
         for central in centrals.load() { central.stop() }
         air.shutdown()
-        captures?.finish(air: air.air)
+        if let captures {
+            captures.finish(air: air.air)
+            // Where the evidence is, in the test's output.
+            let files = [captures.recordingPath, captures.packetsPath] + captures.stackCaptures
+            FileHandle.standardError.write(Data("SimulatedWorld \(captures.name): captures in \(captures.directory): \(files.map { ($0 as NSString).lastPathComponent }.joined(separator: ", "))\n".utf8))
+        }
         sharedTime?.stop()
     }
 }

@@ -15,7 +15,7 @@ import Testing
         let world = try SimulatedWorld()
         defer { world.shutdown() }
         let app = world.run { ProbePeripheralApp() }
-        let phone = try await world.simulateCentral(CentralSpec(name: "Pixel", proximity: .far, attMTU: 517))
+        let phone = try await world.simulateCentral(CentralSpec(name: "Pixel", proximity: .far, personality: .android))
         let found = try await phone.scan(forService: probeService)
         // 30 m away: about −70 dBm.
         #expect((-80 ... -60).contains(found.rssi), "\(found)")

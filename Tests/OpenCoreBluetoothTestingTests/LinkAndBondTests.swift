@@ -23,6 +23,8 @@ nonisolated(unsafe) let secretUUID = CBUUID(string: "F00D0004-0000-4000-8000-000
         let (peripheral, app) = try await SimulatedWorldTests.ready(spec, in: world)
         #expect(await world.eventually { (peripheral.connectionInterval ?? .zero) >= .milliseconds(100) }, "\(String(describing: peripheral.connectionInterval))")
         #expect(peripheral.connectionInterval.map { $0 <= .milliseconds(125) } == true)
+        #expect(world.exchanges.contains { if case .connectionUpdated(let interval) = $0.kind { interval >= .milliseconds(100) } else { false } },
+                "\(world.exchanges)")
         // The link still works at the new pace.
         app.read(levelUUID)
         #expect(await world.eventually(on: app.queue) { app.log.contains("value \(levelUUID) 01") }, "\(app.log)")
@@ -51,5 +53,10 @@ nonisolated(unsafe) let secretUUID = CBUUID(string: "F00D0004-0000-4000-8000-000
         #expect(await world.eventually(within: .seconds(30), on: app.queue) {
             app.log.contains { $0.contains("error \(CBError.Code.peerRemovedPairingInformation)") }
         }, "\(app.log)")
+        // The log: paired (LE Secure Connections, as CoreBluetooth does), then read. (The forgotten bond's failure is
+        // the app's: the peripheral only answered its key request with a negative reply.)
+        let kinds = world.exchanges.map(\.kind)
+        let paired = kinds.firstIndex(of: .paired(secureConnections: true)), read = kinds.firstIndex(of: .read(characteristic: secretUUID.uuidString))
+        #expect(paired != nil && read != nil && paired! < read!, "\(world.exchanges)")
     }
 }
