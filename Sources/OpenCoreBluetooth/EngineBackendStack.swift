@@ -29,6 +29,8 @@ final class EngineBackendStack: SystemBluetoothObserver {
         var closed = false
         /// The system's Bluetooth is off: no stack is opened until it is on again.
         var switchedOff = false
+        /// Stacks being opened (a switch turned on meanwhile does not open another).
+        var opening = 0
         var air: InProcessAir?
         /// What ``run(events:prepare:forget:state:)`` was given, once it was.
         var lifecycle: BackendLifecycle?
@@ -71,6 +73,7 @@ final class EngineBackendStack: SystemBluetoothObserver {
         var sharedTime: SharedTime?
         if case .inProcess(let air) = transport { sharedTime = air.sharedTime }
         sharedTime?.began()
+        state.withLock { $0.opening += 1 }
         Task { [self] in
             defer { sharedTime?.ended() }
             var options = StackLaunchOptions(label: label)
@@ -106,6 +109,7 @@ final class EngineBackendStack: SystemBluetoothObserver {
                 // reads them; bluetoothd does not tell them, so its stacks leave the answer as it was).
                 if stack.controllerInfo.version != nil { HostBackend.lastController.store(stack.controllerInfo) }
                 let keep = state.withLock { state -> Bool in
+                    state.opening -= 1
                     guard !state.closed, !state.switchedOff else { return false }
                     state.stack = stack
                     return true
@@ -116,6 +120,7 @@ final class EngineBackendStack: SystemBluetoothObserver {
                 }
                 stack.engine.eventLoop.execute { ready(stack) }
             case .failure(let error):
+                state.withLock { $0.opening -= 1 }
                 if !quietly { Log.coreBluetooth.error("no Bluetooth stack: \(error.reason)") }
                 ready(nil)
             }
@@ -264,13 +269,13 @@ final class EngineBackendStack: SystemBluetoothObserver {
     }
 
     func systemBluetoothChanged(_ change: OCBSystemBluetooth.Change) {
-        let (stack, lifecycle) = state.withLock { state -> ((any OpenedStack)?, BackendLifecycle?) in
-            guard !state.closed else { return (nil, nil) }
+        let (stack, lifecycle, opening) = state.withLock { state -> ((any OpenedStack)?, BackendLifecycle?, Bool) in
+            guard !state.closed else { return (nil, nil, false) }
             let wasOff = state.switchedOff
             state.switchedOff = change == .turnedOff
             // Turned on while a stack is open (it never went off): nothing to do.
-            if change == .turnedOn, !wasOff { return (nil, nil) }
-            return (state.stack, state.lifecycle)
+            if change == .turnedOn, !wasOff { return (nil, nil, false) }
+            return (state.stack, state.lifecycle, state.opening > 0)
         }
         guard let lifecycle else { return }
         switch change {
@@ -279,13 +284,15 @@ final class EngineBackendStack: SystemBluetoothObserver {
             if let stack {
                 stack.engine.eventLoop.execute { [self] in takeDown(stack, to: newState, reopening: change == .reset) }
             } else {
-                // Still opening (the opened stack will not be kept) or already off.
+                // Still opening or already off. Off: the stack being opened will not be kept. Reset: the stack
+                // being opened is a new one already.
                 lifecycle.forget(newState)
                 lifecycle.state(newState)
-                if change == .reset { start(lifecycle, failing: .poweredOff) }
+                if change == .reset, !opening { start(lifecycle, failing: .poweredOff) }
             }
         case .turnedOn:
-            start(lifecycle, failing: .poweredOff)
+            // A stack still being opened from before the switch went off is kept now.
+            if !opening { start(lifecycle, failing: .poweredOff) }
         }
     }
 

@@ -101,26 +101,9 @@ public final class SimulatedWorld: Sendable {
     /// says so (Nordic's `CBMCentralManagerMock.simulatePeripherals`).
     @discardableResult
     public func simulatePeripheral(_ spec: PeripheralSpec) async throws -> SimulatedPeripheral {
-        var host = HostConfiguration()
-        if let personality = spec.personality {
-            personality.configure(&host)
-            // Tests are shorter than a phone's 15-minute rotation: the address the app sees stays (``address``).
-            host.security.privateAddressRotation = nil
-        }
-        host.preferredATTMTU = spec.attMTU
-        host.enhancedATTMTU = UInt16(spec.attMTU)
+        let (stack, controller) = try await declaredDevice(role: "peripheral", label: spec.name ?? "peripheral",
+                                                           personality: spec.personality, attMTU: spec.attMTU, proximity: spec.proximity)
         let origin = AirPosition()
-        let stack: LaunchedStack
-        do {
-            stack = try await air.makeStack(options: StackLaunchOptions(host: host, label: "simulated.\(spec.name ?? "peripheral")"),
-                                            position: AirPosition(x: origin.x + spec.proximity.distance, y: origin.y))
-        } catch {
-            throw SimulatedWorldError("the peripheral's stack did not start: \(error)")
-        }
-        guard let controller = air.controller(of: stack.controllerInfo.publicAddress) else {
-            stack.shutdown()
-            throw SimulatedWorldError("the peripheral's controller is not on the air")
-        }
         let name = spec.name ?? spec.advertisedName ?? "peripheral"
         let peripheral = SimulatedPeripheral(spec: spec, stack: stack, controller: controller, origin: origin,
                                              sharedTime: sharedTime) { [log] kind in
@@ -143,28 +126,39 @@ public final class SimulatedWorld: Sendable {
     /// Puts a declared central on the air (``CentralSpec``), to drive an app that is a peripheral: it scans,
     /// connects, reads, writes and subscribes when the test tells it to (``SimulatedCentral``).
     public func simulateCentral(_ spec: CentralSpec = CentralSpec()) async throws -> SimulatedCentral {
-        var host = HostConfiguration()
-        if let personality = spec.personality {
-            personality.configure(&host)
-            host.security.privateAddressRotation = nil
-        }
-        host.preferredATTMTU = spec.attMTU
-        host.enhancedATTMTU = UInt16(spec.attMTU)
+        let (stack, controller) = try await declaredDevice(role: "central", label: spec.name, personality: spec.personality,
+                                                           attMTU: spec.attMTU, proximity: spec.proximity)
         let origin = AirPosition()
-        let stack: LaunchedStack
-        do {
-            stack = try await air.makeStack(options: StackLaunchOptions(host: host, label: "simulated.\(spec.name)"),
-                                            position: AirPosition(x: origin.x + spec.proximity.distance, y: origin.y))
-        } catch {
-            throw SimulatedWorldError("the central's stack did not start: \(error)")
-        }
-        guard let controller = air.controller(of: stack.controllerInfo.publicAddress) else {
-            stack.shutdown()
-            throw SimulatedWorldError("the central's controller is not on the air")
-        }
         let central = SimulatedCentral(spec: spec, stack: stack, controller: controller, origin: origin)
         centrals.withLock { $0.append(central) }
         return central
+    }
+
+    /// A declared device's stack on a controller of its own at `proximity` from the app: the platform's host
+    /// settings (without its address rotation: tests are shorter than a phone's 15 minutes, and the address the
+    /// app sees stays) and `attMTU`.
+    private func declaredDevice(role: String, label: String, personality: PlatformPersonality?, attMTU: Int,
+                                proximity: SimulatedProximity) async throws -> (LaunchedStack, VirtualController) {
+        var host = HostConfiguration()
+        if let personality {
+            personality.configure(&host)
+            host.security.privateAddressRotation = nil
+        }
+        host.preferredATTMTU = attMTU
+        host.enhancedATTMTU = UInt16(attMTU)
+        let origin = AirPosition()
+        let stack: LaunchedStack
+        do {
+            stack = try await air.makeStack(options: StackLaunchOptions(host: host, label: "simulated.\(label)"),
+                                            position: AirPosition(x: origin.x + proximity.distance, y: origin.y))
+        } catch {
+            throw SimulatedWorldError("the \(role)'s stack did not start: \(error)")
+        }
+        guard let controller = air.controller(of: stack.controllerInfo.publicAddress) else {
+            stack.shutdown()
+            throw SimulatedWorldError("the \(role)'s controller is not on the air")
+        }
+        return (stack, controller)
     }
 
     /// Waits until `condition` holds, checking it every 10 ms on `queue` (the app's delegate queue, so the app's

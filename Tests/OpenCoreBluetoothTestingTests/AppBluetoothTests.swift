@@ -65,4 +65,21 @@ import Testing
         let kinds = world.exchanges.map(\.kind)
         #expect(kinds.filter { $0 == .connected }.count == 2 && kinds.contains(.disconnected), "\(world.exchanges)")
     }
+
+    @Test("switched off and on again while the app's first stack is still opening: one stack, .poweredOn, ready once")
+    func switchedWhileOpening() async throws {
+        let world = try SimulatedWorld()
+        defer { world.shutdown() }
+        try await world.simulatePeripheral(sensor())
+        let app = world.run { ProbeApp(service: sensorService) }
+        world.simulatePowerOff()
+        world.simulatePowerOn()
+        #expect(await world.eventually(on: app.queue) { app.log.contains("ready") }, "\(app.log)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(app.log.filter { $0 == "ready" }.count == 1, "\(app.log)")
+        #expect(app.log.last == "ready" || app.log.filter { $0.hasPrefix("state") }.last == "state 5", "\(app.log)")
+        // One device of the app's on the air, besides the sensor: no stack opened twice.
+        let powered = world.air.allControllers.count
+        #expect(powered == 2, "\(powered) controllers")
+    }
 }

@@ -4,13 +4,7 @@ import OpenCoreBluetoothTesting
 import Seed001PeripheralApp
 import Testing
 
-/// The seed's BlueEar calls of its peripheral app, kept in order.
-final class PeripheralEventLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [PeripheralApp.Event] = []
-    func add(_ event: PeripheralApp.Event) { lock.withLock { list.append(event) } }
-    var events: [PeripheralApp.Event] { lock.withLock { list } }
-}
+typealias PeripheralEventLog = EventLog<PeripheralApp.Event>
 
 /// Issue 28 items 2 and 7: seed 001's iOS peripheral app, its BluetoothManager unchanged
 /// (Examples/Seed001PeripheralApp), tested with a central declared in the test (``SimulatedCentral``): the seed's

@@ -34,19 +34,19 @@ final class BlueEarPeripheral: SimulatedPeripheralDelegate, @unchecked Sendable 
     }
 }
 
-/// The seed's BlueEar calls, kept in order.
-final class EventLog: @unchecked Sendable {
+/// A seed's BlueEar calls, kept in order.
+final class EventLog<Event: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var list: [CentralApp.Event] = []
-    func add(_ event: CentralApp.Event) { lock.withLock { list.append(event) } }
-    var events: [CentralApp.Event] { lock.withLock { list } }
+    private var list: [Event] = []
+    func add(_ event: Event) { lock.withLock { list.append(event) } }
+    var events: [Event] { lock.withLock { list } }
 }
 
 /// Issue 28 item 7: seed 001's macOS central, its BluetoothManager unchanged (Examples/Seed001CentralApp), tested with
 /// the kit against a declared peripheral, which behaves and then misbehaves.
 @Suite struct Seed001WithKitTests {
     /// The seed's app made on the main queue (its manager's delegate queue is nil: main) inside the world.
-    static func start(in world: SimulatedWorld, log: EventLog) async -> CentralApp {
+    static func start(in world: SimulatedWorld, log: EventLog<CentralApp.Event>) async -> CentralApp {
         await withCheckedContinuation { (done: CheckedContinuation<UnsafeTransfer<CentralApp>, Never>) in
             DispatchQueue.main.async {
                 // The seed's button: scan() creates the central manager, so it runs in the world too.
@@ -65,7 +65,7 @@ final class EventLog: @unchecked Sendable {
         let world = try SimulatedWorld()
         defer { world.shutdown() }
         try await world.simulatePeripheral(BlueEarPeripheral.spec())
-        let log = EventLog()
+        let log = EventLog<CentralApp.Event>()
         let app = await Self.start(in: world, log: log)
         #expect(await world.eventually { log.events.contains(.didDisconnectPeripheral(name: "iPhone")) }, "\(log.events) \(world.clockSummary)")
         #expect(log.events == [.didStartConfiguration, .didStartScanningPeripherals, .didConnectPeripheral(name: "Peripheral - iOS"),
@@ -84,7 +84,7 @@ final class EventLog: @unchecked Sendable {
         let world = try SimulatedWorld()
         defer { world.shutdown() }
         try await world.simulatePeripheral(BlueEarPeripheral.spec(answer: .error(.writeNotPermitted)))
-        let log = EventLog()
+        let log = EventLog<CentralApp.Event>()
         let app = await Self.start(in: world, log: log)
         #expect(await world.eventually { log.events.contains(.didDisconnectPeripheral(name: "iPhone")) }, "\(log.events) \(world.clockSummary)")
         #expect(log.events.contains(.didSendData))
