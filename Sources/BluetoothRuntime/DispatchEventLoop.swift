@@ -27,8 +27,7 @@ public final class DispatchEventLoop: EventLoop, SerialExecutor, @unchecked Send
     public var inEventLoop: Bool { DispatchQueue.getSpecific(key: key) == ObjectIdentifier(self) }
 
     public func execute(_ job: @escaping @Sendable () -> Void) {
-        guard let sharedTime else { return queue.async(execute: job) }
-        sharedTime.async(on: queue, job)
+        queue.async(countedBy: sharedTime, execute: job)
     }
 
     @discardableResult
@@ -50,8 +49,7 @@ public final class DispatchEventLoop: EventLoop, SerialExecutor, @unchecked Send
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
-        guard let sharedTime else { return queue.async { unowned.runSynchronously(on: executor) } }
-        sharedTime.async(on: queue) { unowned.runSynchronously(on: executor) }
+        queue.async(countedBy: sharedTime) { unowned.runSynchronously(on: executor) }
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {

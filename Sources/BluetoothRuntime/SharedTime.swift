@@ -230,3 +230,13 @@ public final class SharedTime: @unchecked Sendable {
         condition.unlock()
     }
 }
+
+extension DispatchQueue {
+    /// `work` on this queue, counted by `time` until it ran when there is one (a test kit's world: its clock must not
+    /// skip ahead while the work waits), else plainly queued.
+    @inlinable
+    public func async(countedBy time: SharedTime?, execute work: @escaping @Sendable () -> Void) {
+        guard let time else { return async(execute: work) }
+        time.async(on: self, work)
+    }
+}

@@ -22,17 +22,11 @@ final class DeliveryGate: Sendable {
         self.sharedTime = sharedTime
     }
 
-    /// `work` on the queue, counted by the shared clock until it ran.
-    private func enqueue(_ work: @escaping @Sendable () -> Void) {
-        guard let sharedTime else { return queue.async(execute: work) }
-        sharedTime.async(on: queue, work)
-    }
-
     /// Queues `work`, or holds it (drops it when `discardable`) while the gate is closed.
     func deliver(discardable: Bool = false, _ work: @escaping @Sendable () -> Void) {
         state.withLock { state in
             if state.open {
-                enqueue(work)
+                queue.async(countedBy: sharedTime, execute: work)
             } else if !discardable {
                 state.held.append(work)
             }
@@ -44,7 +38,7 @@ final class DeliveryGate: Sendable {
         state.withLock { state in
             state.open = open
             guard open else { return }
-            for work in state.held { enqueue(work) }
+            for work in state.held { queue.async(countedBy: sharedTime, execute: work) }
             state.held = []
         }
     }

@@ -48,11 +48,7 @@ public final class SimulatedPeripheral: Sendable {
     /// Runs `work` on the delegate's queue; on a world with virtual time, counted as the world's work, so the clock
     /// does not skip ahead while the test's delegate is deciding an answer.
     func onDelegateQueue(_ work: @escaping @Sendable () -> Void) {
-        if let sharedTime {
-            sharedTime.async(on: queue, work)
-        } else {
-            queue.async(execute: work)
-        }
+        queue.async(countedBy: sharedTime, execute: work)
     }
     var label: String { spec.name ?? spec.advertisedName ?? address.string }
 

@@ -43,9 +43,11 @@ public final class SimulatedWorldCaptures: Sendable {
     /// The btsnoop captures of the world's stacks so far, one per stack (the app's managers' and the declared
     /// devices'), in the order they started.
     public var stackCaptures: [String] {
+        // NAME.N-LABEL.btsnoop: in the order of N, the device's number on the air.
+        func device(_ file: String) -> Int { Int(file.dropFirst(name.count + 1).prefix(while: \.isNumber)) ?? 0 }
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return files.filter { $0.hasPrefix(name + ".") && $0.hasSuffix(".btsnoop") }
-            .sorted { (Int($0.dropFirst(name.count + 1).prefix { $0.isNumber }) ?? 0) < (Int($1.dropFirst(name.count + 1).prefix { $0.isNumber }) ?? 0) }
+            .sorted { device($0) < device($1) }
             .map { (directory as NSString).appendingPathComponent($0) }
     }
 
