@@ -204,8 +204,9 @@ private func makeServices() -> [CBMutableService] {
         let scanOptions = try #require(state[CBCentralManagerRestoredStateScanOptionsKey] as? [String: Any])
         #expect((scanOptions[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber) == NSNumber(value: false))
         let restoredPeripheral = try #require(app2.peripherals.value.first)
-        // The GAP Device Name read when the link was made again (advertised: "Restorable").
-        #expect(restoredPeripheral.name == EnginePeripheralBackend.deviceName)
+        // The GAP Device Name, read once the link is made again (advertised: "Restorable"); the read follows
+        // didConnect, as on iOS (peripheralDidUpdateName), so it is awaited rather than expected at once.
+        #expect(await eventually { log2.queue.sync { restoredPeripheral.name } == EnginePeripheralBackend.deviceName })
         #expect(restoredPeripheral.state == .connected)
         #expect(central2.misuseLog == [])
 
