@@ -31,7 +31,9 @@ let package = Package(
         .library(name: "SharedAir", targets: ["SharedAir"]),
         .library(name: "BluetoothEngine", targets: ["BluetoothEngine"]),
         .library(name: "Host", targets: ["Host"]),
+        .library(name: "ServiceEngine", targets: ["ServiceEngine"]),
         .library(name: "StackLauncher", targets: ["StackLauncher"]),
+        .library(name: "BluetoothService", targets: ["BluetoothService"]),
         .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
         .library(name: "OpenCoreBluetooth", targets: ["OpenCoreBluetooth"]),
         .library(name: "OpenCoreBluetoothTesting", targets: ["OpenCoreBluetoothTesting"]),
@@ -134,6 +136,14 @@ let package = Package(
             dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime", "HCI", "ATT", "GATT", "L2CAP", "SMP", "AdvertisingData"],
             swiftSettings: strict
         ),
+        // The service engine: the seam's calls and events over a UNIX socket to the per-user Bluetooth service,
+        // which runs our host for programs that outlive themselves (the wire protocol and the program's side).
+        .target(
+            name: "ServiceEngine",
+            dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime", "BluetoothEngine", "HCI", "ATT", "GATT", "L2CAP",
+                           "AdvertisingData", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strict
+        ),
         // The host stack: HCI command pipe, ACL flow control, connections, GAP; wires L2CAP, ATT/GATT, SMP.
         .target(
             name: "Host",
@@ -149,7 +159,15 @@ let package = Package(
         .target(
             name: "StackLauncher",
             dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
-                           "BlueZ", "L2CAP", "SMP", .product(name: "Logging", package: "swift-log")],
+                           "BlueZ", "L2CAP", "SMP", "ServiceEngine", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // The per-user Bluetooth service (`blue service`): keeps programs' stacks, also after the program dies.
+        .target(
+            name: "BluetoothService",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "ServiceEngine", "StackLauncher", "SharedAir", "GATT",
+                           "SystemInterface", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The modern async API: scanning and notifications as AsyncSequences, async GATT, declarative servers.
@@ -189,7 +207,7 @@ let package = Package(
             dependencies: ["BluetoothEngine",
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "LinkLayer", "VirtualController", "SharedAir",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
-                "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics",
+                "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics", "BluetoothService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

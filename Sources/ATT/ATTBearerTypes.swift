@@ -11,8 +11,8 @@ public struct ATTBearerRequestID: Hashable, Sendable, Comparable, CustomStringCo
 
 /// Why an operation on an ``ATTBearer`` failed: a machine-readable ``Code`` and a reason in words
 /// (Core 5.4 Vol 3 Part F §3.3.3 for the timeout, §3.4.1.1 for Error Responses).
-public struct ATTBearerError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Hashable, Sendable, CaseIterable {
+public struct ATTBearerError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
+    public enum Code: String, Hashable, Sendable, Codable, CaseIterable {
         /// The peer answered with an Error Response (``ATTBearerError/attError`` and ``ATTBearerError/handle``).
         case errorResponse
         /// No response (or confirmation) within 30 s: the bearer is dead (§3.3.3).

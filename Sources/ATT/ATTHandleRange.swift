@@ -6,7 +6,7 @@ public import BluetoothCore
 /// Any pair decodes. A server must answer a range whose starting handle is 0x0000 or greater than its ending
 /// handle with an Error Response *Invalid Handle* naming the starting handle: check ``isValid`` (or call
 /// ``ATTPDU/validate()``, which does it for every request).
-public struct ATTHandleRange: Hashable, Sendable, CustomStringConvertible {
+public struct ATTHandleRange: Hashable, Sendable, CustomStringConvertible, Codable {
     public var start: UInt16
     public var end: UInt16
 
@@ -41,7 +41,7 @@ public struct ATTHandlesInformation: Hashable, Sendable {
 
 /// A handle and an attribute value: a Read By Type Response element (Core 5.4 Vol 3 Part F §3.4.4.2) or a
 /// Multiple Handle Value Notification tuple (§3.4.7.4).
-public struct ATTHandleValue: Hashable, Sendable {
+public struct ATTHandleValue: Hashable, Sendable, Codable {
     public var handle: UInt16
     public var value: [UInt8]
 

@@ -214,7 +214,7 @@ public struct ATTReadByGroupTypeResponse: Hashable, Sendable {
 /// A Value Length + Value tuple of the Read Multiple Variable Response (Core 5.4 Vol 3 Part F §3.4.4.12,
 /// Table 3.25). ``length`` is the length the server announced; ``value`` can be shorter in the last tuple of a
 /// response cut at ATT_MTU − 1 octets (``isTruncated``).
-public struct ATTLengthValue: Hashable, Sendable {
+public struct ATTLengthValue: Hashable, Sendable, Codable {
     /// The Value Length field.
     public let length: UInt16
     /// The value octets present in the PDU.

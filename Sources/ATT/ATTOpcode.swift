@@ -4,7 +4,7 @@ public import BluetoothCore
 ///
 /// The octet is an open code: bits 0–5 are the method, bit 6 the *Command Flag* and bit 7 the *Authentication
 /// Signature Flag*. Unknown values are representable; ``ATTOpcodeTable`` says which ones this build decodes.
-public struct ATTOpcode: OpenCode {
+public struct ATTOpcode: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

@@ -2,7 +2,7 @@ import BluetoothCore
 
 /// The Flags AD type (Core Specification Supplement Part A §1.3; Core 5.4 Vol 3 Part C §11): discoverable mode
 /// and BR/EDR support bits.
-public struct ADFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
+public struct ADFlags: OptionSet, Hashable, Sendable, CustomStringConvertible, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 

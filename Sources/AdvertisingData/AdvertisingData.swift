@@ -210,3 +210,21 @@ extension Array where Element: Hashable {
         return filter { seen.insert($0).inserted }
     }
 }
+
+/// Coded as its octets (what travels over the air), read back leniently up to the extended cap: the Bluetooth
+/// service's socket carries it this way.
+extension AdvertisingData: Codable {
+    public init(from decoder: any Decoder) throws {
+        let bytes = try decoder.singleValueContainer().decode([UInt8].self)
+        do {
+            self = try AdvertisingData(decoding: bytes, kind: .extended, lenient: true)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(encode())
+    }
+}

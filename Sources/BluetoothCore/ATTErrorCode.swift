@@ -1,6 +1,6 @@
 /// An ATT error code, carried in the Error Response (Core 5.4 Vol 3 Part F §3.4.1.1, Table 3.4), plus the common
 /// profile and service error codes (Core Specification Supplement Part B §1.2).
-public struct ATTErrorCode: OpenCode {
+public struct ATTErrorCode: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

@@ -1,6 +1,6 @@
 /// The external appearance of a device (Core Specification Supplement Part A §1.12; values from the SIG's
 /// appearance_values.yaml): a 10-bit category and a 6-bit sub-category.
-public struct Appearance: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public struct Appearance: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }

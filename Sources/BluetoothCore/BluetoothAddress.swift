@@ -5,7 +5,7 @@
 /// Text is "AA:BB:CC:DD:EE:FF", most significant byte first; on the wire the six bytes go least significant first.
 public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Public or random, as the HCI address-type octets say.
-    public enum AddressType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    public enum AddressType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible, Codable {
         case `public` = 0x00
         case random = 0x01
 
@@ -106,4 +106,20 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
 
     /// 00:00:00:00:00:00, public.
     public static let zero = BluetoothAddress(0)
+}
+
+/// Coded as its 48-bit value and type, read back through ``init(_:type:)`` (which keeps 48 bits).
+extension BluetoothAddress: Codable {
+    private enum CodingKeys: String, CodingKey { case value, type }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(try container.decode(UInt64.self, forKey: .value), type: try container.decode(AddressType.self, forKey: .type))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(value, forKey: .value)
+        try container.encode(type, forKey: .type)
+    }
 }

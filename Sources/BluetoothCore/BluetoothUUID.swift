@@ -180,3 +180,20 @@ extension String {
         return String(scalars[first...last])
     }
 }
+
+/// Coded as its string ("180D", "0CDBE648-EED0-11E6-BC64-92361F002671"), read back through ``init(string:)``.
+extension BluetoothUUID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            try self.init(string: text)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

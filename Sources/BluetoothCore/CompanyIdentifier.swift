@@ -1,6 +1,6 @@
 /// A company identifier, as carried in manufacturer specific data and the LL/LMP version (Bluetooth SIG assigned
 /// numbers, company_identifiers.yaml). `CompanyIdentifier(0x004C)` prints "Apple, Inc. (0x004C)".
-public struct CompanyIdentifier: OpenCode {
+public struct CompanyIdentifier: OpenCode, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }

@@ -1,6 +1,6 @@
 /// An HCI status / error code (Core 5.4 Vol 1 Part F §1.3, "List of Error Codes"). Also the reason of a
 /// disconnection and of LL procedure failures.
-public struct HCIStatus: OpenCode {
+public struct HCIStatus: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

@@ -1,6 +1,6 @@
 /// The result of an LE Credit Based Connection Response or an L2CAP Credit Based Connection Response
 /// (Core 5.4 Vol 3 Part A §4.23, Table 4.16, and §4.26).
-public struct L2CAPConnectionResult: OpenCode {
+public struct L2CAPConnectionResult: OpenCode, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }

@@ -1,5 +1,5 @@
 /// The reason carried by an SMP Pairing Failed PDU (Core 5.4 Vol 3 Part H §3.5.5, Table 3.7).
-public struct SMPPairingFailedReason: OpenCode {
+public struct SMPPairingFailedReason: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

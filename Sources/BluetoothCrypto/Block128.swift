@@ -7,7 +7,7 @@ public import BluetoothCore
 /// significant octet first (``msbFirst``, also the byte-string order AES works on); SMP, HCI and the link layer
 /// carry them least significant octet first (``littleEndian``). Build from the order you hold and read the order
 /// you need; never reverse by hand.
-public struct Block128: Hashable, Sendable, CustomStringConvertible {
+public struct Block128: Hashable, Sendable, CustomStringConvertible, Codable {
     /// The 64 most significant bits.
     public var high: UInt64
     /// The 64 least significant bits.

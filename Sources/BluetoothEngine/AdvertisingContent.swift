@@ -11,7 +11,7 @@ public import BluetoothCore
 /// structure and the space that was left.
 public struct AdvertisingContent: Hashable, Sendable {
     /// One Service Data structure (16-, 32- or 128-bit UUID chosen by the UUID's size).
-    public struct ServiceData: Hashable, Sendable {
+    public struct ServiceData: Hashable, Sendable, Codable {
         public var uuid: BluetoothUUID
         public var data: [UInt8]
         public init(uuid: BluetoothUUID, data: [UInt8]) {
@@ -148,5 +148,38 @@ public struct AdvertisingContent: Hashable, Sendable {
             .advertisingDataTooLarge,
             "\(structure.type) needs \(needed) octets but only \(first.builder.remainingSpace) of 31 remain in the "
                 + "\(first.name) and \(second.builder.remainingSpace) in the \(second.name)")
+    }
+}
+
+/// Coded field by field (the manufacturer data as `company` and `manufacturerData`): the Bluetooth service's socket
+/// carries it this way.
+extension AdvertisingContent: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case localName, serviceUUIDs, serviceData, company, manufacturerData, txPowerLevel, appearance, flags
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let company = try container.decodeIfPresent(CompanyIdentifier.self, forKey: .company)
+        let data = try container.decodeIfPresent([UInt8].self, forKey: .manufacturerData)
+        self.init(localName: try container.decodeIfPresent(String.self, forKey: .localName),
+                  serviceUUIDs: try container.decode([BluetoothUUID].self, forKey: .serviceUUIDs),
+                  serviceData: try container.decode([ServiceData].self, forKey: .serviceData),
+                  manufacturerData: company.map { ($0, data ?? []) },
+                  txPowerLevel: try container.decodeIfPresent(Int8.self, forKey: .txPowerLevel),
+                  appearance: try container.decodeIfPresent(Appearance.self, forKey: .appearance),
+                  flags: try container.decodeIfPresent(ADFlags.self, forKey: .flags))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(localName, forKey: .localName)
+        try container.encode(serviceUUIDs, forKey: .serviceUUIDs)
+        try container.encode(serviceData, forKey: .serviceData)
+        try container.encodeIfPresent(manufacturerData?.company, forKey: .company)
+        try container.encodeIfPresent(manufacturerData?.data, forKey: .manufacturerData)
+        try container.encodeIfPresent(txPowerLevel, forKey: .txPowerLevel)
+        try container.encodeIfPresent(appearance, forKey: .appearance)
+        try container.encodeIfPresent(flags, forKey: .flags)
     }
 }

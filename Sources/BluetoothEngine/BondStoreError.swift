@@ -1,6 +1,6 @@
 /// Why the bond store could not read or write a bond. `path` names the file when there is one.
-public struct BondStoreError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Hashable, Sendable {
+public struct BondStoreError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
+    public enum Code: String, Hashable, Sendable, Codable {
         /// A stored bond does not parse; the file is left as it is.
         case corrupt
         /// Reading, writing, renaming or creating the directory failed.

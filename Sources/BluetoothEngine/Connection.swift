@@ -3,7 +3,7 @@ public import HCI
 
 /// The parameters of an LE connection as the controller reports them (Core 5.4 Vol 4 Part E §7.7.65.1, §7.7.65.3):
 /// interval in 1.25 ms units, peripheral latency in connection events, supervision timeout in 10 ms units.
-public struct ConnectionParameters: Hashable, Sendable, CustomStringConvertible {
+public struct ConnectionParameters: Hashable, Sendable, CustomStringConvertible, Codable {
     public var interval: UInt16
     public var latency: UInt16
     public var supervisionTimeout: UInt16
@@ -26,14 +26,14 @@ public struct ConnectionParameters: Hashable, Sendable, CustomStringConvertible 
 
 /// Which side of an LE connection this host is (Core 5.4 Vol 6 Part B §1.1: central initiates, peripheral
 /// advertises).
-public enum ConnectionRole: String, Hashable, Sendable {
+public enum ConnectionRole: String, Hashable, Sendable, Codable {
     case central
     case peripheral
 }
 
 /// One LE connection in the host's connection table, keyed by its connection handle (Core 5.4 Vol 4 Part E
 /// §5.3.1). Created synchronously when LE (Enhanced) Connection Complete arrives, removed on Disconnection Complete.
-public struct Connection: Hashable, Sendable, CustomStringConvertible {
+public struct Connection: Hashable, Sendable, CustomStringConvertible, Codable {
     public var handle: UInt16
     public var role: ConnectionRole
     /// The peer's address, typed public or random.

@@ -3,7 +3,7 @@ public import HCI
 
 /// What the host learned about its controller during initialisation (Core 5.4 Vol 4 Part E §7.4 informational
 /// parameters, §7.8.2 / §7.8.3 / §7.8.93 LE buffer sizes and features, §7.4.6 BD_ADDR).
-public struct ControllerInfo: Hashable, Sendable {
+public struct ControllerInfo: Hashable, Sendable, Codable {
     /// From Read Local Version Information (nil if the controller did not answer it).
     public var version: HCILocalVersionInformation?
     /// LMP features (Read Local Supported Features), 0 when unknown.

@@ -3,9 +3,9 @@ public import HCI
 
 /// How to advertise (Core 5.4 Vol 4 Part E §7.8.5; Vol 3 Part C §9.1, §9.3 modes). Intervals in 0.625 ms units
 /// (0x0020...0x4000; non-connectable and scannable types need at least 0x00A0 before 5.0 controllers).
-public struct AdvertisingOptions: Hashable, Sendable {
+public struct AdvertisingOptions: Hashable, Sendable, Codable {
     /// The legacy advertising PDU.
-    public enum Kind: Hashable, Sendable {
+    public enum Kind: Hashable, Sendable, Codable {
         /// ADV_IND: connectable and scannable.
         case connectable
         /// ADV_SCAN_IND: scannable, not connectable.
@@ -27,7 +27,7 @@ public struct AdvertisingOptions: Hashable, Sendable {
 
     /// Which advertising PDUs carry the data on a controller with the extended commands (Core 5.4 Vol 6 Part B
     /// §2.3.1, §2.3.4).
-    public enum PDUs: Hashable, Sendable {
+    public enum PDUs: Hashable, Sendable, Codable {
         /// Legacy PDUs when the data fits them (31 octets of advertising data and of scan response: every scanner,
         /// 4.x ones too, sees it), else extended ones. As Linux does.
         case automatic
@@ -60,7 +60,7 @@ public struct AdvertisingOptions: Hashable, Sendable {
 
 /// How to scan (Core 5.4 Vol 4 Part E §7.8.10, §7.8.11). Interval and window in 0.625 ms units (0x0004...0x4000,
 /// window ≤ interval).
-public struct ScanOptions: Hashable, Sendable {
+public struct ScanOptions: Hashable, Sendable, Codable {
     /// Active scanning sends SCAN_REQ and receives scan responses; passive only listens.
     public var active: Bool
     public var interval: UInt16
@@ -84,7 +84,7 @@ public struct ScanOptions: Hashable, Sendable {
 /// How to connect (Core 5.4 Vol 4 Part E §7.8.12). A pending connect has no time limit unless `timeout` is set
 /// (as CoreBluetooth's `connect` does not time out); on expiry the host cancels it and reports
 /// ``HostError/Code/timedOut``.
-public struct ConnectOptions: Hashable, Sendable {
+public struct ConnectOptions: Hashable, Sendable, Codable {
     public var scanInterval: UInt16
     public var scanWindow: UInt16
     public var parameters: LEConnectionParameters

@@ -8,7 +8,7 @@
 /// is idle. This is how CoreBluetooth shares a connection between apps over EATT, each app's operations in the
 /// order it asked for them: OpenCoreBluetooth gives each central manager its own lane. Writes without response
 /// always use the unenhanced bearer, whatever the lane.
-public struct GATTClientLane: Hashable, Sendable {
+public struct GATTClientLane: Hashable, Sendable, Codable {
     /// Identifies the lane; callers pick any value unique among their clients.
     public var identifier: UInt64
 

@@ -7,8 +7,8 @@ public import HCI
 /// opcode of the command (Vol 4 Part E §5.4.1). Security failures (code ``Code/securityFailed``, or
 /// ``Code/timedOut`` for the SMP timeout) say why in ``security``: the SMP Pairing Failed reason (Vol 3 Part H
 /// §3.5.5), or the HCI status encryption failed with (also in ``status``).
-public struct HostError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Hashable, Sendable {
+public struct HostError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
+    public enum Code: String, Hashable, Sendable, Codable {
         /// The controller did not answer a command within the command timeout (it ignored it or is dead).
         case unresponsiveController
         /// The controller answered a command with an error status (see ``HostError/status``).
@@ -95,7 +95,7 @@ public struct HostError: Error, Hashable, Sendable, CustomStringConvertible {
 /// Why securing a link failed (Core 5.4 Vol 3 Part H: §3.5.5 Pairing Failed, §3.4 the SMP timeout, §2.4.4
 /// encrypted session setup; Vol 4 Part E §7.7.8 Encryption Change, §7.8.26 LE Long Term Key Request Negative
 /// Reply). Carried by ``HostError/security``.
-public enum HostSecurityFailure: Hashable, Sendable, CustomStringConvertible {
+public enum HostSecurityFailure: Hashable, Sendable, CustomStringConvertible, Codable {
     /// SMP Pairing Failed with this reason: sent by the peer (`remote`), or by us (`remote == false`: we detected
     /// the failure, e.g. Confirm Value Failed, or the user rejected / cancelled).
     case pairingFailed(SMPPairingFailedReason, remote: Bool)

@@ -6,7 +6,7 @@ public import L2CAP
 
 /// What the host tells its owner, delivered in order on the host's event loop (Core 5.4 Vol 4 Part E §7.7: the
 /// events behind each case).
-public enum HostEvent: Sendable {
+public enum HostEvent: Sendable, Codable {
     /// An advertising report, merged with the device's latest scan response (§7.7.65.2).
     case advertisingReport(ScanReport)
     /// A connection exists (LE (Enhanced) Connection Complete, §7.7.65.1 / §7.7.65.10), in either role.

@@ -4,7 +4,7 @@ public import HCI
 /// parameters, §7.7.65.7 data length, §7.7.65.12 PHYs; Vol 3 Part F §3.2.8 ATT_MTU): the connection record, the PHYs
 /// and maximum payload octets each way as the controller last reported them (1M and 27 until it reports a change),
 /// and the ATT_MTU.
-public struct LinkInfo: Hashable, Sendable {
+public struct LinkInfo: Hashable, Sendable, Codable {
     public var connection: Connection
     public var txPHY: LEPhy
     public var rxPHY: LEPhy

@@ -4,7 +4,7 @@ public import HCI
 
 /// One device seen while scanning: its latest advertising PDU merged with its latest scan response (Core 5.4
 /// Vol 4 Part E §7.7.65.2; Vol 6 Part B §2.3.2 SCAN_RSP; Vol 3 Part C §11 advertising data).
-public struct ScanReport: Hashable, Sendable {
+public struct ScanReport: Hashable, Sendable, Codable {
     public var address: BluetoothAddress
     public var addressType: LEAddressType
     public var rssi: Int8

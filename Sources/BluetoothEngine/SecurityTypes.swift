@@ -3,7 +3,7 @@ public import SMP
 
 /// What a caller of ``HostStack/pair(connectionHandle:options:completion:)`` asks for (Core 5.4 Vol 3 Part H
 /// §2.3.1 pairing request parameters; Vol 3 Part C §10.3 security mode 1 levels).
-public struct PairingOptions: Hashable, Sendable {
+public struct PairingOptions: Hashable, Sendable, Codable {
     /// Ask for MITM protection (an authenticated key); nil = the configuration's.
     public var mitm: Bool?
     /// Ask for bonding; nil = the configuration's.
@@ -25,7 +25,7 @@ public struct PairingOptions: Hashable, Sendable {
 /// (Core 5.4 Vol 3 Part H §2.3, §2.4.4 "Encrypted session setup").
 ///
 /// An engine that keeps the keys itself (bluetoothd) does not tell everything: what it was not told is nil.
-public struct PairingOutcome: Hashable, Sendable {
+public struct PairingOutcome: Hashable, Sendable, Codable {
     /// The link was encrypted with a stored bond, no pairing took place.
     public var usedExistingBond: Bool
     /// The association model of the pairing (nil when a bond was used).
@@ -61,7 +61,7 @@ public struct PairingOutcome: Hashable, Sendable {
 
 /// What pairing needs from the user (Core 5.4 Vol 3 Part H §2.3.5.1 association models), delivered as
 /// ``HostEvent/pairingInteraction(handle:_:)`` and answered with ``HostStack/answerPairing(connectionHandle:_:)``.
-public enum PairingInteraction: Hashable, Sendable {
+public enum PairingInteraction: Hashable, Sendable, Codable {
     /// Numeric Comparison: show the six digits; answer ``PairingAnswer/confirm(_:)``.
     case confirmNumericValue(UInt32)
     /// Passkey Entry: show this passkey to be typed on the peer (no answer).
@@ -73,7 +73,7 @@ public enum PairingInteraction: Hashable, Sendable {
 }
 
 /// The user's answer to a ``PairingInteraction``.
-public enum PairingAnswer: Hashable, Sendable {
+public enum PairingAnswer: Hashable, Sendable, Codable {
     /// Accept (true) or reject the numeric value / Just Works.
     case confirm(Bool)
     /// The typed passkey (0...999999), nil when the user cancelled.

@@ -3,7 +3,7 @@ public import BluetoothCore
 
 /// Why the ATT bearer under a ``GATTClient`` stopped (Core 5.4 Vol 3 Part F §3.3.3: a transaction that times out
 /// ends the bearer; a disconnected link ends it too).
-public enum GATTClientBearerFailure: Hashable, Sendable, CustomStringConvertible {
+public enum GATTClientBearerFailure: Hashable, Sendable, CustomStringConvertible, Codable {
     /// The 30-second ATT transaction timeout expired (Vol 3 Part F §3.3.3).
     case transactionTimeout
     /// The link (or the L2CAP channel) went away; the HCI reason when known.
@@ -24,7 +24,7 @@ public enum GATTClientBearerFailure: Hashable, Sendable, CustomStringConvertible
 /// Why securing the link failed for a request the server refused with Insufficient Authentication / Encryption /
 /// Encryption Key Size (Core 5.4 Vol 3 Part C §10.3.2: the client pairs or encrypts, then retries), as the owner
 /// of the client reports it (GATT does not know the Security Manager: Vol 3 Part H §3.5.5 reasons, §3.4 timeout).
-public enum GATTSecurityFailure: Hashable, Sendable, CustomStringConvertible {
+public enum GATTSecurityFailure: Hashable, Sendable, CustomStringConvertible, Codable {
     /// Pairing failed with this SMP Pairing Failed reason, sent by the peer (`remote`) or by us.
     case pairingFailed(SMPPairingFailedReason, remote: Bool)
     /// The 30 s SMP timeout expired (no more pairing on this link).
@@ -48,7 +48,7 @@ public enum GATTSecurityFailure: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why a GATT client procedure failed (Core 5.4 Vol 3 Part G §4; errors of Vol 3 Part F §3.4.1.1).
-public enum GATTClientError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum GATTClientError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
     /// The server answered with an Error Response: the ATT error code and the handle it named.
     case attError(ATTErrorCode, handle: UInt16)
     /// The server answered with a PDU that does not answer the outstanding request (expected is the response

@@ -13,7 +13,7 @@ public struct GATTOperationID: Hashable, Sendable, Comparable, CustomStringConve
 /// One GATT client procedure (Core 5.4 Vol 3 Part G §4.4–§4.12), as enqueued on a ``GATTClient``.
 ///
 /// Each case names the sub-procedure of the specification it runs and, in its comment, the exact ATT exchange.
-public enum GATTProcedure: Hashable, Sendable {
+public enum GATTProcedure: Hashable, Sendable, Codable {
     /// §4.4.1 Discover All Primary Services: Read By Group Type Requests (type 0x2800) from 0x0001 to 0xFFFF,
     /// continuing after the last group's end handle, until *Attribute Not Found* or a group ending at 0xFFFF.
     case discoverAllPrimaryServices
@@ -87,7 +87,7 @@ public enum GATTProcedure: Hashable, Sendable {
     }
 
     /// The value of a Client Characteristic Configuration descriptor (Core 5.4 Vol 3 Part G §3.3.3.3, Table 3.11).
-    public struct ClientConfiguration: OptionSet, Hashable, Sendable {
+    public struct ClientConfiguration: OptionSet, Hashable, Sendable, Codable {
         public var rawValue: UInt16
         public init(rawValue: UInt16) { self.rawValue = rawValue }
         /// Bit 0: notifications enabled.
@@ -101,7 +101,7 @@ public enum GATTProcedure: Hashable, Sendable {
 }
 
 /// One value of a reliable write (Core 5.4 Vol 3 Part G §4.9.5): an attribute handle and the whole value to write.
-public struct GATTReliableWriteItem: Hashable, Sendable {
+public struct GATTReliableWriteItem: Hashable, Sendable, Codable {
     public var handle: UInt16
     public var value: [UInt8]
     public init(handle: UInt16, value: [UInt8]) {
@@ -112,7 +112,7 @@ public struct GATTReliableWriteItem: Hashable, Sendable {
 
 /// A service found by primary service discovery (Core 5.4 Vol 3 Part G §4.4): the handle of its declaration,
 /// the end of its group and its UUID.
-public struct GATTDiscoveredService: Hashable, Sendable {
+public struct GATTDiscoveredService: Hashable, Sendable, Codable {
     public var range: ATTHandleRange
     public var uuid: BluetoothUUID
     public init(range: ATTHandleRange, uuid: BluetoothUUID) {
@@ -126,7 +126,7 @@ public struct GATTDiscoveredService: Hashable, Sendable {
 }
 
 /// An include declaration found by §4.5.1 (Core 5.4 Vol 3 Part G §3.2): where it is, and the service it names.
-public struct GATTDiscoveredIncludedService: Hashable, Sendable {
+public struct GATTDiscoveredIncludedService: Hashable, Sendable, Codable {
     /// The include declaration's own handle.
     public var declarationHandle: UInt16
     /// The included service: its range and UUID.
@@ -139,7 +139,7 @@ public struct GATTDiscoveredIncludedService: Hashable, Sendable {
 
 /// A characteristic found by §4.6 (Core 5.4 Vol 3 Part G §3.3.1): declaration handle, properties, value handle,
 /// UUID, and the end handle derived from the next declaration (or the service's end).
-public struct GATTDiscoveredCharacteristic: Hashable, Sendable {
+public struct GATTDiscoveredCharacteristic: Hashable, Sendable, Codable {
     public var declarationHandle: UInt16
     public var properties: Properties
     public var valueHandle: UInt16
@@ -160,7 +160,7 @@ public struct GATTDiscoveredCharacteristic: Hashable, Sendable {
     public var descriptorRange: ATTHandleRange { ATTHandleRange(start: valueHandle &+ 1, end: endHandle) }
 
     /// The Characteristic Properties bit field (Core 5.4 Vol 3 Part G §3.3.1.1, Table 3.5).
-    public struct Properties: OptionSet, Hashable, Sendable {
+    public struct Properties: OptionSet, Hashable, Sendable, Codable {
         public var rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
         public static let broadcast = Properties(rawValue: 0x01)
@@ -175,7 +175,7 @@ public struct GATTDiscoveredCharacteristic: Hashable, Sendable {
 }
 
 /// A descriptor found by §4.7.1: its handle and type.
-public struct GATTDiscoveredDescriptor: Hashable, Sendable {
+public struct GATTDiscoveredDescriptor: Hashable, Sendable, Codable {
     public var handle: UInt16
     public var uuid: BluetoothUUID
     public init(handle: UInt16, uuid: BluetoothUUID) {
@@ -185,7 +185,7 @@ public struct GATTDiscoveredDescriptor: Hashable, Sendable {
 }
 
 /// What a successful procedure returns (Core 5.4 Vol 3 Part G §4).
-public enum GATTProcedureResult: Hashable, Sendable {
+public enum GATTProcedureResult: Hashable, Sendable, Codable {
     /// §4.4 primary service discovery, in handle order.
     case services([GATTDiscoveredService])
     /// §4.5.1, in declaration order.

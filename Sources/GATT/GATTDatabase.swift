@@ -78,6 +78,9 @@ public struct GATTDatabase: Sendable {
     public private(set) var definitions: [GATTServiceDefinition] = []
     /// The Service Changed characteristic, when the GATT service has one.
     public private(set) var serviceChanged: GATTCharacteristicHandles?
+    /// How the database was built, one step per call (``GATTDatabaseStep``): replayed by ``init(replaying:)``, it
+    /// builds the same database, with the same handles, elsewhere.
+    public private(set) var steps: [GATTDatabaseStep] = []
 
     public init() {}
 
@@ -111,10 +114,12 @@ public struct GATTDatabase: Sendable {
     public mutating func addGAPService(deviceName: String, appearance: UInt16 = 0x0000) throws(GATTDatabaseError) -> GATTServiceHandles {
         var appearanceBytes = ByteWriter(capacity: 2)
         appearanceBytes.write(appearance)
-        return try add(GATTServiceDefinition(uuid: GATTUUID.genericAccessService, characteristics: [
+        let handles = try add(GATTServiceDefinition(uuid: GATTUUID.genericAccessService, characteristics: [
             GATTCharacteristicDefinition(uuid: GATTUUID.deviceName, properties: .read, value: .stored(Array(deviceName.utf8.prefix(248)))),
             GATTCharacteristicDefinition(uuid: GATTUUID.appearance, properties: .read, value: .stored(appearanceBytes.bytes)),
         ]))
+        steps[steps.count - 1] = .gapService(deviceName: deviceName, appearance: appearance)
+        return handles
     }
 
     /// Adds the GATT service (0x1801): Service Changed (0x2A05, indicate, with its CCCD; value not readable)
@@ -146,6 +151,8 @@ public struct GATTDatabase: Sendable {
         if clientSupportedFeatures, let features = handles.characteristic(GATTUUID.clientSupportedFeatures) {
             setStorage(.clientSupportedFeatures, at: features.value)
         }
+        steps[steps.count - 1] = .gattService(serviceChanged: serviceChanged, clientSupportedFeatures: clientSupportedFeatures,
+                                              serverSupportedFeatures: serverSupportedFeatures)
         return handles
     }
 
@@ -248,11 +255,40 @@ public struct GATTDatabase: Sendable {
         let handles = GATTServiceHandles(uuid: service.uuid, isPrimary: service.isPrimary, start: serviceHandle, end: end, characteristics: characteristics)
         services.append(handles)
         definitions.append(service)
+        steps.append(.service(service))
         return handles
     }
 
     /// The service whose group contains `handle`.
     public func service(containing handle: UInt16) -> GATTServiceHandles? {
         services.first { $0.start <= handle && handle <= $0.end }
+    }
+}
+
+/// One call that built a ``GATTDatabase``, as ``GATTDatabase/steps`` records it.
+public enum GATTDatabaseStep: Sendable {
+    /// ``GATTDatabase/addGAPService(deviceName:appearance:)``.
+    case gapService(deviceName: String, appearance: UInt16)
+    /// ``GATTDatabase/addGATTService(serviceChanged:clientSupportedFeatures:serverSupportedFeatures:)``.
+    case gattService(serviceChanged: Bool, clientSupportedFeatures: Bool, serverSupportedFeatures: GATTServerSupportedFeatures)
+    /// ``GATTDatabase/add(_:)``.
+    case service(GATTServiceDefinition)
+}
+
+extension GATTDatabase {
+    /// The database `steps` build, in order (the same handles as the database they were recorded from).
+    public init(replaying steps: [GATTDatabaseStep]) throws(GATTDatabaseError) {
+        self.init()
+        for step in steps {
+            switch step {
+            case .gapService(let deviceName, let appearance):
+                try addGAPService(deviceName: deviceName, appearance: appearance)
+            case .gattService(let serviceChanged, let clientSupportedFeatures, let serverSupportedFeatures):
+                try addGATTService(serviceChanged: serviceChanged, clientSupportedFeatures: clientSupportedFeatures,
+                                   serverSupportedFeatures: serverSupportedFeatures)
+            case .service(let definition):
+                try add(definition)
+            }
+        }
     }
 }

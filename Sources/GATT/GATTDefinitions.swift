@@ -3,7 +3,7 @@ public import BluetoothCore
 
 /// The Characteristic Properties octet of a characteristic declaration (Core 5.4 Vol 3 Part G §3.3.1.1,
 /// Table 3.5).
-public struct GATTCharacteristicProperties: OptionSet, Hashable, Sendable {
+public struct GATTCharacteristicProperties: OptionSet, Hashable, Sendable, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -19,7 +19,7 @@ public struct GATTCharacteristicProperties: OptionSet, Hashable, Sendable {
 }
 
 /// The Characteristic Extended Properties bit field (Core 5.4 Vol 3 Part G §3.3.3.1, Table 3.8).
-public struct GATTExtendedProperties: OptionSet, Hashable, Sendable {
+public struct GATTExtendedProperties: OptionSet, Hashable, Sendable, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
@@ -30,7 +30,7 @@ public struct GATTExtendedProperties: OptionSet, Hashable, Sendable {
 }
 
 /// The Client Characteristic Configuration bits (Core 5.4 Vol 3 Part G §3.3.3.3, Table 3.11).
-public struct GATTClientConfiguration: OptionSet, Hashable, Sendable {
+public struct GATTClientConfiguration: OptionSet, Hashable, Sendable, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
@@ -71,7 +71,7 @@ public struct GATTPresentationFormat: Hashable, Sendable {
 }
 
 /// Identifies one connection (for example its HCI connection handle) to a ``GATTServer``.
-public struct GATTConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct GATTConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
     public var rawValue: UInt16
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }
     public static func < (lhs: GATTConnectionID, rhs: GATTConnectionID) -> Bool { lhs.rawValue < rhs.rawValue }
@@ -82,7 +82,7 @@ public struct GATTConnectionID: Hashable, Sendable, Comparable, CustomStringConv
 /// (CID 0x0004, ``unenhanced``) or an Enhanced ATT bearer, named by the local CID of its L2CAP channel (SPSM
 /// 0x0027, enhanced credit based mode). The server keeps ATT_MTU and the deferred request per bearer; CCCDs,
 /// Client Supported Features and the prepare queue stay per connection (per client).
-public struct GATTBearerID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct GATTBearerID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
     public var rawValue: UInt16
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }
     /// The ATT fixed channel.
@@ -95,7 +95,7 @@ public struct GATTBearerID: Hashable, Sendable, Comparable, CustomStringConverti
 }
 
 /// The Server Supported Features characteristic's value (0x2B3A), Core 5.4 Vol 3 Part G §7.4.
-public struct GATTServerSupportedFeatures: OptionSet, Hashable, Sendable {
+public struct GATTServerSupportedFeatures: OptionSet, Hashable, Sendable, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Bit 0: the server accepts Enhanced ATT bearers.
@@ -116,7 +116,7 @@ public struct GATTClientSupportedFeatures: OptionSet, Hashable, Sendable {
 
 /// An ATT error a value handler answers (Core 5.4 Vol 3 Part F §3.4.1.1: application errors 0x80–0x9F,
 /// *Insufficient Authorization*, *Invalid Offset*, *Value Not Allowed*...).
-public struct GATTAttributeError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct GATTAttributeError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
     public var code: ATTErrorCode
     public init(_ code: ATTErrorCode) { self.code = code }
     public var description: String { code.description }
@@ -148,8 +148,8 @@ public struct GATTReadRequest: Hashable, Sendable {
 }
 
 /// A write to a dynamic attribute value (Core 5.4 Vol 3 Part F §3.4.5, §3.4.6).
-public struct GATTWriteRequest: Hashable, Sendable {
-    public enum Kind: String, Hashable, Sendable {
+public struct GATTWriteRequest: Hashable, Sendable, Codable {
+    public enum Kind: String, Hashable, Sendable, Codable {
         /// Write Request: an error is sent back to the client.
         case request
         /// Write Command: errors are dropped.
@@ -277,7 +277,7 @@ public struct GATTServiceDefinition: Sendable {
 }
 
 /// The handles a database gave a characteristic.
-public struct GATTCharacteristicHandles: Hashable, Sendable {
+public struct GATTCharacteristicHandles: Hashable, Sendable, Codable {
     public var uuid: BluetoothUUID
     public var declaration: UInt16
     public var value: UInt16
@@ -296,7 +296,7 @@ public struct GATTCharacteristicHandles: Hashable, Sendable {
 }
 
 /// The handles a database gave a service.
-public struct GATTServiceHandles: Hashable, Sendable {
+public struct GATTServiceHandles: Hashable, Sendable, Codable {
     public var uuid: BluetoothUUID
     public var isPrimary: Bool
     public var start: UInt16

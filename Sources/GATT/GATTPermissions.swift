@@ -2,7 +2,7 @@ public import BluetoothCore
 
 /// The security a link must have for one kind of access to an attribute (Core 5.4 Vol 3 Part F §3.2.5
 /// "Attribute permissions", Vol 3 Part C §10.3 "Authorization, authentication and encryption").
-public struct GATTSecurityRequirement: Hashable, Sendable {
+public struct GATTSecurityRequirement: Hashable, Sendable, Codable {
     /// The link must be encrypted.
     public var encryption: Bool
     /// The link must be encrypted with an authenticated (MITM-protected) key.
@@ -50,7 +50,7 @@ public struct GATTSecurityRequirement: Hashable, Sendable {
 /// The access permissions of an attribute: whether it can be read and written at all, and the security each
 /// access requires (Core 5.4 Vol 3 Part F §3.2.5). Not readable ⇒ *Read Not Permitted* (0x02); not writable ⇒
 /// *Write Not Permitted* (0x03).
-public struct GATTPermissions: Hashable, Sendable {
+public struct GATTPermissions: Hashable, Sendable, Codable {
     public var readable: Bool
     public var writable: Bool
     public var read: GATTSecurityRequirement
@@ -83,7 +83,7 @@ public struct GATTPermissions: Hashable, Sendable {
 
 /// The security state of one connection, as the owner (Host, SMP) knows it: the input to every permission check
 /// (Core 5.4 Vol 3 Part C §10.3).
-public struct GATTLinkSecurity: Hashable, Sendable {
+public struct GATTLinkSecurity: Hashable, Sendable, Codable {
     /// The link is encrypted.
     public var encrypted: Bool
     /// The key encrypting the link was authenticated (MITM protection).

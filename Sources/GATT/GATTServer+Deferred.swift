@@ -3,7 +3,7 @@ import BluetoothCore
 
 /// One write of an Execute Write the application answers (Core 5.4 Vol 3 Part F §3.4.6): consecutive prepared
 /// parts of one handle are merged, so a long write arrives whole at its first offset.
-public struct GATTPreparedWrite: Hashable, Sendable {
+public struct GATTPreparedWrite: Hashable, Sendable, Codable {
     public var handle: UInt16
     public var offset: Int
     public var value: [UInt8]
@@ -18,8 +18,8 @@ public struct GATTPreparedWrite: Hashable, Sendable {
 /// A request of a client that the application answers later (CoreBluetooth's `didReceiveRead` /
 /// `didReceiveWrite` + `respond(to:withResult:)`): a Read or Read Blob Request (§3.4.4.3, §3.4.4.5), a Write
 /// Request (§3.4.5.1) or an Execute Write Request with its prepared writes (§3.4.6.3) on a deferred value.
-public struct GATTPendingRequest: Hashable, Sendable {
-    public enum Kind: Hashable, Sendable {
+public struct GATTPendingRequest: Hashable, Sendable, Codable {
+    public enum Kind: Hashable, Sendable, Codable {
         /// Read (offset 0) or Read Blob: answer the value **from `offset`**; the server cuts it to the response.
         case read(handle: UInt16, offset: Int)
         /// Write Request of a whole value.

@@ -2,7 +2,7 @@ public import ATT
 public import BluetoothCore
 
 /// What the application learns from a ``GATTServer`` (Core 5.4 Vol 3 Part G §4.9–§4.11).
-public enum GATTServerEvent: Hashable, Sendable {
+public enum GATTServerEvent: Hashable, Sendable, Codable {
     /// A stored value was written (Write Request/Command, Signed Write, Execute Write): its new whole value.
     case valueWritten(connection: GATTConnectionID, handle: UInt16, value: [UInt8])
     /// A client wrote the CCCD of the characteristic whose value handle is given.
@@ -16,7 +16,7 @@ public enum GATTServerEvent: Hashable, Sendable {
 
 /// Why a ``GATTServer`` dropped a Signed Write Command (Core 5.4 Vol 3 Part F §3.4.5.4 Signed Write Command,
 /// Vol 3 Part H §2.4.5 data signing, Vol 3 Part C §10.4.2 authenticated signed writes).
-public enum GATTSignedWriteRejection: Hashable, Sendable, CustomStringConvertible {
+public enum GATTSignedWriteRejection: Hashable, Sendable, CustomStringConvertible, Codable {
     /// The link is unencrypted and no ``GATTSignatureVerifier`` is set (no bonded peer with a CSRK).
     case noVerifier
     /// The handle is 0, unknown, or its characteristic lacks the Authenticated Signed Writes property.

@@ -2,7 +2,7 @@ public import BluetoothCore
 
 /// A rule of LE Credit Based Flow Control the peer broke, Core 5.4 Vol 3 Part A §3.4.3 and §4.24. Each one makes
 /// the receiver disconnect the channel (Disconnection Request), not the link.
-public enum L2CAPChannelViolation: Hashable, Sendable, CustomStringConvertible {
+public enum L2CAPChannelViolation: Hashable, Sendable, CustomStringConvertible, Codable {
     /// A K-frame arrived while the peer had no credits left (§3.4.3: "If a K-frame is received with no credits
     /// the channel shall be disconnected").
     case kFrameWithoutCredits
@@ -22,7 +22,7 @@ public enum L2CAPChannelViolation: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why a credit-based channel closed, Core 5.4 Vol 3 Part A §4.6 and §4.7.
-public enum L2CAPChannelCloseReason: Hashable, Sendable {
+public enum L2CAPChannelCloseReason: Hashable, Sendable, Codable {
     /// The owner asked (``L2CAPLink/disconnect(channel:now:)``) and the peer answered.
     case localRequest
     /// The peer sent a Disconnection Request.

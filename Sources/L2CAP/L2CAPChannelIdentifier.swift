@@ -3,7 +3,7 @@ public import BluetoothCore
 /// An L2CAP channel identifier (CID), Core 5.4 Vol 3 Part A §2.1, Tables 2.1 (ACL-U) and 2.2 (LE-U).
 ///
 /// Fixed channels have names; on LE the dynamically allocated range is 0x0040...0x007F.
-public struct L2CAPChannelIdentifier: OpenCode, Comparable {
+public struct L2CAPChannelIdentifier: OpenCode, Comparable, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }

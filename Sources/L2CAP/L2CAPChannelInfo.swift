@@ -1,6 +1,6 @@
 /// What the owner learns about an open LE Credit Based Flow Control channel, Core 5.4 Vol 3 Part A §4.22 and
 /// §4.23: both endpoints' CIDs and both directions' MTU and MPS.
-public struct L2CAPChannelInfo: Hashable, Sendable {
+public struct L2CAPChannelInfo: Hashable, Sendable, Codable {
     /// The local endpoint (the handle the owner uses in ``L2CAPLink`` calls).
     public var localCID: L2CAPChannelIdentifier
     /// The peer's endpoint (the destination CID of outgoing K-frames).
@@ -42,7 +42,7 @@ public struct L2CAPChannelInfo: Hashable, Sendable {
 /// to five at a time with L2CAP Credit Based Connection Request 0x17, §4.25, and reconfigurable, §4.27). Both
 /// carry K-frames the same way (§3.4.2, §3.4.3); enhanced mode needs MTU and MPS of at least 64 and lets the MTU
 /// and MPS grow after opening.
-public enum L2CAPChannelMode: Hashable, Sendable {
+public enum L2CAPChannelMode: Hashable, Sendable, Codable {
     case leCreditBased
     case enhancedCreditBased
 }

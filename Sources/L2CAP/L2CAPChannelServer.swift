@@ -1,7 +1,7 @@
 public import BluetoothCore
 
 /// When the link returns credits to the peer on a credit-based channel, Core 5.4 Vol 3 Part A §4.24.
-public enum L2CAPChannelCreditPolicy: Hashable, Sendable {
+public enum L2CAPChannelCreditPolicy: Hashable, Sendable, Codable {
     /// Each time a K-frame arrives and the peer's remaining credits are at or below `threshold` (nil: half the
     /// initial credits), a Flow Control Credit Indication tops them back up to the initial credits. SDUs are
     /// handed to the owner as they complete, so consuming them is immediate.

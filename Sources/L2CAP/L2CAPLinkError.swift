@@ -1,8 +1,8 @@
 /// Why a request of the link's owner (``L2CAPLink/connect(psm:mtu:mps:initialCredits:creditPolicy:now:)``,
 /// ``L2CAPLink/send(sdu:on:)``...) was refused, with a machine-readable code and a reason in words. Nothing is
 /// sent when one of these is thrown.
-public struct L2CAPLinkError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Hashable, Sendable, CaseIterable {
+public struct L2CAPLinkError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
+    public enum Code: String, Hashable, Sendable, CaseIterable, Codable {
         /// A parameter is outside the range the specification allows (PSM, MTU, MPS, credits, connection
         /// parameters, payload size).
         case invalidParameters

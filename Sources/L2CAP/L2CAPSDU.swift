@@ -1,6 +1,6 @@
 /// A broken rule of credit-based SDU segmentation and reassembly, Core 5.4 Vol 3 Part A §3.4.3. On receipt each
 /// of these makes the Host disconnect the channel.
-public enum L2CAPSDUError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum L2CAPSDUError: Error, Hashable, Sendable, CustomStringConvertible, Codable {
     /// The SDU length field (or the SDU to send) is larger than the receiver's MTU.
     case sduLengthExceedsMTU(sduLength: Int, mtu: UInt16)
     /// A K-frame's information payload is larger than the receiver's MPS.

@@ -133,7 +133,7 @@ public struct L2CAPSignalingLengthRule: Hashable, Sendable {
 }
 
 /// The reason of an L2CAP Command Reject, Core 5.4 Vol 3 Part A §4.1, Table 4.3.
-public struct L2CAPSignalingRejectReason: OpenCode {
+public struct L2CAPSignalingRejectReason: OpenCode, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }

@@ -2,7 +2,7 @@ public import BluetoothCore
 
 /// The data of an L2CAP Command Reject, Core 5.4 Vol 3 Part A §4.1: a reason and reason-specific data
 /// (Table 4.4).
-public enum L2CAPCommandReject: Hashable, Sendable {
+public enum L2CAPCommandReject: Hashable, Sendable, Codable {
     /// 0x0000, no data.
     case commandNotUnderstood
     /// 0x0001, with the receiver's signaling MTU (MTU_sig).
@@ -37,7 +37,7 @@ public struct L2CAPDisconnection: Hashable, Sendable {
 }
 
 /// Connection Parameter Update Request, Core 5.4 Vol 3 Part A §4.20 (sent by the Peripheral on LE).
-public struct L2CAPConnectionParameterUpdateRequest: Hashable, Sendable {
+public struct L2CAPConnectionParameterUpdateRequest: Hashable, Sendable, Codable {
     /// Minimum connection interval in units of 1.25 ms (6...3200).
     public var intervalMin: UInt16
     /// Maximum connection interval in units of 1.25 ms (6...3200, at least `intervalMin`).

@@ -83,6 +83,7 @@ public enum HostBackend {
         guard let specification = try? StackSpecification(parsing: name) else { return .specification(name) }
         switch specification {
         case .bluez(let adapter): return .bluez(adapter: adapter)
+        case .service: return .specification(specification.description)
         case .host(.inProcess): return .inProcess(sharedAir)
         case .host(let transport):
             if let socket = specification.airHubSocket() { return .hub(socketPath: socket) }
@@ -110,7 +111,7 @@ public enum HostBackend {
             try await ensureHub(at: path)
             return try await StackLauncher.open(spec: .air(path: path), options: options)
         case .specification(let text):
-            return try await StackLauncher.open(text, options: options)
+            return try await StackLauncher.open(specification: try StackSpecification(parsing: text), options: options)
         case .bluez(let adapter):
             return try await StackLauncher.open(specification: .bluez(adapter: adapter), options: options)
         }

@@ -1,7 +1,7 @@
 public import BluetoothCore
 
 /// The IO capability of a device, Core 5.4 Vol 3 Part H §3.5.1, Table 3.4.
-public struct SMPIOCapability: OpenCode {
+public struct SMPIOCapability: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

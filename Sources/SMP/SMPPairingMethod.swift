@@ -1,5 +1,5 @@
 /// The association model chosen for a pairing, Core 5.4 Vol 3 Part H §2.3.5.1 (Tables 2.6, 2.7 and 2.8).
-public enum SMPPairingMethod: Hashable, Sendable, CustomStringConvertible {
+public enum SMPPairingMethod: Hashable, Sendable, CustomStringConvertible, Codable {
     /// Just Works (TK = 0 for legacy; no MITM protection).
     case justWorks
     /// Numeric Comparison (LE Secure Connections only): both sides show a six-digit value and the user confirms.
@@ -80,7 +80,7 @@ public enum SMPPairingMethod: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Who displays and who inputs the passkey (Core 5.4 Vol 3 Part H §2.3.5.1 Table 2.8).
-public enum SMPPasskeyEntryRoles: Hashable, Sendable, CustomStringConvertible {
+public enum SMPPasskeyEntryRoles: Hashable, Sendable, CustomStringConvertible, Codable {
     /// The initiator (central) displays, the responder inputs.
     case initiatorDisplays
     /// The responder (peripheral) displays, the initiator inputs.

@@ -3,7 +3,7 @@ public import BluetoothCrypto
 
 /// A long-term key with the EDIV and Rand that identify it (Core 5.4 Vol 3 Part H §2.4.2; LE Enable Encryption /
 /// LE Long Term Key Request Reply parameters).
-public struct SMPLongTermKey: Hashable, Sendable, CustomStringConvertible {
+public struct SMPLongTermKey: Hashable, Sendable, CustomStringConvertible, Codable {
     /// 16 octets, wire order (least significant first), already masked to the negotiated key size.
     public var key: [UInt8]
     public var ediv: UInt16
@@ -19,7 +19,7 @@ public struct SMPLongTermKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The keys one side distributed during the key distribution phase (Core 5.4 Vol 3 Part H §3.6).
-public struct SMPDistributedKeys: Hashable, Sendable {
+public struct SMPDistributedKeys: Hashable, Sendable, Codable {
     /// Legacy pairing only: Encryption Information + Central Identification.
     public var longTermKey: SMPLongTermKey?
     /// Identity Information.

@@ -28,27 +28,40 @@ public enum AirHubLauncher {
         executable: String, socketPath: String = AirHub.defaultSocketPath, arguments: [String] = [],
         timeout: Duration = .seconds(5)
     ) throws(AirHubError) -> Int32? {
+        try ensureRunning(executable: executable, command: "air", socketPath: socketPath, arguments: arguments,
+                          timeout: timeout, isRunning: { AirHub.isRunning(at: $0) })
+    }
+
+    /// Makes sure a server of `blue` accepts on `socketPath`: returns at once when `isRunning` says one does, else
+    /// spawns `executable command --socket socketPath` (plus `arguments`) the same way as the hub and waits up to
+    /// `timeout` for it (the Bluetooth service, `blue service`, starts so too).
+    /// - Returns: the process id of the server this call started; nil when one was already running.
+    @discardableResult
+    public static func ensureRunning(
+        executable: String, command: String, socketPath: String, arguments: [String] = [], timeout: Duration = .seconds(5),
+        isRunning: (String) -> Bool
+    ) throws(AirHubError) -> Int32? {
         // The folder first: a log, a socket or a probe in a folder someone else controls would be theirs to read,
         // replace or answer.
         try AirHub.prepareSocketFolder(forSocket: socketPath)
         try AirHub.checkTrust(ofSocket: socketPath)
-        if AirHub.isRunning(at: socketPath) { return nil }
-        let pid = try spawn(executable: executable, arguments: ["air", "--socket", socketPath] + arguments,
+        if isRunning(socketPath) { return nil }
+        let pid = try spawn(executable: executable, arguments: [command, "--socket", socketPath] + arguments,
                             log: logPath(forSocket: socketPath))
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
-            if AirHub.isRunning(at: socketPath) { return pid }
+            if isRunning(socketPath) { return pid }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                // It exited: another command may have started a hub at the same moment.
-                if AirHub.isRunning(at: socketPath) { return nil }
-                throw AirHubError(.listenFailed, "\(executable) air exited before listening on \(socketPath); "
+                // It exited: another command may have started one at the same moment.
+                if isRunning(socketPath) { return nil }
+                throw AirHubError(.listenFailed, "\(executable) \(command) exited before listening on \(socketPath); "
                                   + "see \(logPath(forSocket: socketPath))")
             }
             usleep(20_000)
         }
-        throw AirHubError(.listenFailed, "\(executable) air did not listen on \(socketPath) within \(timeout)")
+        throw AirHubError(.listenFailed, "\(executable) \(command) did not listen on \(socketPath) within \(timeout)")
     }
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+; declared only under `_GNU_SOURCE`, so looked up

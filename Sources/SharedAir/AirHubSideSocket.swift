@@ -6,14 +6,14 @@ import VirtualController
 
 /// A listening UNIX socket beside the hub's own (`SOCKET.monitor`, `SOCKET.control`) with a wake pipe, and the
 /// accept loop its thread runs until ``close()``: what ``AirHubMonitor`` and ``AirHubControl`` share.
-final class AirHubSideSocket: Sendable {
-    let path: String
+package final class AirHubSideSocket: Sendable {
+    package let path: String
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let closed = LockedValue(false)
 
     /// Listens at `path` (a stale socket file there is replaced); `purpose` names it in errors ("monitor").
-    init(path: String, purpose: String) throws(AirHubError) {
+    package init(path: String, purpose: String) throws(AirHubError) {
         let address: sockaddr_un
         do { address = try SocketAddress.unix(path: path) } catch { throw AirHubError(.listenFailed, "\(purpose): \(error.reason)") }
         unlink(path)
@@ -38,7 +38,7 @@ final class AirHubSideSocket: Sendable {
     /// `onClient`, until ``close()``; then it closes the listening socket. A client of another user (SO_PEERCRED: not
     /// the hub's effective uid, nor root) is handed to `refuse` with one line saying why, then closed: the socket
     /// file's mode 0600 already keeps other users out, this holds even where the file is reachable.
-    func acceptOnThread(named threadName: String, refuse: @escaping @Sendable (Int32, String) -> Void,
+    package func acceptOnThread(named threadName: String, refuse: @escaping @Sendable (Int32, String) -> Void,
                         onClient: @escaping @Sendable (Int32) -> Void) {
         let thread = Thread { [self] in
             while true {
@@ -87,7 +87,7 @@ final class AirHubSideSocket: Sendable {
     }
 
     /// Wakes the accept thread to stop, and removes the socket file (idempotent).
-    func close() {
+    package func close() {
         guard closed.withLock({ value in defer { value = true }; return !value }) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)

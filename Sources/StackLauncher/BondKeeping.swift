@@ -13,7 +13,7 @@ extension StackLauncher {
                 throw StackLaunchError(.invalidSpecification, "give a bond folder or bluetoothd (bluez, bluez:hciN), not both: bluetoothd keeps its bonds itself")
             }
             return BluetoothdBonds(adapter: adapter)
-        case .host?, nil:
+        case .host?, .service?, nil:
             return FileBondStore(directory: directory ?? FileBondStore.defaultDirectory())
         }
     }

@@ -32,6 +32,13 @@ public struct StackLaunchOptions: Sendable {
     /// What the program asks that only our host does (its options in use): opening bluetoothd's stack then fails
     /// with the first one's line (``StackLaunchError/Code/notOffered``), as it does with a ``snoopPath``.
     public var needingOurHost: [BluetoothdLimitation] = []
+    /// The Bluetooth service's socket (`service[:TRANSPORT]`): ``defaultServiceSocketPath``.
+    public var serviceSocketPath: String = StackLaunchOptions.defaultServiceSocketPath
+    /// The program's restore identifier at the Bluetooth service: its stack outlives it, and the next program with
+    /// this identifier takes it back (nil: the stack ends with the program).
+    public var serviceIdentifier: String? = StackLaunchOptions.environmentServiceIdentifier
+    /// Whether a `blue service` is started when none runs at ``serviceSocketPath`` (as the shared air's hub is).
+    public var startsService = true
 
     /// ``identity``: a new random one per launch (in-process and test stacks), or the one kept in a
     /// ``LocalIdentityFile`` (nil directory: ``FileBondStore/defaultDirectory()``, next to the bonds), created on
@@ -62,5 +69,30 @@ public struct StackLaunchOptions: Sendable {
             return path
         }
         return AirHub.defaultSocketPath
+    }
+
+    /// The environment variable that overrides the Bluetooth service's socket path.
+    public static let serviceSocketEnvironmentVariable = "OCB_SERVICE_SOCKET"
+
+    /// `$OCB_SERVICE_SOCKET` when set and not empty, else `service.sock` in the shared air's private folder
+    /// (``AirHub/defaultSocketPath``'s: `$XDG_RUNTIME_DIR/opencorebluetooth/`, else `/tmp/opencorebluetooth-<uid>/`).
+    public static var defaultServiceSocketPath: String {
+        if let value = getenv(serviceSocketEnvironmentVariable), case let path = String(cString: value), !path.isEmpty {
+            return path
+        }
+        let hub = AirHub.defaultSocketPath
+        return String(hub[..<(hub.lastIndex(of: "/") ?? hub.startIndex)]) + "/service.sock"
+    }
+
+    /// The environment variable that gives a whole program a restore identifier at the Bluetooth service
+    /// (`OCB_HCI=service OCB_RESTORE_ID=com.example.logger PROGRAM`): its stack outlives it.
+    public static let serviceIdentifierEnvironmentVariable = "OCB_RESTORE_ID"
+
+    /// `$OCB_RESTORE_ID` when set and not empty.
+    public static var environmentServiceIdentifier: String? {
+        guard let value = getenv(serviceIdentifierEnvironmentVariable), case let text = String(cString: value), !text.isEmpty else {
+            return nil
+        }
+        return text
     }
 }

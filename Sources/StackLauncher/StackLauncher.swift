@@ -33,6 +33,9 @@ public enum StackLauncher {
             return try await open(spec: spec, options: options)
         case .bluez:
             throw StackLaunchError(.notOffered, BluetoothdLimitation.ourHost.message(hci: text))
+        case .service:
+            throw StackLaunchError(.notOffered, "\(text): the Bluetooth service runs this stack, not this program "
+                                   + "(what needs the host itself, such as a btsnoop tap, runs on the stack's own transport)")
         }
     }
 
@@ -49,6 +52,8 @@ public enum StackLauncher {
             let refused = (options.snoopPath == nil ? [] : [BluetoothdLimitation.snoop]) + options.needingOurHost
             if let first = refused.first { throw StackLaunchError(.notOffered, first.message(hci: specification.description)) }
             return try await BluetoothdStack.open(adapter: adapter)
+        case .service(let transport):
+            return try await openAtService(transport, options: options)
         }
     }
 

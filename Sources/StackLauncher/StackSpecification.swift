@@ -13,12 +13,16 @@ public enum StackSpecification: Hashable, Sendable, CustomStringConvertible {
     case host(HCITransportSpec)
     /// bluetoothd's stack on `adapter` (`hciN`; nil: its default adapter).
     case bluez(adapter: String?)
+    /// Our host on this transport, run by the per-user Bluetooth service for the program (`service`: the shared
+    /// air, `service:TRANSPORT`): the stack outlives a program with a restore identifier (ServiceEngine).
+    case service(HCITransportSpec)
 
     /// The environment variable that names the stack of a program that does not choose one itself.
     public static let environmentVariable = "OCB_HCI"
 
     /// What a name may look like, for error messages and help text.
-    public static let expectedForms = HCITransportSpec.expectedForms + ", or bluez[:hciN] (bluetoothd)"
+    public static let expectedForms = HCITransportSpec.expectedForms
+        + ", bluez[:hciN] (bluetoothd), or service[:TRANSPORT] (the Bluetooth service)"
 
     /// Parses `text`; throws ``StackLaunchError/Code/invalidSpecification`` saying what was expected.
     public init(parsing text: String) throws(StackLaunchError) {
@@ -34,6 +38,18 @@ public enum StackSpecification: Hashable, Sendable, CustomStringConvertible {
                                        "\"\(name)\": bluez takes an adapter name: bluez or bluez:hciN (bluez:hci0)")
             }
             self = .bluez(adapter: adapter)
+            return
+        }
+        if name == "service" {
+            self = .service(.virtual)
+            return
+        }
+        if name.hasPrefix("service:") {
+            do {
+                self = .service(try HCITransportSpec(parsing: String(name.dropFirst("service:".count))))
+            } catch {
+                throw StackLaunchError(.invalidSpecification, "\"\(name)\": service takes a transport: \(error.reason)")
+            }
             return
         }
         do {
@@ -56,8 +72,8 @@ public enum StackSpecification: Hashable, Sendable, CustomStringConvertible {
     /// The hub's socket when the name is the shared air or another air hub (`virtual`: `hubSocketPath`), else nil.
     public func airHubSocket(hubSocketPath: String = StackLaunchOptions.defaultHubSocketPath) -> String? {
         switch self {
-        case .host(.virtual): hubSocketPath
-        case .host(.air(let path)): path
+        case .host(.virtual), .service(.virtual): hubSocketPath
+        case .host(.air(let path)), .service(.air(let path)): path
         default: nil
         }
     }
@@ -67,6 +83,8 @@ public enum StackSpecification: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .host(let transport): transport.description
         case .bluez(let adapter): adapter.map { "bluez:\($0)" } ?? "bluez"
+        case .service(.virtual): "service"
+        case .service(let transport): "service:\(transport)"
         }
     }
 }

@@ -51,7 +51,7 @@ public struct LEScanParameters: Hashable, Sendable {
 
 /// Connection parameters as HCI_LE_Connection_Update and HCI_LE_Remote_Connection_Parameter_Request_Reply carry
 /// them (Core 5.4 Vol 4 Part E §7.8.18, §7.8.31): intervals in 1.25 ms, timeout in 10 ms, CE lengths in 0.625 ms.
-public struct LEConnectionParameters: Hashable, Sendable {
+public struct LEConnectionParameters: Hashable, Sendable, Codable {
     public var intervalMin: UInt16
     public var intervalMax: UInt16
     public var maxLatency: UInt16

@@ -5,7 +5,7 @@ public import BluetoothCore
 ///
 /// Open set: every 16-bit value is representable; the known ones print the spec's command name, taken from the
 /// command table (``HCICommand/table``), e.g. `LE Set Advertising Parameters (0x2006)`.
-public struct HCIOpcode: OpenCode, Comparable {
+public struct HCIOpcode: OpenCode, Comparable, Codable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }

@@ -2,7 +2,7 @@ public import BluetoothCore
 
 /// An LE address type octet as HCI commands and events carry it (Core 5.4 Vol 4 Part E §7.8.5, §7.7.65.10):
 /// 0x00 public, 0x01 random, 0x02/0x03 public/random identity address (resolved by the controller), 0xFF anonymous.
-public struct LEAddressType: OpenCode {
+public struct LEAddressType: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
@@ -41,7 +41,7 @@ public struct LEAdvertisingType: OpenCode {
 }
 
 /// The Event_Type of a legacy LE Advertising Report (Core 5.4 Vol 4 Part E §7.7.65.2).
-public struct LEAdvertisingReportType: OpenCode {
+public struct LEAdvertisingReportType: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
@@ -58,7 +58,7 @@ public struct LEAdvertisingReportType: OpenCode {
 
 /// An LE PHY value as reported in LE Read PHY / PHY Update Complete (Core 5.4 Vol 4 Part E §7.8.47, §7.7.65.12)
 /// and in extended advertising reports.
-public struct LEPhy: OpenCode {
+public struct LEPhy: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

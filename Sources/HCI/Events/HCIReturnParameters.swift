@@ -2,7 +2,7 @@ public import BluetoothCore
 
 /// The local version as HCI_Read_Local_Version_Information returns it (Core 5.4 Vol 4 Part E §7.4.1) and as the
 /// Read Remote Version Information Complete event carries part of it.
-public struct HCILocalVersionInformation: Hashable, Sendable {
+public struct HCILocalVersionInformation: Hashable, Sendable, Codable {
     /// HCI version (Assigned Numbers "Core Specification Versions": 0x0D = 5.4).
     public var hciVersion: UInt8
     public var hciSubversion: UInt16

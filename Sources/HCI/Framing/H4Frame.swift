@@ -4,7 +4,7 @@ public import BluetoothCore
 /// parameters/data, without the indicator octet). Core 5.4 Vol 4 Part A §2.
 ///
 /// The packet bytes are not interpreted here; the command, event and ACL codecs decode them.
-public struct H4Frame: Hashable, Sendable {
+public struct H4Frame: Hashable, Sendable, Codable {
     /// The packet indicator.
     public var type: HCIPacketType
     /// The HCI packet without the indicator octet.

@@ -5,7 +5,7 @@ public import BluetoothCore
 ///
 /// An open code: unknown values are representable (``isKnown`` is false) so a capture can still be described, but
 /// ``H4Framer`` refuses them because it cannot know the length of such a packet.
-public struct HCIPacketType: OpenCode {
+public struct HCIPacketType: OpenCode, Codable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

@@ -1,0 +1,196 @@
+import BluetoothCore
+import BluetoothEngine
+import BluetoothRuntime
+import DequeModule
+import GATT
+import ServiceEngine
+import StackLauncher
+import Foundation
+
+/// One program's stack as the Bluetooth service keeps it: opened for the program, run by our host here, attached
+/// to the program's connection while it runs and, for a program with a restore identifier, kept when the program
+/// dies (detached), its links, subscriptions, advertising and GATT database still up.
+///
+/// Detached, the stack keeps answering (Core 5.4 Vol 3 Part F §3.4): a deferred read gets the last value the
+/// program sent for that attribute (an update, or its answer to an earlier read), else *Unlikely Error*; a deferred
+/// write is accepted. Everything the program would have heard (events, deferred writes, forwarded writes) is queued,
+/// at most ``queueLimit`` messages, the oldest dropped and counted; a program that says hello with the same
+/// identifier gets the welcome with the links as they are, then the queue in order, then the live stream.
+///
+/// State: one lock (``LockedValue``); the stack's events arrive on its loop, the program's calls on its
+/// connection's reader thread. Sending only queues (``ServiceConnection/send(_:)``), so it happens under the lock,
+/// which keeps the welcome, the queue and the live events in one order.
+final class KeptStack: Sendable {
+    static let queueLimit = 4096
+
+    private struct State {
+        var client: ServiceConnection<ServiceRequest, ServiceMessage>?
+        var queue: Deque<ServiceMessage> = []
+        var dropped = 0
+        var links: [UInt16: ServiceLink] = [:]
+        var lastValues: [UInt16: [UInt8]] = [:]
+        /// Deferred reads handed to the program and not answered yet, by request id: their attribute.
+        var readsInFlight: [UInt64: UInt16] = [:]
+        /// The program's own deferral, and the dynamic values of its database (deferred to it too).
+        var programDeferral: Set<UInt16>?
+        var dynamicHandles: Set<UInt16> = []
+        var ended = false
+    }
+
+    let identifier: String?
+    let opened: any OpenedStack
+    var engine: any StackEngine { opened.engine }
+    private let state = LockedValue(State())
+
+    init(identifier: String?, opened: any OpenedStack) {
+        self.identifier = identifier
+        self.opened = opened
+        opened.engine.addEventHandler { [weak self] event in self?.stackEvent(event) }
+    }
+
+    /// Attaches `client`: sends the welcome (the links as they are), then what was queued, then events as they come.
+    func attach(_ client: ServiceConnection<ServiceRequest, ServiceMessage>, reattached: Bool) {
+        let engine = engine
+        state.withLock { state in
+            client.send(.welcome(ServiceWelcome(
+                controller: opened.controllerInfo, exchangesMTUOnConnect: engine.exchangesMTUOnConnect,
+                reportsPeerNames: engine.reportsPeerNames, knownPeers: engine.knownPeers(), reattached: reattached,
+                links: state.links.values.sorted { $0.connection.handle < $1.connection.handle }, droppedEvents: state.dropped)))
+            for message in state.queue { client.send(message) }
+            state.queue.removeAll()
+            state.dropped = 0
+            state.client = client
+        }
+    }
+
+    /// The program's connection ended without a goodbye: the stack stays, and what follows is queued.
+    func detach(_ client: ServiceConnection<ServiceRequest, ServiceMessage>) {
+        state.withLock { state in
+            if state.client === client { state.client = nil }
+        }
+    }
+
+    var isAttached: Bool { state.load().client != nil }
+
+    /// Sends `message` to the program, or queues it while none is attached.
+    private func deliver(_ message: ServiceMessage) {
+        state.withLock { state in
+            if let client = state.client, client.send(message) { return }
+            state.queue.append(message)
+            if state.queue.count > Self.queueLimit {
+                state.queue.removeFirst()
+                state.dropped += 1
+            }
+        }
+    }
+
+    private func stackEvent(_ event: HostEvent) {
+        state.withLock { state in
+            switch event {
+            case .connected(let connection):
+                state.links[connection.handle] = ServiceLink(connection: connection, attMTU: 23)
+            case .connectionUpdated(let connection):
+                state.links[connection.handle]?.connection = connection
+            case .attMTUChanged(let handle, let mtu):
+                state.links[handle]?.attMTU = mtu
+            case .disconnected(let handle, _):
+                state.links[handle] = nil
+            default:
+                break
+            }
+        }
+        deliver(.event(event))
+    }
+
+    // MARK: The GATT server's calls into the program
+
+    /// The deferral the program asked for: its requests go to the program, or are answered here while it is away.
+    func setDeferral(handles: Set<UInt16>?) {
+        let all = state.withLock { state -> Set<UInt16> in
+            state.programDeferral = handles
+            return (handles ?? []).union(state.dynamicHandles)
+        }
+        installDeferral(all)
+    }
+
+    /// The dynamic values of the program's new database, deferred to the program with its own deferral.
+    func setDynamicHandles(_ handles: Set<UInt16>) {
+        let all = state.withLock { state -> Set<UInt16> in
+            state.dynamicHandles = handles
+            return (state.programDeferral ?? []).union(handles)
+        }
+        installDeferral(all)
+    }
+
+    private func installDeferral(_ handles: Set<UInt16>) {
+        guard !handles.isEmpty else { return engine.setGATTDeferral(nil) }
+        engine.setGATTDeferral(GATTDeferral(handles: handles) { [weak self] request in self?.deferred(request) })
+    }
+
+    /// A request of the deferral (on the stack's loop, inside the server: answers hop).
+    private func deferred(_ request: GATTPendingRequest) {
+        let engine = engine
+        let handle = request.connection.rawValue
+        let answer = state.withLock { state -> Result<[UInt8], GATTAttributeError>? in
+            if let client = state.client, client.send(.deferredRequest(request)) {
+                if case .read(let attribute, _) = request.kind { state.readsInFlight[request.id] = attribute }
+                return nil
+            }
+            switch request.kind {
+            case .read(let attribute, let offset):
+                guard let value = state.lastValues[attribute] else { return .failure(GATTAttributeError(.unlikelyError)) }
+                return offset <= value.count ? .success(Array(value[offset...])) : .failure(GATTAttributeError(.invalidOffset))
+            case .write(let attribute, let value):
+                state.lastValues[attribute] = value
+                state.queue.append(.deferredRequest(request))
+                return .success([])
+            case .executeWrite:
+                state.queue.append(.deferredRequest(request))
+                return .success([])
+            }
+        }
+        if let answer {
+            engine.eventLoop.execute { engine.respondToGATTRequest(connectionHandle: handle, id: request.id, result: answer) }
+        }
+    }
+
+    /// A write of a dynamic value, accepted by the server: the program hears of it.
+    func forwardedWrite(_ request: GATTWriteRequest) {
+        deliver(.dynamicWrite(request))
+    }
+
+    /// The program's answer to a deferred request; a read's value is kept for answering while it is away.
+    func respond(handle: UInt16, id: UInt64, _ answer: ServiceGATTAnswer) {
+        state.withLock { state in
+            if let attribute = state.readsInFlight.removeValue(forKey: id), case .value(let value) = answer {
+                state.lastValues[attribute] = value
+            }
+        }
+        engine.respondToGATTRequest(connectionHandle: handle, id: id, result: answer.result)
+    }
+
+    /// A value the program sent its subscribers: also the answer to reads while it is away.
+    func remember(_ value: [UInt8], attribute: UInt16) {
+        state.withLock { $0.lastValues[attribute] = value }
+    }
+
+    /// The stack's controller went away: the program hears it, then the connection and the stack end.
+    func lost(_ reason: String) {
+        let client = state.withLock { state -> ServiceConnection<ServiceRequest, ServiceMessage>? in
+            defer { state.client = nil }
+            return state.client
+        }
+        client?.send(.lost(reason))
+        client?.finish()
+        Thread.detachNewThread { [self] in end() }
+    }
+
+    /// Ends the stack (once): disconnects everything and lets the engine go. Off the stack's loop.
+    func end() {
+        let first = state.withLock { state -> Bool in
+            defer { state.ended = true; state.client = nil; state.queue.removeAll() }
+            return !state.ended
+        }
+        if first { opened.shutdown() }
+    }
+}

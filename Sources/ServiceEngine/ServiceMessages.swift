@@ -1,0 +1,116 @@
+public import BluetoothCore
+public import BluetoothEngine
+public import GATT
+public import L2CAP
+
+/// What a program sends the Bluetooth service: a hello first, then calls of the seam, and a goodbye when it
+/// ends by its own choice (which releases everything, as a user quitting an app on iOS does).
+public enum ServiceRequest: Sendable, Codable {
+    case hello(ServiceHello)
+    /// ``ServiceOperation/expectsAnswer``: the service answers with ``ServiceMessage/result(id:_:)`` of this id.
+    case call(id: UInt64, ServiceOperation)
+    case goodbye
+}
+
+/// Who the program is and which stack it wants.
+public struct ServiceHello: Sendable, Codable, Equatable {
+    /// ``ServiceProtocol/version``; another version is refused with one line.
+    public var version: Int
+    /// The stack the service opens for the program, by StackLauncher's names ("virtual", "air:PATH", "hci0").
+    public var stack: String
+    /// The program's restore identifier: with one, its stack outlives the connection (the program dies, the links
+    /// stay) and a program that says hello with the same identifier gets it back. Without, it ends with the
+    /// connection.
+    public var identifier: String?
+    /// The program's name, for the service's log.
+    public var program: String
+
+    public init(version: Int = ServiceProtocol.version, stack: String, identifier: String?, program: String) {
+        self.version = version
+        self.stack = stack
+        self.identifier = identifier
+        self.program = program
+    }
+}
+
+/// What the service sends a program.
+public enum ServiceMessage: Sendable, Codable {
+    /// The stack is ready: the first message after a hello.
+    case welcome(ServiceWelcome)
+    /// The hello was refused (bad version, a stack that cannot open, an identifier in use); the service closes.
+    case refused(String)
+    /// The answer to the call `id`.
+    case result(id: UInt64, ServiceOutcome)
+    /// An event of the program's stack, in order.
+    case event(HostEvent)
+    /// A GATT request the program's deferral asked for (answer with ``ServiceOperation/respondToGATTRequest(handle:id:_:)``).
+    case deferredRequest(GATTPendingRequest)
+    /// A write of a dynamic value, already accepted by the service.
+    case dynamicWrite(GATTWriteRequest)
+    /// The stack's controller went away (the service closes the connection after this).
+    case lost(String)
+}
+
+/// The stack a program gets: new, or the one it left (``reattached``) with the links that still exist.
+public struct ServiceWelcome: Sendable, Codable {
+    public var controller: ControllerInfo
+    public var exchangesMTUOnConnect: Bool
+    public var reportsPeerNames: Bool
+    public var knownPeers: [BluetoothAddress]
+    /// Whether this is the stack a program with the same identifier left.
+    public var reattached: Bool
+    /// The links of the stack now, with their ATT_MTU (empty for a new stack).
+    public var links: [ServiceLink]
+    /// Events that arrived while no program was attached, dropped (oldest first) beyond the queue's bound.
+    public var droppedEvents: Int
+
+    public init(controller: ControllerInfo, exchangesMTUOnConnect: Bool, reportsPeerNames: Bool, knownPeers: [BluetoothAddress],
+                reattached: Bool, links: [ServiceLink], droppedEvents: Int) {
+        self.controller = controller
+        self.exchangesMTUOnConnect = exchangesMTUOnConnect
+        self.reportsPeerNames = reportsPeerNames
+        self.knownPeers = knownPeers
+        self.reattached = reattached
+        self.links = links
+        self.droppedEvents = droppedEvents
+    }
+}
+
+/// A link the service's stack holds.
+public struct ServiceLink: Sendable, Codable, Equatable {
+    public var connection: Connection
+    public var attMTU: Int
+
+    public init(connection: Connection, attMTU: Int) {
+        self.connection = connection
+        self.attMTU = attMTU
+    }
+}
+
+/// The result of a call, whatever its type on the seam.
+public enum ServiceOutcome: Sendable, Codable {
+    case done
+    case failed(HostError)
+    case address(BluetoothAddress)
+    case connection(Connection)
+    case status(HCIStatus)
+    case linkInfo(LinkInfo?)
+    case accepted(Bool)
+    case mtu(Int)
+    case rssi(Int8)
+    case gatt(GATTProcedureResult)
+    case gattFailed(GATTClientError)
+    case targets([UInt16])
+    case l2capChannel(L2CAPChannelInfo)
+    case l2capFailed(L2CAPLinkError)
+    case pairing(PairingOutcome)
+    case outOfBand(LocalOutOfBandData)
+}
+
+/// The constants of the service's protocol.
+public enum ServiceProtocol {
+    /// The version a hello names.
+    public static let version = 1
+    /// The longest message (one JSON line) either side accepts; a longer one ends the connection.
+    public static let maximumMessageLength = 1 << 22
+}
