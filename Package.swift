@@ -247,6 +247,12 @@ let package = Package(
             dependencies: ["AdvertisingData", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "BluetoothServiceTests",
+            dependencies: ["BluetoothService", "ServiceEngine", "StackLauncher", "SharedAir", "BluetoothLE", "BluetoothEngine", "BluetoothCore",
+                           "BluetoothRuntime", "HCITransport", "GATT", "ATT", "AdvertisingData", "SystemInterface", "TestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BlueZ", "TestSupport"], swiftSettings: strict),
         .testTarget(

@@ -36,8 +36,13 @@ public final class BluetoothService: Sendable {
     private let anonymous = LockedValue<[ObjectIdentifier: KeptStack]>([:])
     private let logger = Logger(label: "opencorebluetooth.service")
 
-    /// Listens at `socketPath` (its folder made private first); `options` open each program's stack.
-    public init(socketPath: String, options: StackLaunchOptions = StackLaunchOptions()) throws(StackLaunchError) {
+    /// The most octets that may wait for one program that does not read (nil: ``ServiceConnection``'s default).
+    private let outboxLimit: Int?
+
+    /// Listens at `socketPath` (its folder made private first); `options` open each program's stack; a program
+    /// that leaves more than `outboxLimit` octets unread is cut off.
+    public init(socketPath: String, options: StackLaunchOptions = StackLaunchOptions(), outboxLimit: Int? = nil) throws(StackLaunchError) {
+        self.outboxLimit = outboxLimit
         do throws(AirHubError) {
             try AirHub.prepareSocketFolder(forSocket: socketPath)
             if Self.isRunning(at: socketPath) {
@@ -99,7 +104,8 @@ public final class BluetoothService: Sendable {
     }
 
     private func accept(_ fd: Int32) {
-        let connection = ServiceConnection<ServiceRequest, ServiceMessage>(fd: fd, label: "OpenCoreBluetooth.service.client")
+        let connection = outboxLimit.map { ServiceConnection<ServiceRequest, ServiceMessage>(fd: fd, label: "OpenCoreBluetooth.service.client", outboxLimit: $0) }
+            ?? ServiceConnection<ServiceRequest, ServiceMessage>(fd: fd, label: "OpenCoreBluetooth.service.client")
         let session = Session(connection: connection)
         connection.start(onMessage: { [self] request in
             received(request, in: session)

@@ -185,12 +185,21 @@ final class KeptStack: Sendable {
         Thread.detachNewThread { [self] in end() }
     }
 
-    /// Ends the stack (once): disconnects everything and lets the engine go. Off the stack's loop.
+    /// Ends the stack (once): terminates each link (Remote User Terminated Connection, so that peers see it at
+    /// once rather than after their supervision timeout), waits for that at most a second, and lets the engine go.
+    /// Blocking: off the stack's loop.
     func end() {
-        let first = state.withLock { state -> Bool in
+        let (first, handles) = state.withLock { state -> (Bool, [UInt16]) in
             defer { state.ended = true; state.client = nil; state.queue.removeAll() }
-            return !state.ended
+            return (!state.ended, Array(state.links.keys))
         }
-        if first { opened.shutdown() }
+        guard first else { return }
+        let group = DispatchGroup()
+        for handle in handles {
+            group.enter()
+            engine.disconnect(connectionHandle: handle, reason: .remoteUserTerminatedConnection) { _ in group.leave() }
+        }
+        _ = group.wait(timeout: .now() + 1)
+        opened.shutdown()
     }
 }

@@ -38,6 +38,9 @@ public final class ServiceEngine: StackEngine, Sendable {
         var end: String?
         var lossHandlers: [@Sendable (String) -> Void] = []
         var primary: (@Sendable (HostEvent) -> Void)?
+        /// What arrived before anyone listened (a stack taken back sends its queue right after the welcome): held,
+        /// in order, until the first event handler is set. nil once released.
+        var held: [ServiceMessage]? = []
     }
 
     public var eventLoop: any EventLoop { loop }
@@ -140,6 +143,14 @@ public final class ServiceEngine: StackEngine, Sendable {
     // MARK: Messages from the service (on the loop)
 
     private func handle(_ message: ServiceMessage) {
+        if case .result = message {} else {
+            let holding = state.withLock { state -> Bool in
+                guard state.held != nil else { return false }
+                state.held?.append(message)
+                return true
+            }
+            if holding { return }
+        }
         switch message {
         case .welcome, .refused:
             break
@@ -230,6 +241,12 @@ public final class ServiceEngine: StackEngine, Sendable {
         connection.close()
     }
 
+    /// Ends the connection without a goodbye, as a program that dies does (SIGKILL, a crash): a stack with a
+    /// restore identifier stays with the service. For tests of what the service keeps.
+    package func abandon() {
+        connection.close()
+    }
+
     /// Why the connection to the service ended, once it did.
     public var endReason: String? { state.load().end }
 
@@ -287,11 +304,24 @@ public final class ServiceEngine: StackEngine, Sendable {
 
     public func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
         state.withLock { $0.primary = handler }
+        releaseHeld()
     }
 
     @discardableResult
     public func addEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) -> StackEventSubscription {
-        handlers.add(handler)
+        defer { releaseHeld() }
+        return handlers.add(handler)
+    }
+
+    /// Hands what was held to the handlers, on the loop, before anything that arrives later.
+    private func releaseHeld() {
+        loop.execute { [self] in
+            guard let held = state.withLock({ state -> [ServiceMessage]? in
+                defer { state.held = nil }
+                return state.held
+            }) else { return }
+            for message in held { handle(message) }
+        }
     }
 
     /// Already started: the service opened the stack before its welcome.

@@ -112,5 +112,5 @@ public enum ServiceProtocol {
     /// The version a hello names.
     public static let version = 1
     /// The longest message (one JSON line) either side accepts; a longer one ends the connection.
-    public static let maximumMessageLength = 1 << 22
+    public static let maximumMessageLength = 1 << 20
 }

@@ -1,0 +1,198 @@
+import BluetoothCore
+import BluetoothEngine
+import BluetoothLE
+import BluetoothRuntime
+import BluetoothService
+import GATT
+import ServiceEngine
+import StackLauncher
+import TestSupport
+import Testing
+
+private let serviceUUID = BluetoothUUID(0xFE10)
+private let levelUUID = BluetoothUUID(0xFE11)
+private let askedUUID = BluetoothUUID(0xFE12)
+
+/// Two programs on one private air, one of them through the Bluetooth service: everything our host does, seen by
+/// a program on the seam's third engine.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ServiceEngineTests {
+    /// A peripheral on the air (our host in this process) and a central whose stack the service runs: scan,
+    /// connect, discover, read, subscribe, all through the service's socket.
+    @Test func aCentralThroughTheServiceScansConnectsReadsAndSubscribes() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let peripheral = try await world.directStack()
+        let level = Characteristic(levelUUID, properties: [.read, .notify], value: [42])
+        try await peripheral.publish(deviceName: "served") { Service(serviceUUID) { level } }
+        _ = try await peripheral.advertise(name: "served", services: [serviceUUID], interval: .milliseconds(20))
+
+        let opened = try await world.serviceStack()
+        #expect(opened.transportDescription.hasPrefix("service:\(world.servicePath)"))
+        #expect(!opened.serviceEngine.welcome.reattached)
+        let central = BluetoothStack(opened: opened)
+        var scan = central.scan(services: [serviceUUID]).makeAsyncIterator()
+        var named: Advertisement?
+        while named == nil, let next = try await scan.next() {
+            if next.localName != nil { named = next }
+        }
+        let found = try #require(named)
+        #expect(found.localName == "served")
+        let remote = try await central.connect(to: found, timeout: .seconds(10))
+        #expect(await eventually { remote.mtu > 23 })
+        let characteristic = try await remote.characteristic(levelUUID, service: serviceUUID)
+        #expect(try await remote.read(characteristic) == [42])
+        let values = try await remote.notifications(for: characteristic)
+        #expect(await eventually { !level.subscribedConnections.isEmpty })
+        try await peripheral.notify(level, value: [43])
+        try await peripheral.notify(level, value: [44])
+        var iterator = values.makeAsyncIterator()
+        #expect(await iterator.next() == [43])
+        #expect(await iterator.next() == [44])
+        try await remote.disconnect()
+        await central.shutdown()
+        await peripheral.shutdown()
+    }
+
+    /// A peripheral whose stack the service runs answers with the program's own handlers: a read asks `onRead`, a
+    /// Write Request asks `onWriteRequest` (which may refuse it with an ATT error), a Write Command reaches
+    /// `onWrite`.
+    @Test func aPeripheralThroughTheServiceAnswersWithItsHandlers() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let server = BluetoothStack(opened: try await world.serviceStack())
+        let reads = LockedBox(0)
+        let asked = Characteristic(askedUUID, properties: [.read, .write, .writeWithoutResponse])
+            .onRead { _ in
+                reads.update { $0 += 1 }
+                return [7, 7, 7]
+            }
+            .onWriteRequest { write in
+                if write.value == [0xFF] { throw GATTAttributeError(ATTErrorCode(0x80)) }
+            }
+        try await server.publish(deviceName: "served") { Service(serviceUUID) { asked } }
+        _ = try await server.advertise(name: "served", services: [serviceUUID], interval: .milliseconds(20))
+
+        let client = try await world.directStack()
+        var scan = client.scan(services: [serviceUUID]).makeAsyncIterator()
+        let found = try #require(await scan.next())
+        let remote = try await client.connect(to: found, timeout: .seconds(10))
+        let characteristic = try await remote.characteristic(askedUUID, service: serviceUUID)
+        #expect(try await remote.read(characteristic) == [7, 7, 7])
+        #expect(reads.value == 1)
+        try await remote.write(characteristic, value: [1, 2])
+        #expect(await eventually { asked.value == [1, 2] })
+        do {
+            try await remote.write(characteristic, value: [0xFF])
+            Issue.record("the handler's refusal did not reach the client")
+        } catch let error as BluetoothLEError {
+            #expect(error.attError == ATTErrorCode(0x80))
+        }
+        try await remote.write(characteristic, value: [3], type: .withoutResponse)
+        #expect(await eventually { asked.value == [3] })
+        try await remote.disconnect()
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    /// A central with a restore identifier subscribes, then its program dies (the connection ends without a
+    /// goodbye). The link stays: the peripheral sees no disconnection and its notifications are queued. The next
+    /// program with the identifier takes the stack back: the welcome lists the link, the queued notifications
+    /// arrive in order before the live ones, with no connect and no subscribe. Its goodbye then ends the link.
+    @Test func aStackWithARestoreIdentifierOutlivesItsProgram() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let peripheral = try await world.directStack()
+        let level = Characteristic(levelUUID, properties: [.read, .notify], value: [1])
+        try await peripheral.publish(deviceName: "kept") { Service(serviceUUID) { level } }
+        let incoming = peripheral.connections()
+        _ = try await peripheral.advertise(name: "kept", services: [serviceUUID], interval: .milliseconds(20))
+
+        let first = try await world.serviceStack(identifier: "com.example.kept")
+        let central = BluetoothStack(opened: first)
+        var scan = central.scan(services: [serviceUUID]).makeAsyncIterator()
+        let found = try #require(await scan.next())
+        let remote = try await central.connect(to: found, timeout: .seconds(10))
+        let handle = remote.connectionHandle
+        var centrals = incoming.makeAsyncIterator()
+        let seen = try #require(await centrals.next())
+        let characteristic = try await remote.characteristic(levelUUID, service: serviceUUID)
+        let values = try await remote.notifications(for: characteristic)
+        #expect(await eventually { !level.subscribedConnections.isEmpty })
+        try await peripheral.notify(level, value: [10])
+        var iterator = values.makeAsyncIterator()
+        #expect(await iterator.next() == [10])
+
+        // The program dies.
+        first.serviceEngine.abandon()
+        #expect(await eventually { world.service.keptStacks == ["com.example.kept": false] })
+        for value: UInt8 in [11, 12, 13] { try await peripheral.notify(level, value: [value]) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(seen.isConnected, "the link ended with the program")
+
+        // The next launch takes it back.
+        let second = try await world.serviceStack(identifier: "com.example.kept")
+        let welcome = second.serviceEngine.welcome
+        #expect(welcome.reattached)
+        #expect(welcome.links.map(\.connection.handle) == [handle])
+        #expect(welcome.links.first?.attMTU == remote.mtu)
+        #expect(second.transportDescription.hasSuffix(", taken back)"))
+        let log = EventLog(second.engine)
+        #expect(await eventually { log.notifications == [[11], [12], [13]] })
+        try await peripheral.notify(level, value: [14])
+        #expect(await eventually { log.notifications == [[11], [12], [13], [14]] })
+        #expect(world.service.keptStacks == ["com.example.kept": true])
+
+        // A clean exit releases everything.
+        second.shutdown()
+        #expect(await eventually { !seen.isConnected })
+        #expect(await eventually { world.service.keptStacks.isEmpty })
+        await central.shutdown()
+        await peripheral.shutdown()
+    }
+
+    /// Without a restore identifier the stack ends with the program: the peer sees the link go.
+    @Test func withoutAnIdentifierTheStackEndsWithItsProgram() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let peripheral = try await world.directStack()
+        let incoming = peripheral.connections()
+        _ = try await peripheral.advertise(name: "brief", services: [serviceUUID], interval: .milliseconds(20))
+        let opened = try await world.serviceStack()
+        let central = BluetoothStack(opened: opened)
+        var scan = central.scan(services: [serviceUUID]).makeAsyncIterator()
+        let found = try #require(await scan.next())
+        _ = try await central.connect(to: found, timeout: .seconds(10))
+        var centrals = incoming.makeAsyncIterator()
+        let seen = try #require(await centrals.next())
+        opened.serviceEngine.abandon()
+        #expect(await eventually { !seen.isConnected })
+        #expect(world.service.keptStacks.isEmpty)
+        await peripheral.shutdown()
+    }
+
+    /// One program per identifier: a second one while the first runs is refused with one line.
+    @Test func anIdentifierInUseIsRefused() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let first = try await world.serviceStack(identifier: "com.example.once")
+        await #expect {
+            _ = try await world.serviceStack(identifier: "com.example.once")
+        } throws: { error in
+            "\(error)".contains("com.example.once is in use by a running program")
+        }
+        first.shutdown()
+        #expect(await eventually { world.service.keptStacks.isEmpty })
+        let again = try await world.serviceStack(identifier: "com.example.once")
+        #expect(!again.serviceEngine.welcome.reattached)
+        again.shutdown()
+    }
+}
+
+/// A value shared with a handler that runs on a task of its own.
+final class LockedBox<Value: Sendable>: Sendable {
+    private let storage: LockedValue<Value>
+    init(_ value: Value) { storage = LockedValue(value) }
+    var value: Value { storage.load() }
+    func update(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
+}
