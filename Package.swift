@@ -165,7 +165,7 @@ let package = Package(
         // The per-user Bluetooth service (`blue service`): keeps programs' stacks, also after the program dies.
         .target(
             name: "BluetoothService",
-            dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "ServiceEngine", "StackLauncher", "SharedAir", "GATT",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "ServiceEngine", "StackLauncher", "SharedAir", "GATT", "Host",
                            "SystemInterface", .product(name: "Logging", package: "swift-log"),
                            .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strict

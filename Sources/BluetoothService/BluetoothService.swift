@@ -1,5 +1,6 @@
 import BluetoothRuntime
 import BluetoothEngine
+import Host
 import Foundation
 import Logging
 import ServiceEngine
@@ -38,11 +39,19 @@ public final class BluetoothService: Sendable {
 
     /// The most octets that may wait for one program that does not read (nil: ``ServiceConnection``'s default).
     private let outboxLimit: Int?
+    /// Where a program with a restore identifier keeps its identity and bonds: one private folder per identifier.
+    public let stateDirectory: String
 
     /// Listens at `socketPath` (its folder made private first); `options` open each program's stack; a program
     /// that leaves more than `outboxLimit` octets unread is cut off.
-    public init(socketPath: String, options: StackLaunchOptions = StackLaunchOptions(), outboxLimit: Int? = nil) throws(StackLaunchError) {
+    ///
+    /// A program with a restore identifier keeps its address, IRK and bonds from one stack to the next (its peers
+    /// see the same device after the service restarts too): in `stateDirectory` (nil: `service/` beside the bonds of
+    /// `FileBondStore/defaultDirectory()`), one folder per identifier.
+    public init(socketPath: String, options: StackLaunchOptions = StackLaunchOptions(), outboxLimit: Int? = nil,
+                stateDirectory: String? = nil) throws(StackLaunchError) {
         self.outboxLimit = outboxLimit
+        self.stateDirectory = stateDirectory ?? FileBondStore.defaultDirectory() + "/service"
         do throws(AirHubError) {
             try AirHub.prepareSocketFolder(forSocket: socketPath)
             if Self.isRunning(at: socketPath) {
@@ -164,6 +173,11 @@ public final class BluetoothService: Sendable {
         }
         var options = options
         options.label = "OpenCoreBluetooth.service." + (hello.identifier ?? hello.program)
+        if let identifier = hello.identifier {
+            let directory = stateDirectory + "/" + IdentifierFileName.escaped(identifier)
+            options.identity = .persistent(directory: directory)
+            options.host.security.bondStore = FileBondStore(directory: directory)
+        }
         let opened: any OpenedStack
         do {
             opened = try await StackLauncher.open(specification: specification, options: options)

@@ -1,4 +1,5 @@
 import Foundation
+import SystemInterface
 import BluetoothCore
 import BluetoothRuntime
 import Host
@@ -73,19 +74,10 @@ final class StateRestorationStore: Sendable {
         path = directory + "/\(role.rawValue)-\(Self.fileName(identifier)).json"
     }
 
-    /// The identifier as a file name: letters, digits, '.', '_' and '-' kept, every other byte as %XX.
+    /// The identifier as a file name (``IdentifierFileName``: letters, digits, '.', '_' and '-' kept, every other
+    /// byte as %XX).
     static func fileName(_ identifier: String) -> String {
-        var name = ""
-        for byte in identifier.utf8 {
-            let scalar = Unicode.Scalar(byte)
-            if ("0"..."9").contains(scalar) || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && !name.isEmpty) {
-                name.unicodeScalars.append(scalar)
-            } else {
-                name += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return name
+        IdentifierFileName.escaped(identifier)
     }
 
     /// The snapshot on disk: nil when there is none; a corrupt one is reported (once per file and process) and
@@ -159,12 +151,6 @@ final class StateRestorationStore: Sendable {
         } catch {
             throw StateRestorationError(.ioFailed, error.reason, path: error.path ?? path)
         }
-    }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

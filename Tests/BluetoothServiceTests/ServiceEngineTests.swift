@@ -3,6 +3,7 @@ import BluetoothEngine
 import BluetoothLE
 import BluetoothRuntime
 import BluetoothService
+import Foundation
 import GATT
 import ServiceEngine
 import StackLauncher
@@ -169,6 +170,25 @@ struct ServiceEngineTests {
         #expect(await eventually { !seen.isConnected })
         #expect(world.service.keptStacks.isEmpty)
         await peripheral.shutdown()
+    }
+
+    /// A program with a restore identifier is the same device from one stack to the next (its address and IRK
+    /// kept in a private folder of the identifier's), another identifier another device.
+    @Test func anIdentifierKeepsItsAddressAcrossStacks() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let first = try await world.serviceStack(identifier: "com.example/same")
+        let address = first.controllerInfo.ownAddress
+        first.shutdown()
+        #expect(await eventually { world.service.keptStacks.isEmpty })
+        let again = try await world.serviceStack(identifier: "com.example/same")
+        #expect(!again.serviceEngine.welcome.reattached)
+        #expect(again.controllerInfo.ownAddress == address)
+        let other = try await world.serviceStack(identifier: "com.example.other")
+        #expect(other.controllerInfo.ownAddress != address)
+        #expect(FileManager.default.fileExists(atPath: world.folder + "/state/com.example%2Fsame"))
+        again.shutdown()
+        other.shutdown()
     }
 
     /// One program per identifier: a second one while the first runs is refused with one line.

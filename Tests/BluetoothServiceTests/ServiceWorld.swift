@@ -27,7 +27,7 @@ final class ServiceWorld: Sendable {
         hub = AirHub(configuration: AirHubConfiguration(socketPath: folder + "/air.sock", statisticsInterval: nil),
                      eventLoop: DispatchEventLoop(label: "ServiceWorld.air"))
         try hub.start()
-        service = try BluetoothService(socketPath: folder + "/service.sock", outboxLimit: outboxLimit)
+        service = try BluetoothService(socketPath: folder + "/service.sock", outboxLimit: outboxLimit, stateDirectory: folder + "/state")
         service.start()
     }
 
