@@ -161,6 +161,7 @@ public final class BluetoothService: Sendable {
                 if found.1 { return refuse(session, "\(identifier) is in use by a running program") }
                 session.stack.store(stack)
                 logger.info("\(hello.program) takes back \(identifier)")
+                stack.register(hello.relaunch)
                 stack.attach(session.connection, reattached: true)
                 return
             }
@@ -173,10 +174,12 @@ public final class BluetoothService: Sendable {
         }
         var options = options
         options.label = "OpenCoreBluetooth.service." + (hello.identifier ?? hello.program)
+        var launchLog: String?
         if let identifier = hello.identifier {
             let directory = stateDirectory + "/" + IdentifierFileName.escaped(identifier)
             options.identity = .persistent(directory: directory)
             options.host.security.bondStore = FileBondStore(directory: directory)
+            launchLog = directory + "/launch.log"
         }
         let opened: any OpenedStack
         do {
@@ -184,7 +187,8 @@ public final class BluetoothService: Sendable {
         } catch {
             return refuse(session, "cannot open \(hello.stack): \(error.reason)")
         }
-        let stack = KeptStack(identifier: hello.identifier, opened: opened)
+        let stack = KeptStack(identifier: hello.identifier, opened: opened, launchLog: launchLog)
+        stack.register(hello.relaunch)
         opened.onLoss { [weak self, weak stack] loss in
             guard let self, let stack else { return }
             self.forget(stack)

@@ -6,6 +6,11 @@ import GATT
 import ServiceEngine
 import StackLauncher
 import Foundation
+import Logging
+import SharedAir
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One program's stack as the Bluetooth service keeps it: opened for the program, run by our host here, attached
 /// to the program's connection while it runs and, for a program with a restore identifier, kept when the program
@@ -35,17 +40,29 @@ final class KeptStack: Sendable {
         var programDeferral: Set<UInt16>?
         var dynamicHandles: Set<UInt16> = []
         var ended = false
+        /// How to start the program again, and whether it was started since the last one left.
+        var relaunch: ServiceRelaunch?
+        var relaunched = false
     }
 
     let identifier: String?
     let opened: any OpenedStack
     var engine: any StackEngine { opened.engine }
+    /// Where a relaunched program's output goes (nil: no relaunch).
+    private let launchLog: String?
     private let state = LockedValue(State())
+    private let logger = Logger(label: "opencorebluetooth.service")
 
-    init(identifier: String?, opened: any OpenedStack) {
+    init(identifier: String?, opened: any OpenedStack, launchLog: String?) {
         self.identifier = identifier
         self.opened = opened
+        self.launchLog = launchLog
         opened.engine.addEventHandler { [weak self] event in self?.stackEvent(event) }
+    }
+
+    /// The relaunch the attached program registered (nil: none); a new registration replaces the old.
+    func register(_ relaunch: ServiceRelaunch?) {
+        state.withLock { $0.relaunch = relaunch }
     }
 
     /// Attaches `client`: sends the welcome (the links as they are), then what was queued, then events as they come.
@@ -60,6 +77,7 @@ final class KeptStack: Sendable {
             state.queue.removeAll()
             state.dropped = 0
             state.client = client
+            state.relaunched = false
         }
     }
 
@@ -74,13 +92,51 @@ final class KeptStack: Sendable {
 
     /// Sends `message` to the program, or queues it while none is attached.
     private func deliver(_ message: ServiceMessage) {
-        state.withLock { state in
-            if let client = state.client, client.send(message) { return }
+        let relaunch = state.withLock { state -> ServiceRelaunch? in
+            if let client = state.client, client.send(message) { return nil }
             state.queue.append(message)
             if state.queue.count > Self.queueLimit {
                 state.queue.removeFirst()
                 state.dropped += 1
             }
+            guard !state.relaunched, !state.ended, let relaunch = state.relaunch, Self.launchEvent(message) != nil else { return nil }
+            state.relaunched = true
+            return relaunch
+        }
+        if let relaunch { launch(relaunch, for: message) }
+    }
+
+    /// The event's name when iOS would relaunch a terminated app for it (Apple's "Core Bluetooth Background
+    /// Processing for iOS Apps": connections, notifications, requests to the app's server), nil otherwise.
+    static func launchEvent(_ message: ServiceMessage) -> String? {
+        switch message {
+        case .event(.connected): "connection"
+        case .event(.disconnected): "disconnection"
+        case .event(.gattNotification), .event(.gattIndication): "notification"
+        case .event(.gattServer): "server"
+        case .deferredRequest: "request"
+        case .dynamicWrite: "write"
+        default: nil
+        }
+    }
+
+    /// Starts the program again (once until one takes the stack back); its output goes to the launch log.
+    private func launch(_ relaunch: ServiceRelaunch, for message: ServiceMessage) {
+        guard let executable = relaunch.arguments.first, let launchLog, let identifier else { return }
+        var environment = relaunch.environment
+        environment[relaunch.launchOptionVariable] = identifier
+        environment["OCB_LAUNCH_EVENT"] = Self.launchEvent(message) ?? "event"
+        do throws(AirHubError) {
+            let pid = try AirHubLauncher.spawnDetached(executable: executable, arguments: Array(relaunch.arguments.dropFirst()),
+                                                       environment: environment, log: launchLog)
+            logger.info("relaunched \(identifier) for a \(environment["OCB_LAUNCH_EVENT"] ?? "") (pid \(pid))")
+            // Reaped when it ends, so that no zombie stays behind the service.
+            Thread.detachNewThread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+            }
+        } catch {
+            logger.error("cannot relaunch \(identifier): \(error.reason)")
         }
     }
 

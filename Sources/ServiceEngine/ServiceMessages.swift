@@ -24,12 +24,49 @@ public struct ServiceHello: Sendable, Codable, Equatable {
     public var identifier: String?
     /// The program's name, for the service's log.
     public var program: String
+    /// How to start the program again when an event arrives for it while it is gone (with an identifier only).
+    public var relaunch: ServiceRelaunch?
 
-    public init(version: Int = ServiceProtocol.version, stack: String, identifier: String?, program: String) {
+    public init(version: Int = ServiceProtocol.version, stack: String, identifier: String?, program: String,
+                relaunch: ServiceRelaunch? = nil) {
         self.version = version
         self.stack = stack
         self.identifier = identifier
         self.program = program
+        self.relaunch = relaunch
+    }
+}
+
+/// A program's registration for relaunch, standing in for an iOS app's bundle: when an event iOS would relaunch a
+/// terminated app for (a connection or disconnection, a notification or indication, a read, write or subscription
+/// of its server) reaches its kept stack while no program is attached, the service starts `arguments` once (until
+/// a program takes the stack back), in a session of its own, with `environment` over the service's and the launch
+/// options iOS passes as variables: `OCB_LAUNCH_BLUETOOTH_CENTRALS` or `OCB_LAUNCH_BLUETOOTH_PERIPHERALS` (iOS's
+/// `UIApplication.LaunchOptionsKey.bluetoothCentrals` / `.bluetoothPeripherals`) set to the restore identifier,
+/// and `OCB_LAUNCH_EVENT` naming the event.
+public struct ServiceRelaunch: Sendable, Codable, Equatable {
+    /// Which launch option names the identifier.
+    public enum Role: String, Sendable, Codable {
+        /// A central manager's (`OCB_LAUNCH_BLUETOOTH_CENTRALS`).
+        case central
+        /// A peripheral manager's (`OCB_LAUNCH_BLUETOOTH_PERIPHERALS`).
+        case peripheral
+    }
+
+    /// The executable's path, then its arguments.
+    public var arguments: [String]
+    public var environment: [String: String]
+    public var role: Role
+
+    public init(arguments: [String], environment: [String: String] = [:], role: Role) {
+        self.arguments = arguments
+        self.environment = environment
+        self.role = role
+    }
+
+    /// The variable of iOS's launch option for `role`.
+    public var launchOptionVariable: String {
+        role == .central ? "OCB_LAUNCH_BLUETOOTH_CENTRALS" : "OCB_LAUNCH_BLUETOOTH_PERIPHERALS"
     }
 }
 

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import VirtualController
 
 /// Starts `blue air` in the background when no hub runs, so that commands in two terminals meet with no flags
@@ -73,7 +74,17 @@ public enum AirHubLauncher {
         _ = closeFrom(&actions, 3)
     }
 
-    private static func spawn(executable: String, arguments: [String], log: String) throws(AirHubError) -> pid_t {
+    /// Starts `executable` with `arguments` in a session of its own, as a background hub starts: standard input from
+    /// /dev/null, output appended to `log` (0600, never through a symbolic link), none of our other descriptors, and
+    /// this process's environment with `environment` over it. What the Bluetooth service uses to launch a program
+    /// again for an event.
+    package static func spawnDetached(executable: String, arguments: [String], environment: [String: String],
+                                      log: String) throws(AirHubError) -> Int32 {
+        try spawn(executable: executable, arguments: arguments, log: log, environment: environment)
+    }
+
+    private static func spawn(executable: String, arguments: [String], log: String,
+                              environment: [String: String] = [:]) throws(AirHubError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -92,12 +103,19 @@ public enum AirHubLauncher {
         let argv = ([executable] + arguments).map { strdup($0) }
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
+        var variables = ProcessInfo.processInfo.environment
+        for (name, value) in environment { variables[name] = value }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") }
+        defer { for pointer in envp { free(pointer) } }
         let result: Int32 = (argv + [nil]).withUnsafeBufferPointer { pointers in
             guard let base = pointers.baseAddress else { return EINVAL }
-            return posix_spawn(&pid, executable, &actions, &attributes, base, environ)
+            return (envp + [nil]).withUnsafeBufferPointer { environment in
+                guard let variables = environment.baseAddress else { return EINVAL }
+                return posix_spawn(&pid, executable, &actions, &attributes, base, variables)
+            }
         }
         guard result == 0 else {
-            throw AirHubError(.listenFailed, "cannot start \(executable) air: \(String(cString: strerror(result)))")
+            throw AirHubError(.listenFailed, "cannot start \(executable) \(arguments.first ?? ""): \(String(cString: strerror(result)))")
         }
         return pid
     }

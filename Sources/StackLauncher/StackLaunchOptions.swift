@@ -1,6 +1,8 @@
 public import BluetoothRuntime
 public import BlueZ
 public import Host
+public import ServiceEngine
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -39,6 +41,9 @@ public struct StackLaunchOptions: Sendable {
     public var serviceIdentifier: String? = StackLaunchOptions.environmentServiceIdentifier
     /// Whether a `blue service` is started when none runs at ``serviceSocketPath`` (as the shared air's hub is).
     public var startsService = true
+    /// How the Bluetooth service starts this program again for an event while it is gone (with a
+    /// ``serviceIdentifier``; ServiceEngine's `ServiceRelaunch`): nil, never. By default what `OCB_RELAUNCH` says.
+    public var serviceRelaunch: ServiceRelaunch? = StackLaunchOptions.environmentRelaunch
 
     /// ``identity``: a new random one per launch (in-process and test stacks), or the one kept in a
     /// ``LocalIdentityFile`` (nil directory: ``FileBondStore/defaultDirectory()``, next to the bonds), created on
@@ -94,5 +99,21 @@ public struct StackLaunchOptions: Sendable {
             return nil
         }
         return text
+    }
+
+    /// The environment variable that registers a whole program for relaunch by the Bluetooth service:
+    /// `OCB_RELAUNCH=central` (or `peripheral`, the launch option that names it) starts the program's own command
+    /// line again, with its `OCB_` variables, when an event arrives for its kept stack while it is gone.
+    public static let relaunchEnvironmentVariable = "OCB_RELAUNCH"
+
+    /// This program's relaunch when `OCB_RELAUNCH` is set (`peripheral`: as a peripheral manager; anything else: a
+    /// central), else nil.
+    public static var environmentRelaunch: ServiceRelaunch? {
+        guard let value = getenv(relaunchEnvironmentVariable), case let role = String(cString: value), !role.isEmpty else {
+            return nil
+        }
+        let environment = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("OCB_") }
+        return ServiceRelaunch(arguments: [StackLauncher.currentExecutablePath] + CommandLine.arguments.dropFirst(),
+                               environment: environment, role: role == "peripheral" ? .peripheral : .central)
     }
 }

@@ -172,6 +172,45 @@ struct ServiceEngineTests {
         await peripheral.shutdown()
     }
 
+    /// A peripheral app registered for relaunch is terminated; a central connects and writes to its
+    /// characteristic. The service starts the registered command once, with the launch option naming the
+    /// identifier (`OCB_LAUNCH_BLUETOOTH_PERIPHERALS`), not again for the events that follow, and the write waits
+    /// for the app in the queue.
+    @Test func aTerminatedPeripheralIsRelaunchedByACentralsWrite() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let marker = world.folder + "/launched"
+        let relaunch = ServiceRelaunch(arguments: ["/bin/sh", "-c", "echo \"$OCB_LAUNCH_BLUETOOTH_PERIPHERALS $OCB_LAUNCH_EVENT $OCB_TEST_MARK\" >> \(marker)"],
+                                       environment: ["OCB_TEST_MARK": "registered"], role: .peripheral)
+        let app = try await world.serviceStack(identifier: "com.example.sensor", relaunch: relaunch)
+        let server = BluetoothStack(opened: app)
+        let asked = Characteristic(askedUUID, properties: [.read, .write]).onWriteRequest { _ in }
+        try await server.publish(deviceName: "sensor") { Service(serviceUUID) { asked } }
+        _ = try await server.advertise(name: "sensor", services: [serviceUUID], interval: .milliseconds(20))
+        app.serviceEngine.abandon()
+        #expect(await eventually { world.service.keptStacks == ["com.example.sensor": false] })
+        #expect(!FileManager.default.fileExists(atPath: marker))
+
+        let client = try await world.directStack()
+        var scan = client.scan(services: [serviceUUID]).makeAsyncIterator()
+        let found = try #require(await scan.next())
+        let remote = try await client.connect(to: found, timeout: .seconds(10))
+        let characteristic = try await remote.characteristic(askedUUID, service: serviceUUID)
+        try await remote.write(characteristic, value: [5])
+        #expect(await eventually { (try? String(contentsOfFile: marker, encoding: .utf8)) != nil })
+        try await Task.sleep(for: .milliseconds(300))
+        let lines = try String(contentsOfFile: marker, encoding: .utf8).split(separator: "\n")
+        #expect(lines == ["com.example.sensor connection registered"])
+
+        // The relaunched app takes the stack back and hears of the write made while it was gone.
+        let back = try await world.serviceStack(identifier: "com.example.sensor")
+        let log = EventLog(back.engine)
+        #expect(back.serviceEngine.welcome.reattached)
+        #expect(await eventually { log.all.contains { if case .connected = $0 { true } else { false } } })
+        back.shutdown()
+        await client.shutdown()
+    }
+
     /// A program with a restore identifier is the same device from one stack to the next (its address and IRK
     /// kept in a private folder of the identifier's), another identifier another device.
     @Test func anIdentifierKeepsItsAddressAcrossStacks() async throws {
