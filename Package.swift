@@ -46,6 +46,7 @@ let package = Package(
         .executable(name: "Seed002TutorialPeripheral", targets: ["Seed002TutorialPeripheral"]),
         .executable(name: "Seed003Central", targets: ["Seed003Central"]),
         .executable(name: "Seed004Central", targets: ["Seed004Central"]),
+        .executable(name: "RestoringHeartRateCentral", targets: ["RestoringHeartRateCentral"]),
         .executable(name: "ChatPeripheral", targets: ["ChatPeripheral"]),
         .executable(name: "L2CAPEcho", targets: ["L2CAPEcho"]),
         .executable(name: "BatteryLE", targets: ["BatteryLE"]),
@@ -227,6 +228,9 @@ let package = Package(
         .target(name: "Seed001CentralApp", dependencies: ["OpenCoreBluetooth", "BluetoothRuntime"], path: "Examples/Seed001CentralApp", swiftSettings: strict),
         .executableTarget(name: "Seed001Peripheral", dependencies: ["Seed001PeripheralApp", "ExampleSupport"], path: "Examples/Seed001Peripheral", swiftSettings: strict),
         .executableTarget(name: "Seed001Central", dependencies: ["Seed001CentralApp", "ExampleSupport"], path: "Examples/Seed001Central", swiftSettings: strict),
+        // A heart-rate central with state restoration, as an iOS app writes it (the Bluetooth service keeps its link).
+        .executableTarget(name: "RestoringHeartRateCentral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"],
+                          path: "Examples/RestoringHeartRateCentral", swiftSettings: strict),
         .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
         .executableTarget(name: "Seed002TutorialCentral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002TutorialCentral", swiftSettings: strict),

@@ -191,11 +191,18 @@ public enum CBCentralBackendEvent: Sendable {
     case nameUpdated(CBBackendPeer, String)
     /// Service Changed (Core 5.4 Vol 3 Part G §7.1): the handles in the range are no longer valid.
     case servicesChanged(CBBackendPeer, startHandle: UInt16, endHandle: UInt16)
+    /// The links a stack kept for the manager (``CBCentralBackend/keepStack(restoreIdentifier:)``) still holds, with
+    /// their ATT MTU: empty for a stack of its own. Sent once, before the first `.stateChanged`.
+    case restoredLinks([CBBackendPeer: Int])
 }
 
 /// A stack that can play the GAP central and GATT client roles for the façade. Handles come from discovery;
 /// long reads and writes (Read Blob, Prepare/Execute Write) are the backend's business.
 public protocol CBCentralBackend: AnyObject, Sendable {
+    /// Asks for a stack that the system keeps when the program dies (the Bluetooth service), under the manager's
+    /// restore identifier; before ``start(_:)``. True when the backend will have one: it then reports
+    /// `.restoredLinks` before its first state. False (the default) when its transport cannot.
+    func keepStack(restoreIdentifier: String) -> Bool
     /// Hands the backend its event sink; the first `.stateChanged` follows.
     func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void)
     /// The manager is gone: stop scanning, drop every connection, deliver nothing more.
@@ -240,6 +247,11 @@ public protocol CBCentralBackend: AnyObject, Sendable {
     /// Opens an LE credit-based channel to `psm` on a connected peer.
     func openL2CAPChannel(_ peer: CBBackendPeer, psm: CBL2CAPPSM,
                           completion: @escaping @Sendable (Result<any CBL2CAPChannelBackend, CBBackendError>) -> Void)
+}
+
+extension CBCentralBackend {
+    /// A backend of its own stack only.
+    public func keepStack(restoreIdentifier: String) -> Bool { false }
 }
 
 // MARK: - Peripheral role

@@ -68,6 +68,11 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
     private let restorableScan = LockedValue<CBBackendScanParameters?>(nil)
     private var restoredConnections: [CBBackendPeer] = []
     private var restoredScan: CBBackendScanParameters?
+    /// The snapshot a manager on a kept stack restores once the backend says which links it still holds
+    /// (`.restoredLinks`); nil otherwise. On the queue.
+    private var awaitingLinks: CentralRestorationSnapshot?
+    /// Whether the manager's stack is one the system keeps (the Bluetooth service).
+    private let onKeptStack: Bool
 
     /// Whether the device supports `features`, as its controller and host say: `.extendedScanAndConnect` when the
     /// host scans and connects with the extended commands (a Bluetooth 5 controller with LE Extended Advertising:
@@ -103,9 +108,13 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         let inFiles = provider?.storesStateInFiles ?? true
         knownPeers = KnownPeersStore(location: inFiles ? KnownPeersStore.currentLocation() : .memory)
         restoration = inFiles ? StateRestorationStore.forOptions(options, key: CBCentralManagerOptionRestoreIdentifierKey, role: .central) : nil
+        let made = backend
+        onKeptStack = restoration.map { made?.keepStack(restoreIdentifier: $0.identifier) ?? false } ?? false
         super.init(queue: queue, application: application, backgroundMode: .bluetoothCentral, sharedTime: provider?.sharedTime)
         application.observe(self)
-        startBackend(restoring: restoration?.load(CentralRestorationSnapshot.self), with: { self.restore($0) },
+        let snapshot = restoration?.load(CentralRestorationSnapshot.self)
+        if onKeptStack { awaitingLinks = snapshot ?? CentralRestorationSnapshot(peripherals: [], scan: nil) }
+        startBackend(restoring: onKeptStack ? nil : snapshot, with: { self.restore($0, live: [:]) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
                      discardableWhileHeld: { if case .advertisement = $0 { true } else { false } },
                      didUpdateState: { self.delegate?.centralManagerDidUpdateState(self) })
@@ -376,33 +385,63 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
             knownPeers.renamed(peer.address, name: name)
         case .servicesChanged(let peer, let start, let end):
             existingPeripheral(peer)?.servicesChanged(start: start, end: end)
+            saveRestorableState()
+        case .restoredLinks(let live):
+            guard let snapshot = awaitingLinks else { return }
+            awaitingLinks = nil
+            if !snapshot.isEmpty || !live.isEmpty { restore(snapshot, live: live) }
         }
     }
 
     // MARK: State restoration
 
-    /// Writes what a relaunched app would get back: the live peripherals connected or connecting, and the scan.
+    /// Writes what a relaunched app would get back: the live peripherals connected or connecting (with what was
+    /// discovered of the connected ones and their notification states), and the scan. Also after discovery and
+    /// notification changes (``peripheralGATTChanged()``).
     private func saveRestorableState() {
         guard let restoration else { return }
         let peripherals = registry.withLock { $0.peripherals.values.compactMap(\.value) }
             .filter { $0.state == .connecting || $0.state == .connected }
             .sorted { $0.identifier.uuidString < $1.identifier.uuidString }
-        restoration.save(CentralRestorationSnapshot(peripherals: peripherals.map { ($0.peer, $0.name) },
-                                                    scan: restorableScan.load()))
+        restoration.save(CentralRestorationSnapshot(
+            peripherals: peripherals.map { peripheral in
+                (peripheral.peer, peripheral.name,
+                 peripheral.state == .connected ? peripheral._services.map(RestoredRemoteService.records(of:)) : nil)
+            },
+            scan: restorableScan.load()))
     }
 
-    /// On the queue, before the first state update: the restored peripherals (connecting) and scan, handed to the
-    /// delegate; both resume at the first `.poweredOn`.
-    private func restore(_ snapshot: CentralRestorationSnapshot) {
+    /// A peripheral's discovered services or notification states changed (on the queue).
+    func peripheralGATTChanged() {
+        saveRestorableState()
+    }
+
+    /// On the queue, before the first state update: the restored peripherals and scan, handed to the delegate.
+    /// A peripheral whose link the system kept (`live`, a kept stack's) is `.connected`, with its services,
+    /// characteristics, descriptors and notification states as they were; the others are `.connecting` and, with
+    /// the scan, resume at the first `.poweredOn`.
+    private func restore(_ snapshot: CentralRestorationSnapshot, live: [CBBackendPeer: Int]) {
         let peers = (try? snapshot.restoredPeers()) ?? []
         let scan = try? snapshot.restoredScan()
-        let peripherals = peers.map { entry -> CBPeripheral in
+        var peripherals = peers.map { entry -> CBPeripheral in
             let peripheral = peripheral(for: entry.peer)
             if peripheral.name == nil { peripheral.advertisedName = entry.name }
-            peripheral.state = .connecting
+            if let mtu = live[entry.peer] {
+                adoptLink(peripheral, mtu: mtu)
+                peripheral._services = (try? (entry.services ?? []).enumerated().map { (index, record) throws(StateRestorationError) in
+                    try record.restored(for: peripheral, index: index)
+                }).flatMap { $0.isEmpty ? nil : $0 }
+            } else {
+                peripheral.state = .connecting
+            }
             return peripheral
         }
-        restoredConnections = peers.map(\.peer)
+        for (peer, mtu) in live where !peers.contains(where: { $0.peer == peer }) {
+            let peripheral = peripheral(for: peer)
+            adoptLink(peripheral, mtu: mtu)
+            peripherals.append(peripheral)
+        }
+        restoredConnections = peers.map(\.peer).filter { live[$0] == nil }
         restoredScan = scan
         var state: [String: Any] = [:]
         if !peripherals.isEmpty { state[CBCentralManagerRestoredStatePeripheralsKey] = peripherals }
@@ -417,6 +456,14 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
             state[CBCentralManagerRestoredStateScanOptionsKey] = options
         }
         delegate?.centralManager(self, willRestoreState: state)
+    }
+
+    /// A link the system kept for this manager is the peripheral's (no `didConnect`: it connected in an earlier
+    /// launch).
+    private func adoptLink(_ peripheral: CBPeripheral, mtu: Int) {
+        peripheral.linkStarted(mtu: mtu)
+        knownPeers.connected(peripheral.peer.address, name: peripheral.name)
+        postedLinks.started(peripheral.peer)
     }
 
     /// At the first `.poweredOn` after a restoration: connects to the restored peripherals still held and still

@@ -151,6 +151,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
                 case .success(let found):
                     peripheral.manager?.system.learn(services: found.map(\.uuid), of: peripheral.peer)
                     peripheral._services = peripheral.merge(found, into: peripheral._services ?? [], replacing: filter == nil)
+                    peripheral.manager?.peripheralGATTChanged()
                     peripheral.delegate?.peripheral(peripheral, didDiscoverServices: nil)
                 case .failure(let error):
                     peripheral.delegate?.peripheral(peripheral, didDiscoverServices: error.cbError)
@@ -217,6 +218,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
                         list.append(characteristic)
                     }
                     service._characteristics = list.sorted { ($0.remote?.valueHandle ?? 0) < ($1.remote?.valueHandle ?? 0) }
+                    peripheral.manager?.peripheralGATTChanged()
                     peripheral.delegate?.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: nil)
                 case .failure(let error):
                     peripheral.delegate?.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: error.cbError)
@@ -240,6 +242,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
                         descriptor.characteristic = characteristic
                         return descriptor
                     }
+                    peripheral.manager?.peripheralGATTChanged()
                     peripheral.delegate?.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: nil)
                 case .failure(let error):
                     peripheral.delegate?.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: error.cbError)
@@ -349,6 +352,7 @@ public class CBPeripheral: CBPeer, @unchecked Sendable {
                 switch result {
                 case .success:
                     characteristic._isNotifying = enabled
+                    peripheral.manager?.peripheralGATTChanged()
                     peripheral.delegate?.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: nil)
                 case .failure(let error):
                     peripheral.delegate?.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: error.cbError)

@@ -1,5 +1,8 @@
 import BluetoothRuntime
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Host
 import StackLauncher
 import BluetoothEngine
@@ -38,6 +41,36 @@ final class EngineBackendStack: SystemBluetoothObserver {
 
     /// The system's Bluetooth switch this stack follows (nil: nobody switches it).
     let system: OCBSystemBluetooth?
+
+    /// The identifier under which the Bluetooth service keeps this stack (a manager's restore identifier, with its
+    /// role), nil when the stack is the program's own.
+    private let keptAs = LockedValue<String?>(nil)
+
+    /// Asks for the stack to be the Bluetooth service's, kept under `identifier` when the program dies, when the
+    /// transport allows it (the shared air or another air hub, `service[:TRANSPORT]`); false when it does not (an
+    /// in-process air, a controller of the program's own, bluetoothd). Before the first ``open(quietly:ready:)``.
+    func keep(as identifier: String) -> Bool {
+        guard serviceStack(for: transport) != nil else { return false }
+        keptAs.store(identifier)
+        return true
+    }
+
+    /// The stack the service runs for `transport`, and the service's socket (nil: the service does not run it).
+    /// An air hub's programs meet the service beside it: `service.sock` in the hub's folder, unless
+    /// `OCB_SERVICE_SOCKET` names one.
+    private func serviceStack(for transport: HostBackend.Transport) -> (StackSpecification, String)? {
+        let named = getenv(StackLaunchOptions.serviceSocketEnvironmentVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        switch transport {
+        case .hub(let path):
+            let folder = (path as NSString).deletingLastPathComponent
+            return (.service(.air(path: path)), named ?? (folder.isEmpty ? "service.sock" : folder + "/service.sock"))
+        case .specification(let text):
+            guard case .service(let stack)? = try? StackSpecification(parsing: text) else { return nil }
+            return (.service(stack), named ?? StackLaunchOptions.defaultServiceSocketPath)
+        case .inProcess, .bluez:
+            return nil
+        }
+    }
 
     /// Opens the stack (``HostBackend/launch(_:options:)`` on ``transport`` unless a test gave its own opener).
     private let launch: (@Sendable (StackLaunchOptions) async throws(StackLaunchError) -> any OpenedStack)?
@@ -93,15 +126,30 @@ final class EngineBackendStack: SystemBluetoothObserver {
                 options.host.address = .publicAddress
                 state.withLock { $0.air = air }
             }
-            let result: Result<any OpenedStack, StackLaunchError>
+            var result: Result<any OpenedStack, StackLaunchError>
             do throws(StackLaunchError) {
                 if let launch {
                     result = .success(try await launch(options))
+                } else if let identifier = keptAs.load(), let (specification, socket) = serviceStack(for: transport) {
+                    var kept = options
+                    kept.serviceIdentifier = identifier
+                    kept.serviceSocketPath = socket
+                    if case .service(.air(let hub)) = specification { kept.hubSocketPath = hub }
+                    result = .success(try await StackLauncher.open(specification: specification, options: kept))
                 } else {
                     result = .success(try await HostBackend.launch(transport, options: options))
                 }
             } catch {
                 result = .failure(error)
+            }
+            // The service out of reach on an air: the program's own stack, its state in files as before.
+            if case .failure(let error) = result, keptAs.load() != nil, case .hub = transport, launch == nil {
+                Log.coreBluetooth.notice("\(label): the Bluetooth service is out of reach (\(error.reason)); this manager runs its own stack, and its restoration is imitated from files")
+                do throws(StackLaunchError) {
+                    result = .success(try await HostBackend.launch(transport, options: options))
+                } catch {
+                    result = .failure(error)
+                }
             }
             switch result {
             case .success(let stack):

@@ -58,6 +58,9 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
         /// Devices heard or connected since the backend started, oldest first (at most 256).
         var seen: Deque<BluetoothAddress> = []
         var closed = false
+        /// The stack is the service's, kept under a restore identifier; whether its links were reported yet.
+        var kept = false
+        var linksReported = false
     }
 
     private let opener: EngineBackendStack
@@ -87,12 +90,42 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
     /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened; when it is lost later,
     /// `.poweredOff`, or on the shared air `.resetting` until it is open again (`.poweredOn`) or cannot be
     /// (`.poweredOff`), as iOS shows a restart of its Bluetooth service.
+    /// The Bluetooth service keeps the stack under `central.IDENTIFIER` when the transport is an air hub or
+    /// `service[:TRANSPORT]` (``EngineBackendStack/keep(as:)``).
+    public func keepStack(restoreIdentifier: String) -> Bool {
+        let kept = opener.keep(as: "central." + restoreIdentifier)
+        state.withLock { $0.kept = kept }
+        return kept
+    }
+
     public func start(_ events: @escaping @Sendable (CBCentralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
         opener.run(events: { [weak self] event, _ in self?.handle(event) },
-                   prepare: { _, done in done() },
+                   prepare: { [weak self] stack, done in
+                       self?.adoptKeptLinks(of: stack)
+                       done()
+                   },
                    forget: { [weak self] _ in self?.forgetStack() },
                    state: { [weak self] in self?.emit(.stateChanged($0)) })
+    }
+
+    /// A kept stack taken back holds links the program made before it died: they are this backend's again, and
+    /// the manager hears of them (``CBCentralBackendEvent/restoredLinks(_:)``) before the stack's first state and
+    /// before anything the service queued for the program. Once: a stack opened again after a reset starts bare.
+    private func adoptKeptLinks(of stack: any OpenedStack) {
+        let links = (stack as? ServiceStack).map { $0.serviceEngine.welcome.reattached ? $0.serviceEngine.welcome.links : [] } ?? []
+        let report = state.withLock { state -> [CBBackendPeer: Int]? in
+            guard state.kept, !state.linksReported else { return nil }
+            state.linksReported = true
+            var restored: [CBBackendPeer: Int] = [:]
+            for link in links where link.connection.role == .central {
+                let peer = link.connection.peer
+                state.links[peer] = Link(handle: link.connection.handle, reported: true)
+                restored[CBBackendPeer(address: peer)] = link.attMTU
+            }
+            return restored
+        }
+        if let report { emit(.restoredLinks(report)) }
     }
 
     /// The stack is gone: its links, scan and timers with it (the manager invalidates its peripherals).

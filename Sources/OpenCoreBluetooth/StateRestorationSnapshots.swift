@@ -11,6 +11,8 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
         var address: String
         var addressType: String
         var name: String?
+        /// What was discovered of a connected peripheral (nil: nothing, or not connected).
+        var services: [RestoredRemoteService]?
     }
 
     struct Scan: Codable, Equatable {
@@ -26,10 +28,11 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
 
     var isEmpty: Bool { peripherals.isEmpty && scan == nil }
 
-    init(peripherals: [(peer: CBBackendPeer, name: String?)], scan: CBBackendScanParameters?) {
+    init(peripherals: [(peer: CBBackendPeer, name: String?, services: [RestoredRemoteService]?)], scan: CBBackendScanParameters?) {
         self.peripherals = peripherals.map { entry in
             Peer(identifier: CBPeerIdentifier.identifier(for: entry.peer.address).uuidString,
-                 address: entry.peer.address.string, addressType: entry.peer.address.type.description, name: entry.name)
+                 address: entry.peer.address.string, addressType: entry.peer.address.type.description, name: entry.name,
+                 services: entry.services)
         }
         self.scan = scan.map { scan in
             Scan(services: scan.serviceUUIDs?.map(\.uuidString), allowDuplicates: scan.allowDuplicates,
@@ -40,10 +43,13 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
     func validate() throws(StateRestorationError) {
         _ = try restoredPeers()
         _ = try restoredScan()
+        for peer in peripherals {
+            for (index, service) in (peer.services ?? []).enumerated() { _ = try service.restored(for: nil, index: index) }
+        }
     }
 
     /// The peers, checked: a known address type, a valid address, the identifier that of the address.
-    func restoredPeers() throws(StateRestorationError) -> [(peer: CBBackendPeer, name: String?)] {
+    func restoredPeers() throws(StateRestorationError) -> [(peer: CBBackendPeer, name: String?, services: [RestoredRemoteService]?)] {
         try peripherals.enumerated().map { (index, record) throws(StateRestorationError) in
             let type: BluetoothAddress.AddressType
             switch record.addressType {
@@ -58,7 +64,7 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
             guard UUID(uuidString: record.identifier) == CBPeerIdentifier.identifier(for: address) else {
                 throw StateRestorationError(.corrupt, "peripheral \(index): identifier \(record.identifier) is not that of \(record.address)")
             }
-            return (CBBackendPeer(address: address), record.name)
+            return (CBBackendPeer(address: address), record.name, record.services)
         }
     }
 
@@ -178,7 +184,7 @@ struct PeripheralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
     }
 }
 
-private func uuid(_ text: String, _ label: String) throws(StateRestorationError) -> BluetoothUUID {
+func uuid(_ text: String, _ label: String) throws(StateRestorationError) -> BluetoothUUID {
     do {
         return try BluetoothUUID(string: text)
     } catch {

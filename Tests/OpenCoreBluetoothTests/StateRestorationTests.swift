@@ -367,7 +367,7 @@ private func makeServices() -> [CBMutableService] {
             #expect(error.path == store.path)
         }
 
-        var wrong = CentralRestorationSnapshot(peripherals: [(CBBackendPeer(address: BluetoothAddress(0x0A1C_0000_0001, type: .public)), nil)], scan: nil)
+        var wrong = CentralRestorationSnapshot(peripherals: [(CBBackendPeer(address: BluetoothAddress(0x0A1C_0000_0001, type: .public)), nil, nil)], scan: nil)
         wrong.peripherals[0].identifier = UUID().uuidString
         let otherPath = directory + "/other.json"
         try JSONEncoder().encode(wrong).write(to: URL(fileURLWithPath: otherPath))

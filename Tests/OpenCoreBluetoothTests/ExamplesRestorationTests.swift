@@ -1,0 +1,60 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// State restoration as iOS does it (issue 33): a CoreBluetooth central with a restore identifier runs on the
+/// per-user Bluetooth service, which keeps its link when the program is killed; started again, the program gets
+/// the peripheral back connected, with its services and its subscription, and the values go on.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ExamplesRestorationTests {
+    @Test("a heart-rate central killed with SIGKILL is restored connected and subscribed, with no connect")
+    func aKilledCentralIsRestoredWithItsLink() async throws {
+        let folder = testTemporaryPath("ocb-restore-\(UUID().uuidString.prefix(6).lowercased())")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let air = folder + "/air.sock"
+        let environment = [
+            "OCB_AIR_SOCKET": air,
+            "XDG_STATE_HOME": folder + "/state",
+            "XDG_DATA_HOME": folder + "/data",
+            "OCB_BLUE": ExampleProcess.productsFolder.appendingPathComponent("blue").path,
+        ]
+        let hub = try ExampleProcess("blue", ["air", "--socket", air, "--stats-interval", "0"], environment: environment)
+        defer { hub.stopInBackground() }
+        #expect(await hub.waitFor("listening"))
+        let service = try ExampleProcess("blue", ["service", "--socket", folder + "/service.sock"], environment: environment)
+        defer { service.stopInBackground() }
+        #expect(await service.waitFor("listening"))
+        let peripheral = try ExampleProcess("blue", ["serve", "--hci", "air:" + air, "--profile", "heart-rate"], environment: environment)
+        defer { peripheral.stopInBackground() }
+        #expect(await peripheral.waitFor("serving"))
+
+        // First launch: scan, connect, discover, subscribe, values.
+        let first = try ExampleProcess("RestoringHeartRateCentral", ["--timeout", "60"], environment: environment)
+        defer { first.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { first.output.components(separatedBy: "bpm ").count > 2 },
+                "first launch: \(first.output) \(first.errors)")
+        #expect(first.output.hasPrefix("state 5\nconnect\ndiscovered\nsubscribed\nbpm "), "\(first.output)")
+
+        // The system terminates it.
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(await first.process.waitForExit(within: .seconds(5)))
+        try await Task.sleep(for: .seconds(1))
+
+        // Relaunched: the peripheral restored connected with its service and subscription; values, no connect.
+        let second = try ExampleProcess("RestoringHeartRateCentral", ["--timeout", "4"], environment: environment)
+        defer { second.stopInBackground() }
+        #expect(await second.waitForExit(limit: .seconds(15)) == 0, "second launch: \(second.output) \(second.errors)")
+        let lines = second.output.split(separator: "\n")
+        #expect(lines.first == "restored connected services=1 notifying=true", "\(second.output)")
+        #expect(lines.dropFirst().first == "state 5", "\(second.output)")
+        #expect(lines.filter { $0.hasPrefix("bpm ") }.count >= 2, "\(second.output)")
+        #expect(!lines.contains("connect") && !lines.contains("discovered") && !lines.contains("subscribed"), "\(second.output)")
+
+        // The peripheral saw one central, one connection, one subscription, and no disconnection.
+        let served = peripheral.output
+        #expect(served.components(separatedBy: "connected: ").count == 2, "\(served)")
+        #expect(!served.contains("disconnected"), "\(served)")
+        #expect(served.components(separatedBy: "subscribe 2A37").count == 2, "\(served)")
+    }
+}
