@@ -47,6 +47,7 @@ let package = Package(
         .executable(name: "Seed003Central", targets: ["Seed003Central"]),
         .executable(name: "Seed004Central", targets: ["Seed004Central"]),
         .executable(name: "RestoringHeartRateCentral", targets: ["RestoringHeartRateCentral"]),
+        .executable(name: "RestoringHeartRatePeripheral", targets: ["RestoringHeartRatePeripheral"]),
         .executable(name: "ChatPeripheral", targets: ["ChatPeripheral"]),
         .executable(name: "L2CAPEcho", targets: ["L2CAPEcho"]),
         .executable(name: "BatteryLE", targets: ["BatteryLE"]),
@@ -185,7 +186,7 @@ let package = Package(
             name: "OpenCoreBluetooth",
             dependencies: [
                 "BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "GATT", "ATT", "L2CAP", "AdvertisingData", "HCITransport",
-                "StackLauncher", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
+                "StackLauncher", "ServiceEngine", "DBus", "BlueZ", "SystemInterface", .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
@@ -231,6 +232,9 @@ let package = Package(
         // A heart-rate central with state restoration, as an iOS app writes it (the Bluetooth service keeps its link).
         .executableTarget(name: "RestoringHeartRateCentral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"],
                           path: "Examples/RestoringHeartRateCentral", swiftSettings: strict),
+        // Its peripheral side: a heart-rate sensor app whose centrals stay subscribed while it is terminated.
+        .executableTarget(name: "RestoringHeartRatePeripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"],
+                          path: "Examples/RestoringHeartRatePeripheral", swiftSettings: strict),
         .executableTarget(name: "Seed002Central", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Central", swiftSettings: strict),
         .executableTarget(name: "Seed002Peripheral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002Peripheral", swiftSettings: strict),
         .executableTarget(name: "Seed002TutorialCentral", dependencies: ["OpenCoreBluetooth", "ExampleSupport"], path: "Examples/Seed002TutorialCentral", swiftSettings: strict),

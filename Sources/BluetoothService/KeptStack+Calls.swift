@@ -49,14 +49,7 @@ extension KeptStack {
                 }
             }
         case .replaceGATTDatabase(let wire, let changedRange):
-            let database: GATTDatabase
-            do throws(GATTDatabaseError) {
-                database = try wire.database(forwardingWrites: { [weak self] request in self?.forwardedWrite(request) })
-            } catch {
-                return reply(.failed(HostError(.invalidDatabase, error.description)))
-            }
-            setDynamicHandles(Set(ServiceGATTDatabase.dynamicValues(of: database).keys))
-            engine.replaceGATTDatabase(database, changedRange: changedRange) { done($0) }
+            replaceDatabase(wire, changedRange: changedRange, reply: reply)
         case .setGATTDeferral(let handles):
             setDeferral(handles: handles)
         case .respondToGATTRequest(let handle, let id, let answer):

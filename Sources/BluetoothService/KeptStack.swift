@@ -2,6 +2,7 @@ import BluetoothCore
 import BluetoothEngine
 import BluetoothRuntime
 import DequeModule
+import ATT
 import GATT
 import ServiceEngine
 import StackLauncher
@@ -43,6 +44,9 @@ final class KeptStack: Sendable {
         /// How to start the program again, and whether it was started since the last one left.
         var relaunch: ServiceRelaunch?
         var relaunched = false
+        /// The clients' subscriptions, by connection and value handle; the database the program last gave.
+        var subscriptions: [UInt16: [UInt16: GATTClientConfiguration]] = [:]
+        var database: ServiceGATTDatabase?
     }
 
     let identifier: String?
@@ -72,7 +76,11 @@ final class KeptStack: Sendable {
             client.send(.welcome(ServiceWelcome(
                 controller: opened.controllerInfo, exchangesMTUOnConnect: engine.exchangesMTUOnConnect,
                 reportsPeerNames: engine.reportsPeerNames, knownPeers: engine.knownPeers(), reattached: reattached,
-                links: state.links.values.sorted { $0.connection.handle < $1.connection.handle }, droppedEvents: state.dropped)))
+                links: state.links.values.sorted { $0.connection.handle < $1.connection.handle }, droppedEvents: state.dropped,
+                subscriptions: state.subscriptions.flatMap { connection, values in
+                    values.map { ServiceSubscription(connection: connection, valueHandle: $0.key, configuration: $0.value) }
+                }.sorted { ($0.connection, $0.valueHandle) < ($1.connection, $1.valueHandle) },
+                database: state.database)))
             for message in state.queue { client.send(message) }
             state.queue.removeAll()
             state.dropped = 0
@@ -151,6 +159,9 @@ final class KeptStack: Sendable {
                 state.links[handle]?.attMTU = mtu
             case .disconnected(let handle, _):
                 state.links[handle] = nil
+                state.subscriptions[handle] = nil
+            case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):
+                state.subscriptions[connection.rawValue, default: [:]][valueHandle] = configuration.isEmpty ? nil : configuration
             default:
                 break
             }
@@ -223,6 +234,29 @@ final class KeptStack: Sendable {
             }
         }
         engine.respondToGATTRequest(connectionHandle: handle, id: id, result: answer.result)
+    }
+
+    /// The database the program gave the server (what a program taking the stack back is told). A database
+    /// equal to it is not installed again, so that the clients' subscriptions stay.
+    func replaceDatabase(_ wire: ServiceGATTDatabase, changedRange: ATTHandleRange?, reply: @escaping @Sendable (ServiceOutcome) -> Void) {
+        let database: GATTDatabase
+        do throws(GATTDatabaseError) {
+            database = try wire.database(forwardingWrites: { [weak self] request in self?.forwardedWrite(request) })
+        } catch {
+            return reply(.failed(HostError(.invalidDatabase, error.description)))
+        }
+        let same = state.withLock { state -> Bool in
+            defer { state.database = wire }
+            return state.database == wire
+        }
+        setDynamicHandles(Set(ServiceGATTDatabase.dynamicValues(of: database).keys))
+        if same { return reply(.done) }
+        engine.replaceGATTDatabase(database, changedRange: changedRange) { result in
+            switch result {
+            case .success: reply(.done)
+            case .failure(let error): reply(.failed(error))
+            }
+        }
     }
 
     /// A value the program sent its subscribers: also the answer to reads while it is away.

@@ -363,6 +363,11 @@ public enum CBPeripheralBackendEvent: Sendable {
 
 /// A stack that can play the GAP peripheral and GATT server roles for the façade.
 public protocol CBPeripheralBackend: AnyObject, Sendable {
+    /// Asks for a stack that the system keeps when the program dies (the Bluetooth service), under the manager's
+    /// restore identifier; before ``start(_:)``. True when the backend will have one: taken back, its centrals
+    /// and their subscriptions come as `.centralConnected` and `.subscribed` once the restored services are
+    /// published again. False (the default) when its transport cannot.
+    func keepStack(restoreIdentifier: String) -> Bool
     /// Hands the backend its event sink; the first `.stateChanged` follows.
     func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void)
     /// The manager is gone: stop advertising and serving, deliver nothing more.
@@ -393,6 +398,11 @@ public protocol CBPeripheralBackend: AnyObject, Sendable {
     func publishL2CAPChannel(encryptionRequired: Bool, completion: @escaping @Sendable (Result<CBL2CAPPSM, CBBackendError>) -> Void)
     /// Stops listening on `psm` and closes the channels open on it.
     func unpublishL2CAPChannel(_ psm: CBL2CAPPSM, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void)
+}
+
+extension CBPeripheralBackend {
+    /// A backend of its own stack only.
+    public func keepStack(restoreIdentifier: String) -> Bool { false }
 }
 
 // MARK: - L2CAP

@@ -7,6 +7,7 @@ import Host
 import L2CAP
 public import StackLauncher
 import BluetoothEngine
+import ServiceEngine
 
 /// The GAP peripheral and GATT server of a `CBPeripheralManager` on its own `HostStack` (see ``HostBackend``).
 ///
@@ -58,6 +59,18 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         var advertisement: PeripheralAdvertisement?
         var publishedPSMs: Set<UInt16> = []
         var closed = false
+        /// The stack is the service's, kept under a restore identifier; what a stack taken back still holds,
+        /// until the restored services make its database again.
+        var kept = false
+        var adopting: KeptServer?
+    }
+
+    /// What the Bluetooth service kept of a peripheral manager's server while its program was gone: the database
+    /// it had published, the centrals connected and their subscriptions.
+    struct KeptServer {
+        var database: ServiceGATTDatabase
+        var links: [ServiceLink]
+        var subscriptions: [ServiceSubscription]
     }
 
     private let opener: EngineBackendStack
@@ -90,10 +103,21 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     /// Opens the stack, then reports `.poweredOn`, `.unsupported` if it cannot be opened; when it is lost later,
     /// `.poweredOff`, or on the shared air `.resetting` until it is open again (`.poweredOn`, with an empty
     /// database: the app adds its services again, as on iOS) or cannot be (`.poweredOff`).
+    /// The Bluetooth service keeps the stack under `peripheral.IDENTIFIER` when the transport is an air hub or
+    /// `service[:TRANSPORT]` (``EngineBackendStack/keep(as:)``).
+    public func keepStack(restoreIdentifier: String) -> Bool {
+        let kept = opener.keep(as: "peripheral." + restoreIdentifier)
+        state.withLock { $0.kept = kept }
+        return kept
+    }
+
     public func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void) {
         state.withLock { $0.sink = events }
         opener.run(events: { [weak self] event, stack in self?.handle(event, stack) },
-                   prepare: { [weak self] stack, done in self?.rebuild(stack, changed: false) { _ in done() } },
+                   prepare: { [weak self] stack, done in
+                       self?.takeKeptServer(of: stack)
+                       self?.rebuild(stack, changed: false) { _ in done() }
+                   },
                    forget: { [weak self] newState in
                        self?.state.withLock { state in
                            let kept = state
@@ -155,6 +179,43 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         }
     }
 
+    /// A kept stack taken back: its server stays as the program left it while the restored manager publishes its
+    /// services again (``rebuild(_:changed:completion:)`` installs nothing while they make a beginning of it).
+    private func takeKeptServer(of stack: any OpenedStack) {
+        guard let welcome = (stack as? ServiceStack)?.serviceEngine.welcome, welcome.reattached, let database = welcome.database else { return }
+        state.withLock { state in
+            guard state.kept else { return }
+            state.adopting = KeptServer(database: database, links: welcome.links.filter { $0.connection.role == .peripheral },
+                                        subscriptions: welcome.subscriptions)
+        }
+    }
+
+    /// The restored services made the kept database again (`complete`), or another one: the centrals still
+    /// connected are the manager's, and with the same database their subscriptions too (`.subscribed`, as when they
+    /// subscribed).
+    private func adopted(_ kept: KeptServer, complete: Bool) {
+        let (peers, subscribed) = state.withLock { state -> ([(BluetoothAddress, Int)], [(BluetoothAddress, Int)]) in
+            var peers: [(BluetoothAddress, Int)] = []
+            for link in kept.links {
+                state.centrals[link.connection.handle] = link.connection.peer
+                peers.append((link.connection.peer, link.attMTU))
+            }
+            var subscribed: [(BluetoothAddress, Int)] = []
+            if complete {
+                for subscription in kept.subscriptions {
+                    guard let central = state.centrals[subscription.connection],
+                          let id = state.characteristicByValue[subscription.valueHandle] else { continue }
+                    if state.subscriptions.insert(Subscription(connection: subscription.connection, characteristicID: id)).inserted {
+                        subscribed.append((central, id))
+                    }
+                }
+            }
+            return (peers, subscribed)
+        }
+        for (peer, mtu) in peers { emit(.centralConnected(CBBackendPeer(address: peer), mtu: mtu)) }
+        for (peer, id) in subscribed { emit(.subscribed(CBBackendPeer(address: peer), characteristicID: id)) }
+    }
+
     /// Builds the database from the GAP and GATT services and the published services, in order, and installs it
     /// with the deferral of every dynamic value. On the loop.
     private func rebuild(_ stack: any OpenedStack, changed: Bool, completion: @escaping @Sendable (Result<Void, CBBackendError>) -> Void) {
@@ -182,9 +243,22 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
             state.characteristicByValue = Dictionary(characteristics.map { ($0.value.valueHandle, $0.key) }, uniquingKeysWith: { first, _ in first })
         }
         let deferred = Set(characteristics.values.filter(\.deferred).map(\.valueHandle))
+        stack.engine.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
+        // A kept server taken back: nothing is installed while the restored services make a beginning of it.
+        if let kept = state.load().adopting {
+            let wire = ServiceGATTDatabase(database)
+            if kept.database.steps.starts(with: wire.steps) {
+                if kept.database == wire {
+                    state.withLock { $0.adopting = nil }
+                    adopted(kept, complete: true)
+                }
+                return completion(.success(()))
+            }
+            state.withLock { $0.adopting = nil }
+            adopted(kept, complete: false)
+        }
         // Connected clients that enabled Service Changed indications hear of any change (Vol 3 Part G §7.1).
         let tell = changed || !state.load().centrals.isEmpty
-        stack.engine.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
         stack.engine.replaceGATTDatabase(database, changedRange: tell ? ATTHandleRange(start: 0x0001, end: 0xFFFF) : nil) { result in
             completion(result.mapError { .core(.unknown, $0.reason) })
         }

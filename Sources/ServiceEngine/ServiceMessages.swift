@@ -100,9 +100,14 @@ public struct ServiceWelcome: Sendable, Codable {
     public var links: [ServiceLink]
     /// Events that arrived while no program was attached, dropped (oldest first) beyond the queue's bound.
     public var droppedEvents: Int
+    /// The clients' subscriptions to the stack's server now (CCCD values, Core 5.4 Vol 3 Part G §3.3.3.3).
+    public var subscriptions: [ServiceSubscription]
+    /// The database the program last gave the stack's server (nil: none).
+    public var database: ServiceGATTDatabase?
 
     public init(controller: ControllerInfo, exchangesMTUOnConnect: Bool, reportsPeerNames: Bool, knownPeers: [BluetoothAddress],
-                reattached: Bool, links: [ServiceLink], droppedEvents: Int) {
+                reattached: Bool, links: [ServiceLink], droppedEvents: Int, subscriptions: [ServiceSubscription] = [],
+                database: ServiceGATTDatabase? = nil) {
         self.controller = controller
         self.exchangesMTUOnConnect = exchangesMTUOnConnect
         self.reportsPeerNames = reportsPeerNames
@@ -110,6 +115,21 @@ public struct ServiceWelcome: Sendable, Codable {
         self.reattached = reattached
         self.links = links
         self.droppedEvents = droppedEvents
+        self.subscriptions = subscriptions
+        self.database = database
+    }
+}
+
+/// A client's subscription to a value of the stack's server.
+public struct ServiceSubscription: Sendable, Codable, Equatable, Hashable {
+    public var connection: UInt16
+    public var valueHandle: UInt16
+    public var configuration: GATTClientConfiguration
+
+    public init(connection: UInt16, valueHandle: UInt16, configuration: GATTClientConfiguration) {
+        self.connection = connection
+        self.valueHandle = valueHandle
+        self.configuration = configuration
     }
 }
 

@@ -57,4 +57,49 @@ struct ExamplesRestorationTests {
         #expect(!served.contains("disconnected"), "\(served)")
         #expect(served.components(separatedBy: "subscribe 2A37").count == 2, "\(served)")
     }
+
+    @Test("a heart-rate sensor killed with SIGKILL keeps its central subscribed; relaunched, values resume")
+    func aKilledPeripheralKeepsItsSubscribers() async throws {
+        let folder = testTemporaryPath("ocb-restore-\(UUID().uuidString.prefix(6).lowercased())")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let air = folder + "/air.sock"
+        let environment = [
+            "OCB_AIR_SOCKET": air,
+            "XDG_STATE_HOME": folder + "/state",
+            "XDG_DATA_HOME": folder + "/data",
+            "OCB_BLUE": ExampleProcess.productsFolder.appendingPathComponent("blue").path,
+        ]
+        let hub = try ExampleProcess("blue", ["air", "--socket", air, "--stats-interval", "0"], environment: environment)
+        defer { hub.stopInBackground() }
+        #expect(await hub.waitFor("listening"))
+        let service = try ExampleProcess("blue", ["service", "--socket", folder + "/service.sock"], environment: environment)
+        defer { service.stopInBackground() }
+        #expect(await service.waitFor("listening"))
+
+        let first = try ExampleProcess("RestoringHeartRatePeripheral", ["--timeout", "60"], environment: environment)
+        defer { first.stopInBackground() }
+        #expect(await first.waitFor("advertising"), "\(first.output) \(first.errors)")
+        // A central of its own (our host on the air directly) that must see every value on one link.
+        let central = try ExampleProcess("blue", ["subscribe", "--hci", "air:" + air, "Restoring HR", "2A37", "--count", "25",
+                                                  "--timeout", "40"], environment: environment)
+        defer { central.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { central.output.components(separatedBy: "bpm").count > 3 }, "\(central.output) \(central.errors)")
+
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(await first.process.waitForExit(within: .seconds(5)))
+        let before = central.output.components(separatedBy: "bpm").count
+        try await Task.sleep(for: .seconds(1))
+        #expect(central.output.components(separatedBy: "bpm").count == before, "values while the app was gone")
+
+        // Relaunched: its service and advertising restored, the central still subscribed; the values resume and
+        // the central gets all it asked for on the same link.
+        let second = try ExampleProcess("RestoringHeartRatePeripheral", ["--timeout", "20"], environment: environment)
+        defer { second.stopInBackground() }
+        #expect(await central.waitForExit(limit: .seconds(30)) == 0, "central: \(central.output) \(central.errors)")
+        let lines = second.output.split(separator: "\n")
+        #expect(lines.first == "restored services=1 advertising=true", "\(second.output)")
+        #expect(lines.contains("subscribed"), "\(second.output)")
+        #expect(!lines.contains("published"), "\(second.output)")
+    }
 }
