@@ -44,6 +44,8 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
         /// Closed for new messages; the socket shuts once the queue is written.
         var finishing = false
         var end: ServiceConnectionEnd?
+        /// The descriptor was closed: its number may belong to another file now, so nothing touches it again.
+        var descriptorClosed = false
     }
 
     /// The socket (owned: closed once reading and writing are over).
@@ -71,10 +73,15 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
                 if state.end == nil { state.end = end }
                 return state.end ?? end
             }
-            _ = shutdown(fd, Int32(SHUT_RDWR))
-            // The writer may be inside write(2); shutdown made it fail. Then the descriptor can go.
-            writer.sync {}
-            POSIX.closeDescriptor(fd)
+            shutDown()
+            // The writer may be inside write(2); shutdown made it fail. The descriptor goes on the writer's queue,
+            // under the lock, so that no later write or shutdown reaches a number the kernel gave to another file.
+            writer.sync {
+                outbox.withLock { state in
+                    state.descriptorClosed = true
+                    POSIX.closeDescriptor(fd)
+                }
+            }
             onEnd(first)
         }
         thread.name = label + ".reader"
@@ -102,12 +109,26 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
         }
         guard let start else {
             if outbox.withLock({ $0.end }).map({ if case .outboxOverflow = $0 { true } else { false } }) == true {
-                _ = shutdown(fd, Int32(SHUT_RDWR))
+                shutDown()
             }
             return false
         }
         if start { writer.async { [self] in drain() } }
         return true
+    }
+
+    /// Writes `message` after what is queued and returns once it is written (or failed): a last word before the
+    /// process ends, when the writer's queue would not run again.
+    public func sendAndWait(_ message: Outbound) {
+        guard var line = try? JSONEncoder().encode(message) else { return }
+        line.append(0x0A)
+        let bytes = [UInt8](line)
+        let closed = outbox.withLock { $0.closed }
+        guard !closed else { return }
+        writer.sync {
+            guard !outbox.withLock({ $0.descriptorClosed }) else { return }
+            _ = POSIX.writeAll(fd, bytes, style: .socket)
+        }
     }
 
     /// Ends the connection (idempotent): the reader sees the end and calls `onEnd`.
@@ -116,7 +137,14 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
             state.closed = true
             if state.end == nil { state.end = .closed }
         }
-        _ = shutdown(fd, Int32(SHUT_RDWR))
+        shutDown()
+    }
+
+    /// Shuts the socket both ways (the reader sees the end), unless the descriptor is closed already.
+    private func shutDown() {
+        outbox.withLock { state in
+            if !state.descriptorClosed { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     /// Ends the connection once what is queued has been written (a last message, then the end).
@@ -127,20 +155,20 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
             if state.end == nil { state.end = .closed }
             return !state.writing
         }
-        if idle { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        if idle { shutDown() }
     }
 
     private func drain() {
         while true {
             let next = outbox.withLock { state -> (line: [UInt8]?, finished: Bool) in
-                guard !state.lines.isEmpty else {
+                guard !state.lines.isEmpty, !state.descriptorClosed else {
                     state.writing = false
                     return (nil, state.finishing)
                 }
                 return (state.lines.first, false)
             }
             guard let line = next.line else {
-                if next.finished { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+                if next.finished { shutDown() }
                 return
             }
             if POSIX.writeAll(fd, line, style: .socket) != nil {

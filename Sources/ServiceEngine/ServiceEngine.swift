@@ -112,6 +112,7 @@ public final class ServiceEngine: StackEngine, Sendable {
             throw error
         case .success:
             guard let opened = engine.load() else { throw HostError(.protocolError, "no engine after the welcome") }
+            if hello.identifier != nil { ExitGoodbyes.register(opened) }
             return opened
         }
     }
@@ -241,9 +242,17 @@ public final class ServiceEngine: StackEngine, Sendable {
         connection.close()
     }
 
+    /// The goodbye of a program that ends normally (`exit`, the end of `main`): its own choice, so the service
+    /// releases what it kept, as for a user who quits an app. Not after ``shutdown()`` or ``abandon()``.
+    fileprivate func sayGoodbyeAtExit() {
+        guard state.load().end == nil else { return }
+        connection.sendAndWait(.goodbye)
+    }
+
     /// Ends the connection without a goodbye, as a program that dies does (SIGKILL, a crash): a stack with a
     /// restore identifier stays with the service. For tests of what the service keeps.
     package func abandon() {
+        ExitGoodbyes.unregister(self)
         connection.close()
     }
 
@@ -333,6 +342,7 @@ public final class ServiceEngine: StackEngine, Sendable {
     /// Leaves by the program's own choice: the service releases the stack (links, advertising, database), as iOS
     /// does for an app the user quits.
     public func shutdown() {
+        ExitGoodbyes.unregister(self)
         connection.send(.goodbye)
         connection.finish()
     }
@@ -594,5 +604,35 @@ public final class ServiceEngine: StackEngine, Sendable {
 
     public func removeOutOfBandData(for address: BluetoothAddress) {
         call(.removeOutOfBandData(address), nil)
+    }
+}
+
+/// The engines kept under a restore identifier, told goodbye when the process exits normally (an `atexit`
+/// handler, installed with the first): a program that ends by its own choice releases its kept stack; one that is
+/// killed or crashes says nothing, and the service keeps it.
+private enum ExitGoodbyes {
+    private static let engines = LockedValue<[ObjectIdentifier: WeakEngine]>([:])
+    private static let installed = LockedValue(false)
+
+    private struct WeakEngine: @unchecked Sendable {
+        weak var engine: ServiceEngine?
+    }
+
+    static func register(_ engine: ServiceEngine) {
+        engines.withLock { $0[ObjectIdentifier(engine)] = WeakEngine(engine: engine) }
+        let first = installed.withLock { installed in
+            defer { installed = true }
+            return !installed
+        }
+        if first { atexit { ExitGoodbyes.sayGoodbyes() } }
+    }
+
+    static func unregister(_ engine: ServiceEngine) {
+        engines.withLock { $0[ObjectIdentifier(engine)] = nil }
+    }
+
+    private static func sayGoodbyes() {
+        let all = engines.withLock { engines in defer { engines = [:] }; return engines.values.compactMap(\.engine) }
+        for engine in all { engine.sayGoodbyeAtExit() }
     }
 }
