@@ -66,6 +66,10 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
     // what a restored manager resumes at the first `.poweredOn` (on the queue only).
     let restoration: StateRestorationStore?
     private let restorableScan = LockedValue<CBBackendScanParameters?>(nil)
+    /// Whether the app gave `CBCentralManagerScanOptionAllowDuplicatesKey` (a restored scan's options hold only
+    /// what the app gave).
+    private let restorableDuplicatesGiven = LockedValue(false)
+    private var restoredDuplicatesGiven = true
     private var restoredConnections: [CBBackendPeer] = []
     private var restoredScan: CBBackendScanParameters?
     /// The snapshot a manager on a kept stack restores once the backend says which links it still holds
@@ -113,6 +117,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         super.init(queue: queue, application: application, backgroundMode: .bluetoothCentral, sharedTime: provider?.sharedTime)
         application.observe(self)
         let snapshot = restoration?.load(CentralRestorationSnapshot.self)
+        restoration?.removeAtNormalExit()
         if onKeptStack { awaitingLinks = snapshot ?? CentralRestorationSnapshot(peripherals: [], scan: nil) }
         startBackend(restoring: onKeptStack ? nil : snapshot, with: { self.restore($0, live: [:]) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
@@ -144,8 +149,10 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
     /// `centralManager(_:didDiscover:advertisementData:rssi:)`. A new call replaces the services and options.
     open func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
         guard requirePoweredOn(), let backend else { return }
-        let allowDuplicates = (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? Bool)
-            ?? (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber)?.boolValue ?? false
+        let duplicatesOption = (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? Bool)
+            ?? (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber)?.boolValue
+        let allowDuplicates = duplicatesOption ?? false
+        restorableDuplicatesGiven.store(duplicatesOption != nil)
         let solicited = (options?[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] as? [CBUUID]) ?? []
         let parameters = CBBackendScanParameters(
             serviceUUIDs: serviceUUIDs.flatMap { $0.isEmpty ? nil : $0.map(\.bluetoothUUID) },
@@ -408,7 +415,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
                 (peripheral.peer, peripheral.name,
                  peripheral.state == .connected ? peripheral._services.map(RestoredRemoteService.records(of:)) : nil)
             },
-            scan: restorableScan.load()))
+            scan: restorableScan.load(), duplicatesGiven: restorableDuplicatesGiven.load()))
     }
 
     /// A peripheral's discovered services or notification states changed (on the queue).
@@ -449,7 +456,11 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
             if let services = scan.serviceUUIDs {
                 state[CBCentralManagerRestoredStateScanServicesKey] = services.map(CBUUID.init(bluetoothUUID:))
             }
-            var options: [String: Any] = [CBCentralManagerScanOptionAllowDuplicatesKey: NSNumber(value: scan.allowDuplicates)]
+            var options: [String: Any] = [:]
+            if snapshot.scan?.allowDuplicates != nil {
+                options[CBCentralManagerScanOptionAllowDuplicatesKey] = NSNumber(value: scan.allowDuplicates)
+            }
+            restoredDuplicatesGiven = snapshot.scan?.allowDuplicates != nil
             if !scan.solicitedServiceUUIDs.isEmpty {
                 options[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] = scan.solicitedServiceUUIDs.map(CBUUID.init(bluetoothUUID:))
             }
@@ -481,6 +492,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
             reportedThisScan = []
             isScanning = true
             restorableScan.store(scan)
+            restorableDuplicatesGiven.store(restoredDuplicatesGiven)
             backend.startScan(scan)
         }
         saveRestorableState()

@@ -83,7 +83,10 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
             ? StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral) : nil
         super.init(queue: queue, application: application, backgroundMode: .bluetoothPeripheral, sharedTime: provider?.sharedTime)
         application.observe(self)
-        if let restoration { _ = backend?.keepStack(restoreIdentifier: restoration.identifier) }
+        if let restoration {
+            _ = backend?.keepStack(restoreIdentifier: restoration.identifier)
+            restoration.removeAtNormalExit()
+        }
         startBackend(restoring: restoration?.load(PeripheralRestorationSnapshot.self), with: { self.restore($0) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
                      didUpdateState: { self.delegate?.peripheralManagerDidUpdateState(self) })

@@ -68,6 +68,8 @@ final class StateRestorationStore: Sendable {
     private let written = LockedValue<Data?>(nil)
     /// Files already reported by this process.
     private static let reported = LockedValue<Set<String>>([])
+    /// The files of this process's managers, removed when it exits normally (``removeAtNormalExit()``).
+    private static let filesToRemoveAtExit = LockedValue<Set<String>?>(nil)
 
     init(directory: String, role: Role, identifier: String) {
         self.identifier = identifier
@@ -78,6 +80,22 @@ final class StateRestorationStore: Sendable {
     /// byte as %XX).
     static func fileName(_ identifier: String) -> String {
         IdentifierFileName.escaped(identifier)
+    }
+
+    /// Removes the file when the process exits normally (`exit`, the end of `main`): ending is the program's own
+    /// choice, and iOS restores nothing after the user quits an app. A process that is killed or crashes leaves it
+    /// for the next launch.
+    func removeAtNormalExit() {
+        let install = Self.filesToRemoveAtExit.withLock { files -> Bool in
+            defer { files = (files ?? []).union([path]) }
+            return files == nil
+        }
+        if install {
+            atexit {
+                let files = StateRestorationStore.filesToRemoveAtExit.withLock { $0 ?? [] }
+                for file in files { unlink(file) }
+            }
+        }
     }
 
     /// The snapshot on disk: nil when there is none; a corrupt one is reported (once per file and process) and

@@ -18,7 +18,8 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
     struct Scan: Codable, Equatable {
         /// Nil: every device.
         var services: [String]?
-        var allowDuplicates: Bool
+        /// Nil: the app gave no `CBCentralManagerScanOptionAllowDuplicatesKey` (none is invented on restoration).
+        var allowDuplicates: Bool?
         var solicitedServices: [String]
     }
 
@@ -28,14 +29,15 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
 
     var isEmpty: Bool { peripherals.isEmpty && scan == nil }
 
-    init(peripherals: [(peer: CBBackendPeer, name: String?, services: [RestoredRemoteService]?)], scan: CBBackendScanParameters?) {
+    init(peripherals: [(peer: CBBackendPeer, name: String?, services: [RestoredRemoteService]?)], scan: CBBackendScanParameters?,
+         duplicatesGiven: Bool = true) {
         self.peripherals = peripherals.map { entry in
             Peer(identifier: CBPeerIdentifier.identifier(for: entry.peer.address).uuidString,
                  address: entry.peer.address.string, addressType: entry.peer.address.type.description, name: entry.name,
                  services: entry.services)
         }
         self.scan = scan.map { scan in
-            Scan(services: scan.serviceUUIDs?.map(\.uuidString), allowDuplicates: scan.allowDuplicates,
+            Scan(services: scan.serviceUUIDs?.map(\.uuidString), allowDuplicates: duplicatesGiven ? scan.allowDuplicates : nil,
                  solicitedServices: scan.solicitedServiceUUIDs.map(\.uuidString))
         }
     }
@@ -74,7 +76,7 @@ struct CentralRestorationSnapshot: Codable, Equatable, RestorationSnapshot {
         var services: [BluetoothUUID]?
         if let texts = scan.services { services = try uuids(texts, "scan service") }
         return CBBackendScanParameters(serviceUUIDs: services,
-                                       allowDuplicates: scan.allowDuplicates,
+                                       allowDuplicates: scan.allowDuplicates ?? false,
                                        solicitedServiceUUIDs: try uuids(scan.solicitedServices, "solicited service"))
     }
 }

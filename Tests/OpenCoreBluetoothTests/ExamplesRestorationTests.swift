@@ -36,9 +36,11 @@ struct ExamplesRestorationTests {
                 "first launch: \(first.output) \(first.errors)")
         #expect(first.output.hasPrefix("state 5\nconnect\ndiscovered\nsubscribed\nbpm "), "\(first.output)")
 
-        // The system terminates it.
+        // The system terminates it; what the app had discovered is on disk for the next launch.
+        let file = folder + "/state/opencorebluetooth/restoration/central-com.example.heart-rate-monitor.json"
         kill(first.process.processIdentifier, SIGKILL)
         #expect(await first.process.waitForExit(within: .seconds(5)))
+        #expect(FileManager.default.fileExists(atPath: file))
         try await Task.sleep(for: .seconds(1))
 
         // Relaunched: the peripheral restored connected with its service and subscription; values, no connect.
@@ -57,8 +59,10 @@ struct ExamplesRestorationTests {
         #expect(lines.first == "restored connected services=1 notifying=true", "\(second.output)")
         #expect(lines.dropFirst().first == "state 5", "\(second.output)")
         #expect(!lines.contains("connect") && !lines.contains("discovered") && !lines.contains("subscribed"), "\(second.output)")
-        // Its exit was its own choice: the service let the link go, as iOS does for an app the user quits.
+        // Its exit was its own choice: the service let the link go and the file is gone, as iOS restores nothing
+        // for an app the user quits.
         #expect(await peripheral.waitFor("disconnected"), "\(peripheral.output)")
+        #expect(!FileManager.default.fileExists(atPath: file))
     }
 
     @Test("a heart-rate sensor killed with SIGKILL keeps its central subscribed; relaunched, values resume")

@@ -401,6 +401,19 @@ private func makeServices() -> [CBMutableService] {
     }
 
     /// Identifiers become safe file names; the central and peripheral roles do not share a file.
+    /// A scan the app started without `CBCentralManagerScanOptionAllowDuplicatesKey` is kept without it: the
+    /// restored options hold only what the app gave (nothing is invented).
+    @Test func aScanWithoutTheDuplicatesOptionIsKeptWithoutIt() throws {
+        let parameters = CBBackendScanParameters(serviceUUIDs: nil, allowDuplicates: false, solicitedServiceUUIDs: [])
+        let without = CentralRestorationSnapshot(peripherals: [], scan: parameters, duplicatesGiven: false)
+        #expect(without.scan?.allowDuplicates == nil)
+        let again = try JSONDecoder().decode(CentralRestorationSnapshot.self, from: JSONEncoder().encode(without))
+        #expect(again.scan?.allowDuplicates == nil)
+        #expect(try again.restoredScan()?.allowDuplicates == false)
+        let with = CentralRestorationSnapshot(peripherals: [], scan: parameters, duplicatesGiven: true)
+        #expect(with.scan?.allowDuplicates == false)
+    }
+
     @Test func identifiersBecomeFileNames() {
         #expect(StateRestorationStore.fileName("com.example.app-1_x") == "com.example.app-1_x")
         #expect(StateRestorationStore.fileName("../a b/é") == "%2E.%2Fa%20b%2F%C3%A9")
