@@ -9,22 +9,8 @@ import Testing
 struct ExamplesRestorationTests {
     @Test("a heart-rate central killed with SIGKILL is restored connected and subscribed, with no connect")
     func aKilledCentralIsRestoredWithItsLink() async throws {
-        let folder = testTemporaryPath("ocb-restore-\(UUID().uuidString.prefix(6).lowercased())")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let air = folder + "/air.sock"
-        let environment = [
-            "OCB_AIR_SOCKET": air,
-            "XDG_STATE_HOME": folder + "/state",
-            "XDG_DATA_HOME": folder + "/data",
-            "OCB_BLUE": ExampleProcess.productsFolder.appendingPathComponent("blue").path,
-        ]
-        let hub = try ExampleProcess("blue", ["air", "--socket", air, "--stats-interval", "0"], environment: environment)
-        defer { hub.stopInBackground() }
-        #expect(await hub.waitFor("listening"))
-        let service = try ExampleProcess("blue", ["service", "--socket", folder + "/service.sock"], environment: environment)
-        defer { service.stopInBackground() }
-        #expect(await service.waitFor("listening"))
+        let world = try await RestorationWorld()
+        let (folder, air, environment) = (world.folder, world.air, world.environment)
         let peripheral = try ExampleProcess("blue", ["serve", "--hci", "air:" + air, "--profile", "heart-rate"], environment: environment)
         defer { peripheral.stopInBackground() }
         #expect(await peripheral.waitFor("serving"))
@@ -67,22 +53,8 @@ struct ExamplesRestorationTests {
 
     @Test("a heart-rate sensor killed with SIGKILL keeps its central subscribed; relaunched, values resume")
     func aKilledPeripheralKeepsItsSubscribers() async throws {
-        let folder = testTemporaryPath("ocb-restore-\(UUID().uuidString.prefix(6).lowercased())")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let air = folder + "/air.sock"
-        let environment = [
-            "OCB_AIR_SOCKET": air,
-            "XDG_STATE_HOME": folder + "/state",
-            "XDG_DATA_HOME": folder + "/data",
-            "OCB_BLUE": ExampleProcess.productsFolder.appendingPathComponent("blue").path,
-        ]
-        let hub = try ExampleProcess("blue", ["air", "--socket", air, "--stats-interval", "0"], environment: environment)
-        defer { hub.stopInBackground() }
-        #expect(await hub.waitFor("listening"))
-        let service = try ExampleProcess("blue", ["service", "--socket", folder + "/service.sock"], environment: environment)
-        defer { service.stopInBackground() }
-        #expect(await service.waitFor("listening"))
+        let world = try await RestorationWorld()
+        let (air, environment) = (world.air, world.environment)
 
         let first = try ExampleProcess("RestoringHeartRatePeripheral", ["--timeout", "60"], environment: environment)
         defer { first.stopInBackground() }
@@ -108,5 +80,37 @@ struct ExamplesRestorationTests {
         #expect(lines.first == "restored services=1 advertising=true", "\(second.output)")
         #expect(lines.contains("subscribed"), "\(second.output)")
         #expect(!lines.contains("published"), "\(second.output)")
+    }
+}
+
+/// A folder of the test's own (0700) with a `blue air` hub and a `blue service` in it, and the environment that
+/// puts a program's state, bonds and shared air there.
+private final class RestorationWorld: @unchecked Sendable {
+    let folder: String
+    let air: String
+    let environment: [String: String]
+    private var processes: [ExampleProcess] = []
+
+    init() async throws {
+        folder = testTemporaryPath("ocb-restore-\(UUID().uuidString.prefix(6).lowercased())")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        air = folder + "/air.sock"
+        environment = [
+            "OCB_AIR_SOCKET": air,
+            "XDG_STATE_HOME": folder + "/state",
+            "XDG_DATA_HOME": folder + "/data",
+            "OCB_BLUE": ExampleProcess.productsFolder.appendingPathComponent("blue").path,
+        ]
+        let hub = try ExampleProcess("blue", ["air", "--socket", air, "--stats-interval", "0"], environment: environment)
+        processes.append(hub)
+        guard await hub.waitFor("listening") else { throw ExampleProcess.Failure.notReady("hub: \(hub.errors)") }
+        let service = try ExampleProcess("blue", ["service", "--socket", folder + "/service.sock"], environment: environment)
+        processes.append(service)
+        guard await service.waitFor("listening") else { throw ExampleProcess.Failure.notReady("service: \(service.errors)") }
+    }
+
+    deinit {
+        for process in processes { process.stopInBackground() }
+        try? FileManager.default.removeItem(atPath: folder)
     }
 }
