@@ -183,6 +183,11 @@ public final class BluetoothService: Sendable {
         }
         let opened: any OpenedStack
         do {
+            // A program's air that does not run yet is started, as the program would have started it (where its
+            // folder exists).
+            if case .host(.air(let path)) = specification {
+                _ = try await SharedAirHub.ensure(at: path, starter: options.hubStarter, inExistingDirectoryOnly: true)
+            }
             opened = try await StackLauncher.open(specification: specification, options: options)
         } catch {
             return refuse(session, "cannot open \(hello.stack): \(error.reason)")

@@ -79,7 +79,7 @@ extension StackLauncher {
         do {
             engine = try await ServiceEngine.open(socketPath: path, hello: hello, timeout: options.startTimeout + .seconds(5))
         } catch {
-            throw StackLaunchError(.unreachable, error.description)
+            throw StackLaunchError(.unreachable, error.reason)
         }
         let note = engine.welcome.reattached ? ", taken back" : ""
         return ServiceStack(engine: engine, transportDescription: "service:\(path) (\(stack)\(note))")
