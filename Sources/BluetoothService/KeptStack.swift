@@ -122,7 +122,7 @@ final class KeptStack: Sendable {
         case .event(.disconnected): "disconnection"
         case .event(.gattNotification), .event(.gattIndication): "notification"
         case .event(.gattServer): "server"
-        case .deferredRequest: "request"
+        case .deferredRequest, .answeredRequest: "request"
         case .dynamicWrite: "write"
         default: nil
         }
@@ -209,10 +209,10 @@ final class KeptStack: Sendable {
                 return offset <= value.count ? .success(Array(value[offset...])) : .failure(GATTAttributeError(.invalidOffset))
             case .write(let attribute, let value):
                 state.lastValues[attribute] = value
-                state.queue.append(.deferredRequest(request))
+                state.queue.append(.answeredRequest(request))
                 return .success([])
             case .executeWrite:
-                state.queue.append(.deferredRequest(request))
+                state.queue.append(.answeredRequest(request))
                 return .success([])
             }
         }

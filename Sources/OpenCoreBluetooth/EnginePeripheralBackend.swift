@@ -63,6 +63,9 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         /// until the restored services make its database again.
         var kept = false
         var adopting: KeptServer?
+        /// Requests the service answered while the program was gone, held until the restored services are
+        /// published again (they name characteristics of them).
+        var heldRequests: [GATTPendingRequest] = []
     }
 
     /// What the Bluetooth service kept of a peripheral manager's server while its program was gone: the database
@@ -214,6 +217,8 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         }
         for (peer, mtu) in peers { emit(.centralConnected(CBBackendPeer(address: peer), mtu: mtu)) }
         for (peer, id) in subscribed { emit(.subscribed(CBBackendPeer(address: peer), characteristicID: id)) }
+        let held = state.withLock { state in defer { state.heldRequests = [] }; return state.heldRequests }
+        if let stack = opener.stack { for request in held { deferred(request, stack) } }
     }
 
     /// Builds the database from the GAP and GATT services and the published services, in order, and installs it
@@ -295,6 +300,13 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
 
     /// A deferred request from the GATT server (on the loop, inside the server: answer only by hopping).
     private func deferred(_ request: GATTPendingRequest, _ stack: any OpenedStack) {
+        // While a kept server is taken back, the requests it answered meanwhile wait for the restored services.
+        let held = state.withLock { state -> Bool in
+            guard state.adopting != nil else { return false }
+            state.heldRequests.append(request)
+            return true
+        }
+        if held { return }
         let connection = request.connection.rawValue
         let resolved = state.withLock { state -> (BluetoothAddress, [UInt16: Int])? in
             guard let central = state.centrals[connection] else { return nil }

@@ -166,6 +166,8 @@ public final class ServiceEngine: StackEngine, Sendable {
             deferred(request)
         case .dynamicWrite(let request):
             _ = state.load().dynamicValues[request.handle]?.write?(request)
+        case .answeredRequest(let request):
+            state.load().deferral?.handler(request)
         case .lost(let reason):
             ended(reason)
         }

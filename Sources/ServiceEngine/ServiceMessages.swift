@@ -84,6 +84,9 @@ public enum ServiceMessage: Sendable, Codable {
     case deferredRequest(GATTPendingRequest)
     /// A write of a dynamic value, already accepted by the service.
     case dynamicWrite(GATTWriteRequest)
+    /// A request of the program's deferral that the service answered while no program was attached (a write,
+    /// accepted): the program hears of it as of any request, and its answer goes nowhere.
+    case answeredRequest(GATTPendingRequest)
     /// The stack's controller went away (the service closes the connection after this).
     case lost(String)
 }

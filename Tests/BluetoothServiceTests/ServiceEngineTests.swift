@@ -202,11 +202,17 @@ struct ServiceEngineTests {
         let lines = try String(contentsOfFile: marker, encoding: .utf8).split(separator: "\n")
         #expect(lines == ["com.example.sensor connection registered"])
 
-        // The relaunched app takes the stack back and hears of the write made while it was gone.
+        // The relaunched app takes the stack back and hears of the connection and of the write made while it was
+        // gone (the service accepted it; the app's answer goes nowhere).
         let back = try await world.serviceStack(identifier: "com.example.sensor")
+        let writes = LockedBox<[[UInt8]]>([])
+        back.engine.setGATTDeferral(GATTDeferral(handles: []) { request in
+            if case .write(_, let value) = request.kind { writes.update { $0.append(value) } }
+        })
         let log = EventLog(back.engine)
         #expect(back.serviceEngine.welcome.reattached)
         #expect(await eventually { log.all.contains { if case .connected = $0 { true } else { false } } })
+        #expect(await eventually { writes.value == [[5]] })
         back.shutdown()
         await client.shutdown()
     }
