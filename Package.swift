@@ -142,7 +142,7 @@ let package = Package(
         // which runs our host for programs that outlive themselves (the wire protocol and the program's side).
         .target(
             name: "ServiceEngine",
-            dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime", "BluetoothEngine", "HCI", "ATT", "GATT", "L2CAP",
+            dependencies: ["BluetoothCore", "BluetoothCrypto", "BluetoothRuntime", "BluetoothEngine", "HCI", "ATT", "GATT", "L2CAP", "SMP",
                            "AdvertisingData", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strict
         ),

@@ -174,6 +174,11 @@ public final class BluetoothService: Sendable {
         }
         var options = options
         options.label = "OpenCoreBluetooth.service." + (hello.identifier ?? hello.program)
+        if let host = hello.host {
+            options.host.preferredATTMTU = min(max(host.preferredATTMTU, 23), 517)
+            options.host.security.ioCapability = host.ioCapability
+            options.host.security.mitm = host.mitm
+        }
         var launchLog: String?
         if let identifier = hello.identifier {
             let directory = stateDirectory + "/" + IdentifierFileName.escaped(identifier)

@@ -2,6 +2,7 @@ public import BluetoothCore
 public import BluetoothEngine
 public import GATT
 public import L2CAP
+public import SMP
 
 /// What a program sends the Bluetooth service: a hello first, then calls of the seam, and a goodbye when it
 /// ends by its own choice (which releases everything, as a user quitting an app on iOS does).
@@ -26,14 +27,31 @@ public struct ServiceHello: Sendable, Codable, Equatable {
     public var program: String
     /// How to start the program again when an event arrives for it while it is gone (with an identifier only).
     public var relaunch: ServiceRelaunch?
+    /// What the program asks of its host (nil: the service's defaults).
+    public var host: ServiceHostSettings?
 
     public init(version: Int = ServiceProtocol.version, stack: String, identifier: String?, program: String,
-                relaunch: ServiceRelaunch? = nil) {
+                relaunch: ServiceRelaunch? = nil, host: ServiceHostSettings? = nil) {
         self.version = version
         self.stack = stack
         self.identifier = identifier
         self.program = program
         self.relaunch = relaunch
+        self.host = host
+    }
+}
+
+/// The host settings a program chooses for its stack: the ATT_MTU it offers (Core 5.4 Vol 3 Part F §3.4.2) and
+/// how it pairs (IO capability and MITM, Vol 3 Part H §2.3.2, §2.3.1).
+public struct ServiceHostSettings: Sendable, Codable, Equatable {
+    public var preferredATTMTU: Int
+    public var ioCapability: SMPIOCapability
+    public var mitm: Bool
+
+    public init(preferredATTMTU: Int, ioCapability: SMPIOCapability, mitm: Bool) {
+        self.preferredATTMTU = preferredATTMTU
+        self.ioCapability = ioCapability
+        self.mitm = mitm
     }
 }
 

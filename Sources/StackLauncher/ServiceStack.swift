@@ -73,8 +73,11 @@ extension StackLauncher {
         try await ensureService(at: path, options: options)
         let stack: HCITransportSpec = transport == .virtual ? .air(path: options.hubSocketPath) : transport
         let program = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "program"
+        let security = options.host.security
         let hello = ServiceHello(stack: stack.description, identifier: options.serviceIdentifier, program: program,
-                                 relaunch: options.serviceIdentifier == nil ? nil : options.serviceRelaunch)
+                                 relaunch: options.serviceIdentifier == nil ? nil : options.serviceRelaunch,
+                                 host: ServiceHostSettings(preferredATTMTU: options.host.preferredATTMTU,
+                                                           ioCapability: security.ioCapability, mitm: security.mitm))
         let engine: ServiceEngine
         do {
             engine = try await ServiceEngine.open(socketPath: path, hello: hello, timeout: options.startTimeout + .seconds(5))

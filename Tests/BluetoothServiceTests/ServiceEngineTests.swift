@@ -236,6 +236,22 @@ struct ServiceEngineTests {
         other.shutdown()
     }
 
+    /// The host settings a program chooses travel with its hello: an iPhone's ATT_MTU of 185 is what the link gets.
+    @Test func theProgramsHostSettingsTravel() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let peripheral = try await world.directStack()
+        _ = try await peripheral.advertise(name: "mtu", services: [serviceUUID], interval: .milliseconds(20))
+        let central = BluetoothStack(opened: try await world.serviceStack(preferredATTMTU: 185))
+        var scan = central.scan(services: [serviceUUID]).makeAsyncIterator()
+        let found = try #require(await scan.next())
+        let remote = try await central.connect(to: found, timeout: .seconds(10))
+        #expect(await eventually { remote.mtu == 185 })
+        try await remote.disconnect()
+        await central.shutdown()
+        await peripheral.shutdown()
+    }
+
     /// One program per identifier: a second one while the first runs is refused with one line.
     @Test func anIdentifierInUseIsRefused() async throws {
         let world = try ServiceWorld()

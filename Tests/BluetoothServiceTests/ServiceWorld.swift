@@ -43,9 +43,10 @@ final class ServiceWorld: Sendable {
     }
 
     /// A program whose stack the service runs, on the same air.
-    func serviceStack(identifier: String? = nil, relaunch: ServiceRelaunch? = nil) async throws -> ServiceStack {
+    func serviceStack(identifier: String? = nil, relaunch: ServiceRelaunch? = nil, preferredATTMTU: Int = 517) async throws -> ServiceStack {
         var options = StackLaunchOptions(label: "through-service")
         options.serviceRelaunch = relaunch
+        options.host.preferredATTMTU = preferredATTMTU
         options.serviceSocketPath = servicePath
         options.startsService = false
         options.serviceIdentifier = identifier
