@@ -257,7 +257,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BluetoothServiceTests",
-            dependencies: ["BluetoothService", "ServiceEngine", "StackLauncher", "SharedAir", "BluetoothLE", "BluetoothEngine", "BluetoothCore",
+            dependencies: ["BluetoothService", "ServiceEngine", "StackLauncher", "SharedAir", "BluetoothLE", "BluetoothEngine", "BluetoothCore", "OpenCoreBluetooth",
                            "BluetoothRuntime", "HCITransport", "GATT", "ATT", "AdvertisingData", "SystemInterface", "TestSupport"],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 import BluetoothRuntime
+import BluetoothCore
 import BluetoothEngine
 import Host
 import Foundation
@@ -162,7 +163,7 @@ public final class BluetoothService: Sendable {
                 session.stack.store(stack)
                 logger.info("\(hello.program) takes back \(identifier)")
                 stack.register(hello.relaunch)
-                stack.attach(session.connection, reattached: true)
+                stack.attach(session.connection, reattached: true, systemLinks: systemLinks())
                 return
             }
         }
@@ -197,7 +198,8 @@ public final class BluetoothService: Sendable {
         } catch {
             return refuse(session, "cannot open \(hello.stack): \(error.reason)")
         }
-        let stack = KeptStack(identifier: hello.identifier, opened: opened, launchLog: launchLog)
+        let stack = KeptStack(identifier: hello.identifier, opened: opened, launchLog: launchLog,
+                              onSystemChange: { [weak self] in self?.systemLinksChanged() })
         stack.register(hello.relaunch)
         opened.onLoss { [weak self, weak stack] loss in
             guard let self, let stack else { return }
@@ -219,9 +221,30 @@ public final class BluetoothService: Sendable {
         }
         session.stack.store(stack)
         logger.info("\(hello.program) opened \(hello.stack)\(hello.identifier.map { " as \($0)" } ?? "")")
-        stack.attach(session.connection, reattached: false)
+        stack.attach(session.connection, reattached: false, systemLinks: systemLinks())
         // The program may have gone while the stack opened.
         if session.ended.load() { ended(session, .closed) }
+    }
+
+    /// Every stack the service runs.
+    private var allStacks: [KeptStack] {
+        Array(kept.load().values) + Array(anonymous.load().values)
+    }
+
+    /// Every link of every stack, one entry per peer with the union of what the stacks know of its services: the
+    /// system's connections, as iOS's `retrieveConnectedPeripherals(withServices:)` sees them.
+    private func systemLinks() -> [ServiceSystemLink] {
+        var services: [BluetoothAddress: Set<BluetoothUUID>] = [:]
+        for stack in allStacks {
+            for link in stack.systemLinks { services[link.peer, default: []].formUnion(link.services) }
+        }
+        return services.map { ServiceSystemLink(peer: $0.key, services: $0.value.sorted()) }.sorted { $0.peer < $1.peer }
+    }
+
+    /// A stack's links (or what is known of them) changed: every program attached hears the system's links now.
+    private func systemLinksChanged() {
+        let links = systemLinks()
+        for stack in allStacks { stack.tell(links) }
     }
 
     private func forget(_ stack: KeptStack) {

@@ -42,9 +42,11 @@ extension KeptStack {
         case .requestConnectionParameterUpdate(let handle, let request):
             engine.requestConnectionParameterUpdate(connectionHandle: handle, request) { reply($0.map { .accepted($0) }.recover()) }
         case .gatt(let handle, let procedure, let lane):
-            engine.gatt(connectionHandle: handle, procedure, lane: lane) { result in
+            engine.gatt(connectionHandle: handle, procedure, lane: lane) { [weak self] result in
                 switch result {
-                case .success(let value): reply(.gatt(value))
+                case .success(let value):
+                    if case .services(let found) = value { self?.learn(found.map(\.uuid), of: handle) }
+                    reply(.gatt(value))
                 case .failure(let error): reply(.gattFailed(error))
                 }
             }

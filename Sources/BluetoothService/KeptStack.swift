@@ -47,7 +47,12 @@ final class KeptStack: Sendable {
         /// The clients' subscriptions, by connection and value handle; the database the program last gave.
         var subscriptions: [UInt16: [UInt16: GATTClientConfiguration]] = [:]
         var database: ServiceGATTDatabase?
+        /// Service UUIDs learnt of peers (advertised, discovered), for the system's connections; bounded.
+        var peerServices: [BluetoothAddress: Set<BluetoothUUID>] = [:]
     }
+
+    /// Called (on the stack's loop) when the stack's links or what it knows of their services change.
+    let onSystemChange: @Sendable () -> Void
 
     let identifier: String?
     let opened: any OpenedStack
@@ -57,10 +62,11 @@ final class KeptStack: Sendable {
     private let state = LockedValue(State())
     private let logger = Logger(label: "opencorebluetooth.service")
 
-    init(identifier: String?, opened: any OpenedStack, launchLog: String?) {
+    init(identifier: String?, opened: any OpenedStack, launchLog: String?, onSystemChange: @escaping @Sendable () -> Void = {}) {
         self.identifier = identifier
         self.opened = opened
         self.launchLog = launchLog
+        self.onSystemChange = onSystemChange
         opened.engine.addEventHandler { [weak self] event in self?.stackEvent(event) }
     }
 
@@ -70,17 +76,19 @@ final class KeptStack: Sendable {
     }
 
     /// Attaches `client`: sends the welcome (the links as they are), then what was queued, then events as they come.
-    func attach(_ client: ServiceConnection<ServiceRequest, ServiceMessage>, reattached: Bool) {
+    func attach(_ client: ServiceConnection<ServiceRequest, ServiceMessage>, reattached: Bool, systemLinks: [ServiceSystemLink]) {
         let engine = engine
         state.withLock { state in
-            client.send(.welcome(ServiceWelcome(
+            var welcome = ServiceWelcome(
                 controller: opened.controllerInfo, exchangesMTUOnConnect: engine.exchangesMTUOnConnect,
                 reportsPeerNames: engine.reportsPeerNames, knownPeers: engine.knownPeers(), reattached: reattached,
                 links: state.links.values.sorted { $0.connection.handle < $1.connection.handle }, droppedEvents: state.dropped,
                 subscriptions: state.subscriptions.flatMap { connection, values in
                     values.map { ServiceSubscription(connection: connection, valueHandle: $0.key, configuration: $0.value) }
                 }.sorted { ($0.connection, $0.valueHandle) < ($1.connection, $1.valueHandle) },
-                database: state.database)))
+                database: state.database)
+            welcome.systemLinks = systemLinks
+            client.send(.welcome(welcome))
             for message in state.queue { client.send(message) }
             state.queue.removeAll()
             state.dropped = 0
@@ -97,6 +105,12 @@ final class KeptStack: Sendable {
     }
 
     var isAttached: Bool { state.load().client != nil }
+
+    /// Tells the attached program (if any) the system's links; not queued (a program taking the stack back gets
+    /// them in its welcome).
+    func tell(_ links: [ServiceSystemLink]) {
+        state.withLock { state in _ = state.client?.send(.systemLinks(links)) }
+    }
 
     /// Sends `message` to the program, or queues it while none is attached.
     private func deliver(_ message: ServiceMessage) {
@@ -148,16 +162,46 @@ final class KeptStack: Sendable {
         }
     }
 
+    /// The peers this stack is linked to, with the services known of them.
+    var systemLinks: [ServiceSystemLink] {
+        let state = state.load()
+        return state.links.values.map { link in
+            ServiceSystemLink(peer: link.connection.peer,
+                              services: (state.peerServices[link.connection.peer] ?? []).sorted())
+        }
+    }
+
+    /// Services learnt of `peer` (a discovery the program ran here).
+    func learn(_ services: [BluetoothUUID], of handle: UInt16) {
+        let changed = state.withLock { state -> Bool in
+            guard let peer = state.links[handle]?.connection.peer else { return false }
+            let before = state.peerServices[peer]?.count ?? 0
+            state.peerServices[peer, default: []].formUnion(services)
+            return state.peerServices[peer]?.count != before
+        }
+        if changed { onSystemChange() }
+    }
+
     private func stackEvent(_ event: HostEvent) {
+        var systemChanged = false
+        defer { if systemChanged { onSystemChange() } }
         state.withLock { state in
             switch event {
+            case .advertisingReport(let report) where !report.advertisingData.serviceUUIDs.isEmpty:
+                if state.peerServices.count >= 4096, state.peerServices[report.address] == nil {
+                    let linked = Set(state.links.values.map(\.connection.peer))
+                    state.peerServices = state.peerServices.filter { linked.contains($0.key) }
+                }
+                state.peerServices[report.address, default: []].formUnion(report.advertisingData.serviceUUIDs)
             case .connected(let connection):
+                systemChanged = true
                 state.links[connection.handle] = ServiceLink(connection: connection, attMTU: 23)
             case .connectionUpdated(let connection):
                 state.links[connection.handle]?.connection = connection
             case .attMTUChanged(let handle, let mtu):
                 state.links[handle]?.attMTU = mtu
             case .disconnected(let handle, _):
+                systemChanged = state.links[handle] != nil
                 state.links[handle] = nil
                 state.subscriptions[handle] = nil
             case .gattServer(.subscriptionChanged(let connection, let valueHandle, let configuration)):

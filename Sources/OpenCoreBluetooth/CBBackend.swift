@@ -194,6 +194,10 @@ public enum CBCentralBackendEvent: Sendable {
     /// The links a stack kept for the manager (``CBCentralBackend/keepStack(restoreIdentifier:)``) still holds, with
     /// their ATT MTU: empty for a stack of its own. Sent once, before the first `.stateChanged`.
     case restoredLinks([CBBackendPeer: Int])
+    /// Every link of the Bluetooth service's stacks (all programs'), with the services known of each peer, for a
+    /// manager on it: the system's connections that `retrieveConnectedPeripherals(withServices:)` and connection
+    /// events look at. Sent when they change.
+    case systemLinks([CBBackendPeer: Set<BluetoothUUID>])
 }
 
 /// A stack that can play the GAP central and GATT client roles for the façade. Handles come from discovery;

@@ -129,6 +129,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         backend?.shutdown()
         knownPeers.flush()
         postedLinks.allEnded()
+        system.setServiceLinks([:], from: ObjectIdentifier(self))
     }
 
     /// This manager's links, as "the system" knows them (``SystemConnections``).
@@ -346,6 +347,7 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
                     peripheral.linkEnded()
                 }
                 postedLinks.allEnded()
+                system.setServiceLinks([:], from: ObjectIdentifier(self))
                 connectionEventMatching.store(nil)
                 saveRestorableState()
             }
@@ -393,6 +395,8 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
         case .servicesChanged(let peer, let start, let end):
             existingPeripheral(peer)?.servicesChanged(start: start, end: end)
             saveRestorableState()
+        case .systemLinks(let links):
+            system.setServiceLinks(links, from: ObjectIdentifier(self))
         case .restoredLinks(let live):
             guard let snapshot = awaitingLinks else { return }
             awaitingLinks = nil

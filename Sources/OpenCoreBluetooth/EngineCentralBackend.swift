@@ -8,6 +8,7 @@ import HCI
 import Host
 public import StackLauncher
 import BluetoothEngine
+import ServiceEngine
 
 /// The GAP central and GATT client of a `CBCentralManager` on its own `HostStack` (see ``HostBackend``): scanning
 /// (Core 5.4 Vol 3 Part C §9.2; advertising data merged with the scan response by the host), connecting (any
@@ -103,6 +104,7 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
         opener.run(events: { [weak self] event, _ in self?.handle(event) },
                    prepare: { [weak self] stack, done in
                        self?.adoptKeptLinks(of: stack)
+                       self?.followSystemLinks(of: stack)
                        done()
                    },
                    forget: { [weak self] _ in self?.forgetStack() },
@@ -112,6 +114,19 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
     /// A kept stack taken back holds links the program made before it died: they are this backend's again, and
     /// the manager hears of them (``CBCentralBackendEvent/restoredLinks(_:)``) before the stack's first state and
     /// before anything the service queued for the program. Once: a stack opened again after a reset starts bare.
+    /// A stack of the Bluetooth service: the manager hears of the service's links (every program's) now and each
+    /// time they change.
+    private func followSystemLinks(of stack: any OpenedStack) {
+        guard let engine = (stack as? ServiceStack)?.serviceEngine else { return }
+        let report: @Sendable ([ServiceSystemLink]) -> Void = { [weak self] links in
+            var peers: [CBBackendPeer: Set<BluetoothUUID>] = [:]
+            for link in links { peers[CBBackendPeer(address: link.peer)] = Set(link.services) }
+            self?.emit(.systemLinks(peers))
+        }
+        engine.observeSystemLinks(report)
+        report(engine.systemLinks)
+    }
+
     private func adoptKeptLinks(of stack: any OpenedStack) {
         let links = (stack as? ServiceStack).map { $0.serviceEngine.welcome.reattached ? $0.serviceEngine.welcome.links : [] } ?? []
         let report = state.withLock { state -> [CBBackendPeer: Int]? in

@@ -10,7 +10,8 @@ import Foundation
 /// services (advertised service UUIDs, including the overflow area and service data, and discovered services), so
 /// that a peer is found by service before anyone discovered it.
 ///
-/// Links of other processes on the air are not visible (each process has its own stacks, as each phone has).
+/// Links of other processes on the air are not visible (each process has its own stacks, as each phone has), except
+/// for a program on the Bluetooth service: there every program's links are the system's (``setServiceLinks(_:from:)``).
 /// Thread-safe (one lock); the observers are called from the thread posting and hop to their own queues.
 public final class SystemConnections: Sendable {
     /// An empty system: no links, nothing learnt.
@@ -24,6 +25,13 @@ public final class SystemConnections: Sendable {
         var links: [CBBackendPeer: Int] = [:]
         var services: [CBBackendPeer: Set<BluetoothUUID>] = [:]
         var observers: [ObjectIdentifier: Observer] = [:]
+        /// The links of the Bluetooth service (every program's), as each manager on it last heard them.
+        var serviceLinks: [ObjectIdentifier: Set<CBBackendPeer>] = [:]
+
+        /// The peers linked to a stack of this process or of the Bluetooth service.
+        var linkedPeers: Set<CBBackendPeer> {
+            Set(links.keys).union(serviceLinks.values.joined())
+        }
     }
 
     private let state = LockedValue(State())
@@ -52,20 +60,43 @@ public final class SystemConnections: Sendable {
         state.withLock { $0.services[peer] ?? [] }
     }
 
-    /// The peers some stack of this process is linked to, with their known services.
+    /// The peers some stack of this process (or of the Bluetooth service, for a program on it) is linked to, with
+    /// their known services.
     func connectedPeers() -> [(peer: CBBackendPeer, services: Set<BluetoothUUID>)] {
-        state.withLock { state in state.links.keys.map { ($0, state.services[$0] ?? []) } }
+        state.withLock { state in state.linkedPeers.map { ($0, state.services[$0] ?? []) } }
+    }
+
+    /// What a manager on the Bluetooth service heard of the service's links (every program's, with the services
+    /// known of each peer; empty when it leaves the service): they count as the system's connections, and the
+    /// observers hear of peers that appear or go.
+    func setServiceLinks(_ links: [CBBackendPeer: Set<BluetoothUUID>], from source: ObjectIdentifier) {
+        let (appeared, gone, observers, services) = state.withLock { state
+            -> (Set<CBBackendPeer>, Set<CBBackendPeer>, [CBCentralManager], [CBBackendPeer: Set<BluetoothUUID>]) in
+            let before = state.linkedPeers
+            state.serviceLinks[source] = links.isEmpty ? nil : Set(links.keys)
+            for (peer, known) in links where !known.isEmpty { state.services[peer, default: []].formUnion(known) }
+            let after = state.linkedPeers
+            state.observers = state.observers.filter { $0.value.manager != nil }
+            return (after.subtracting(before), before.subtracting(after), state.observers.values.compactMap(\.manager), state.services)
+        }
+        for peer in appeared.sorted(by: { $0.address < $1.address }) {
+            for manager in observers { manager.connectionEvent(.peerConnected, peer: peer, services: services[peer] ?? []) }
+        }
+        for peer in gone.sorted(by: { $0.address < $1.address }) {
+            for manager in observers { manager.connectionEvent(.peerDisconnected, peer: peer, services: services[peer] ?? []) }
+        }
     }
 
     /// A stack of this process linked to `peer` (`.peerConnected`) or lost its link (`.peerDisconnected`); the
     /// observers hear of the first link to a peer and of the last one ending.
     func post(_ event: CBConnectionEvent, peer: CBBackendPeer) {
         let (changed, observers, services) = state.withLock { state -> (Bool, [CBCentralManager], Set<BluetoothUUID>) in
+            let wasLinked = state.linkedPeers.contains(peer)
             let before = state.links[peer] ?? 0
             let after = event == .peerConnected ? before + 1 : max(before - 1, 0)
             state.links[peer] = after == 0 ? nil : after
             state.observers = state.observers.filter { $0.value.manager != nil }
-            let changed = (before == 0) != (after == 0)
+            let changed = wasLinked != state.linkedPeers.contains(peer)
             return (changed, state.observers.values.compactMap(\.manager), state.services[peer] ?? [])
         }
         guard changed else { return }

@@ -41,6 +41,9 @@ public final class ServiceEngine: StackEngine, Sendable {
         /// What arrived before anyone listened (a stack taken back sends its queue right after the welcome): held,
         /// in order, until the first event handler is set. nil once released.
         var held: [ServiceMessage]? = []
+        /// The service's links (every program's), and who wants to hear when they change.
+        var systemLinks: [ServiceSystemLink] = []
+        var systemObservers: [@Sendable ([ServiceSystemLink]) -> Void] = []
     }
 
     public var eventLoop: any EventLoop { loop }
@@ -60,6 +63,7 @@ public final class ServiceEngine: StackEngine, Sendable {
         self.connection = connection
         state.withLock { state in
             for link in welcome.links { state.attMTUs[link.connection.handle] = link.attMTU }
+            state.systemLinks = welcome.systemLinks
         }
     }
 
@@ -170,6 +174,12 @@ public final class ServiceEngine: StackEngine, Sendable {
             state.load().deferral?.handler(request)
         case .lost(let reason):
             ended(reason)
+        case .systemLinks(let links):
+            let observers = state.withLock { state in
+                state.systemLinks = links
+                return state.systemObservers
+            }
+            for observer in observers { observer(links) }
         }
     }
 
@@ -256,6 +266,14 @@ public final class ServiceEngine: StackEngine, Sendable {
     package func abandon() {
         ExitGoodbyes.unregister(self)
         connection.close()
+    }
+
+    /// Every link of every stack the service runs (all programs'), with the services known of each peer.
+    public var systemLinks: [ServiceSystemLink] { state.load().systemLinks }
+
+    /// Calls `observer` on the loop with the service's links each time they change.
+    public func observeSystemLinks(_ observer: @escaping @Sendable ([ServiceSystemLink]) -> Void) {
+        state.withLock { $0.systemObservers.append(observer) }
     }
 
     /// Why the connection to the service ended, once it did.

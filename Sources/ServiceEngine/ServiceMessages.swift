@@ -107,6 +107,20 @@ public enum ServiceMessage: Sendable, Codable {
     case answeredRequest(GATTPendingRequest)
     /// The stack's controller went away (the service closes the connection after this).
     case lost(String)
+    /// Every link of every stack the service runs now, as iOS's system connections (sent when they change).
+    case systemLinks([ServiceSystemLink])
+}
+
+/// A peer linked to one of the service's stacks, whichever program's, with the services known of it (advertised or
+/// discovered by any of them): what `retrieveConnectedPeripherals(withServices:)` looks at on iOS.
+public struct ServiceSystemLink: Sendable, Codable, Equatable, Hashable {
+    public var peer: BluetoothAddress
+    public var services: [BluetoothUUID]
+
+    public init(peer: BluetoothAddress, services: [BluetoothUUID]) {
+        self.peer = peer
+        self.services = services
+    }
 }
 
 /// The stack a program gets: new, or the one it left (``reattached``) with the links that still exist.
@@ -125,6 +139,8 @@ public struct ServiceWelcome: Sendable, Codable {
     public var subscriptions: [ServiceSubscription]
     /// The database the program last gave the stack's server (nil: none).
     public var database: ServiceGATTDatabase?
+    /// Every link of the service's stacks (``ServiceMessage/systemLinks(_:)``).
+    public var systemLinks: [ServiceSystemLink] = []
 
     public init(controller: ControllerInfo, exchangesMTUOnConnect: Bool, reportsPeerNames: Bool, knownPeers: [BluetoothAddress],
                 reattached: Bool, links: [ServiceLink], droppedEvents: Int, subscriptions: [ServiceSubscription] = [],
