@@ -173,6 +173,9 @@ public final class BluetoothService: Sendable {
         } catch {
             return refuse(session, error.reason)
         }
+        if case .service = specification {
+            return refuse(session, "\(hello.stack): the service runs stacks on transports, not on a service")
+        }
         var options = options
         options.label = "OpenCoreBluetooth.service." + (hello.identifier ?? hello.program)
         if let host = hello.host {

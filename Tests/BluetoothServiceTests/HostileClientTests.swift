@@ -101,6 +101,19 @@ struct HostileClientTests {
         try await stillServes(world)
     }
 
+    /// A stack the service cannot open, or one on the service itself, is refused with its reason.
+    @Test(arguments: [("bogus:thing", "bogus:thing"), ("service:virtual", "not on a service")])
+    func aStackThatCannotBeOpenedIsRefused(stack: String, reason: String) async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let client = try RawClient(world.servicePath)
+        defer { client.close() }
+        client.send(#"{"hello":{"_0":{"version":1,"stack":"\#(stack)","program":"odd"}}}"# + "\n")
+        let answer = try #require(client.readToEnd())
+        #expect(answer.hasPrefix(#"{"refused""#) && answer.contains(reason), "answer: \(answer)")
+        try await stillServes(world)
+    }
+
     @Test func aHalfMessageThenSilenceOrAnEnd() async throws {
         let world = try ServiceWorld()
         defer { world.stop() }
