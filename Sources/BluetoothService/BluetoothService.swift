@@ -42,6 +42,8 @@ public final class BluetoothService: Sendable {
     private let outboxLimit: Int?
     /// Where a program with a restore identifier keeps its identity and bonds: one private folder per identifier.
     public let stateDirectory: String
+    /// The most messages queued for a program that is gone, per stack (the oldest dropped and counted beyond).
+    public let queueLimit: Int
 
     /// Listens at `socketPath` (its folder made private first); `options` open each program's stack; a program
     /// that leaves more than `outboxLimit` octets unread is cut off.
@@ -50,8 +52,9 @@ public final class BluetoothService: Sendable {
     /// see the same device after the service restarts too): in `stateDirectory` (nil: `service/` beside the bonds of
     /// `FileBondStore/defaultDirectory()`), one folder per identifier.
     public init(socketPath: String, options: StackLaunchOptions = StackLaunchOptions(), outboxLimit: Int? = nil,
-                stateDirectory: String? = nil) throws(StackLaunchError) {
+                stateDirectory: String? = nil, queueLimit: Int = 4096) throws(StackLaunchError) {
         self.outboxLimit = outboxLimit
+        self.queueLimit = queueLimit
         self.stateDirectory = stateDirectory ?? FileBondStore.defaultDirectory() + "/service"
         do throws(AirHubError) {
             try AirHub.prepareSocketFolder(forSocket: socketPath)
@@ -201,7 +204,7 @@ public final class BluetoothService: Sendable {
         } catch {
             return refuse(session, "cannot open \(hello.stack): \(error.reason)")
         }
-        let stack = KeptStack(identifier: hello.identifier, opened: opened, launchLog: launchLog,
+        let stack = KeptStack(identifier: hello.identifier, opened: opened, launchLog: launchLog, queueLimit: queueLimit,
                               onSystemChange: { [weak self] in self?.systemLinksChanged() })
         stack.register(hello.relaunch)
         opened.onLoss { [weak self, weak stack] loss in

@@ -27,7 +27,8 @@ import Glibc
 /// connection's reader thread. Sending only queues (``ServiceConnection/send(_:)``), so it happens under the lock,
 /// which keeps the welcome, the queue and the live events in one order.
 final class KeptStack: Sendable {
-    static let queueLimit = 4096
+    /// The most messages queued for a program that is gone (the service's choice, 4096 by default).
+    let queueLimit: Int
 
     private struct State {
         var client: ServiceConnection<ServiceRequest, ServiceMessage>?
@@ -62,8 +63,10 @@ final class KeptStack: Sendable {
     private let state = LockedValue(State())
     private let logger = Logger(label: "opencorebluetooth.service")
 
-    init(identifier: String?, opened: any OpenedStack, launchLog: String?, onSystemChange: @escaping @Sendable () -> Void = {}) {
+    init(identifier: String?, opened: any OpenedStack, launchLog: String?, queueLimit: Int = 4096,
+         onSystemChange: @escaping @Sendable () -> Void = {}) {
         self.identifier = identifier
+        self.queueLimit = max(1, queueLimit)
         self.opened = opened
         self.launchLog = launchLog
         self.onSystemChange = onSystemChange
@@ -117,7 +120,7 @@ final class KeptStack: Sendable {
         let relaunch = state.withLock { state -> ServiceRelaunch? in
             if let client = state.client, client.send(message) { return nil }
             state.queue.append(message)
-            if state.queue.count > Self.queueLimit {
+            if state.queue.count > queueLimit {
                 state.queue.removeFirst()
                 state.dropped += 1
             }

@@ -1,6 +1,7 @@
 public import BluetoothEngine
 import BluetoothRuntime
 import Foundation
+import Logging
 import HCITransport
 public import ServiceEngine
 import SharedAir
@@ -85,6 +86,10 @@ extension StackLauncher {
             throw StackLaunchError(.unreachable, error.reason)
         }
         let note = engine.welcome.reattached ? ", taken back" : ""
+        if engine.welcome.droppedEvents > 0 {
+            Logger(label: LogLabel.launcher).notice(
+                "the Bluetooth service dropped \(engine.welcome.droppedEvents) of the oldest events while this program was gone (its queue was full)")
+        }
         return ServiceStack(engine: engine, transportDescription: "service:\(path) (\(stack)\(note))")
     }
 

@@ -152,6 +152,40 @@ struct ServiceEngineTests {
         await peripheral.shutdown()
     }
 
+    /// The queue for a program that is gone is bounded: past it the oldest are dropped, and the program taking
+    /// the stack back is told how many; what is left comes in order.
+    @Test func theQueueDropsTheOldestAndCountsThem() async throws {
+        let world = try ServiceWorld(queueLimit: 5)
+        defer { world.stop() }
+        let peripheral = try await world.directStack()
+        let level = Characteristic(levelUUID, properties: [.read, .notify], value: [0])
+        try await peripheral.publish(deviceName: "busy") { Service(serviceUUID) { level } }
+        _ = try await peripheral.advertise(name: "busy", services: [serviceUUID], interval: .milliseconds(20))
+        let first = try await world.serviceStack(identifier: "com.example.busy")
+        let central = BluetoothStack(opened: first)
+        let remote = try await central.connect(to: await peripheral.localAddress(), timeout: .seconds(10))
+        let characteristic = try await remote.characteristic(levelUUID, service: serviceUUID)
+        _ = try await remote.notifications(for: characteristic)
+        #expect(await eventually { !level.subscribedConnections.isEmpty })
+        first.serviceEngine.abandon()
+        #expect(await eventually { world.service.keptStacks == ["com.example.busy": false] })
+        for value: UInt8 in 1...8 { try await peripheral.notify(level, value: [value]) }
+        try await Task.sleep(for: .milliseconds(300))
+
+        let second = try await world.serviceStack(identifier: "com.example.busy")
+        // Eight notifications (and whatever else the link said meanwhile) into a queue of five.
+        let dropped = second.serviceEngine.welcome.droppedEvents
+        #expect(dropped >= 3)
+        let log = EventLog(second.engine)
+        #expect(await eventually { log.notifications.last == [8] })
+        let values = log.notifications.map { $0[0] }
+        #expect(values.count <= 5 && values.count + dropped >= 8)
+        #expect(values == Array((9 - UInt8(values.count))...8), "the newest, in order: \(values)")
+        second.shutdown()
+        await central.shutdown()
+        await peripheral.shutdown()
+    }
+
     /// Without a restore identifier the stack ends with the program: the peer sees the link go.
     @Test func withoutAnIdentifierTheStackEndsWithItsProgram() async throws {
         let world = try ServiceWorld()

@@ -20,14 +20,15 @@ final class ServiceWorld: Sendable {
     var airPath: String { folder + "/air.sock" }
     var servicePath: String { folder + "/service.sock" }
 
-    init(outboxLimit: Int? = nil) throws {
+    init(outboxLimit: Int? = nil, queueLimit: Int = 4096) throws {
         folder = NSTemporaryDirectory() + "ocb-service-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         hub = AirHub(configuration: AirHubConfiguration(socketPath: folder + "/air.sock", statisticsInterval: nil),
                      eventLoop: DispatchEventLoop(label: "ServiceWorld.air"))
         try hub.start()
-        service = try BluetoothService(socketPath: folder + "/service.sock", outboxLimit: outboxLimit, stateDirectory: folder + "/state")
+        service = try BluetoothService(socketPath: folder + "/service.sock", outboxLimit: outboxLimit, stateDirectory: folder + "/state",
+                                       queueLimit: queueLimit)
         service.start()
     }
 
