@@ -373,7 +373,9 @@ open class CBCentralManager: CBManager, ApplicationStateObserver, @unchecked Sen
             delegate?.centralManager(self, didFailToConnect: peripheral, error: error.cbError)
         case .disconnected(let peer, let error):
             postedLinks.ended(peer)
-            guard let peripheral = existingPeripheral(peer), peripheral.state != .disconnected else { return }
+            // A connecting peripheral did not have the link that ended: it was that of a peripheral the app let
+            // go (cancelled when released), and the backend connects again for this one.
+            guard let peripheral = existingPeripheral(peer), peripheral.state != .disconnected, peripheral.state != .connecting else { return }
             peripheral.linkEnded()
             let reconnect = error != nil && peripheral.autoReconnect && state == .poweredOn
             if reconnect {

@@ -228,8 +228,9 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
                     state.links[peer.address] = Link()
                     return true
                 }
-                // Connected or connecting already; cancelled but not yet ended: connected again once it has.
-                if link.cancelled, link.handle == nil { link.connectAgain = true }
+                // Connected or connecting already; cancelled but not yet ended (a pending connection, or a link
+                // whose CBPeripheral was released): connected again once it has.
+                if link.cancelled { link.connectAgain = true }
                 state.links[peer.address] = link
                 return false
             }
@@ -423,6 +424,13 @@ public final class EngineCentralBackend: CBCentralBackend, Sendable {
             guard let (address, link) = gone else { return }
             link.mtuTimer?.cancel()
             let peer = CBBackendPeer(address: address)
+            if link.cancelled && link.connectAgain, let stack = opener.stack {
+                // The manager asked for the peer again while its cancelled link was ending: the end is reported
+                // (for the system's links), then a new connection starts.
+                emit(.disconnected(peer, nil))
+                state.withLock { $0.links[address] = Link() }
+                return startConnect(address, stack)
+            }
             if link.reported {
                 let code: CBError.Code = link.securityFailure ?? (reason == .connectionTimeout ? .connectionTimeout : .peripheralDisconnected)
                 let error: CBBackendError? = link.cancelled ? nil : .core(code, "\(reason)")
