@@ -55,10 +55,18 @@ final class StateRestorationStore: Sendable {
         return home + "/.local/state/opencorebluetooth/restoration"
     }
 
-    /// The store for a manager's options: nil without a restore identifier (a String) or with restoration off.
-    static func forOptions(_ options: [String: Any]?, key: String, role: Role) -> StateRestorationStore? {
-        guard let identifier = options?[key] as? String, !identifier.isEmpty,
-              let directory = currentDirectory() else { return nil }
+    /// The environment variable that gives a whole program a restore identifier (`OCB_RESTORE_ID`, as for a
+    /// program on the Bluetooth service): a manager created without one of its own takes it, so an app written
+    /// without restoration can be tried with it unchanged.
+    static let programIdentifierVariable = "OCB_RESTORE_ID"
+
+    /// The store for a manager's options: its restore identifier (a String), else the program's
+    /// (``programIdentifierVariable``); nil without either or with restoration off.
+    static func forOptions(_ options: [String: Any]?, key: String, role: Role,
+                           environment: [String: String] = ProcessInfo.processInfo.environment) -> StateRestorationStore? {
+        let given = (options?[key] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        guard let identifier = given ?? environment[programIdentifierVariable].flatMap({ $0.isEmpty ? nil : $0 }),
+              let directory = currentDirectory(environment) else { return nil }
         return StateRestorationStore(directory: directory, role: role, identifier: identifier)
     }
 

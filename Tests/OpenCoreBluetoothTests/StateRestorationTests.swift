@@ -347,6 +347,13 @@ private func makeServices() -> [CBMutableService] {
                                              key: CBCentralManagerOptionRestoreIdentifierKey, role: .central)
         }
         #expect(off == nil)
+        // A whole program's identifier (OCB_RESTORE_ID) for a manager without one of its own; the manager's wins.
+        let key = CBCentralManagerOptionRestoreIdentifierKey
+        let program = ["OCB_RESTORE_ID": "seed 1", "OCB_RESTORATION": "/r"]
+        #expect(StateRestorationStore.forOptions(nil, key: key, role: .central, environment: program)?.path == "/r/central-seed%201.json")
+        #expect(StateRestorationStore.forOptions([key: ""], key: key, role: .peripheral, environment: program)?.path == "/r/peripheral-seed%201.json")
+        #expect(StateRestorationStore.forOptions([key: "own"], key: key, role: .central, environment: program)?.identifier == "own")
+        #expect(StateRestorationStore.forOptions(nil, key: key, role: .central, environment: ["OCB_RESTORE_ID": "", "OCB_RESTORATION": "/r"]) == nil)
         #expect(StateRestorationStore.currentDirectory(["OCB_RESTORATION": "off"]) == nil)
         #expect(StateRestorationStore.currentDirectory(["OCB_RESTORATION": "/elsewhere"]) == "/elsewhere")
         #expect(StateRestorationStore.defaultDirectory(["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/opencorebluetooth/restoration")
