@@ -256,8 +256,15 @@ public final class ServiceEngine: StackEngine, Sendable {
 
     /// The goodbye of a program that ends normally (`exit`, the end of `main`): its own choice, so the service
     /// releases what it kept, as for a user who quits an app. Not after ``shutdown()`` or ``abandon()``.
+    /// The connection counts as ended first, so the service closing it after the goodbye is not told as a loss
+    /// (no "lost the controller" while the program exits).
     fileprivate func sayGoodbyeAtExit() {
-        guard state.load().end == nil else { return }
+        let leaving = state.withLock { state -> Bool in
+            guard state.end == nil else { return false }
+            state.end = "the program exited"
+            return true
+        }
+        guard leaving else { return }
         connection.sendAndWait(.goodbye)
     }
 
