@@ -372,6 +372,9 @@ public protocol CBPeripheralBackend: AnyObject, Sendable {
     /// and their subscriptions come as `.centralConnected` and `.subscribed` once the restored services are
     /// published again. False (the default) when its transport cannot.
     func keepStack(restoreIdentifier: String) -> Bool
+    /// The manager's delegate has had `.poweredOn` (the first after a restoration) and published what it wanted
+    /// in it: a kept server is judged now, the database the app made against the one kept.
+    func restoredStateSettled()
     /// Hands the backend its event sink; the first `.stateChanged` follows.
     func start(_ events: @escaping @Sendable (CBPeripheralBackendEvent) -> Void)
     /// The manager is gone: stop advertising and serving, deliver nothing more.
@@ -407,6 +410,8 @@ public protocol CBPeripheralBackend: AnyObject, Sendable {
 extension CBPeripheralBackend {
     /// A backend of its own stack only.
     public func keepStack(restoreIdentifier: String) -> Bool { false }
+    /// A backend of its own stack only: nothing kept to judge.
+    public func restoredStateSettled() {}
 }
 
 // MARK: - L2CAP

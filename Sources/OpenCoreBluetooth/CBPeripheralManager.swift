@@ -460,6 +460,9 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
             }
             if newState == .poweredOn { resumeRestoredState() }
             delegate?.peripheralManagerDidUpdateState(self)
+            // What the app published in its `.poweredOn` (the restored services, or its own again) is what a
+            // server the system kept is judged against.
+            if newState == .poweredOn { backend?.restoredStateSettled() }
         case .centralConnected(let peer, let mtu):
             central(peer).mtu = mtu
             postedLinks.started(peer)

@@ -63,6 +63,9 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         /// until the restored services make its database again.
         var kept = false
         var adopting: KeptServer?
+        /// Whether the app's first `.poweredOn` after the stack was taken back is over (``restoredStateSettled()``):
+        /// the kept server is judged against what the app published by then, not against each step of it.
+        var settled = false
         /// Requests the service answered while the program was gone, held until the restored services are
         /// published again (they name characteristics of them).
         var heldRequests: [GATTPendingRequest] = []
@@ -190,6 +193,18 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
             guard state.kept else { return }
             state.adopting = KeptServer(database: database, links: welcome.links.filter { $0.connection.role == .peripheral },
                                         subscriptions: welcome.subscriptions)
+            state.settled = false
+        }
+    }
+
+    /// The app's first `.poweredOn` is over: a kept server taken back is judged against the services published now.
+    public func restoredStateSettled() {
+        opener.onStack { [self] stack in
+            let adopting = state.withLock { state -> Bool in
+                state.settled = true
+                return state.adopting != nil
+            }
+            if adopting { rebuild(stack, changed: false) { _ in } }
         }
     }
 
@@ -249,8 +264,11 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         }
         let deferred = Set(characteristics.values.filter(\.deferred).map(\.valueHandle))
         stack.engine.setGATTDeferral(GATTDeferral(handles: deferred) { [weak self] request in self?.deferred(request, stack) })
-        // A kept server taken back: nothing is installed while the restored services make a beginning of it.
+        // A kept server taken back: nothing is installed until the app's first `.poweredOn` is over (it may
+        // remove the restored services and publish equal ones, as seed 001 does), nor while the services make a
+        // beginning of it.
         if let kept = state.load().adopting {
+            guard state.load().settled else { return completion(.success(())) }
             let wire = ServiceGATTDatabase(database)
             if kept.database.steps.starts(with: wire.steps) {
                 if kept.database == wire {

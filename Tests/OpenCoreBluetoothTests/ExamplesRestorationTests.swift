@@ -81,6 +81,81 @@ struct ExamplesRestorationTests {
         #expect(lines.contains("subscribed"), "\(second.output)")
         #expect(!lines.contains("published"), "\(second.output)")
     }
+
+    // Seed 001's apps, unchanged, given a restore identifier by the environment (OCB_RESTORE_ID: the option an iOS
+    // developer adds to their managers). Their willRestoreState only prints, so they rebuild what they need as
+    // they would on iOS; what the system kept makes the exchange go on across the kills.
+
+    @Test("seed 001's peripheral, killed, is relaunched by the service for the central's subscription, and the exchange completes")
+    func seed001PeripheralIsRelaunchedForTheSubscription() async throws {
+        let world = try await RestorationWorld()
+        var kept = world.environment
+        kept["OCB_RESTORE_ID"] = "seed001"
+        kept["OCB_RELAUNCH"] = "peripheral"
+        let first = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: kept)
+        defer { first.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { first.errors.contains("Start advertising") }, "\(first.errors)")
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(await first.process.waitForExit(within: .seconds(5)))
+
+        // Seed 001's central on a stack of its own finds the advertising the service kept, connects, subscribes:
+        // the service starts the peripheral app again, which takes its stack back and answers.
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "45"], environment: world.environment)
+        defer { central.stopInBackground() }
+        #expect(await central.waitForExit(limit: .seconds(50)) == 0, "central: \(central.errors) \(central.output)")
+        #expect(central.errors.contains("Exchange done"), "\(central.errors)")
+        let launchLog = world.folder + "/data/opencorebluetooth/bonds/service/peripheral.seed001/launch.log"
+        let relaunched = { (try? String(contentsOfFile: launchLog, encoding: .utf8)) ?? "" }
+        // (Its view controller's lines come at once, the seed's own log when it exits.)
+        #expect(await poll(within: .seconds(10)) { relaunched().contains("Exchange done") && relaunched().contains("Written value is") },
+                "\(relaunched())")
+        let lines = relaunched().split(separator: "\n").map(String.init)
+        let restoredAt = lines.firstIndex(of: "willRestoreState"), subscribedAt = lines.firstIndex(of: "didSubscribeTo characteristic")
+        #expect(restoredAt != nil && subscribedAt != nil && restoredAt! < subscribedAt!, "\(lines)")
+        #expect(lines.contains("Written value is: [\"Yo\": \"Lo\"]"), "\(lines)")
+    }
+
+    @Test("seed 001's peripheral and central both killed mid-exchange; relaunched, the kept subscription carries the value and the exchange completes")
+    func seed001BothKilledAndRelaunched() async throws {
+        let world = try await RestorationWorld()
+        var kept = world.environment
+        kept["OCB_RESTORE_ID"] = "seed001"
+        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: kept)
+        defer { peripheral.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { peripheral.errors.contains("Start advertising") }, "\(peripheral.errors)")
+        kill(peripheral.process.processIdentifier, SIGKILL)
+        #expect(await peripheral.process.waitForExit(within: .seconds(5)))
+
+        // The central connects and subscribes to the kept server; no value comes (the app is gone). Killed too.
+        let centralState = world.folder + "/state/opencorebluetooth/restoration/central-seed001.json"
+        let central = try ExampleProcess("Seed001Central", ["--timeout", "60"], environment: kept)
+        defer { central.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) {
+            ((try? String(contentsOfFile: centralState, encoding: .utf8)) ?? "").contains("\"notifying\" : true")
+        }, "central: \(central.errors)")
+        kill(central.process.processIdentifier, SIGKILL)
+        #expect(await central.process.waitForExit(within: .seconds(5)))
+
+        // The peripheral app again: its central is still subscribed (no new connection, no new subscription on
+        // the air), so the seed sends its value, which the central's kept stack queues.
+        let peripheralAgain = try ExampleProcess("Seed001Peripheral", ["--timeout", "40"], environment: kept)
+        defer { peripheralAgain.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { peripheralAgain.errors.contains("Did send data") }, "\(peripheralAgain.errors)")
+
+        // The central app again: restored; the seed keeps no restored peripheral (iOS cancels its link then),
+        // finds it by scanning, and the exchange completes.
+        let centralAgain = try ExampleProcess("Seed001Central", ["--timeout", "40"], environment: kept)
+        defer { centralAgain.stopInBackground() }
+        #expect(await centralAgain.waitForExit(limit: .seconds(45)) == 0, "central: \(centralAgain.errors) \(centralAgain.output)")
+        #expect(centralAgain.output.hasPrefix("willRestoreState\n"), "\(centralAgain.output)")
+        #expect(centralAgain.errors.contains("Cancelling connection for unused peripheral"), "\(centralAgain.errors)")
+        #expect(await peripheralAgain.waitForExit(limit: .seconds(20)) == 0, "peripheral: \(peripheralAgain.errors)")
+        // (The seed's log is on standard output, written at its exit.) Its subscriber was given back before the
+        // central app came again.
+        #expect(peripheralAgain.output.hasPrefix("willRestoreState\n"), "\(peripheralAgain.output)")
+        #expect(peripheralAgain.output.contains("didSubscribeTo characteristic"), "\(peripheralAgain.output)")
+        #expect(peripheralAgain.output.contains("Written value is: [\"Yo\": \"Lo\"]"), "\(peripheralAgain.output)")
+    }
 }
 
 /// A folder of the test's own (0700) with a `blue air` hub and a `blue service` in it, and the environment that
