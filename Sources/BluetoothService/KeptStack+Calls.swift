@@ -8,6 +8,7 @@ extension KeptStack {
     func run(_ operation: ServiceOperation, reply: @escaping @Sendable (ServiceOutcome) -> Void) {
         let engine = engine
         let done: @Sendable (Result<Void, HostError>) -> Void = { reply($0.map { .done }.recover()) }
+        rememberAdvertising(operation)
         switch operation {
         case .currentPrivateAddress:
             engine.currentPrivateAddress { reply(.address($0)) }

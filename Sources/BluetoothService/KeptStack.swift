@@ -50,6 +50,9 @@ final class KeptStack: Sendable {
         var database: ServiceGATTDatabase?
         /// Service UUIDs learnt of peers (advertised, discovered), for the system's connections; bounded.
         var peerServices: [BluetoothAddress: Set<BluetoothUUID>] = [:]
+        /// The program's advertising (its last start, nil once stopped), resumed here after a connection while
+        /// the program is gone, as the program's own stack would.
+        var advertising: ServiceOperation?
     }
 
     /// Called (on the stack's loop) when the stack's links or what it knows of their services change.
@@ -185,9 +188,24 @@ final class KeptStack: Sendable {
         if changed { onSystemChange() }
     }
 
+    /// Keeps the program's advertising calls (``State/advertising``).
+    func rememberAdvertising(_ operation: ServiceOperation) {
+        switch operation {
+        case .startAdvertising, .startAdvertisingContent: state.withLock { $0.advertising = operation }
+        case .stopAdvertising: state.withLock { $0.advertising = nil }
+        default: break
+        }
+    }
+
     private func stackEvent(_ event: HostEvent) {
         var systemChanged = false
-        defer { if systemChanged { onSystemChange() } }
+        var advertiseAgain: ServiceOperation?
+        defer {
+            if systemChanged { onSystemChange() }
+            // The controller stopped advertising for the connection; with the program gone the service resumes
+            // it, as iOS keeps a terminated app's advertising (the program's backend does it while attached).
+            if let advertiseAgain { run(advertiseAgain) { _ in } }
+        }
         state.withLock { state in
             switch event {
             case .advertisingReport(let report) where !report.advertisingData.serviceUUIDs.isEmpty:
@@ -199,6 +217,7 @@ final class KeptStack: Sendable {
             case .connected(let connection):
                 systemChanged = true
                 state.links[connection.handle] = ServiceLink(connection: connection, attMTU: 23)
+                if connection.role == .peripheral, state.client == nil { advertiseAgain = state.advertising }
             case .connectionUpdated(let connection):
                 state.links[connection.handle]?.connection = connection
             case .attMTUChanged(let handle, let mtu):

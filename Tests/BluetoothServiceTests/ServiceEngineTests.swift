@@ -152,6 +152,38 @@ struct ServiceEngineTests {
         await peripheral.shutdown()
     }
 
+    /// A kept peripheral whose program is gone goes on advertising after a central connects (the controller
+    /// stops for the connection; the program's own stack would start again, so the service does), as iOS keeps a
+    /// terminated app's advertising: a second central finds it while the first is connected.
+    @Test func aKeptPeripheralAdvertisesAgainAfterAConnection() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        let kept = try await world.serviceStack(identifier: "com.example.beacon")
+        let peripheral = BluetoothStack(opened: kept)
+        try await peripheral.publish(deviceName: "beacon") { Service(serviceUUID) { Characteristic(levelUUID, properties: [.read], value: [7]) } }
+        _ = try await peripheral.advertise(name: "beacon", services: [serviceUUID], interval: .milliseconds(20))
+        kept.serviceEngine.abandon()
+        #expect(await eventually { world.service.keptStacks == ["com.example.beacon": false] })
+
+        let firstCentral = try await world.directStack()
+        var scan = firstCentral.scan(services: [serviceUUID]).makeAsyncIterator()
+        let found = try #require(await scan.next())
+        let remote = try await firstCentral.connect(to: found, timeout: .seconds(10))
+        let secondCentral = try await world.directStack()
+        let seenAgain = LockedValue<Bool>(false)
+        let scanning = Task {
+            for try await advertisement in secondCentral.scan(services: [serviceUUID]) where advertisement.address == found.address {
+                seenAgain.store(true)
+                break
+            }
+        }
+        #expect(await eventually(5) { seenAgain.load() }, "no advertising after the connection")
+        scanning.cancel()
+        #expect(remote.isConnected)
+        await firstCentral.shutdown()
+        await secondCentral.shutdown()
+    }
+
     /// The queue for a program that is gone is bounded: past it the oldest are dropped, and the program taking
     /// the stack back is told how many; what is left comes in order.
     @Test func theQueueDropsTheOldestAndCountsThem() async throws {
