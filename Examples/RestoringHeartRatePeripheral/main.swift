@@ -1,9 +1,9 @@
 // A heart-rate sensor with state preservation and restoration, written as an iOS peripheral app that the system
 // may terminate: a CBPeripheralManager with a restore identifier, `willRestoreState` taking its published service
-// back, and values sent to subscribed centrals every 200 ms.
+// back with the centrals still subscribed, and values sent to subscribed centrals every 200 ms.
 //
 // Usage: RestoringHeartRatePeripheral [--timeout SECONDS] [--restore-identifier ID]
-// Prints one line per event on standard output: "restored services=N advertising=B", "state N", "published",
+// Prints one line per event on standard output: "restored services=N advertising=B subscribers=N", "state N", "published",
 // "advertising", "subscribed", "unsubscribed". Runs until the timeout (exit 0).
 // On the shared air, the manager's stack is the Bluetooth service's (`blue service`, started on demand): kill the
 // program (SIGKILL) and start it again, and its centrals stay connected and subscribed; values resume.
@@ -37,7 +37,10 @@ final class HeartRateSensor: NSObject, CBPeripheralManagerDelegate, @unchecked S
         measurement = services.first { $0.uuid == heartRateService }?.characteristics?
             .first { $0.uuid == heartRateMeasurement } as? CBMutableCharacteristic
         restored = measurement != nil
-        say("restored services=\(services.count) advertising=\(advertising)")
+        let subscribers = measurement?.subscribedCentrals?.count ?? 0
+        say("restored services=\(services.count) advertising=\(advertising) subscribers=\(subscribers)")
+        // Its centrals are still subscribed: the values go on.
+        if subscribers > 0 { startSending() }
     }
 
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
@@ -63,6 +66,10 @@ final class HeartRateSensor: NSObject, CBPeripheralManagerDelegate, @unchecked S
 
     func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
         say("subscribed")
+        startSending()
+    }
+
+    private func startSending() {
         guard timer == nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + 0.2, repeating: 0.2)

@@ -363,14 +363,49 @@ public enum CBPeripheralBackendEvent: Sendable {
     case readyToUpdateSubscribers
     /// A central opened a channel on a published PSM.
     case l2capChannelOpened(any CBL2CAPChannelBackend)
+    /// A kept stack taken back (``CBPeripheralBackend/keepStack(restoreIdentifier:)``): the centrals the system
+    /// kept connected and what they subscribed to, before the stack's first state (once; empty when nothing was
+    /// kept), so that the restored services carry their subscribed centrals in `willRestoreState`.
+    case restoredCentrals([CBBackendKeptCentral])
+}
+
+/// A central a kept server still has (``CBPeripheralBackendEvent/restoredCentrals(_:)``): its ATT_MTU and the
+/// characteristics whose notifications or indications it enabled (Core 5.4 Vol 3 Part G §3.3.3.3), each named by
+/// where it was in the services the app had published.
+public struct CBBackendKeptCentral: Sendable, Equatable {
+    public var peer: CBBackendPeer
+    public var mtu: Int
+    public var subscriptions: [CBBackendCharacteristicPosition]
+
+    public init(peer: CBBackendPeer, mtu: Int, subscriptions: [CBBackendCharacteristicPosition]) {
+        self.peer = peer
+        self.mtu = mtu
+        self.subscriptions = subscriptions
+    }
+}
+
+/// A characteristic by position: the index of its service among the app's published services (in the order they
+/// were added), its index in that service, and both UUIDs (to check the restored services are the same).
+public struct CBBackendCharacteristicPosition: Sendable, Hashable {
+    public var service: Int
+    public var serviceUUID: BluetoothUUID
+    public var characteristic: Int
+    public var characteristicUUID: BluetoothUUID
+
+    public init(service: Int, serviceUUID: BluetoothUUID, characteristic: Int, characteristicUUID: BluetoothUUID) {
+        self.service = service
+        self.serviceUUID = serviceUUID
+        self.characteristic = characteristic
+        self.characteristicUUID = characteristicUUID
+    }
 }
 
 /// A stack that can play the GAP peripheral and GATT server roles for the façade.
 public protocol CBPeripheralBackend: AnyObject, Sendable {
     /// Asks for a stack that the system keeps when the program dies (the Bluetooth service), under the manager's
-    /// restore identifier; before ``start(_:)``. True when the backend will have one: taken back, its centrals
-    /// and their subscriptions come as `.centralConnected` and `.subscribed` once the restored services are
-    /// published again. False (the default) when its transport cannot.
+    /// restore identifier; before ``start(_:)``. True when the backend will have one: `.restoredCentrals` comes
+    /// before the first state; taken back, its centrals come as `.centralConnected` (and their subscriptions as
+    /// `.subscribed`) once the app's first `.poweredOn` is over. False (the default) when its transport cannot.
     func keepStack(restoreIdentifier: String) -> Bool
     /// The manager's delegate has had `.poweredOn` (the first after a restoration) and published what it wanted
     /// in it: a kept server is judged now, the database the app made against the one kept.

@@ -55,6 +55,10 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
     /// What a restored manager publishes and advertises again at the first `.poweredOn` (on the queue only).
     private var restoredServices: [CBMutableService] = []
     private var restoredAdvertisement: [String: Any]?
+    /// On a kept stack, the snapshot waits for the centrals the system kept (`.restoredCentrals`) so that
+    /// `willRestoreState` has them; `awaitingCentrals` is true until they came (on the queue only).
+    private var awaitingCentrals = false
+    private var snapshotAwaitingCentrals: PeripheralRestorationSnapshot?
 
     /// The app's authorization to use Bluetooth in the peripheral role; always `.authorized` on Linux.
     @available(iOS, deprecated: 13.0, message: "Use CBManager.authorization")
@@ -83,11 +87,15 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
             ? StateRestorationStore.forOptions(options, key: CBPeripheralManagerOptionRestoreIdentifierKey, role: .peripheral) : nil
         super.init(queue: queue, application: application, backgroundMode: .bluetoothPeripheral, sharedTime: provider?.sharedTime)
         application.observe(self)
+        let snapshot = restoration?.load(PeripheralRestorationSnapshot.self)
+        var kept = false
         if let restoration {
-            _ = backend?.keepStack(restoreIdentifier: restoration.identifier)
+            kept = backend?.keepStack(restoreIdentifier: restoration.identifier) ?? false
             restoration.removeAtNormalExit()
         }
-        startBackend(restoring: restoration?.load(PeripheralRestorationSnapshot.self), with: { self.restore($0) },
+        awaitingCentrals = kept
+        snapshotAwaitingCentrals = kept ? snapshot : nil
+        startBackend(restoring: kept ? nil : snapshot, with: { self.restore($0, keptCentrals: []) },
                      start: backend.map { backend in backend.start }, handle: { [weak self] in self?.handle($0) },
                      didUpdateState: { self.delegate?.peripheralManagerDidUpdateState(self) })
     }
@@ -371,9 +379,26 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
 
     /// On the queue, before the first state update: the restored services and advertisement data, handed to the
     /// delegate; both are published and advertised again at the first `.poweredOn`.
-    private func restore(_ snapshot: PeripheralRestorationSnapshot) {
+    private func restore(_ snapshot: PeripheralRestorationSnapshot, keptCentrals: [CBBackendKeptCentral]) {
         restoredServices = (try? snapshot.restoredServices()) ?? []
         restoredAdvertisement = try? snapshot.restoredAdvertisement()
+        // The centrals the system kept subscribed, on the restored characteristics (as iOS restores a
+        // characteristic's `subscribedCentrals`); a position that is not the same service and characteristic is
+        // left for `didSubscribeTo` once the app has published its services.
+        for kept in keptCentrals {
+            let subscriber = central(kept.peer)
+            subscriber.mtu = kept.mtu
+            for position in kept.subscriptions where restoredServices.indices.contains(position.service) {
+                let service = restoredServices[position.service]
+                guard service.uuid.bluetoothUUID == position.serviceUUID,
+                      let characteristics = service.characteristics, characteristics.indices.contains(position.characteristic),
+                      let characteristic = characteristics[position.characteristic] as? CBMutableCharacteristic,
+                      characteristic.uuid.bluetoothUUID == position.characteristicUUID,
+                      !characteristic._subscribedCentrals.contains(where: { $0 === subscriber }) else { continue }
+                characteristic._subscribedCentrals.append(subscriber)
+                characteristic._isNotifying = true
+            }
+        }
         var state: [String: Any] = [:]
         if !restoredServices.isEmpty { state[CBPeripheralManagerRestoredStateServicesKey] = restoredServices }
         if let restoredAdvertisement { state[CBPeripheralManagerRestoredStateAdvertisementDataKey] = restoredAdvertisement }
@@ -529,6 +554,12 @@ open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked 
         case .l2capChannelOpened(let channelBackend):
             let channel = CBL2CAPChannel(backend: channelBackend, peer: central(channelBackend.peer), queue: queue)
             delegate?.peripheralManager(self, didOpen: channel, error: nil)
+        case .restoredCentrals(let kept):
+            guard awaitingCentrals else { return }
+            awaitingCentrals = false
+            let snapshot = snapshotAwaitingCentrals
+            snapshotAwaitingCentrals = nil
+            if let snapshot { restore(snapshot, keptCentrals: kept) }
         }
     }
 }

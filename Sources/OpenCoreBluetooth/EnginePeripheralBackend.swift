@@ -62,6 +62,8 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         /// The stack is the service's, kept under a restore identifier; what a stack taken back still holds,
         /// until the restored services make its database again.
         var kept = false
+        /// Whether `.restoredCentrals` was told (once per kept stack).
+        var centralsReported = false
         var adopting: KeptServer?
         /// Whether the app's first `.poweredOn` after the stack was taken back is over (``restoredStateSettled()``):
         /// the kept server is judged against what the app published by then, not against each step of it.
@@ -77,6 +79,27 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         var database: ServiceGATTDatabase
         var links: [ServiceLink]
         var subscriptions: [ServiceSubscription]
+
+        /// The centrals, with their subscriptions placed in the app's services: the kept database is built again
+        /// (same steps, same handles) to find which characteristic each subscribed value handle is.
+        var centrals: [CBBackendKeptCentral] {
+            var positions: [UInt16: CBBackendCharacteristicPosition] = [:]
+            if let built = try? database.database(forwardingWrites: { _ in }) {
+                let appServices = database.steps.filter { if case .service = $0 { true } else { false } }.count
+                let services = Array(zip(built.services, built.definitions).suffix(appServices))
+                for (serviceIndex, (handles, definition)) in services.enumerated() {
+                    for (index, characteristic) in zip(handles.characteristics, definition.characteristics).enumerated() {
+                        positions[characteristic.0.value] = CBBackendCharacteristicPosition(
+                            service: serviceIndex, serviceUUID: definition.uuid, characteristic: index, characteristicUUID: characteristic.1.uuid)
+                    }
+                }
+            }
+            return links.map { link in
+                let subscribed = subscriptions.filter { $0.connection == link.connection.handle }.compactMap { positions[$0.valueHandle] }
+                return CBBackendKeptCentral(peer: CBBackendPeer(address: link.connection.peer), mtu: link.attMTU,
+                                            subscriptions: subscribed.sorted { ($0.service, $0.characteristic) < ($1.service, $1.characteristic) })
+            }
+        }
     }
 
     private let opener: EngineBackendStack
@@ -188,13 +211,19 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     /// A kept stack taken back: its server stays as the program left it while the restored manager publishes its
     /// services again (``rebuild(_:changed:completion:)`` installs nothing while they make a beginning of it).
     private func takeKeptServer(of stack: any OpenedStack) {
-        guard let welcome = (stack as? ServiceStack)?.serviceEngine.welcome, welcome.reattached, let database = welcome.database else { return }
-        state.withLock { state in
-            guard state.kept else { return }
-            state.adopting = KeptServer(database: database, links: welcome.links.filter { $0.connection.role == .peripheral },
-                                        subscriptions: welcome.subscriptions)
+        let welcome = (stack as? ServiceStack)?.serviceEngine.welcome
+        let taken = welcome?.reattached == true ? welcome : nil
+        let report = state.withLock { state -> [CBBackendKeptCentral]? in
+            guard state.kept, !state.centralsReported else { return nil }
+            state.centralsReported = true
+            guard let taken, let database = taken.database else { return [] }
+            let kept = KeptServer(database: database, links: taken.links.filter { $0.connection.role == .peripheral },
+                                  subscriptions: taken.subscriptions)
+            state.adopting = kept
             state.settled = false
+            return kept.centrals
         }
+        if let report { emit(.restoredCentrals(report)) }
     }
 
     /// The app's first `.poweredOn` is over: a kept server taken back is judged against the services published now.
