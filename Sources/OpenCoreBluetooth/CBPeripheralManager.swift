@@ -20,8 +20,11 @@ import BluetoothRuntime
 /// (another process) with the same identifier calls `peripheralManager(_:willRestoreState:)` first, on its queue,
 /// with new `CBMutableService` objects for them and the advertisement dictionary, then, once powered on and before
 /// `peripheralManagerDidUpdateState`, publishes them again and advertises again without further callbacks (a
-/// failure is reported through `didAdd` / `didStartAdvertising`). Subscriptions do not survive: their links
-/// ended with the process. Leaving `.poweredOn` forgets the advertising (and, below `.poweredOff`, the services).
+/// failure is reported through `didAdd` / `didStartAdvertising`). With a stack of its own, subscriptions do not
+/// survive (their links ended with the process); on the Bluetooth service's kept stack they do: the restored
+/// characteristics carry the centrals still subscribed (`subscribedCentrals`), and the database the app has
+/// published when its first `peripheralManagerDidUpdateState` returns is compared with the kept one (the same
+/// installs nothing). Leaving `.poweredOn` forgets the advertising (and, below `.poweredOff`, the services).
 open class CBPeripheralManager: CBManager, ApplicationStateObserver, @unchecked Sendable {
     /// The object that receives the manager's events, on its queue; held weakly.
     open weak var delegate: (any CBPeripheralManagerDelegate)?
