@@ -50,6 +50,9 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         var characteristics: [Int: LocalCharacteristic] = [:]
         var characteristicByValue: [UInt16: Int] = [:]
         var centrals: [UInt16: BluetoothAddress] = [:]
+        /// Centrals whose link ended, by their last connection handle: a write they made while the program was
+        /// gone reaches the app after their disconnection (the service queued both). Bounded.
+        var endedCentrals: [UInt16: BluetoothAddress] = [:]
         var subscriptions: Set<Subscription> = []
         var pending: [UInt64: UInt16] = [:]
         var nextCommandID = EnginePeripheralBackend.commandIDBase
@@ -302,6 +305,9 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
             if kept.database.steps.starts(with: wire.steps) {
                 if kept.database == wire {
                     state.withLock { $0.adopting = nil }
+                    // The service finds it the same and installs nothing (CCCDs stay); the program's engine learns
+                    // its dynamic values' handlers, which Write Commands reach.
+                    stack.engine.replaceGATTDatabase(database, changedRange: nil) { _ in }
                     adopted(kept, complete: true)
                 }
                 return completion(.success(()))
@@ -356,7 +362,7 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         if held { return }
         let connection = request.connection.rawValue
         let resolved = state.withLock { state -> (BluetoothAddress, [UInt16: Int])? in
-            guard let central = state.centrals[connection] else { return nil }
+            guard let central = state.centrals[connection] ?? state.endedCentrals[connection] else { return nil }
             state.pending[request.id] = connection
             return (central, state.characteristicByValue)
         }
@@ -395,7 +401,8 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
     /// A Write Command on a deferred value: a write event nobody answers.
     private func writeCommand(_ request: GATTWriteRequest, characteristicID: Int) {
         let resolved = state.withLock { state -> (UInt64, BluetoothAddress)? in
-            guard let central = state.centrals[request.connection.rawValue] else { return nil }
+            let handle = request.connection.rawValue
+            guard let central = state.centrals[handle] ?? state.endedCentrals[handle] else { return nil }
             state.nextCommandID &+= 1
             return (state.nextCommandID, central)
         }
@@ -575,6 +582,8 @@ public final class EnginePeripheralBackend: CBPeripheralBackend, Sendable {
         case .disconnected(let handle, _):
             let gone = state.withLock { state -> (BluetoothAddress, [Int])? in
                 guard let central = state.centrals.removeValue(forKey: handle) else { return nil }
+                if state.endedCentrals.count >= 64 { state.endedCentrals = [:] }
+                state.endedCentrals[handle] = central
                 let ended = state.subscriptions.filter { $0.connection == handle }
                 state.subscriptions.subtract(ended)
                 state.pending = state.pending.filter { $0.value != handle }

@@ -35,6 +35,9 @@ public final class ServiceEngine: StackEngine, Sendable {
         var dynamicValues: [UInt16: ServiceGATTDatabase.DynamicValue] = [:]
         /// The program's own copy of its database (``publish(deviceName:_:completion:)`` adds to it).
         var database = GATTDatabase()
+        /// Write Commands to dynamic values that came before the program gave its database (a stack taken back
+        /// sends what it queued at once), for the handlers of the database it gives; nil once it has (bounded).
+        var writesBeforeDatabase: [GATTWriteRequest]? = []
         var end: String?
         var lossHandlers: [@Sendable (String) -> Void] = []
         var primary: (@Sendable (HostEvent) -> Void)?
@@ -169,7 +172,14 @@ public final class ServiceEngine: StackEngine, Sendable {
         case .deferredRequest(let request):
             deferred(request)
         case .dynamicWrite(let request):
-            _ = state.load().dynamicValues[request.handle]?.write?(request)
+            let handler = state.withLock { state -> (@Sendable (GATTWriteRequest) -> ATTErrorCode?)? in
+                if let handler = state.dynamicValues[request.handle]?.write { return handler }
+                if let held = state.writesBeforeDatabase, held.count < Self.writesHeldBeforeDatabase {
+                    state.writesBeforeDatabase = held + [request]
+                }
+                return nil
+            }
+            _ = handler?(request)
         case .answeredRequest(let request):
             state.load().deferral?.handler(request)
         case .lost(let reason):
@@ -222,6 +232,23 @@ public final class ServiceEngine: StackEngine, Sendable {
         guard let handler else { return .failure(GATTAttributeError(.writeNotPermitted)) }
         if let code = handler(request) { return .failure(GATTAttributeError(code)) }
         return .success([])
+    }
+
+    /// The most Write Commands held for a database not given yet (as many as the service queues).
+    static let writesHeldBeforeDatabase = 4096
+
+    /// The program gave its database: the Write Commands that came before it go to its handlers when it is the
+    /// database the service kept (their handles name the same values), on the loop after this call (so after
+    /// what the caller does next on the loop: a peripheral manager taking back its centrals); else they are
+    /// dropped, their values gone with the old database.
+    private func releaseWritesBeforeDatabase(_ state: inout State) {
+        guard let held = state.writesBeforeDatabase else { return }
+        state.writesBeforeDatabase = nil
+        guard !held.isEmpty, welcome.database == ServiceGATTDatabase(state.database) else { return }
+        let handlers = state.dynamicValues
+        loop.execute {
+            for request in held { _ = handlers[request.handle]?.write?(request) }
+        }
     }
 
     private func track(_ event: HostEvent) {
@@ -515,6 +542,7 @@ public final class ServiceEngine: StackEngine, Sendable {
                 for definition in definitions { handles.append(try database.add(definition)) }
                 state.database = database
                 state.dynamicValues = ServiceGATTDatabase.dynamicValues(of: database)
+                releaseWritesBeforeDatabase(&state)
                 return .success((database, handles))
             } catch {
                 return .failure(HostError(.invalidDatabase, error.description))
@@ -534,6 +562,7 @@ public final class ServiceEngine: StackEngine, Sendable {
         state.withLock { state in
             state.database = database
             state.dynamicValues = ServiceGATTDatabase.dynamicValues(of: database)
+            releaseWritesBeforeDatabase(&state)
         }
         call(.replaceGATTDatabase(ServiceGATTDatabase(database), changedRange: changedRange), void(completion))
     }

@@ -184,6 +184,57 @@ struct ServiceEngineTests {
         await secondCentral.shutdown()
     }
 
+    /// Write Commands that reached a kept server while its program was gone are queued and, once the next program
+    /// with the identifier gives the same database, reach its handlers in order (Core 5.4 Vol 3 Part F §3.4.5.3:
+    /// a command has no answer, so only the program can act on it).
+    @Test func writeCommandsOfTheAbsenceReachTheNextProgram() async throws {
+        let world = try ServiceWorld()
+        defer { world.stop() }
+        // A database whose switch is a dynamic value: its writes go to the program's handler (as a CoreBluetooth
+        // peripheral manager's characteristics without a static value do).
+        func install(on stack: ServiceStack, heard: LockedBox<[[UInt8]]>) async throws {
+            var database = GATTDatabase()
+            _ = try database.addGAPService(deviceName: "lamp")
+            _ = try database.addGATTService(serverSupportedFeatures: .enhancedATT)
+            _ = try database.add(GATTServiceDefinition(uuid: serviceUUID, characteristics: [
+                GATTCharacteristicDefinition(uuid: askedUUID, properties: [.writeWithoutResponse], permissions: .readWrite,
+                                             value: .dynamic(read: nil, write: { write in heard.update { $0.append(write.value) }; return nil }),
+                                             maximumLength: 20),
+            ]))
+            let installed: Result<Void, HostError> = await withCheckedContinuation { continuation in
+                stack.engine.replaceGATTDatabase(database, changedRange: nil) { continuation.resume(returning: $0) }
+            }
+            try installed.get()
+        }
+        let first = try await world.serviceStack(identifier: "com.example.lamp")
+        let heardFirst = LockedBox<[[UInt8]]>([])
+        try await install(on: first, heard: heardFirst)
+        _ = try await BluetoothStack(opened: first).advertise(name: "lamp", services: [serviceUUID], interval: .milliseconds(20))
+        first.serviceEngine.abandon()
+        #expect(await eventually { world.service.keptStacks == ["com.example.lamp": false] })
+
+        let client = try await world.directStack()
+        var scan = client.scan(services: [serviceUUID]).makeAsyncIterator()
+        let remote = try await client.connect(to: try #require(await scan.next()), timeout: .seconds(10))
+        let switched = try await remote.characteristic(askedUUID, service: serviceUUID)
+        for value: UInt8 in [1, 0, 1] { try await remote.write(switched, value: [value], type: .withoutResponse) }
+        try await Task.sleep(for: .milliseconds(300))
+
+        let second = try await world.serviceStack(identifier: "com.example.lamp")
+        let heard = LockedBox<[[UInt8]]>([])
+        // The queue arrives as soon as the program listens, before it gives its database (a restored peripheral
+        // manager gives it once its first .poweredOn is over).
+        second.engine.addEventHandler { _ in }
+        try await Task.sleep(for: .milliseconds(300))
+        try await install(on: second, heard: heard)
+        #expect(await eventually { heard.value == [[1], [0], [1]] }, "\(heard.value)")
+        try await remote.write(switched, value: [0], type: .withoutResponse)
+        #expect(await eventually { heard.value == [[1], [0], [1], [0]] }, "\(heard.value)")
+        #expect(heardFirst.value.isEmpty)
+        await client.shutdown()
+        second.shutdown()
+    }
+
     /// The queue for a program that is gone is bounded: past it the oldest are dropped, and the program taking
     /// the stack back is told how many; what is left comes in order.
     @Test func theQueueDropsTheOldestAndCountsThem() async throws {

@@ -116,6 +116,36 @@ struct ExamplesRestorationTests {
         #expect(lines.contains("Written value is: [\"Yo\": \"Lo\"]"), "\(lines)")
     }
 
+    @Test("seed 001's peripheral, killed and launched again, hears the Write Command sent while it was gone and the live one")
+    func seed001PeripheralHearsWriteCommandsAcrossItsAbsence() async throws {
+        let world = try await RestorationWorld()
+        var kept = world.environment
+        kept["OCB_RESTORE_ID"] = "seed001"
+        let first = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: kept)
+        defer { first.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { first.errors.contains("Start advertising") }, "\(first.errors)")
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(await first.process.waitForExit(within: .seconds(5)))
+        let characteristic = "199ab74c-eed0-11e6-bc64-92361f002672"
+        func writeCommand(_ value: String) async throws {
+            let writer = try ExampleProcess("blue", ["write", "--hci", "air:" + world.air, "Peripheral - iOS", characteristic, value,
+                                                     "--without-response", "--timeout", "15"], environment: world.environment)
+            #expect(await writer.waitForExit(limit: .seconds(20)) == 0, "\(writer.output) \(writer.errors)")
+        }
+        try await writeCommand("01")
+
+        // Launched again: the queued command reaches didReceiveWrite once its services are published again (the
+        // service held it), and a live command too, through the database it took back.
+        let second = try ExampleProcess("Seed001Peripheral", ["--timeout", "8"], environment: kept)
+        defer { second.stopInBackground() }
+        #expect(await poll(within: .seconds(20)) { second.errors.contains("Start advertising") }, "\(second.errors)")
+        try await writeCommand("02")
+        _ = await second.waitForExit(limit: .seconds(20))
+        #expect(second.output.hasPrefix("willRestoreState\n"), "\(second.output)")
+        #expect(second.output.components(separatedBy: "didReceiveWrite requests").count == 3, "\(second.output)")
+        #expect(second.output.contains("'0x1'") && second.output.contains("'0x2'"), "the seed decodes each value: \(second.output)")
+    }
+
     @Test("seed 001's peripheral and central both killed mid-exchange; relaunched, the kept subscription carries the value and the exchange completes")
     func seed001BothKilledAndRelaunched() async throws {
         let world = try await RestorationWorld()
