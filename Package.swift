@@ -160,7 +160,7 @@ let package = Package(
         // serial, Linux user channel).
         .target(
             name: "StackLauncher",
-            dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir",
+            dependencies: ["BluetoothCore", "BluetoothRuntime", "BluetoothEngine", "Host", "HCI", "HCITransport", "VirtualController", "SharedAir", "SystemInterface",
                            "BlueZ", "L2CAP", "SMP", "ServiceEngine", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),

@@ -58,7 +58,7 @@ public final class BluetoothService: Sendable {
         self.stateDirectory = stateDirectory ?? FileBondStore.defaultDirectory() + "/service"
         do throws(AirHubError) {
             try AirHub.prepareSocketFolder(forSocket: socketPath)
-            if Self.isRunning(at: socketPath) {
+            if SocketOwnership.serverAnswers(at: socketPath) {
                 throw AirHubError(.alreadyRunning, "a Bluetooth service is already running on \(socketPath)")
             }
             listener = try AirHubSideSocket(path: socketPath, purpose: "Bluetooth service")
@@ -67,14 +67,6 @@ public final class BluetoothService: Sendable {
         }
         self.socketPath = socketPath
         self.options = options
-    }
-
-    /// Whether a service accepts connections at `path` (connects and leaves).
-    public static func isRunning(at path: String) -> Bool {
-        guard let address = try? SocketAddress.unix(path: path),
-              let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else { return false }
-        defer { POSIX.closeDescriptor(fd) }
-        return SocketAddress.connect(fd, address) == nil
     }
 
     /// Accepts programs until ``stop()``.

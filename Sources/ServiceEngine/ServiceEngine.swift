@@ -52,6 +52,7 @@ public final class ServiceEngine: StackEngine, Sendable {
     public var eventLoop: any EventLoop { loop }
     /// What the service said when the program joined: the controller, and the links of a stack taken back.
     public let welcome: ServiceWelcome
+    /// The service's socket (for messages that name it).
     public let socketPath: String
     private let loop: DispatchEventLoop
     private let connection: ServiceConnection<ServiceMessage, ServiceRequest>
@@ -78,15 +79,7 @@ public final class ServiceEngine: StackEngine, Sendable {
         let loop = DispatchEventLoop(label: "OpenCoreBluetooth.service-client")
         let connection = ServiceConnection<ServiceMessage, ServiceRequest>(fd: fd, label: "OpenCoreBluetooth.service-client")
         let engine = LockedValue<ServiceEngine?>(nil)
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ServiceWelcome, HostError>, Never>) in
-            let waiter = LockedValue<CheckedContinuation<Result<ServiceWelcome, HostError>, Never>?>(continuation)
-            let settle: @Sendable (Result<ServiceWelcome, HostError>) -> Void = { result in
-                let pending = waiter.withLock { value in
-                    defer { value = nil }
-                    return value
-                }
-                pending?.resume(returning: result)
-            }
+        let result: Result<ServiceWelcome, HostError> = await firstCompletion { settle in
             connection.start(onMessage: { message in
                 if let engine = engine.load() {
                     engine.loop.execute { engine.handle(message) }
@@ -125,27 +118,16 @@ public final class ServiceEngine: StackEngine, Sendable {
     }
 
     private static func connectSocket(_ path: String) throws(HostError) -> Int32 {
-        let address: sockaddr_un
-        do {
-            address = try SocketAddress.unix(path: path)
-            try SocketOwnership.checkFile(path)
-        } catch {
-            throw HostError(.transportFailed, "the Bluetooth service at \(path): \(error)")
-        }
-        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
-            throw HostError(.transportFailed, "cannot create a socket: \(POSIX.lastErrorText)")
-        }
-        if let code = SocketAddress.connect(fd, address) {
-            POSIX.closeDescriptor(fd)
+        switch SocketOwnership.connect(toServerAt: path) {
+        case .success(let fd):
+            return fd
+        case .failure(.badPath(let reason)):
+            throw HostError(.transportFailed, "the Bluetooth service at \(path): \(reason)")
+        case .failure(.untrusted(let error)):
+            throw HostError(.transportFailed, error.reason)
+        case .failure(.cannotConnect(let code)):
             throw HostError(.transportFailed, "the Bluetooth service at \(path): connect failed: \(POSIX.errorText(code))")
         }
-        do throws(PrivatePathError) {
-            try SocketOwnership.checkPeer(ofConnected: fd, path: path)
-        } catch {
-            POSIX.closeDescriptor(fd)
-            throw HostError(.transportFailed, error.reason)
-        }
-        return fd
     }
 
     // MARK: Messages from the service (on the loop)
@@ -309,9 +291,6 @@ public final class ServiceEngine: StackEngine, Sendable {
     public func observeSystemLinks(_ observer: @escaping @Sendable ([ServiceSystemLink]) -> Void) {
         state.withLock { $0.systemObservers.append(observer) }
     }
-
-    /// Why the connection to the service ended, once it did.
-    public var endReason: String? { state.load().end }
 
     /// Calls `handler` once, on the loop, when the connection to the service ends (at once when it has).
     public func onEnd(_ handler: @escaping @Sendable (String) -> Void) {

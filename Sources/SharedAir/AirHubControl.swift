@@ -112,21 +112,16 @@ extension AirHub {
     public static func control(_ line: String, socketPath: String, timeout: Duration = .seconds(10)) throws(AirHubError) -> String {
         let path = socketPath + ".control"
         try checkTrust(ofSocket: path)
-        let address: sockaddr_un
-        do { address = try SocketAddress.unix(path: path) } catch { throw AirHubError(.listenFailed, error.reason) }
-        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
-            throw AirHubError(.listenFailed, "cannot create a socket: \(POSIX.lastErrorText)")
+        let fd: Int32
+        switch SocketOwnership.connect(toServerAt: path) {
+        case .success(let connected): fd = connected
+        case .failure(.badPath(let reason)): throw AirHubError(.listenFailed, reason)
+        case .failure(.untrusted(let error)): throw AirHubError(.untrusted, error.reason)
+        case .failure(.cannotConnect(let code)):
+            throw AirHubError(.listenFailed, "no blue air hub answers at \(socketPath) (\(POSIX.errorText(code)))")
         }
         defer { POSIX.closeDescriptor(fd) }
         POSIX.disableSIGPIPE(fd)
-        if let code = SocketAddress.connect(fd, address) {
-            throw AirHubError(.listenFailed, "no blue air hub answers at \(socketPath) (\(POSIX.errorText(code)))")
-        }
-        do throws(PrivatePathError) {
-            try SocketOwnership.checkPeer(ofConnected: fd, path: path)
-        } catch {
-            throw AirHubError(.untrusted, error.reason)
-        }
         if let code = POSIX.writeAll(fd, Array((line + "\n").utf8), style: .socket) {
             throw AirHubError(.listenFailed, "cannot send to \(path): \(POSIX.errorText(code))")
         }

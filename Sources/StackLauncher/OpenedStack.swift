@@ -28,15 +28,6 @@ extension OpenedStack {
     public func awaitCompletion<Value: Sendable, Failure: Error>(
         _ start: (@escaping @Sendable (Result<Value, Failure>) -> Void) -> Void
     ) async -> Result<Value, Failure> {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
-            let once = LockedValue<CheckedContinuation<Result<Value, Failure>, Never>?>(continuation)
-            start { result in
-                let pending = once.withLock { value in
-                    defer { value = nil }
-                    return value
-                }
-                pending?.resume(returning: result)
-            }
-        }
+        await firstCompletion(start)
     }
 }

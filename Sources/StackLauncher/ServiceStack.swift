@@ -5,6 +5,7 @@ import Logging
 import HCITransport
 public import ServiceEngine
 import SharedAir
+import SystemInterface
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -120,8 +121,8 @@ extension StackLauncher {
         }
     }
 
-    /// Whether something of this user accepts at `path` (connects and leaves).
+    /// Whether a service of this user accepts at `path`.
     static func serviceAnswers(at path: String) -> Bool {
-        AirHub.isRunning(at: path)
+        SocketOwnership.serverAnswers(at: path)
     }
 }

@@ -152,6 +152,55 @@ package enum SocketOwnership {
         }
     }
 
+    /// Why ``connect(toServerAt:)`` gave no connection.
+    package enum ConnectFailure: Error, Sendable {
+        /// The path cannot be a UNIX socket's address (too long, a NUL in it).
+        case badPath(String)
+        /// The socket file or the process listening on it is not this user's (or root's).
+        case untrusted(PrivatePathError)
+        /// No socket could be made, or nobody accepted the connection: the errno.
+        case cannotConnect(Int32)
+    }
+
+    /// Connects a new UNIX stream socket to the server at `path`, the file checked before (``checkFile(_:)``) and
+    /// the server once connected (``checkPeer(ofConnected:path:)``): the connected descriptor, which the caller
+    /// closes, or why not, with nothing left open. What every client of our own servers (the air hub's control and
+    /// monitor sockets, the Bluetooth service) does before it speaks.
+    package static func connect(toServerAt path: String) -> Result<Int32, ConnectFailure> {
+        let address: sockaddr_un
+        do {
+            address = try SocketAddress.unix(path: path)
+        } catch {
+            return .failure(.badPath(error.reason))
+        }
+        do throws(PrivatePathError) {
+            try checkFile(path)
+        } catch {
+            return .failure(.untrusted(error))
+        }
+        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
+            return .failure(.cannotConnect(errno))
+        }
+        if let code = SocketAddress.connect(fd, address) {
+            POSIX.closeDescriptor(fd)
+            return .failure(.cannotConnect(code))
+        }
+        do throws(PrivatePathError) {
+            try checkPeer(ofConnected: fd, path: path)
+        } catch {
+            POSIX.closeDescriptor(fd)
+            return .failure(.untrusted(error))
+        }
+        return .success(fd)
+    }
+
+    /// Whether a server of this user (or root) accepts connections at `path` (a probe: it connects and hangs up).
+    package static func serverAnswers(at path: String) -> Bool {
+        guard case .success(let fd) = connect(toServerAt: path) else { return false }
+        POSIX.closeDescriptor(fd)
+        return true
+    }
+
     /// Refuses the connected UNIX socket `fd` when the process at its other end runs as neither the effective uid
     /// nor root. Where the kernel does not say (not Linux), passes: the file checks stand alone there.
     package static func checkPeer(ofConnected fd: Int32, path: String) throws(PrivatePathError) {

@@ -139,26 +139,13 @@ struct Monitor: ParsableCommand, Sendable {
         } catch {
             throw CLIFailure(.unavailable, error.reason)
         }
-        let address: sockaddr_un
-        do { address = try SocketAddress.unix(path: path) } catch { throw CLIFailure(.usage, error.reason) }
-        guard let fd = SocketAddress.makeSocket(family: AF_UNIX, type: SocketAddress.streamType) else {
-            throw CLIFailure(.unavailable, "cannot create a socket: \(POSIX.lastErrorText)")
+        switch SocketOwnership.connect(toServerAt: path) {
+        case .success(let fd): return fd
+        case .failure(.badPath(let reason)): throw CLIFailure(.usage, reason)
+        case .failure(.untrusted(let error)): throw CLIFailure(.unavailable, error.reason)
+        case .failure(.cannotConnect(let code)):
+            throw CLIFailure(.unavailable, "no air hub monitor at \(path) (\(POSIX.errorText(code))): is `blue air` running there?")
         }
-        let result = withUnsafePointer(to: address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard result == 0 else {
-            let reason = POSIX.lastErrorText
-            POSIX.closeDescriptor(fd)
-            throw CLIFailure(.unavailable, "no air hub monitor at \(path) (\(reason)): is `blue air` running there?")
-        }
-        do throws(PrivatePathError) {
-            try SocketOwnership.checkPeer(ofConnected: fd, path: path)
-        } catch {
-            POSIX.closeDescriptor(fd)
-            throw CLIFailure(.unavailable, error.reason)
-        }
-        return fd
     }
 
     /// Reads records until the hub closes the socket (or it is shut down here): 2 octets of device number, then a
