@@ -4,6 +4,7 @@ import Foundation
 import HCI
 import HCITransport
 import Testing
+import TestSupport
 @testable import VirtualController
 @testable import SharedAir
 
@@ -120,5 +121,49 @@ import Testing
             #expect(error.reason.contains(expected), "\(error.reason)")
             #expect(!error.reason.contains("\n"))
         }
+    }
+
+    /// Hostile recordings (issue 30 item 5: the air recording is this round's new input format): 400 deterministic
+    /// mutations of a real session (lines dropped, doubled, swapped or cut; a word replaced by a huge, negative or
+    /// malformed one) each replay to the end (matching or not) or are refused with one line naming the line; none
+    /// crashes, and none runs long (times are bounded, so a step far in the future is refused, not simulated).
+    @Test(.timeLimit(.minutes(2)))
+    func mutatedRecordingsReplayOrAreRefusedInOneLine() async throws {
+        let (path, _) = try await Self.recordSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let original = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let words = ["0", "-1", "18446744073709551615", "9223372036854775807", "1e9", "nan", "zz", "01", "", "frame", "join", "tick",
+                     "leave", "move", "loss", "jam", "digest", "all", "0A1B00000001", "ffffffffffffffffffff"]
+        var generator = SeededGenerator(seed: 0xA1_12_EC)
+        let mutated = Self.temporary("mutated") + ".air"
+        defer { try? FileManager.default.removeItem(atPath: mutated) }
+        var replayed = 0, refused = 0
+        for _ in 0..<400 {
+            var lines = original
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let index = Int.random(in: 0..<lines.count, using: &generator)
+                switch Int.random(in: 0..<5, using: &generator) {
+                case 0: lines.remove(at: index)
+                case 1: lines.insert(lines[index], at: index)
+                case 2: lines.swapAt(index, Int.random(in: 0..<lines.count, using: &generator))
+                case 3: lines[index] = String(lines[index].prefix(Int.random(in: 0...max(0, lines[index].count), using: &generator)))
+                default:
+                    var parts = lines[index].split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+                    parts[Int.random(in: 0..<parts.count, using: &generator)] = words.randomElement(using: &generator)!
+                    lines[index] = parts.joined(separator: " ")
+                }
+                if lines.isEmpty { lines = [""] }
+            }
+            try lines.joined(separator: "\n").write(toFile: mutated, atomically: true, encoding: .utf8)
+            do {
+                _ = try AirReplay.run(path: mutated)
+                replayed += 1
+            } catch {
+                refused += 1
+                #expect(error.code == .invalidRecording, "\(error)")
+                #expect(!error.reason.isEmpty && !error.reason.contains("\n"), "\(error.reason)")
+            }
+        }
+        #expect(replayed > 20 && refused > 20, "replayed \(replayed), refused \(refused)")
     }
 }
