@@ -3,8 +3,9 @@
 
 A hub of its own (`blue air`, in a private 0700 folder) and two GATT servers (`blue serve --profile heart-rate`,
 clients of the hub) that stay for the whole run, and workers that connect, pair, chat, subscribe, explore, scan and
-benchmark in cycles, while faults change the air every few seconds (loss, dropped links, radios off and on, moves)
-and the hostile-controller fuzzer runs its own sessions beside them. Every second the resident memory and open
+benchmark in cycles, while faults change the air every few seconds (loss, dropped links, radios off and on, moves),
+a hostile peer attacks the servers over links (Fuzz/HostilePeer) and the hostile-controller fuzzer runs its own
+sessions beside them. Every second the resident memory and open
 descriptors of the long-lived programs are sampled (/proc).
 
 It fails on: a crash (a program ended by a signal we did not send), a hang (a program past its bound), a lost or
@@ -38,6 +39,8 @@ HUB_DESCRIPTORS_PER_HOST = 3
 # Exit codes a cycle may end with under faults: done, failed (1), not found (2), unreachable (69). Anything else (a
 # usage error, a crash) is a failure.
 TOLERATED_EXITS = {0, 1, 2, 69}
+# The hostile peer of the air (issue 30): mutated ATT, L2CAP signaling and SMP over a link to a server.
+HOSTILE_PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fuzz", "HostilePeer", "hostile_peer.py")
 
 
 class Soak:
@@ -183,6 +186,23 @@ class Soak:
     def scan(self, worker):
         self.run(worker, ["scan", "--hci", self.hci, "--timeout", "3"], 30)
 
+    def hostile_peer(self, worker):
+        """A hostile peer (Fuzz/HostilePeer/hostile_peer.py) attacks one of the servers over a link; the servers are
+        long-lived, so a crash fails the soak at its end, and the explore and subscribe cycles check they serve."""
+        seed = self.random.randrange(1 << 31)
+        arguments = [sys.executable, HOSTILE_PEER, "--hub", self.socket, "--target", self.random.choice(["soak-hr-1", "soak-hr-2"]),
+                     "--seed", str(seed), "--frames", "150", "--duration", "20"]
+        out = open(self.log_path("hostile-peer.out"), "ab")
+        process = subprocess.Popen(arguments, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        out.close()
+        try:
+            code = process.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            self.terminate(process)
+            self.fail(f"{worker}: the hostile peer (seed {seed}) still ran after 40 s")
+            return
+        self.count(worker, "ok" if code == 0 else f"peer exit {code}")
+
     def bench(self, worker):
         name = f"soak-bench-{self.random.randint(0, 1 << 30)}"
         common = ["--hci", self.hci, "--name", name, "--count", "500", "--size", "100", "--quiet", "--timeout", "30"]
@@ -322,7 +342,8 @@ class Soak:
                                        stdout=open(self.log_path("hostile.out"), "ab"), stderr=subprocess.STDOUT,
                                        start_new_session=True)
         workers = [self.cycle("chat", self.chat), self.cycle("pair", self.pair), self.cycle("subscribe", self.subscribe),
-                   self.cycle("explore", self.explore), self.cycle("scan", self.scan), self.cycle("bench", self.bench)]
+                   self.cycle("explore", self.explore), self.cycle("scan", self.scan), self.cycle("bench", self.bench),
+                   self.cycle("hostile-peer", self.hostile_peer)]
         self.stopping.wait(self.duration)
         self.stopping.set()
         for worker in workers:
