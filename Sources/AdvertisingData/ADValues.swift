@@ -112,8 +112,20 @@ public struct LESupportedFeatures: Hashable, Sendable, CustomStringConvertible {
         6: "LL Privacy", 7: "Extended Scanner Filter Policies", 8: "LE 2M PHY",
         9: "Stable Modulation Index - Transmitter", 10: "Stable Modulation Index - Receiver", 11: "LE Coded PHY",
         12: "LE Extended Advertising", 13: "LE Periodic Advertising", 14: "Channel Selection Algorithm #2",
-        15: "LE Power Class 1",
+        15: "LE Power Class 1", 16: "Minimum Number of Used Channels Procedure", 17: "Connection CTE Request",
+        18: "Connection CTE Response", 19: "Connectionless CTE Transmitter", 20: "Connectionless CTE Receiver",
+        21: "Antenna Switching During CTE Transmission (AoD)", 22: "Antenna Switching During CTE Reception (AoA)",
+        23: "Receiving Constant Tone Extensions", 24: "Periodic Advertising Sync Transfer - Sender",
+        25: "Periodic Advertising Sync Transfer - Recipient", 26: "Sleep Clock Accuracy Updates",
+        27: "Remote Public Key Validation", 28: "Connected Isochronous Stream - Central",
+        29: "Connected Isochronous Stream - Peripheral", 30: "Isochronous Broadcaster", 31: "Synchronized Receiver",
+        32: "Connected Isochronous Stream (Host Support)", 33: "LE Power Control Request",
+        34: "LE Power Control Request (second bit)", 35: "LE Path Loss Monitoring", 36: "Periodic Advertising ADI support",
+        37: "Connection Subrating", 38: "Connection Subrating (Host Support)", 39: "Channel Classification",
     ]
+
+    /// The name of feature bit `bit` (Core 5.4 Vol 6 Part B §4.6), nil for a bit this module does not name.
+    public static func name(ofBit bit: Int) -> String? { knownBits[bit] }
 
     /// "LE Encryption, LE 2M PHY, bit 40".
     public var description: String {

@@ -109,6 +109,34 @@ package final class BlueZEngine: StackEngine, @unchecked Sendable {
     /// bluetoothd's objects and the adapter, once connected (read from any thread: the tree has its own lock).
     let sessionBox = LockedValue<BlueZAdapterSession?>(nil)
     var session: BlueZAdapterSession? { sessionBox.load() }
+
+    /// bluetoothd's properties of the adapter (org.bluez.Adapter1: Address, Name, Alias, Class, Powered, Roles...),
+    /// as last heard, as text (strings as they are, booleans yes/no, numbers in decimal, arrays joined by ", ");
+    /// nil before the adapter is found.
+    public var adapterProperties: [String: String]? {
+        guard let session, let properties = session.tree.properties(session.adapterPath, BlueZAdapterSession.adapterInterface) else {
+            return nil
+        }
+        return properties.mapValues(Self.text)
+    }
+
+    private static func text(_ value: DBusValue) -> String {
+        switch value {
+        case .string(let text), .objectPath(let text), .signature(let text): text
+        case .boolean(let flag): flag ? "yes" : "no"
+        case .byte(let number): "\(number)"
+        case .int16(let number): "\(number)"
+        case .uint16(let number): "\(number)"
+        case .int32(let number): "\(number)"
+        case .uint32(let number): "\(number)"
+        case .int64(let number): "\(number)"
+        case .uint64(let number): "\(number)"
+        case .double(let number): "\(number)"
+        case .variant(let inner): text(inner)
+        case .array(_, let elements): elements.map(text).joined(separator: ", ")
+        default: value.description
+        }
+    }
     /// Set at shutdown, for the work off the loop (the session's start, pairing's agent).
     let closing = LockedValue(false)
     /// Our agent for the pairings we ask for, with the capability of the last one.

@@ -1,7 +1,9 @@
 // blue — design note
 //
-// What: the command-line tool, one ArgumentParser command per file, in folders by family (Air, Captures, Discovery,
-// GATTClient, Serve, Pairing, Shell, Bench, Examples, Support).
+// What: the command-line tool, one ArgumentParser command per file, in folders by family (Air, Captures, Controller,
+// Discovery, GATTClient, Serve, Pairing, Service, Shell, Bench, Examples, Support). `blue info` (Controller) is the
+// one command that asks our host for more than the seam gives (`HostStack.readControllerDetails`), and bluetoothd's
+// engine for its adapter's properties.
 //
 // Which stack a command runs on: `--hci` (or OCB_HCI) read once by StackSpecification. A command that can work on
 // either engine opens StackLauncher's `OpenedStack` with `StackOptions.openEngine(label:options:needing:)`: our host

@@ -39,7 +39,7 @@ import Testing
             #expect(mask[5] & 0xC0 == 0xC0)       // Set Event Mask, Reset
             #expect(mask[26] == 0xFF)             // scan response ... clear filter accept list
             #expect(mask[34] & 0x02 == 0)         // no LE Read Local P-256 Public Key
-            #expect(mask.reduce(0) { $0 + $1.nonzeroBitCount } == ControllerCapabilities.commandBits.count)
+            #expect(mask.reduce(0) { $0 + $1.nonzeroBitCount } == ControllerCapabilities.implementedCommands.count)
         } else {
             Issue.record("no supported commands")
         }

@@ -19,6 +19,12 @@ public struct HCILocalVersionInformation: Hashable, Sendable, Codable {
         self.lmpSubversion = lmpSubversion
     }
 
+    /// The Core Specification version the HCI version number names ("Bluetooth Core 5.4"), else "version 0xNN"
+    /// (Assigned Numbers §2.1).
+    public var hciVersionName: String {
+        Self.versionNames[hciVersion] ?? "version 0x\(String(hciVersion, radix: 16, uppercase: true))"
+    }
+
     static let versionNames: [UInt8: String] = [
         0x00: "Bluetooth Core 1.0b", 0x01: "Bluetooth Core 1.1", 0x02: "Bluetooth Core 1.2",
         0x03: "Bluetooth Core 2.0 + EDR", 0x04: "Bluetooth Core 2.1 + EDR", 0x05: "Bluetooth Core 3.0 + HS",

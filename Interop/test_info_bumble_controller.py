@@ -1,0 +1,41 @@
+"""Issue 29 item 5: `blue info --hci tcp:...` on Bumble's stock controller (python -m bumble.apps.controllers, a
+controller we did not write): the version, manufacturer, features, buffers and commands it reports are read and
+shown, in text and JSON, and agree with each other."""
+import json
+import subprocess
+import sys
+
+from air_support import free_ports
+from conftest import BLUE
+from test_bench_bumble_controllers import wait_listening
+
+
+def test_info_reads_bumbles_controller():
+    # The app links two controllers (one per transport); blue asks the first.
+    port, other = free_ports(2)
+    controller = subprocess.Popen([sys.executable, "-m", "bumble.apps.controllers", f"tcp-server:127.0.0.1:{port}",
+                                   f"tcp-server:127.0.0.1:{other}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port)
+        hci = f"tcp:127.0.0.1:{port}"
+        shown = subprocess.run([BLUE, "info", "--hci", hci, "--json", "--commands"], capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        info = json.loads(shown.stdout)
+        assert info["version"]["name"].startswith("Bluetooth Core "), info
+        assert info["leACLBuffers"]["count"] >= 1 and info["leACLBuffers"]["length"] >= 27, info
+        assert info["supportedCommandCount"] >= len(info["supportedCommands"]) > 10, info
+        assert "LE Set Scan Enable" in info["supportedCommands"], info["supportedCommands"]
+        assert any(feature["name"] == "LE Encryption" for feature in info["leFeatures"]), info["leFeatures"]
+        print(f"Bumble's controller: {info['version']['name']}, manufacturer {info.get('manufacturer')}, "
+              f"{info['supportedCommandCount']} commands, {len(info['leFeatures'])} LE features")
+        text = subprocess.run([BLUE, "info", "--hci", hci], capture_output=True, text=True, timeout=60)
+        assert text.returncode == 0, text.stderr
+        assert f"{info['supportedCommandCount']} supported" in text.stdout, text.stdout
+        assert info["version"]["name"] in text.stdout, text.stdout
+    finally:
+        controller.terminate()
+        try:
+            controller.wait(5)
+        except subprocess.TimeoutExpired:
+            controller.kill()
