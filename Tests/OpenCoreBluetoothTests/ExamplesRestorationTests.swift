@@ -93,11 +93,7 @@ struct ExamplesRestorationTests {
         var kept = world.environment
         kept["OCB_RESTORE_ID"] = "seed001"
         kept["OCB_RELAUNCH"] = "peripheral"
-        let first = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: kept)
-        defer { first.stopInBackground() }
-        #expect(await poll(within: .seconds(20)) { first.errors.contains("Start advertising") }, "\(first.errors)")
-        kill(first.process.processIdentifier, SIGKILL)
-        #expect(await first.process.waitForExit(within: .seconds(5)))
+        try await seedPeripheralAdvertisesThenIsKilled(kept)
 
         // Seed 001's central on a stack of its own finds the advertising the service kept, connects, subscribes:
         // the service starts the peripheral app again, which takes its stack back and answers.
@@ -121,11 +117,7 @@ struct ExamplesRestorationTests {
         let world = try await RestorationWorld()
         var kept = world.environment
         kept["OCB_RESTORE_ID"] = "seed001"
-        let first = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: kept)
-        defer { first.stopInBackground() }
-        #expect(await poll(within: .seconds(20)) { first.errors.contains("Start advertising") }, "\(first.errors)")
-        kill(first.process.processIdentifier, SIGKILL)
-        #expect(await first.process.waitForExit(within: .seconds(5)))
+        try await seedPeripheralAdvertisesThenIsKilled(kept)
         let characteristic = "199ab74c-eed0-11e6-bc64-92361f002672"
         func writeCommand(_ value: String) async throws {
             let writer = try ExampleProcess("blue", ["write", "--hci", "air:" + world.air, "Peripheral - iOS", characteristic, value,
@@ -151,11 +143,7 @@ struct ExamplesRestorationTests {
         let world = try await RestorationWorld()
         var kept = world.environment
         kept["OCB_RESTORE_ID"] = "seed001"
-        let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: kept)
-        defer { peripheral.stopInBackground() }
-        #expect(await poll(within: .seconds(20)) { peripheral.errors.contains("Start advertising") }, "\(peripheral.errors)")
-        kill(peripheral.process.processIdentifier, SIGKILL)
-        #expect(await peripheral.process.waitForExit(within: .seconds(5)))
+        try await seedPeripheralAdvertisesThenIsKilled(kept)
 
         // The central connects and subscribes to the kept server; no value comes (the app is gone). Killed too.
         let centralState = world.folder + "/state/opencorebluetooth/restoration/central-seed001.json"
@@ -187,6 +175,16 @@ struct ExamplesRestorationTests {
         #expect(peripheralAgain.output.contains("didSubscribeTo characteristic"), "\(peripheralAgain.output)")
         #expect(peripheralAgain.output.contains("Written value is: [\"Yo\": \"Lo\"]"), "\(peripheralAgain.output)")
     }
+}
+
+/// Seed 001's peripheral started with `environment` (a restore identifier) until it advertises, then killed with
+/// SIGKILL: its stack, advertising and database stay with the service.
+private func seedPeripheralAdvertisesThenIsKilled(_ environment: [String: String]) async throws {
+    let peripheral = try ExampleProcess("Seed001Peripheral", ["--timeout", "60"], environment: environment)
+    defer { peripheral.stopInBackground() }
+    #expect(await poll(within: .seconds(20)) { peripheral.errors.contains("Start advertising") }, "\(peripheral.errors)")
+    kill(peripheral.process.processIdentifier, SIGKILL)
+    #expect(await peripheral.process.waitForExit(within: .seconds(5)))
 }
 
 /// A folder of the test's own (0700) with a `blue air` hub and a `blue service` in it, and the environment that
