@@ -14,7 +14,8 @@
 // welcome of a program taking it back), the last values the program sent or answered (reads answered while it is
 // gone), the deferral (the program's own plus its dynamic values), the database it last installed (an equal one is
 // not installed again, so subscriptions survive a restored peripheral publishing its services again) and the
-// relaunch registration. Sending only queues (ServiceConnection), so it happens under the lock: the welcome, the
+// relaunch registration, and the program's last advertising (started again after a connection while the program is
+// gone, as the program's backend would). Sending only queues (ServiceConnection), so it happens under the lock: the welcome, the
 // queue and the live events reach a program in one order.
 //
 // The lifecycle: a connection that ends with a goodbye, or without an identifier, ends its stack (each link

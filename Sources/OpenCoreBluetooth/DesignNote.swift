@@ -91,6 +91,15 @@
 // state update, on the delegate queue), then at the first `.poweredOn`, before `…DidUpdateState`, connects to the
 // restored peripherals again (the links ended with the process: they are restored `.connecting`), scans again,
 // publishes the services again and advertises again. Leaving `.poweredOn` forgets what ended with it.
+// On the Bluetooth service (a manager with a restore identifier on an air hub asks its backend to keep the stack,
+// `keepStack`; OCB_RESTORE_ID gives one to a program's managers without their own) the links did not end: the
+// backend tells what the stack taken back holds before its first state (central: `.restoredLinks`, the
+// peripherals restored `.connected` with what was discovered; peripheral manager: `.restoredCentrals`, placed on
+// the restored characteristics' `subscribedCentrals`), and the manager waits for it before `willRestoreState`. A
+// peripheral manager's backend installs nothing until the app's first `.poweredOn` callback returns
+// (`restoredStateSettled`): the database published by then is compared with the kept one, the same one adopted
+// (centrals and subscriptions kept, the requests and Write Commands of the absence delivered), another one installed
+// with Service Changed.
 //
 // The system and the app (one per CBBackendProvider; the process's default provider for a program): the
 // provider's SystemConnections is "the system" of iOS for connection events and retrieveConnectedPeripherals (every

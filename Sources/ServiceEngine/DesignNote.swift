@@ -20,7 +20,9 @@
 // Who owns the state: `ServiceEngine` keeps, under one lock, the calls waiting for their answer (id → completion),
 // the ATT_MTU and readiness of each link (read synchronously on the seam), the deferral and the dynamic values'
 // handlers, and what arrived before the first event handler (a stack taken back replays its queue right after the
-// welcome: held, then handed over in order). `ServiceConnection` owns the socket: a reader thread of its own, a
+// welcome: held, then handed over in order), and the Write Commands to dynamic values that came before the program
+// gave its database (handed to its handlers when it gives the database the service kept, dropped otherwise).
+// `ServiceConnection` owns the socket: a reader thread of its own, a
 // bounded outbox written by a serial queue (a side that stops reading is cut off past the bound), the descriptor
 // closed once, on the writer's queue, and never touched after.
 //

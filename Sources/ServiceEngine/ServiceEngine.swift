@@ -156,8 +156,8 @@ public final class ServiceEngine: StackEngine, Sendable {
         case .dynamicWrite(let request):
             let handler = state.withLock { state -> (@Sendable (GATTWriteRequest) -> ATTErrorCode?)? in
                 if let handler = state.dynamicValues[request.handle]?.write { return handler }
-                if let held = state.writesBeforeDatabase, held.count < Self.writesHeldBeforeDatabase {
-                    state.writesBeforeDatabase = held + [request]
+                if let count = state.writesBeforeDatabase?.count, count < Self.writesHeldBeforeDatabase {
+                    state.writesBeforeDatabase?.append(request)
                 }
                 return nil
             }
