@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from conftest import BLUE
@@ -179,3 +180,26 @@ def tshark_count(path, display_filter=None):
     result = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, f"tshark failed on {path}: {result.stderr}"
     return len([line for line in result.stdout.splitlines() if line.strip()])
+
+
+@contextlib.contextmanager
+def bumble_controllers(count):
+    """Bumble's stock controllers (python -m bumble.apps.controllers: `count` controllers linked on one air, each an
+    H4 server on a TCP port of its own), listening; yields their ports and stops them at the end."""
+    ports = free_ports(count)
+    process = subprocess.Popen([sys.executable, "-m", "bumble.apps.controllers", *[f"tcp-server:127.0.0.1:{port}" for port in ports]],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for port in ports:
+            deadline = time.monotonic() + 15
+            while not can_connect_tcp(port):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"Bumble's controller did not listen on {port}")
+                time.sleep(0.1)
+        yield ports
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()

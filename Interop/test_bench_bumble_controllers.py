@@ -3,36 +3,17 @@ on one of Bumble's two stock controllers (python -m bumble.apps.controllers: con
 link between them). The receiver counts every value in order; the sender ends when the receiver disconnects. Speed is
 not asserted here (Scripts/bench.sh prints it beside Bumble's own host on the same controllers)."""
 import json
-import socket
 import subprocess
-import sys
-import time
 
 import pytest
 
-from air_support import free_ports
+from air_support import bumble_controllers
 from conftest import BLUE
-
-
-def wait_listening(port, seconds=15):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"Bumble's controller did not listen on {port}")
 
 
 @pytest.mark.parametrize("mode", ["notify", "write"])
 def test_bench_across_two_processes_on_bumbles_controllers(mode):
-    port1, port2 = free_ports(2)
-    controllers = subprocess.Popen([sys.executable, "-m", "bumble.apps.controllers", f"tcp-server:127.0.0.1:{port1}",
-                                    f"tcp-server:127.0.0.1:{port2}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_listening(port1)
-        wait_listening(port2)
+    with bumble_controllers(2) as (port1, port2):
         common = ["bench", mode, "--count", "500", "--size", "100", "--timeout", "30", "--json", "--quiet"]
         peripheral = subprocess.Popen([BLUE, *common, "--hci", f"tcp:127.0.0.1:{port1}", "--role", "peripheral"],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -47,9 +28,3 @@ def test_bench_across_two_processes_on_bumbles_controllers(mode):
         assert sender["sent"] == 500, sender
         assert "(receiver)" in receiver["transport"] and "(sender)" in sender["transport"]
         assert receiver["mtu"] >= 103 and receiver["packetsPerSecond"] > 0
-    finally:
-        controllers.terminate()
-        try:
-            controllers.wait(5)
-        except subprocess.TimeoutExpired:
-            controllers.kill()

@@ -3,21 +3,14 @@ controller we did not write): the version, manufacturer, features, buffers and c
 shown, in text and JSON, and agree with each other."""
 import json
 import subprocess
-import sys
 
-from air_support import free_ports
+from air_support import bumble_controllers
 from conftest import BLUE
-from test_bench_bumble_controllers import wait_listening
 
 
 def test_info_reads_bumbles_controller():
     # The app links two controllers (one per transport); blue asks the first.
-    port, other = free_ports(2)
-    controller = subprocess.Popen([sys.executable, "-m", "bumble.apps.controllers", f"tcp-server:127.0.0.1:{port}",
-                                   f"tcp-server:127.0.0.1:{other}"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_listening(port)
+    with bumble_controllers(2) as (port, _):
         hci = f"tcp:127.0.0.1:{port}"
         shown = subprocess.run([BLUE, "info", "--hci", hci, "--json", "--commands"], capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0, shown.stderr
@@ -33,9 +26,3 @@ def test_info_reads_bumbles_controller():
         assert text.returncode == 0, text.stderr
         assert f"{info['supportedCommandCount']} supported" in text.stdout, text.stdout
         assert info["version"]["name"] in text.stdout, text.stdout
-    finally:
-        controller.terminate()
-        try:
-            controller.wait(5)
-        except subprocess.TimeoutExpired:
-            controller.kill()
