@@ -49,7 +49,7 @@ public final class AirHub: @unchecked Sendable {
 
     private let handler = LockedValue<(@Sendable (AirHubEvent) -> Void)?>(nil)
     private let eventLock = LockedValue(())
-    private let state = LockedValue(HubState())
+    let state = LockedValue(HubState())
     /// The link-layer capture (``AirHubConfiguration/sniffPath``), from start to stop.
     private let sniffer = LockedValue<LinkLayerSniffer?>(nil)
     /// The recording `--record` asked for (also the air's step recorder): the hub closes it when it stops.
@@ -77,6 +77,12 @@ public final class AirHub: @unchecked Sendable {
                 case .scanRequest, .scanResponse: state.airCounts.scanPackets &+= 1
                 case .connectRequest: state.airCounts.connectRequests &+= 1
                 case .data: state.airCounts.dataPackets &+= 1
+                }
+                guard state.viewed else { return }
+                switch packet.kind {
+                case .data(let link, _): state.linkTraffic[link, default: AirHubView.Traffic()].add(octets: packet.bytes.count)
+                case .advertising, .extendedAdvertising(.advExtInd): state.advertisingPackets[packet.sender, default: 0] &+= 1
+                default: break
                 }
             }
         }
@@ -428,8 +434,8 @@ public final class AirHub: @unchecked Sendable {
         joined.sink?.record(frame, direction: .sent, unixMicroseconds: now)
         let randomAddress = Self.randomAddressSet(by: frame)
         // The monitor comes with the state lock this frame takes anyway: no lock of its own per frame.
-        let monitor = state.withLock { state -> AirHubMonitor? in
-            guard state.joined[joined.device.number] != nil else { return nil }
+        let (monitor, tap) = state.withLock { state -> (AirHubMonitor?, AirHubFrameTap?) in
+            guard state.joined[joined.device.number] != nil else { return (nil, nil) }
             switch frame.type {
             case .command: state.joined[joined.device.number]?.traffic.commands &+= 1
             case .aclData: state.joined[joined.device.number]?.traffic.aclToController &+= 1
@@ -437,9 +443,10 @@ public final class AirHub: @unchecked Sendable {
             }
             state.joined[joined.device.number]?.traffic.octets &+= frame.packet.count &+ 1
             if let randomAddress { state.joined[joined.device.number]?.randomAddress = randomAddress }
-            return state.monitor
+            return (state.monitor, state.frameTap)
         }
         monitor?.record(device: joined.device.number, frame, direction: .sent, unixMicroseconds: now)
+        tap?(joined.device.number, frame, .sent, now)
         joined.controller.receiveFromHost(frame)
     }
 
@@ -456,7 +463,8 @@ public final class AirHub: @unchecked Sendable {
                 number: number, address: Self.address(forDevice: number),
                 position: Self.position(forDevice: number, spacing: configuration.spacing),
                 origin: member.origin,
-                snoopPath: configuration.snoopDirectory.map { "\($0)/dev\(number)" + (member.fileLabel.map { "-\($0)" } ?? "") + ".btsnoop" })
+                snoopPath: configuration.snoopDirectory.map { "\($0)/dev\(number)" + (member.fileLabel.map { "-\($0)" } ?? "") + ".btsnoop" },
+            name: member.fileLabel)
             let joined = Joined(device: device, controller: VirtualController(air: air, address: device.address,
                                                                               position: device.position))
             state.joined[number] = joined
@@ -484,7 +492,7 @@ public final class AirHub: @unchecked Sendable {
             let now = SnoopingTransport.realTimeClock()
             sink?.record(frame, direction: .received, unixMicroseconds: now)
             monitor?.record(device: number, frame, direction: .received, unixMicroseconds: now)
-            self?.frameToHost(frame, device: number)
+            self?.frameToHost(frame, device: number)?(number, frame, .received, now)
             guard outbox.offer(frame) == .overflow, let self, let member else { return }
             self.emit(.warning("dev\(number): the host does not read its connection (more than \(outbox.limit) frames waiting); disconnected"))
             self.leave(member, reason: "host not reading")
@@ -494,13 +502,15 @@ public final class AirHub: @unchecked Sendable {
         return joined
     }
 
-    /// Counts a frame to a host and reports connections from its events (on the air's loop).
-    private func frameToHost(_ frame: H4Frame, device number: Int) {
+    /// Counts a frame to a host and reports connections from its events (on the air's loop); returns the frame tap.
+    private func frameToHost(_ frame: H4Frame, device number: Int) -> AirHubFrameTap? {
         var report: AirHubEvent?
+        var tap: AirHubFrameTap?
         let event: HCIEvent? = frame.type == .event && Self.isReported(frame.packet)
             ? (try? HCIEvent(decoding: frame.packet)) : nil
         state.withLock { state in
             guard state.joined[number] != nil else { return }
+            tap = state.frameTap
             switch frame.type {
             case .event: state.joined[number]?.traffic.events &+= 1
             case .aclData: state.joined[number]?.traffic.aclToHost &+= 1
@@ -523,6 +533,7 @@ public final class AirHub: @unchecked Sendable {
             }
         }
         if let report { emit(report) }
+        return tap
     }
 
     /// Disconnection Complete, Encryption Change (v1, v2), LE (Enhanced) Connection Complete.
@@ -602,7 +613,7 @@ public final class AirHub: @unchecked Sendable {
 }
 
 /// A host connection the hub accepted: its transport and, once the host spoke, its controller.
-private final class Member: Sendable {
+final class Member: Sendable {
     let serial: Int
     let transport: any HCITransport
     let origin: String
@@ -622,7 +633,7 @@ private final class Member: Sendable {
 }
 
 /// A device on the air: its controller, capture, traffic and live connections.
-private struct Joined: Sendable {
+struct Joined: Sendable {
     var device: AirHubDevice
     let controller: VirtualController
     var sink: BTSnoopFileSink?
@@ -636,7 +647,7 @@ private struct Joined: Sendable {
     }
 }
 
-private struct HubState {
+struct HubState {
     enum Phase { case created, starting, running, stopped }
     var phase = Phase.created
     var listeners: [H4Listener] = []
@@ -652,6 +663,14 @@ private struct HubState {
     var pastTraffic = AirHubTraffic()
     var airCounts = AirHubStatistics()
     var statisticsTimer: ScheduledJob?
+    /// Sees every HCI frame between a host and its controller (``AirHub/setFrameTap(_:)``).
+    var frameTap: AirHubFrameTap?
+    /// Whether a view of the air was asked for (``AirHub/view(completion:)``): only then are the counters below kept.
+    var viewed = false
+    /// Data channel packets and octets per link on the air, for views.
+    var linkTraffic: [Int: AirHubView.Traffic] = [:]
+    /// Advertising events' packets (ADV_* and ADV_EXT_IND) per sender address, for views.
+    var advertisingPackets: [BluetoothAddress: Int] = [:]
 
     mutating func connected(_ number: Int, _ complete: LEConnectionComplete) -> AirHubEvent? {
         guard complete.status == .success else { return nil }

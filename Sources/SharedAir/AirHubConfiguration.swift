@@ -130,13 +130,16 @@ public struct AirHubDevice: Hashable, Sendable {
     public var origin: String
     /// The btsnoop file of this controller, if any.
     public var snoopPath: String?
+    /// The program that joined ("blue-serve", from the socket's peer credentials), when known.
+    public var name: String?
 
-    public init(number: Int, address: BluetoothAddress, position: AirPosition, origin: String, snoopPath: String?) {
+    public init(number: Int, address: BluetoothAddress, position: AirPosition, origin: String, snoopPath: String?, name: String? = nil) {
         self.number = number
         self.address = address
         self.position = position
         self.origin = origin
         self.snoopPath = snoopPath
+        self.name = name
     }
 
     /// "dev1 0A:1B:00:00:00:01".

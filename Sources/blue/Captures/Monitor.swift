@@ -52,8 +52,6 @@ struct Monitor: ParsableCommand, Sendable {
         try runCommand { () async throws(CLIFailure) in try await command.monitor() }
     }
 
-    static let layers = ["hci", "acl", "l2cap", "att", "smp"]
-
     /// `--hci hciN` → N, `--hci kernel` → every kernel controller (nil inside); not the kernel → nil.
     static func kernelSelection(_ hci: String) -> UInt16?? {
         if hci == "kernel" { return .some(nil) }
@@ -62,8 +60,8 @@ struct Monitor: ParsableCommand, Sendable {
     }
 
     func monitor() async throws(CLIFailure) {
-        if let layer, !Self.layers.contains(layer) {
-            throw CLIFailure(.usage, "--layer \(layer): expected \(Self.layers.joined(separator: ", "))")
+        if let layer, !PacketSummary.layerNames.contains(layer) {
+            throw CLIFailure(.usage, "--layer \(layer): expected \(PacketSummary.layerNames.joined(separator: ", "))")
         }
         if let selection = Self.kernelSelection(hci) {
             if device != nil { throw CLIFailure(.usage, "--device numbers the hub's devices; with --hci \(hci) choose the controller with --hci hciN") }
@@ -234,8 +232,8 @@ final class MonitorPrinter: Sendable {
         let node = state.withLock { state in
             state.decoders[number, default: CaptureDecoder()].dissection(of: record, datalink: .hciUART)
         }
-        let (summary, protocolName) = Self.summary(node, indicator: record.data.first)
-        if let layer, !Self.carries(layer, indicator: record.data.first, protocolName: protocolName) { return }
+        let summary = PacketSummary(node, indicator: record.data.first)
+        if let layer, !summary.carries(layer) { return }
         let (sequence, name) = state.withLock { state -> (Int, String?) in
             state.number += 1
             return (state.number, state.names[number])
@@ -259,7 +257,7 @@ final class MonitorPrinter: Sendable {
         let time = Timestamp.clock(Date(timeIntervalSince1970: Double(record.unixMicroseconds) / 1e6))
         let arrow = record.direction == .received ? TerminalStyle.green(">") : TerminalStyle.yellow("<")
         let who = kernel ? "hci\(number - 1)" : "dev\(number)" + (name.map { " \($0)" } ?? "")
-        Console.line("\(time) \(TerminalStyle.dim(who)) \(arrow) \(summary)")
+        Console.line("\(time) \(TerminalStyle.dim(who)) \(arrow) \(summary.text)")
         if verbose { for child in node.children { Console.line(child.renderText(indent: 4)) } }
     }
 
@@ -275,44 +273,6 @@ final class MonitorPrinter: Sendable {
             Console.json(["note": text])
         } else if device == nil || text.contains("dev\(device ?? 0) ") {
             Console.line(Timestamp.clock() + " " + TerminalStyle.bold(text))
-        }
-    }
-
-    /// The line a packet gets: a command or an event by its name; ACL data by its handle, the protocol of its L2CAP
-    /// channel (ATT 0x0004, L2CAP signaling 0x0005, SMP 0x0006, EATT on a credit-based channel of SPSM 0x0027) and
-    /// the innermost PDU's name. The protocol is returned for the --layer filter.
-    static func summary(_ node: Dissection, indicator: UInt8?) -> (String, String?) {
-        let plain = node.label + (node.value.map { ": \($0)" } ?? "")
-        guard indicator == 0x02 else { return (plain, nil) }
-        let handle = node.children.first { $0.label == "Handle" }?.value ?? "?"
-        guard let frame = node.children.first(where: { $0.label.hasPrefix("L2CAP") && !$0.children.isEmpty }) else {
-            let fragment = node.children.first { $0.label == "L2CAP" }?.value
-            return ("ACL \(handle)" + (fragment.map { " \($0)" } ?? ""), fragment == nil ? nil : "L2CAP")
-        }
-        let channel = frame.children.first { $0.label == "Channel ID" }?.value ?? ""
-        if let kFrame = frame.children.first(where: { $0.label == "K-frame" }) {
-            let bearer = kFrame.children.first { $0.label == "Channel" }?.value ?? ""
-            let name = bearer.hasSuffix(" EATT") ? "EATT" : "L2CAP"
-            let inner = kFrame.children.last { !$0.children.isEmpty }?.label
-                ?? kFrame.children.last.map { "\($0.label) \($0.value ?? "")" } ?? "K-frame"
-            return ("ACL \(handle) \(name) \(channel) \(inner)", name)
-        }
-        let name = channel.contains("(0x0004)") ? "ATT" : channel.contains("(0x0006)") ? "SMP"
-            : channel.contains("(0x0005)") ? "L2CAP signaling" : "L2CAP"
-        let inner = frame.children.last { !$0.children.isEmpty }?.label ?? channel
-        return ("ACL \(handle) \(name) \(inner)", name)
-    }
-
-    /// Whether the packet is (or carries) `layer`: hci = commands and events, acl = ACL data, l2cap = any L2CAP
-    /// frame, att / smp = those channels.
-    static func carries(_ layer: String, indicator: UInt8?, protocolName: String?) -> Bool {
-        switch layer {
-        case "hci": indicator == 0x01 || indicator == 0x04
-        case "acl": indicator == 0x02
-        case "l2cap": protocolName != nil
-        case "att": protocolName == "ATT" || protocolName == "EATT"
-        case "smp": protocolName == "SMP"
-        default: false
         }
     }
 }
