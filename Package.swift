@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "LinkLayer", targets: ["LinkLayer"]),
         .library(name: "VirtualController", targets: ["VirtualController"]),
         .library(name: "SharedAir", targets: ["SharedAir"]),
+        .library(name: "AirConsole", targets: ["AirConsole"]),
         .library(name: "BluetoothEngine", targets: ["BluetoothEngine"]),
         .library(name: "Host", targets: ["Host"]),
         .library(name: "ServiceEngine", targets: ["ServiceEngine"]),
@@ -62,6 +63,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // DeadlineSchedule (the air's events, the host's session deadlines) is a heap (HeapModule).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // The air console's HTTP and WebSocket server (AirConsole): SwiftNIO itself, not a framework on top of it.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Foundation-free value types shared by every layer.
@@ -129,6 +132,17 @@ let package = Package(
         .target(
             name: "SharedAir",
             dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strict
+        ),
+        // The air console (`blue air --console`): a web page and a control API for a running hub, over HTTP and a
+        // WebSocket (SwiftNIO), loopback and a token unless told otherwise.
+        .target(
+            name: "AirConsole",
+            dependencies: ["SharedAir", "VirtualController", "BluetoothCore", "BluetoothDissector", "BluetoothRuntime", "HCI",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "NIOWebSocket", package: "swift-nio")],
             swiftSettings: strict
         ),
         // The engine seam: what the APIs ask of a Bluetooth stack (StackEngine) and the vocabulary both engines speak
@@ -209,7 +223,7 @@ let package = Package(
             dependencies: ["BluetoothEngine",
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "LinkLayer", "VirtualController", "SharedAir",
                 "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
-                "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics", "BluetoothService",
+                "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics", "BluetoothService", "AirConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -295,7 +309,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VirtualControllerTests",
-            dependencies: ["VirtualController", "SharedAir", "LinkLayer", "StackLauncher", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "SystemInterface", "TestSupport"],
+            dependencies: ["VirtualController", "SharedAir", "AirConsole", "LinkLayer", "StackLauncher", "HCI", "HCITransport", "BluetoothRuntime", "BluetoothCrypto", "SystemInterface", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -23,6 +23,8 @@ public enum AirHubFault: Hashable, Sendable {
 
     /// The longest command line the control socket reads.
     public static let maximumLineLength = 256
+    /// A move's coordinates are metres within this distance of the origin on every axis.
+    public static let coordinateLimit = 1_000_000.0
 
     /// Parses one command line; the error is one line saying what is wrong and what is expected.
     public init(parsing line: String) throws(AirHubError) {
@@ -52,8 +54,8 @@ public enum AirHubFault: Hashable, Sendable {
             let device = try Self.device(arguments[0])
             var coordinates: [Double] = []
             for text in arguments.dropFirst() {
-                guard let value = Double(text), value.isFinite, abs(value) <= 1_000_000 else {
-                    throw AirHubError(.invalidCommand, "move: \(text) is not a coordinate in metres (-1000000...1000000)")
+                guard let value = Double(text), value.isFinite, abs(value) <= Self.coordinateLimit else {
+                    throw AirHubError(.invalidCommand, "move: \(text) is not a coordinate in metres (-\(Int(Self.coordinateLimit))...\(Int(Self.coordinateLimit)))")
                 }
                 coordinates.append(value)
             }

@@ -31,7 +31,7 @@ extension Blue {
     /// then parses and runs the command.
     static func main() {
         StandardErrorLogHandler.bootstrap()
-        main(nil)
+        main(Air.withConsoleDefault(Array(CommandLine.arguments.dropFirst())))
     }
 
     /// "0.1.0 (commit 1a2b3c4d5e6f, release build)": the commit from git at build time (BuildInfo, "+changes" when the

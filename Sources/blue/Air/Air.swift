@@ -6,6 +6,7 @@ import HCITransport
 import StackLauncher
 import VirtualController
 import SharedAir
+import AirConsole
 
 /// `blue air`: the shared virtual air (issue 3 item 4). Every process that connects to the hub's UNIX socket, and
 /// every host that connects to one of its `--h4-tcp` ports, gets a new virtual controller on one air, and speaks
@@ -53,8 +54,13 @@ struct Air: ParsableCommand {
     @Option(name: .customLong("snoop"), help: "Write one btsnoop capture per controller into this directory.")
     var snoopDirectory: String?
 
-    @Option(help: "Seed of the air's random source (same seed and scenario, same packets).")
-    var seed: UInt64 = 1
+    @Option(help: "Seed of the air's random source (same seed and scenario, same packets; default: the scenario's, else 1).")
+    var seed: UInt64?
+
+    @Option(help: ArgumentHelp("Play a timeline of faults and moves on this air (JSON: {\"seed\": N, \"steps\": [{\"at\": "
+                                   + "SECONDS, \"fault\": \"move dev2 500 0\"}, ...]}, each fault a `blue fault` line, times "
+                                   + "from the hub's start); with --record the run can be replayed.", valueName: "file"))
+    var scenario: String?
 
     @Option(help: ArgumentHelp("Record every step of the air (joins, host frames, timer firings, faults) in this file, "
                                    + "for --replay.", valueName: "file"))
@@ -82,14 +88,46 @@ struct Air: ParsableCommand {
     @Option(name: .customLong("stats-interval"), help: "Seconds between traffic summaries (0: only at exit).")
     var statisticsInterval: Double = 5
 
+    @Option(name: .customLong("console"), help: ArgumentHelp(
+        "Serve the air console, a web page of this air and its control API, on HOST:PORT (`--console` alone: "
+            + "127.0.0.1:\(Air.defaultConsolePort)); its address with the token the API needs is printed.",
+        valueName: "host:port"))
+    var console: String?
+
     @Flag(help: "Print one JSON object per line for each event.")
     var json = false
+
+    /// The console's port when `--console` comes without an address.
+    static let defaultConsolePort = 7480
+
+    /// The command line with a bare `blue air … --console` (last, or followed by another option) given the default
+    /// address, since an option's value cannot be optional in ArgumentParser.
+    static func withConsoleDefault(_ arguments: [String]) -> [String] {
+        guard arguments.first == "air" else { return arguments }
+        var result: [String] = []
+        for (index, argument) in arguments.enumerated() {
+            result.append(argument)
+            guard argument == "--console" else { continue }
+            let next = index + 1 < arguments.count ? arguments[index + 1] : nil
+            if next == nil || next?.hasPrefix("-") == true { result.append("127.0.0.1:\(defaultConsolePort)") }
+        }
+        return result
+    }
 
     func validate() throws {
         guard lossPercent != nil else { throw ValidationError("--loss \(loss): expected a percentage from 0 to 100") }
         guard statisticsInterval >= 0, statisticsInterval <= 86_400 else {
             throw ValidationError("--stats-interval must be between 0 and 86400 seconds")
         }
+        if let console {
+            do {
+                _ = try AirHubTCPEndpoint(parsing: console)
+            } catch {
+                throw ValidationError("--console \(error.reason)")
+            }
+            guard replay == nil else { throw ValidationError("--console shows a live air: not with --replay") }
+        }
+        if scenario != nil, replay != nil { throw ValidationError("--scenario plays on a live air: not with --replay") }
     }
 
     /// --loss as a percentage, nil when it is not one.
@@ -105,23 +143,35 @@ struct Air: ParsableCommand {
                 throw ValidationError("--h4-tcp \(error.reason)")
             }
         }
+        var timeline: AirScenario?
+        if let scenario {
+            do {
+                timeline = try AirScenario.load(path: scenario)
+            } catch {
+                printError(error.reason)
+                throw ExitCode(64)
+            }
+        }
         var air = AirConfiguration()
         air.packetLoss = (lossPercent ?? 0) / 100
         air.realRadioTiming = realtime
         let interval: Duration? = statisticsInterval > 0 ? .milliseconds(Int(statisticsInterval * 1000)) : nil
         var configuration = AirHubConfiguration(
             socketPath: socketPath ?? StackLaunchOptions.defaultHubSocketPath, tcpEndpoints: endpoints, snoopDirectory: snoopDirectory,
-            seed: seed, air: air, statisticsInterval: interval)
+            seed: seed ?? timeline?.seed ?? 1, air: air, statisticsInterval: interval)
         configuration.recordPath = record
         configuration.sniffPath = sniff
         let hub = AirHub(configuration: configuration, eventLoop: DispatchEventLoop(label: "blue.air"))
         let json = json
+        let airConsole = LockedValue<AirConsole?>(nil)
         hub.onEvent = { event in
             // Unbuffered: a pipe reader sees each line at once.
             Console.line(json ? event.json : event.text)
+            airConsole.load()?.publish(event)
         }
         // The reader went away (`| head -1`): stop as on SIGTERM, quietly, the socket removed.
         Console.whenOutputCloses {
+            airConsole.load()?.stop()
             _ = hub.stop()
             CommandRun.exitNow(0)
         }
@@ -130,14 +180,36 @@ struct Air: ParsableCommand {
         // Before start, whose "listening" line tells a supervisor it may signal us now. Stopping removes the socket
         // and prints the final statistics; then the process ends at once (no exit handlers while threads run).
         ProcessSignals.handle { _ in
+            airConsole.load()?.stop()
             _ = hub.stop()
             Console.flush()
             CommandRun.exitNow(0)
         }
         do {
             try hub.start()
+            if let timeline {
+                hub.play(timeline)
+                let last = timeline.steps.last.map { " over \($0.at.components.seconds) s" } ?? ""
+                if json {
+                    Console.json(["event": "scenario", "steps": timeline.steps.count, "seed": Int(truncatingIfNeeded: seed ?? timeline.seed ?? 1)])
+                } else {
+                    Console.line("scenario: \(timeline.steps.count) step\(timeline.steps.count == 1 ? "" : "s")\(last), seed \(seed ?? timeline.seed ?? 1)")
+                }
+            }
+            if let console {
+                let endpoint = try AirHubTCPEndpoint(parsing: console)
+                let started = try AirConsole.start(hub: hub, host: endpoint.host, port: Int(endpoint.port))
+                airConsole.store(started)
+                if json {
+                    Console.json(["event": "console", "url": started.address, "host": started.host, "port": started.port])
+                } else {
+                    Console.line("console: \(started.address)"
+                                 + (Self.isLoopback(started.host) ? "" : " (not loopback: anyone who reaches \(started.host) and has the token drives this air)"))
+                }
+            }
         } catch {
             printError(error.reason)
+            _ = hub.stop()
             throw ExitCode(1)
         }
         for _ in 0..<vhciControllers {
@@ -158,6 +230,10 @@ struct Air: ParsableCommand {
             }
         }
         dispatchMain()
+    }
+
+    private static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     /// `--replay FILE`: the recording's steps again on virtual time; one line per device, exit 1 when one diverged.

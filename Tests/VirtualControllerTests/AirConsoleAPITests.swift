@@ -1,0 +1,180 @@
+import BluetoothCore
+import BluetoothRuntime
+import Foundation
+import HCI
+import HCITransport
+import Testing
+@testable import AirConsole
+@testable import SharedAir
+@testable import VirtualController
+
+/// The air console's control API (issue 29 item 2) on a hub with two connected devices on virtual time: the air as
+/// JSON, each fault as `blue fault` applies it, and every kind of bad request refused with its 4xx and one line.
+@Suite struct AirConsoleAPITests {
+    private static let token = ConsoleToken("test-token")
+
+    /// A hub on a manual loop with dev1 advertising and dev2 connected to it as central.
+    private func connectedHub() -> (ManualEventLoop, AirHub, ConsoleAPI, LockedValue<[AirHubEvent]>, [PolishManualTransport]) {
+        let loop = ManualEventLoop()
+        let hub = AirHub(configuration: AirHubConfiguration(socketPath: nil, seed: 5, statisticsInterval: nil), eventLoop: loop)
+        let events = LockedValue<[AirHubEvent]>([])
+        hub.onEvent = { event in events.withLock { $0.append(event) } }
+        try? hub.start()
+        let peripheral = PolishManualTransport(), central = PolishManualTransport()
+        hub.adopt(peripheral, origin: "test:peripheral", fileLabel: "peripheral-app")
+        hub.adopt(central, origin: "test:central", fileLabel: "central-app")
+        peripheral.deliver(.reset)
+        peripheral.deliver(.setEventMask(0x3FFF_FFFF_FFFF_FFFF))
+        peripheral.deliver(.leSetAdvertisingParameters(LEAdvertisingParameters(intervalMin: 0x20, intervalMax: 0x20)))
+        peripheral.deliver(.leSetAdvertisingEnable(true))
+        central.deliver(.reset)
+        central.deliver(.setEventMask(0x3FFF_FFFF_FFFF_FFFF))
+        central.deliver(.leCreateConnection(LECreateConnectionParameters(peerAddressType: .public, peerAddress: AirHub.address(forDevice: 1))))
+        loop.advance(by: .milliseconds(300))
+        return (loop, hub, ConsoleAPI(hub: hub, token: Self.token), events, [peripheral, central])
+    }
+
+    /// Sends one request and runs the loop until it is answered.
+    private func call(_ api: ConsoleAPI, _ loop: ManualEventLoop, _ method: String, _ uri: String, body: String = "",
+                      token: String? = AirConsoleAPITests.token.text) -> ConsoleResponse {
+        let answer = LockedValue<ConsoleResponse?>(nil)
+        let request = ConsoleRequest(method: method, uri: uri, authorization: token.map { "Bearer \($0)" }, body: Array(body.utf8))
+        api.respond(to: request) { response in answer.store(response) }
+        _ = loop.run()
+        return answer.load() ?? ConsoleResponse.error(599, "none", "not answered")
+    }
+
+    private func object(_ response: ConsoleResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+    }
+
+    @Test("the routes are exactly the paths of Docs/air-console.openapi.json")
+    func routesMatchTheDocument() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Docs/air-console.openapi.json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
+        #expect(documented == Set(ConsoleAPI.routes.map { "\($0.method) \($0.path)" }))
+    }
+
+    @Test("GET /api/air: both devices by program name, the link with its parameters and traffic")
+    func airAsJSON() throws {
+        let (loop, hub, api, _, _) = connectedHub()
+        _ = call(api, loop, "GET", "/api/air")  // starts the per-link counts
+        loop.advance(by: .seconds(1))
+        let response = call(api, loop, "GET", "/api/air")
+        #expect(response.status == 200)
+        let air = object(response)
+        let devices = try #require(air["devices"] as? [[String: Any]])
+        #expect(devices.map { $0["number"] as? Int } == [1, 2])
+        #expect(devices.map { $0["name"] as? String } == ["peripheral-app", "central-app"])
+        #expect(devices[0]["advertising"] as? Bool == false)  // a connectable advertiser stops once connected
+        #expect((devices[0]["advertisingPackets"] as? Int ?? -1) >= 0)
+        let links = try #require(air["links"] as? [[String: Any]])
+        #expect(links.count == 1)
+        let link = try #require(links.first)
+        #expect(link["central"] as? Int == 2)
+        #expect(link["peripheral"] as? Int == 1)
+        #expect(link["jammed"] as? Bool == false)
+        #expect((link["intervalMilliseconds"] as? Double ?? 0) > 0)
+        #expect((link["packets"] as? Int ?? 0) > 0)
+        #expect((link["events"] as? Int ?? 0) > 0)
+        #expect((link["rssi"] as? [String: Any])?["central"] as? Int != nil)
+        let listed = call(api, loop, "GET", "/api/links")
+        #expect((try? JSONSerialization.jsonObject(with: Data(listed.body)) as? [Any])?.count == 1)
+        _ = hub.stop()
+    }
+
+    @Test("a move out of range through the API ends the link at both ends, reported as blue fault reports it")
+    func moveOutOfRange() {
+        let (loop, hub, api, events, _) = connectedHub()
+        let response = call(api, loop, "POST", "/api/devices/2/move", body: #"{"x": 5000, "y": 0}"#)
+        #expect(response.status == 200)
+        #expect(object(response)["effect"] as? String == "move: dev2 to (5000.0, 0.0, 0.0) m")
+        loop.advance(by: .seconds(10))
+        let reported = events.withLock { $0 }
+        #expect(reported.contains { if case .fault(.move(2, _), _) = $0 { true } else { false } })
+        let ended = reported.compactMap { event -> Int? in if case .disconnected(let device, _, _) = event { device } else { nil } }
+        #expect(ended.sorted() == [1, 2])
+        _ = hub.stop()
+    }
+
+    @Test("radio, range, drop and loss give blue fault's lines; a second drop is refused with 409")
+    func eachFault() {
+        let (loop, hub, api, _, _) = connectedHub()
+        #expect(object(call(api, loop, "PUT", "/api/loss", body: #"{"percent": 12.5}"#))["effect"] as? String == "loss 12.5% of packets heard")
+        #expect(hub.air.configuration.packetLoss == 0.125)
+        #expect(call(api, loop, "PUT", "/api/loss", body: #"{"percent": 0}"#).status == 200)
+        let off = call(api, loop, "POST", "/api/devices/1/radio", body: #"{"on": false}"#)
+        #expect((object(off)["effect"] as? String)?.hasPrefix("power: dev1's radio off") == true)
+        #expect(call(api, loop, "POST", "/api/devices/1/radio", body: #"{"on": true}"#).status == 200)
+        let out = call(api, loop, "POST", "/api/devices/1/range", body: #"{"out": true}"#)
+        #expect(object(out)["effect"] as? String == "range: dev1 out of range (100 km away)")
+        #expect(call(api, loop, "POST", "/api/links/drop", body: #"{"device": 2}"#).status == 200)
+        let again = call(api, loop, "POST", "/api/links/drop", body: "")
+        #expect(again.status == 409)
+        #expect(object(again)["error"] as? [String: String] == ["code": "refused", "reason": "no link on the air"])
+        _ = hub.stop()
+    }
+
+    @Test("bad requests: 401 without the token, 404 unknown paths and devices, 405 wrong methods, 400 bad bodies", arguments: [
+        ("POST", "/api/devices/2/move", #"{"x": 1}"#, 400),
+        ("POST", "/api/devices/2/move", #"{"x": "1", "y": 2}"#, 400),
+        ("POST", "/api/devices/2/move", #"{"x": true, "y": 2}"#, 400),
+        ("POST", "/api/devices/2/move", #"{"x": 1, "y": 2, "w": 3}"#, 400),
+        ("POST", "/api/devices/2/move", #"{"x": 1e300, "y": 2}"#, 400),
+        ("POST", "/api/devices/2/move", #"[1, 2]"#, 400),
+        ("POST", "/api/devices/2/move", #"{"x": 1, "y": "#, 400),
+        ("POST", "/api/devices/2/move", "", 400),
+        ("POST", "/api/devices/2/radio", #"{"on": 1}"#, 400),
+        ("POST", "/api/devices/2/radio", #"{"on": null}"#, 400),
+        ("POST", "/api/devices/2/range", #"{"out": "yes"}"#, 400),
+        ("POST", "/api/links/drop", #"{"device": 1.5}"#, 400),
+        ("POST", "/api/links/drop", #"{"device": 0}"#, 400),
+        ("PUT", "/api/loss", #"{"percent": 101}"#, 400),
+        ("PUT", "/api/loss", #"{"percent": -1}"#, 400),
+        ("PUT", "/api/loss", #"{"percent": {"a": 1}}"#, 400),
+        ("POST", "/api/devices/9/move", #"{"x": 1, "y": 2}"#, 404),
+        ("POST", "/api/devices/0/radio", #"{"on": true}"#, 404),
+        ("POST", "/api/devices/abc/radio", #"{"on": true}"#, 404),
+        ("POST", "/api/devices/99999999999999999999/radio", #"{"on": true}"#, 404),
+        ("POST", "/api/devices/2/teleport", "{}", 404),
+        ("POST", "/api/links/drop", #"{"device": 9}"#, 404),
+        ("GET", "/api/nothing", "", 404),
+        ("GET", "/nothing", "", 404),
+        ("DELETE", "/api/air", "", 405),
+        ("GET", "/api/devices/2/move", "", 405),
+        ("POST", "/api/loss", #"{"percent": 1}"#, 405),
+        ("GET", "/api/events", "", 426),
+        ("POST", "/api/events", "", 405),
+    ])
+    func badRequests(method: String, uri: String, body: String, status: Int) {
+        let (loop, hub, api, _, _) = connectedHub()
+        let response = call(api, loop, method, uri, body: body)
+        #expect(response.status == status, "\(method) \(uri) \(body): \(String(decoding: response.body, as: UTF8.self))")
+        let error = object(response)["error"] as? [String: String]
+        #expect(error?["reason"]?.isEmpty == false)
+        #expect(error?["reason"]?.contains("\n") == false)
+        _ = hub.stop()
+    }
+
+    @Test("the API needs the token (header or query); the page itself does not")
+    func token() {
+        let (loop, hub, api, _, _) = connectedHub()
+        #expect(call(api, loop, "GET", "/api/air", token: nil).status == 401)
+        #expect(call(api, loop, "GET", "/api/air", token: "test-toke").status == 401)
+        #expect(call(api, loop, "GET", "/api/air", token: "test-tokens").status == 401)
+        #expect(call(api, loop, "POST", "/api/devices/2/radio", body: #"{"on": false}"#, token: "").status == 401)
+        #expect(call(api, loop, "GET", "/api/air?token=test-token", token: nil).status == 200)
+        #expect(call(api, loop, "GET", "/api/air?token=test%2Dtoken", token: nil).status == 200)
+        let page = call(api, loop, "GET", "/", token: nil)
+        #expect(page.status == 200)
+        #expect(page.contentType.hasPrefix("text/html"))
+        #expect(String(decoding: page.body, as: UTF8.self).contains("<!doctype html>"))
+        #expect(ConsoleToken().text.count == 64)
+        #expect(ConsoleToken().text != ConsoleToken().text)
+        #expect(!ConsoleToken("").matches(""))
+        _ = hub.stop()
+    }
+}
