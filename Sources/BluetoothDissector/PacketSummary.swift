@@ -41,7 +41,8 @@ public struct PacketSummary: Hashable, Sendable {
         }
         let name = channel.contains("(0x0004)") ? "ATT" : channel.contains("(0x0006)") ? "SMP"
             : channel.contains("(0x0005)") ? "L2CAP signaling" : "L2CAP"
-        let inner = frame.children.last { !$0.children.isEmpty }?.label ?? channel
+        // The PDU is the last node that groups fields, or names a PDU without any (Write Response).
+        let inner = frame.children.last { !$0.children.isEmpty || $0.value == nil }?.label ?? channel
         (text, protocolName) = ("ACL \(handle) \(name) \(inner)", name)
     }
 

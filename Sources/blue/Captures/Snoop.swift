@@ -10,7 +10,7 @@ import SystemInterface
 struct Snoop: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read and write btsnoop captures.",
-        subcommands: [Show.self, Make.self]
+        subcommands: [Show.self, Make.self, Chart.self]
     )
 
     /// `blue snoop show FILE`: every record, decoded like btmon prints it.
