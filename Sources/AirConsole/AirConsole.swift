@@ -62,6 +62,7 @@ public final class AirConsole: Sendable {
         do {
             let channel = try bootstrap.bind(host: host, port: port).wait()
             let bound = channel.localAddress?.port ?? port
+            stream.start()
             return AirConsole(host: host, port: bound, token: token, group: group, channel: channel, stream: stream)
         } catch {
             try? group.syncShutdownGracefully()

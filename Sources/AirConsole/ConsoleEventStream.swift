@@ -8,15 +8,19 @@ import SharedAir
 
 /// What the console's pages hear over `/api/events` (issue 29 item 1): the air every ``airInterval`` (`type:
 /// "air"`), the hub's events as `blue air --json` prints them (`type: "event"`), and every HCI packet between a
-/// host and its controller decoded as `blue monitor` decodes it (`type: "packet"`).
+/// host and its controller decoded as `blue monitor` decodes it (`type: "packet"`), starting with the last
+/// ``backlogLimit`` packets before the page came (a page opened after the programs connected still shows how).
 ///
-/// Threads: the hub's frame tap runs on transport threads and the air's loop; it only queues the raw frame
-/// (at most ``packetQueueLimit``, else counted as dropped), and one serial queue decodes (a ``CaptureDecoder`` per
-/// device) and writes to the pages. The tap and the air timer exist only while a page listens.
+/// Threads: the hub's frame tap runs on transport threads and the air's loop; it only queues the raw frame (while
+/// no page listens, into the backlog ring; else for decoding, at most ``packetQueueLimit``, beyond which frames are
+/// counted as dropped). One serial queue decodes (a ``CaptureDecoder`` per device) and writes to the pages; a timer
+/// on it sends the air while a page listens.
 final class ConsoleEventStream: Sendable {
     static let airInterval: DispatchTimeInterval = .milliseconds(500)
     /// Frames waiting to be decoded before new ones are dropped.
     static let packetQueueLimit = 8_192
+    /// Packets a new page gets from before it came.
+    static let backlogLimit = 1_000
 
     private struct Frame {
         var device: Int
@@ -25,20 +29,31 @@ final class ConsoleEventStream: Sendable {
         var unixMicroseconds: Int64
     }
 
-    private struct Pending {
+    private struct State {
+        var subscribers: [ConsoleSubscriber] = []
+        /// The last frames while no page listened, decoded when one comes.
+        var recentFrames: Deque<Frame> = []
+        /// Frames waiting for the queue while pages listen.
         var frames: Deque<Frame> = []
         var dropped = 0
         var draining = false
     }
 
+    /// Confined to ``queue``.
     private struct Decoding {
         var decoders: [Int: CaptureDecoder] = [:]
         var number = 0
+        /// The last ``backlogLimit`` packet messages, for the next page.
+        var recentMessages: Deque<String> = []
+
+        mutating func remember(_ message: String) {
+            recentMessages.append(message)
+            if recentMessages.count > ConsoleEventStream.backlogLimit { recentMessages.removeFirst() }
+        }
     }
 
     private let hub: AirHub
-    private let subscribers = LockedValue<[ConsoleSubscriber]>([])
-    private let pending = LockedValue(Pending())
+    private let state = LockedValue(State())
     private let decoding = LockedValue(Decoding())
     private let queue = DispatchQueue(label: "OpenCoreBluetooth.air-console.events")
     private let timer = LockedValue<(any DispatchSourceTimer)?>(nil)
@@ -47,39 +62,53 @@ final class ConsoleEventStream: Sendable {
         self.hub = hub
     }
 
-    func subscribe(_ subscriber: ConsoleSubscriber) {
-        let first = subscribers.withLock { list in
-            list.append(subscriber)
-            return list.count == 1
-        }
-        hub.view { view in subscriber.send(Self.airMessage(view)) }
-        guard first else { return }
+    /// Starts listening to the hub's frames (for the backlog, until ``close()``).
+    func start() {
         hub.setFrameTap { [weak self] device, frame, direction, time in
             self?.enqueue(Frame(device: device, frame: frame, direction: direction, unixMicroseconds: time))
         }
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        source.schedule(deadline: .now() + Self.airInterval, repeating: Self.airInterval)
-        source.setEventHandler { [weak self] in self?.tick() }
-        source.resume()
-        timer.withLock { $0?.cancel(); $0 = source }
+    }
+
+    func subscribe(_ subscriber: ConsoleSubscriber) {
+        hub.view { view in subscriber.send(Self.airMessage(view)) }
+        queue.async { [self] in
+            let backlog = state.withLock { state -> Deque<Frame>? in
+                state.subscribers.append(subscriber)
+                guard state.subscribers.count == 1 else { return nil }
+                defer { state.recentFrames = [] }
+                return state.recentFrames
+            }
+            if let backlog {
+                decoding.withLock { $0.decoders = [:] }
+                for frame in backlog {
+                    let message = packetMessage(frame)
+                    decoding.withLock { $0.remember(message) }
+                }
+                let source = DispatchSource.makeTimerSource(queue: queue)
+                source.schedule(deadline: .now() + Self.airInterval, repeating: Self.airInterval)
+                source.setEventHandler { [weak self] in self?.tick() }
+                source.resume()
+                timer.withLock { $0?.cancel(); $0 = source }
+            }
+            for message in decoding.withLock({ $0.recentMessages }) { subscriber.send(message, droppable: true) }
+        }
     }
 
     func unsubscribe(_ subscriber: ConsoleSubscriber) {
-        let last = subscribers.withLock { list in
-            list.removeAll { $0 === subscriber }
-            return list.isEmpty
+        let last = state.withLock { state in
+            state.subscribers.removeAll { $0 === subscriber }
+            return state.subscribers.isEmpty
         }
         guard last else { return }
-        hub.setFrameTap(nil)
         timer.withLock { $0?.cancel(); $0 = nil }
     }
 
     /// Ends every page's stream (the console stops).
     func close() {
-        for subscriber in subscribers.withLock({ list in defer { list = [] }; return list }) {
+        hub.setFrameTap(nil)
+        for subscriber in state.withLock({ state in defer { state.subscribers = [] }; return state.subscribers }) {
             subscriber.channel.close(promise: nil)
         }
-        hub.setFrameTap(nil)
         timer.withLock { $0?.cancel(); $0 = nil }
     }
 
@@ -89,11 +118,14 @@ final class ConsoleEventStream: Sendable {
     }
 
     private func broadcast(_ text: String, droppable: Bool = false) {
-        for subscriber in subscribers.load() { subscriber.send(text, droppable: droppable) }
+        for subscriber in state.withLock({ $0.subscribers }) { subscriber.send(text, droppable: droppable) }
     }
 
     private func tick() {
-        let (dropped, list) = (pending.withLock { state in defer { state.dropped = 0 }; return state.dropped }, subscribers.load())
+        let (dropped, list) = state.withLock { state in
+            defer { state.dropped = 0 }
+            return (state.dropped, state.subscribers)
+        }
         guard !list.isEmpty else { return }
         for subscriber in list {
             let missed = dropped + subscriber.takeDropped()
@@ -112,7 +144,12 @@ final class ConsoleEventStream: Sendable {
     // MARK: Packets
 
     private func enqueue(_ frame: Frame) {
-        let startDraining = pending.withLock { state -> Bool in
+        let startDraining = state.withLock { state -> Bool in
+            guard !state.subscribers.isEmpty else {
+                state.recentFrames.append(frame)
+                if state.recentFrames.count > Self.backlogLimit { state.recentFrames.removeFirst() }
+                return false
+            }
             guard state.frames.count < Self.packetQueueLimit else {
                 state.dropped += 1
                 return false
@@ -126,13 +163,17 @@ final class ConsoleEventStream: Sendable {
 
     private func drain() {
         while true {
-            let frames = pending.withLock { state -> Deque<Frame> in
+            let frames = state.withLock { state -> Deque<Frame> in
                 defer { state.frames = [] }
                 if state.frames.isEmpty { state.draining = false }
                 return state.frames
             }
             guard !frames.isEmpty else { return }
-            for frame in frames { broadcast(packetMessage(frame), droppable: true) }
+            for frame in frames {
+                let message = packetMessage(frame)
+                decoding.withLock { $0.remember(message) }
+                broadcast(message, droppable: true)
+            }
         }
     }
 

@@ -10,187 +10,196 @@ enum ConsolePage {
 <title>OpenCoreBluetooth air</title>
 <link rel="icon" href="data:,">
 <style>
-:root {
-  --bg: #eceff3; --panel: #fff; --line: #dde2e8; --soft: #f5f7f9; --text: #1b2130; --muted: #6a7486;
-  --accent: #2563eb; --red: #d92d4f; --green: #10a05a; --amber: #d97706; --head: #182030;
-  --mono: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace;
-  --sans: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", "Liberation Sans", sans-serif;
+:root{
+  --bg:#eceff3;--panel:#fff;--line:#dde2e8;--soft:#f5f7f9;--text:#1b2130;--muted:#6a7486;
+  --accent:#2563eb;--red:#d92d4f;--green:#10a05a;--amber:#d97706;--head:#182030;
+  --mono:ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace;
+  --sans:system-ui, -apple-system, "Segoe UI", "DejaVu Sans", "Liberation Sans", sans-serif
 }
-* { box-sizing: border-box; }
-[hidden] { display: none !important; }
-html, body { margin: 0; height: 100%; }
-body {
-  font: 13px/1.4 var(--sans); color: var(--text); background: var(--bg);
-  display: grid; gap: 8px; padding: 0 8px;
-  grid-template-columns: minmax(0, 1fr) 350px;
-  grid-template-rows: auto auto minmax(280px, 1fr) minmax(230px, 40vh) auto;
+*{box-sizing:border-box}
+[hidden]{display:none !important}
+html, body{margin:0;height:100%}
+body{
+  font:13px/1.4 var(--sans);color:var(--text);background:var(--bg);
+  display:grid;gap:8px;padding:0 8px;
+  grid-template-columns:minmax(0, 1fr) 350px;
+  grid-template-rows:auto auto minmax(280px, 1fr) minmax(230px, 40vh) auto
 }
-button, input, select { font: inherit; color: inherit; }
-button {
-  border: 1px solid #c5ccd6; background: #fff; border-radius: 6px; padding: 3px 10px; cursor: pointer;
+button, input, select{font:inherit;color:inherit}
+button{
+  border:1px solid #c5ccd6;background:#fff;border-radius:6px;padding:3px 10px;cursor:pointer
 }
-button:hover:not(:disabled) { border-color: var(--accent); color: var(--accent); }
-button:disabled { opacity: .45; cursor: default; }
-button.danger:hover:not(:disabled) { border-color: var(--red); color: var(--red); }
-input, select { border: 1px solid #c5ccd6; border-radius: 6px; padding: 3px 6px; background: #fff; }
-header {
-  grid-column: 1 / -1; grid-row: 1; margin: 0 -8px; padding: 7px 14px; background: var(--head); color: #e6ebf2;
-  display: flex; align-items: center; gap: 18px; flex-wrap: wrap;
+button:hover{border-color:var(--accent);color:var(--accent)}
+button.danger:hover{border-color:var(--red);color:var(--red)}
+input, select{border:1px solid #c5ccd6;border-radius:6px;padding:3px 6px;background:#fff}
+header{
+  grid-column:1 / -1;grid-row:1;margin:0 -8px;padding:7px 14px;background:var(--head);color:#e6ebf2;
+  display:flex;align-items:center;gap:18px;flex-wrap:wrap
 }
-header h1 { font-size: 15px; margin: 0; font-weight: 600; letter-spacing: .01em; }
-header h1 small { font-weight: 400; color: #8d99ad; margin-left: 4px; }
-header .group { display: flex; align-items: center; gap: 6px; }
-header .sep { flex: 1; }
-header .k { color: #8d99ad; }
-header b { font-family: var(--mono); font-weight: 600; }
-header button, header input { background: #243049; border-color: #3a4763; color: #e6ebf2; }
-header button:hover:not(:disabled) { color: #fff; border-color: #7aa2ff; }
-header button.danger:hover:not(:disabled) { border-color: #ff7a93; color: #ffd0d9; }
-#loss-input { width: 62px; text-align: right; }
-.dot { width: 10px; height: 10px; border-radius: 50%; background: var(--red); display: inline-block; box-shadow: 0 0 0 3px rgba(217,45,79,.25); }
-.dot.live { background: #2fd17d; box-shadow: 0 0 0 3px rgba(47,209,125,.25); }
-#status-detail { color: #8d99ad; }
-#banner { grid-column: 1 / -1; grid-row: 2; background: #fff4e5; border: 1px solid #f1c27d; color: #7a4200; border-radius: 8px; padding: 9px 14px; display: flex; gap: 10px; align-items: center; flex-wrap: wrap; }
-#banner strong { font-weight: 600; }
-.card { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; min-height: 0; min-width: 0; display: flex; flex-direction: column; overflow: hidden; }
-.card > h2 {
-  font-size: 11px; text-transform: uppercase; letter-spacing: .07em; color: var(--muted); margin: 0; padding: 6px 10px;
-  border-bottom: 1px solid var(--line); display: flex; align-items: center; gap: 8px; font-weight: 600; flex: none;
+header h1{font-size:15px;margin:0;font-weight:600;letter-spacing:.01em}
+header h1 small{font-weight:400;color:#8d99ad;margin-left:4px}
+header .group{display:flex;align-items:center;gap:6px}
+header .sep{flex:1}
+header .k{color:#8d99ad}
+header b{font-family:var(--mono);font-weight:600}
+header button, header input{background:#243049;border-color:#3a4763;color:#e6ebf2}
+header button:hover{color:#fff;border-color:#7aa2ff}
+#loss-input{width:62px;text-align:right}
+.dot{width:10px;height:10px;border-radius:50%;background:var(--red);display:inline-block;box-shadow:0 0 0 3px rgba(217,45,79,.25)}
+.dot.live{background:#2fd17d;box-shadow:0 0 0 3px rgba(47,209,125,.25)}
+#status-detail{color:#8d99ad}
+body.stale #map-card, body.stale aside, body.stale #plots-card{opacity:.55;filter:grayscale(.6)}
+#banner{grid-column:1 / -1;grid-row:2;background:#fff4e5;border:1px solid #f1c27d;color:#7a4200;border-radius:8px;padding:9px 14px;display:flex;gap:10px;align-items:center;flex-wrap:wrap}
+.card{background:var(--panel);border:1px solid var(--line);border-radius:8px;min-height:0;min-width:0;display:flex;flex-direction:column;overflow:hidden}
+.card > h2{
+  font-size:11px;text-transform:uppercase;letter-spacing:.07em;color:var(--muted);margin:0;padding:6px 10px;
+  border-bottom:1px solid var(--line);display:flex;align-items:center;gap:8px;font-weight:600;flex:none
 }
-.card > h2 .grow { flex: 1; }
-.card > h2 .note { text-transform: none; letter-spacing: 0; font-weight: 400; }
-#map-card { position: relative; grid-row: 3; grid-column: 1; }
-#map { width: 100%; height: 100%; display: block; touch-action: none; user-select: none; background: #fbfcfd; }
-#map text { font-family: var(--mono); }
-#map .grid { stroke: #e9edf2; }
-#map .axis { stroke: #cdd4de; }
-#map .gl { fill: #a3acb9; }
-#map .range { fill: var(--c); fill-opacity: .045; stroke: var(--c); stroke-opacity: .35; }
-#map .device { cursor: grab; }
-#map .device.dragging { cursor: grabbing; }
-#map .device .hit { fill: transparent; }
-#map .device .body { fill: var(--c); stroke: #fff; stroke-width: 2.5; }
-#map .device .sel { fill: none; stroke: var(--c); stroke-width: 2; opacity: 0; }
-#map .device.selected .sel { opacity: 1; }
-#map .device:hover .body { stroke: #e3e8ef; }
-#map .device .name { font-size: 12px; fill: var(--text); font-weight: 600; }
-#map .device .sub { font-size: 10px; fill: var(--muted); }
-#map .device .cross { stroke: #fff; stroke-width: 2.2; stroke-linecap: round; display: none; }
-#map .device .scan { fill: none; stroke: var(--c); stroke-width: 2; stroke-linecap: round; display: none; }
-#map .device.scanning .scan { display: inline; }
-#map .device.off .body { fill: #b7bec9; }
-#map .device.off .cross { display: inline; stroke: #596273; }
-#map .device.off .name { fill: #8a93a3; text-decoration: line-through; }
-#map .device.far .body { stroke-dasharray: 3 2; stroke: var(--c); fill-opacity: .55; }
-.pulse {
-  position: absolute; width: 18px; height: 18px; margin: -9px 0 0 -9px; border-radius: 50%; border: 1.5px solid var(--c);
-  pointer-events: none; animation: pulse 1.1s ease-out forwards; will-change: transform, opacity;
+.card > h2 .grow{flex:1}
+.card > h2 .note{text-transform:none;letter-spacing:0;font-weight:400}
+#map-card{position:relative;grid-row:3;grid-column:1}
+#map{width:100%;height:100%;display:block;touch-action:none;user-select:none;background:#fbfcfd}
+#map text{font-family:var(--mono)}
+#map .grid{stroke:#e9edf2}
+#map .axis{stroke:#cdd4de}
+#map .gl{fill:#a3acb9}
+.range{fill:var(--c);fill-opacity:.02;stroke:var(--c);stroke-opacity:.4}
+#map{cursor:move}
+.device{cursor:grab}
+.device.dragging{cursor:grabbing}
+.device .hit{fill:transparent}
+.device .body{fill:var(--c);stroke:#fff;stroke-width:2.5}
+.device .sel{fill:none;stroke:var(--c);stroke-width:2;opacity:0}
+.device.selected .sel{opacity:1}
+.device:hover .body{stroke:#e3e8ef}
+.device text{paint-order:stroke;stroke:#fbfcfd;stroke-width:3px;stroke-linejoin:round}
+.device .name{font-size:12px;fill:var(--text);font-weight:600}
+.device .sub{font-size:10px;fill:var(--muted)}
+.device .cross{stroke:#fff;stroke-width:2.2;stroke-linecap:round;display:none}
+.device .scan{fill:none;stroke:var(--c);stroke-width:2;stroke-linecap:round;display:none}
+.device.scanning .scan{display:inline}
+.device.off .body{fill:#b7bec9}
+.device.off .cross{display:inline;stroke:#596273}
+.device.off .name{fill:#8a93a3;text-decoration:line-through}
+.device.far .body{stroke-dasharray:3 2;stroke:var(--c);fill-opacity:.55}
+.pulse{
+  position:absolute;width:18px;height:18px;margin:-9px 0 0 -9px;border-radius:50%;border:1.5px solid var(--c);
+  pointer-events:none;animation:pulse 1.1s ease-out forwards;will-change:transform, opacity
 }
-@keyframes pulse { from { transform: scale(1); opacity: .9; } to { transform: scale(4.4); opacity: 0; } }
-#map .link { stroke: #4d5b70; stroke-linecap: round; cursor: pointer; }
-#map .link-hit { stroke: rgba(0,0,0,0); cursor: pointer; pointer-events: stroke; }
-#map .link.encrypted { stroke: #0f7b6c; }
-#map .link.jammed { stroke: var(--red); }
-#map .link.hover { stroke: var(--accent); }
-#map .link.selected { stroke: var(--accent); }
-#map .link-label { pointer-events: none; }
-#map .link-label rect { fill: #fff; stroke: #cfd6df; }
-#map .link-label.selected rect { stroke: var(--accent); }
-#map .link-label text { font-size: 11px; fill: #2d3748; }
-#map .link-label.jammed text { fill: var(--red); }
-#map .link-label .lock { fill: none; stroke: #0f7b6c; stroke-width: 1.4; }
-#map .link-label .lock rect { fill: #0f7b6c; stroke: none; }
-#pulses { position: absolute; inset: 0; pointer-events: none; overflow: hidden; }
-.overlay { position: absolute; font: 11px var(--mono); color: var(--muted); pointer-events: none; }
-#scale { left: 12px; bottom: 10px; }
-#scale i { display: block; height: 6px; border: 1.5px solid #6a7486; border-top: none; margin-bottom: 2px; }
-#coords { right: 12px; bottom: 10px; }
-#map-hint { left: 12px; top: 8px; }
-#map-empty { inset: 0; display: flex; align-items: center; justify-content: center; font: 14px var(--sans); }
-#fit { position: absolute; right: 10px; top: 8px; font-size: 12px; padding: 2px 8px; }
-aside { grid-row: 3; grid-column: 2; display: flex; flex-direction: column; gap: 8px; min-height: 0; }
-#device-panel { flex: 0 1 auto; max-height: 68%; }
-#panel-body { overflow: auto; padding: 8px 12px 10px; }
-#panel-title .swatch { width: 10px; height: 10px; border-radius: 50%; display: inline-block; }
-#panel-title .name { text-transform: none; letter-spacing: 0; color: var(--text); font-size: 13px; }
-#panel-close { border: none; padding: 0 4px; font-size: 15px; line-height: 1; color: var(--muted); background: none; }
-dl.fields { display: grid; grid-template-columns: max-content 1fr; gap: 3px 12px; margin: 0; }
-dl.fields dt { color: var(--muted); }
-dl.fields dd { margin: 0; font-family: var(--mono); font-size: 12px; overflow-wrap: anywhere; }
-.yes { color: var(--green); }
-.no { color: var(--muted); }
-.bad { color: var(--red); }
-#panel-actions { display: flex; flex-wrap: wrap; gap: 6px; padding: 0 12px 10px; }
-#panel-actions:empty { display: none; }
-.hint { color: var(--muted); margin: 2px 0 8px; }
-.pick { display: flex; align-items: center; gap: 8px; padding: 4px 6px; border-radius: 6px; cursor: pointer; }
-.pick:hover { background: var(--soft); }
-.pick .swatch { width: 9px; height: 9px; border-radius: 50%; flex: none; }
-.pick .m { font-family: var(--mono); font-size: 12px; }
-.pick .r { margin-left: auto; color: var(--muted); font-size: 12px; }
-.pick.off .m { color: var(--muted); text-decoration: line-through; }
-#events-card { flex: 1 1 160px; }
-#events { list-style: none; margin: 0; padding: 4px 0; overflow: auto; font: 12px/1.45 var(--mono); flex: 1; min-height: 0; }
-#events li { padding: 1px 10px; display: flex; gap: 8px; }
-#events time { color: #a0a8b5; flex: none; }
-#events li.joined span { color: #0b7a48; }
-#events li.left span, #events li.disconnected span { color: #a35a00; }
-#events li.connected span { color: #1d4fd8; }
-#events li.fault span, #events li.warning span { color: var(--red); }
-#events li.encryption span { color: #0f7b6c; }
-#events li.sep { color: var(--muted); justify-content: center; }
-#lower { grid-column: 1 / -1; grid-row: 4; display: grid; grid-template-columns: minmax(0, 1fr) 320px 350px; gap: 8px; min-height: 0; }
-#packets-card h2 select, #packets-card h2 input, #packets-card h2 button { text-transform: none; letter-spacing: 0; font-weight: 400; color: var(--text); font-size: 12px; padding: 1px 6px; }
-#filter-text { width: 150px; }
-#packets-card h2 .count { font-family: var(--mono); }
-#dropped-note { color: var(--amber); }
-#packet-scroll { overflow: auto; flex: 1; min-height: 0; position: relative; contain: strict; }
-#packets-card h2 { flex-wrap: wrap; }
-.prow { display: flex; height: 20px; font: 12px/19px var(--mono); border-bottom: 1px solid #f1f3f6; white-space: nowrap; }
-.prow > span { padding: 0 8px; overflow: hidden; text-overflow: ellipsis; flex: none; }
-.prow .t { width: 84px; text-align: right; color: #7b8494; } .prow .dev { width: 74px; } .prow .dir { width: 34px; text-align: center; font-weight: 700; }
-.prow .layer { width: 60px; } .prow .sum { flex: 1 1 0; min-width: 0; }
-.phead { position: sticky; top: 0; z-index: 1; background: var(--soft); border-bottom: 1px solid var(--line); font: 600 11px/19px var(--sans); color: var(--muted); }
-.phead .t, .phead .dir { color: var(--muted); font-weight: 600; }
-.packet { cursor: pointer; content-visibility: auto; contain-intrinsic-size: auto 20px; }
-.packet:hover { background: #f3f6fb; }
-.packet.selected { background: #dfe9ff; }
-.packet .dev i { display: inline-block; width: 7px; height: 7px; border-radius: 50%; margin-right: 5px; vertical-align: 1px; }
-.packet .dir.sent { color: var(--accent); } .packet .dir.received { color: var(--green); }
-.tag { font-size: 10.5px; padding: 0 5px; border-radius: 4px; background: #eef0f4; color: #4a5568; }
-.tag.hci { background: #eef0f4; color: #4a5568; } .tag.acl { background: #e6f0ff; color: #2553b8; }
-.tag.l2cap { background: #f0e9ff; color: #6b3fc6; } .tag.att { background: #e3f6ec; color: #11744a; }
-.tag.smp { background: #fff0dd; color: #a15800; }
-.gap { color: var(--amber); justify-content: center; background: #fff9ef; font-style: italic; }
-#jump { position: absolute; right: 18px; bottom: 12px; box-shadow: 0 2px 8px rgba(0,0,0,.15); background: var(--accent); color: #fff; border-color: var(--accent); z-index: 2; }
-#packets-card { position: relative; }
-#details-body { overflow: auto; padding: 8px 10px; font: 12px/1.5 var(--mono); flex: 1; min-height: 0; }
-#details-body .head { font-family: var(--sans); color: var(--muted); margin-bottom: 6px; }
-#details-body .head b { color: var(--text); }
-.tree details > :not(summary), .tree > .kids > * { margin-left: 14px; }
-.tree summary { cursor: pointer; list-style: none; }
-.tree summary::before { content: "▸"; display: inline-block; width: 12px; color: #9aa3b1; }
-.tree details[open] > summary::before { content: "▾"; }
-.tree .leaf { padding-left: 12px; }
-.tree .lbl { color: #2d3748; }
-.tree .val { color: #1d4fd8; }
-.tree .val::before { content: ": "; color: #9aa3b1; }
-pre.hex { margin: 10px 0 0; padding: 6px 8px; background: var(--soft); border-radius: 6px; font: 11.5px/1.45 var(--mono); color: #39424f; overflow-x: auto; }
-pre.hex .o { color: #a0a8b5; } pre.hex .c { color: #8a6d3b; }
-#plots-body { overflow: auto; padding: 6px 10px 10px; flex: 1; min-height: 0; }
-.plot-card { margin-bottom: 10px; }
-.plot-card .title { font: 600 12px var(--sans); margin-bottom: 3px; display: flex; gap: 6px; align-items: baseline; }
-.plot-card .title .m { font-family: var(--mono); font-weight: 400; color: var(--muted); font-size: 11px; }
-canvas.plot { width: 100%; height: 74px; display: block; margin-bottom: 4px; border-radius: 5px; background: var(--soft); }
-.empty { color: var(--muted); padding: 14px 4px; font-family: var(--sans); }
-footer {
-  grid-column: 1 / -1; grid-row: 5; margin: 0 -8px; padding: 5px 14px; background: var(--head); color: #cfd6e1;
-  font: 12px var(--mono); display: flex; gap: 10px; align-items: center; min-height: 28px;
+@keyframes pulse{from{transform:scale(1);opacity:.9} to{transform:scale(4.4);opacity:0}}
+.link{stroke:#4d5b70;stroke-linecap:round;cursor:pointer}
+.link-hit{stroke:rgba(0,0,0,0);cursor:pointer;pointer-events:stroke}
+.link.encrypted{stroke:#0f7b6c}
+.link.jammed{stroke:var(--red)}
+.link.hover{stroke:var(--accent)}
+.link.selected{stroke:var(--accent)}
+.link-label{pointer-events:none}
+.link-label rect{fill:#fff;stroke:#cfd6df}
+.link-label.selected rect{stroke:var(--accent)}
+.link-label text{font-size:11px;fill:#2d3748}
+.link-label.jammed text{fill:var(--red)}
+.link-label .lock{fill:none;stroke:#0f7b6c;stroke-width:1.4}
+.link-label .lock rect{fill:#0f7b6c;stroke:none}
+#pulses{position:absolute;inset:0;pointer-events:none;overflow:hidden}
+.overlay{position:absolute;font:11px var(--mono);color:var(--muted);pointer-events:none}
+#scale{left:12px;bottom:10px}
+#scale i{display:block;height:6px;border:1.5px solid #6a7486;border-top:none;margin-bottom:2px}
+#coords{right:12px;bottom:10px}
+#map-hint{left:50%;transform:translateX(-50%);bottom:8px;white-space:nowrap}
+#map-empty{inset:0;display:flex;align-items:center;justify-content:center;font:14px var(--sans)}
+#fit{position:absolute;right:10px;top:8px;font-size:12px;padding:2px 8px}
+aside{grid-row:3;grid-column:2;display:flex;flex-direction:column;gap:8px;min-height:0;overflow:hidden}
+#device-panel{flex:0 1 auto}
+#overview-card{flex:1 1 0;min-height:31px} #overview{overflow:auto;padding:4px 6px}
+.pick.on{background:#e7eefc}
+.stack{display:flex;flex-direction:column;gap:8px;min-height:0}
+#plots-card{flex:0 1 auto;max-height:55%}
+#panel-body{overflow:auto;padding:6px 12px 8px}
+#panel-title .swatch{width:10px;height:10px;border-radius:50%;display:inline-block}
+#panel-title .name{text-transform:none;letter-spacing:0;color:var(--text);font-size:13px}
+#panel-close{border:none;padding:0 4px;font-size:15px;line-height:1;color:var(--muted);background:none}
+dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:1px 12px;margin:0;line-height:1.35}
+dl.fields dt{color:var(--muted)}
+dl.fields dd{margin:0;font-family:var(--mono);font-size:12px;overflow-wrap:anywhere}
+.yes{color:var(--green)}
+.no{color:var(--muted)}
+.bad{color:var(--red)}
+#panel-actions{display:flex;flex-wrap:wrap;gap:6px;padding:0 12px 10px}
+#panel-actions:empty{display:none}
+.hint{color:var(--muted);margin:2px 0 8px}
+.pick{display:flex;align-items:center;gap:8px;padding:4px 6px;border-radius:6px;cursor:pointer}
+.pick:hover{background:var(--soft)}
+.pick .swatch{width:9px;height:9px;border-radius:50%;flex:none}
+.pick .m{font-family:var(--mono);font-size:12px}
+.pick .r{margin-left:auto;color:var(--muted);font-size:12px}
+.pick.off .m{color:var(--muted);text-decoration:line-through}
+#events-card{flex:1 1 90px}
+#events{list-style:none;margin:0;padding:4px 0;overflow:auto;font:11.5px/1.4 var(--mono);flex:1;min-height:0}
+#events li{padding:1px 10px;display:flex;gap:8px}
+#events time{color:#a0a8b5;flex:none}
+#events li.joined span{color:#0b7a48}
+#events li.left span, #events li.disconnected span{color:#a35a00}
+#events li.connected span{color:#1d4fd8}
+#events li.fault span, #events li.warning span{color:var(--red)}
+#events li.encryption span{color:#0f7b6c}
+#events li.sep{color:var(--muted);justify-content:center}
+#lower{grid-column:1 / -1;grid-row:4;display:grid;grid-template-columns:minmax(0, 1fr) 320px 350px;gap:8px;min-height:0}
+#packets-card h2 select, #packets-card h2 input, #packets-card h2 button{text-transform:none;letter-spacing:0;font-weight:400;color:var(--text);font-size:12px;padding:1px 6px}
+#filter-text{width:110px} #filter-device{max-width:125px}
+#dropped-note{color:var(--amber)}
+#packet-scroll{overflow:auto;outline:none;flex:1;min-height:0;position:relative;contain:strict}
+#packets-card h2{flex-wrap:wrap}
+.prow{display:flex;height:20px;font:12px/19px var(--mono);border-bottom:1px solid #f1f3f6;white-space:nowrap}
+.prow > span{padding:0 8px;overflow:hidden;text-overflow:ellipsis;flex:none}
+.prow .t{width:84px;text-align:right;color:#7b8494} .prow .dev{width:74px} .prow .dir{width:34px;text-align:center;font-weight:700}
+.prow .layer{width:60px} .prow .sum{flex:1 1 0;min-width:0}
+.phead{flex:none;background:var(--soft);border-bottom:1px solid var(--line);font:600 11px/19px var(--sans);color:var(--muted)}
+.packet{cursor:pointer}
+.chunk{contain:content}
+.packet:hover{background:#f3f6fb}
+.packet.selected{background:#dfe9ff}
+.packet .dev i{display:inline-block;width:7px;height:7px;border-radius:50%;margin-right:5px;vertical-align:1px}
+.packet .dir.sent{color:var(--accent)} .packet .dir.received{color:var(--green)}
+.tag{font-size:10.5px;padding:0 5px;border-radius:4px;background:#eef0f4;color:#4a5568}
+.tag.acl{background:#e6f0ff;color:#2553b8}
+.tag.l2cap{background:#f0e9ff;color:#6b3fc6} .tag.att{background:#e3f6ec;color:#11744a}
+.tag.smp{background:#fff0dd;color:#a15800}
+.gap{color:var(--amber);justify-content:center;background:#fff9ef;font-style:italic}
+#jump{position:absolute;right:18px;bottom:12px;box-shadow:0 2px 8px rgba(0,0,0,.15);background:var(--accent);color:#fff;border-color:var(--accent);z-index:2}
+#packets-card{position:relative}
+#details-body{overflow:auto;padding:8px 10px;font:12px/1.5 var(--mono);flex:1;min-height:0}
+#details-body .head{font-family:var(--sans);color:var(--muted);margin-bottom:6px}
+.tree details > :not(summary){margin-left:14px}
+.tree summary{cursor:pointer;list-style:none}
+.tree summary::before{content: "▸";display:inline-block;width:12px;color:#9aa3b1}
+.tree details[open] > summary::before{content: "▾"}
+.tree .leaf{padding-left:12px}
+.tree .val{color:#1d4fd8}
+.tree .val::before{content: ": ";color:#9aa3b1}
+pre.hex{margin:10px 0 0;padding:6px 8px;background:var(--soft);border-radius:6px;font:11px/1.45 var(--mono);color:#39424f;overflow-x:auto}
+pre.hex .o{color:#a0a8b5} pre.hex .c{color:#8a6d3b}
+#plots-body{overflow:auto;padding:6px 10px 10px;flex:1;min-height:0}
+.plot-card{margin-bottom:10px}
+.plot-card .title{font:600 12px var(--sans);margin-bottom:3px;display:flex;gap:6px;align-items:baseline}
+.plot-card .title .m{font-family:var(--mono);font-weight:400;color:var(--muted);font-size:11px}
+.plot-card .pair{display:grid;grid-template-columns:1fr 1fr;gap:6px}
+canvas.plot{width:100%;height:66px;display:block;border-radius:5px;background:var(--soft)}
+.empty{color:var(--muted);padding:10px 4px;font-family:var(--sans)}
+@media (max-width:1250px){
+  html, body{height:auto}
+  body{grid-template-columns:minmax(0, 1fr) 320px;grid-template-rows:auto auto 470px auto auto}
+  #lower{grid-template-columns:minmax(0, 1fr) 300px;grid-auto-rows:340px}
+  .stack{grid-column:1 / -1;flex-direction:row}
+  .stack > .card{flex:1 1 0;max-height:none}
 }
-footer .k { color: #7f8ba0; font-family: var(--sans); }
-#toast.error { color: #ff9bb0; }
-#toast.flash { animation: flash 1.2s ease-out; }
-@keyframes flash { from { background: rgba(122,162,255,.45); } to { background: transparent; } }
+footer{
+  grid-column:1 / -1;grid-row:5;margin:0 -8px;padding:5px 14px;background:var(--head);color:#cfd6e1;
+  font:12px var(--mono);display:flex;gap:10px;align-items:center;min-height:28px
+}
+footer .k{color:#7f8ba0;font-family:var(--sans)}
+#toast.error{color:#ff9bb0}
+#toast.flash{animation:flash 1.2s ease-out}
+@keyframes flash{from{background:rgba(122,162,255,.45)} to{background:transparent}}
 </style>
 </head>
 <body>
@@ -203,15 +212,15 @@ footer .k { color: #7f8ba0; font-family: var(--sans); }
   <span class="group"><label class="k" for="loss-input">packet loss</label><input id="loss-input" type="number" min="0" max="100" step="any" value="0"><span class="k">%</span><button id="loss-set" type="button">Set</button></span>
   <button id="drop-all" class="danger" type="button">Drop all links</button>
 </header>
-<div id="banner" hidden></div>
+<div id="banner" hidden><strong>This page needs the token blue air printed: open the URL with ?token=…</strong></div>
 <section id="map-card" class="card">
   <svg id="map" xmlns="http://www.w3.org/2000/svg" viewBox="-10 -10 20 20">
     <g id="g-grid"></g><g id="g-ranges"></g><g id="g-links"></g><g id="g-labels"></g><g id="g-devices"></g>
   </svg>
   <div id="pulses"></div>
-  <div id="map-hint" class="overlay">drag a device to move it · click a device or link for details</div>
+  <div id="map-hint" class="overlay">drag a device to move it · wheel to zoom, drag the map to pan, double-click to fit</div>
   <div id="map-empty" class="overlay">Waiting for the air…</div>
-  <div id="scale" class="overlay"><i></i><span></span></div>
+  <div id="scale" class="overlay" hidden><i></i><span></span></div>
   <div id="coords" class="overlay"></div>
   <button id="fit" type="button" title="fit the view to the devices">Fit</button>
 </section>
@@ -221,9 +230,9 @@ footer .k { color: #7f8ba0; font-family: var(--sans); }
     <div id="panel-body"></div>
     <div id="panel-actions"></div>
   </section>
-  <section id="events-card" class="card">
-    <h2>Events<span class="grow"></span><span class="note" id="event-count"></span></h2>
-    <ul id="events"></ul>
+  <section id="overview-card" class="card">
+    <h2>On the air</h2>
+    <div id="overview"></div>
   </section>
 </aside>
 <div id="lower">
@@ -231,14 +240,14 @@ footer .k { color: #7f8ba0; font-family: var(--sans); }
     <h2>Packets
       <select id="filter-device" title="device"><option value="">all devices</option></select>
       <select id="filter-layer" title="layer"><option value="">all layers</option><option value="hci">hci</option><option value="acl">acl</option><option value="l2cap">l2cap</option><option value="att">att</option><option value="smp">smp</option></select>
-      <input id="filter-text" type="search" placeholder="filter summary…">
+      <input id="filter-text" type="search" placeholder="summary…" title="show packets whose summary contains this">
       <button id="pause" type="button">Pause</button>
       <span class="grow"></span>
       <span class="note" id="dropped-note"></span>
-      <span class="note count" id="packet-count"></span>
+      <span class="note" id="packet-count"></span>
     </h2>
-    <div id="packet-scroll">
-      <div class="prow phead"><span class="t">time (s)</span><span class="dev">device</span><span class="dir" title="→ sent, host to controller; ← received, controller to host">dir</span><span class="layer">layer</span><span class="sum">summary</span></div>
+    <div class="prow phead"><span class="t">time (s)</span><span class="dev">device</span><span class="dir" title="→ sent, host to controller; ← received, controller to host">dir</span><span class="layer">layer</span><span class="sum">summary</span></div>
+    <div id="packet-scroll" tabindex="-1">
       <div id="packets"></div>
     </div>
     <button id="jump" type="button" hidden>↓ newest</button>
@@ -247,10 +256,16 @@ footer .k { color: #7f8ba0; font-family: var(--sans); }
     <h2>Packet details</h2>
     <div id="details-body"><div class="empty">Click a packet to see its fields and bytes.</div></div>
   </section>
+  <div class="stack">
   <section id="plots-card" class="card">
     <h2>Links<span class="grow"></span><span class="note">last 60 s</span></h2>
     <div id="plots-body"><div class="empty">No link on the air.</div></div>
   </section>
+  <section id="events-card" class="card">
+    <h2>Events<span class="grow"></span><span class="note" id="event-count"></span></h2>
+    <ul id="events"></ul>
+  </section>
+  </div>
 </div>
 <footer><span class="k">last answer</span><span id="toast"></span></footer>
 <script>
@@ -280,7 +295,7 @@ function fmtTime(t) {
   if (typeof t !== "number") return "—";
   if (t < 60) return t.toFixed(1) + " s";
   const s = Math.floor(t);
-  return (s >= 3600 ? Math.floor(s / 3600) + ":" : "") + pad2(Math.floor(s / 60) % 60) + ":" + pad2(s % 60);
+  return s >= 3600 ? `${Math.floor(s / 3600)}:${pad2(Math.floor(s / 60) % 60)}:${pad2(s % 60)}` : `${Math.floor(s / 60)}:${pad2(s % 60)}`;
 }
 const fmtMs = (v) => v == null ? "—" : +(+v).toFixed(2) + " ms";
 const fmtPos = (p) => `(${fixed(p.x, 1)}, ${fixed(p.y, 1)}, ${fixed(p.z || 0, 1)}) m`;
@@ -298,7 +313,7 @@ const clock = () => { const d = new Date(); return pad2(d.getHours()) + ":" + pa
 const devName = (d) => d ? `dev${d.number} ${d.name || ""}`.trim() : "";
 const plural = (n, w) => `${n} ${w}${n === 1 ? "" : "s"}`;
 
-// ---- token and API --------------------------------------------------------------------------------------------
+// ---- token and API
 const TOKEN_KEY = "openCoreBluetoothAirToken";
 let token = "";
 {
@@ -306,7 +321,7 @@ let token = "";
   const given = params.get("token");
   if (given) {
     token = given;
-    try { sessionStorage.setItem(TOKEN_KEY, given); } catch (e) { /* storage off: keep it in memory */ }
+    try { sessionStorage.setItem(TOKEN_KEY, given); } catch (e) { /* no storage: memory only */ }
     params.delete("token");
     const q = params.toString();
     history.replaceState(null, "", location.pathname + (q ? "?" + q : "") + location.hash);
@@ -317,21 +332,7 @@ let token = "";
 let unauthorized = false;
 function showTokenBanner() {
   unauthorized = true;
-  const b = $("#banner");
-  if (!b.hidden) return;
-  const input = el("input", { type: "password", placeholder: "token", size: 28, "aria-label": "token" });
-  const use = () => {
-    const v = input.value.trim();
-    if (!v) return;
-    token = v;
-    try { sessionStorage.setItem(TOKEN_KEY, v); } catch (e) { /* ignore */ }
-    b.hidden = true; unauthorized = false; start();
-  };
-  input.addEventListener("keydown", (e) => { if (e.key === "Enter") use(); });
-  b.replaceChildren(
-    el("strong", { text: "This page needs the token blue air printed: open the URL with ?token=…" }),
-    el("span", { text: "or paste it here:" }), input, el("button", { type: "button", text: "Use", onclick: use }));
-  b.hidden = false;
+  $("#banner").hidden = false;
   setStatus(false, "· no token");
 }
 async function api(method, path, body) {
@@ -363,7 +364,7 @@ async function act(method, path, body) {
   return r;
 }
 
-// ---- state ----------------------------------------------------------------------------------------------------
+// ---- state
 let air = null;
 let selected = null;          // {kind: "device"|"link", id}
 let hoverLink = null;
@@ -376,7 +377,7 @@ const link = (id) => byLink.get(id);
 
 function onAir(a) {
   if (!a || !Array.isArray(a.devices)) return;
-  if (air && typeof a.time === "number" && typeof air.time === "number" && a.time < air.time - 1) resetHistory();
+  if (air && typeof a.time === "number" && typeof air.time === "number" && a.time < air.time - 1) linkHistory.clear();
   air = a; a.links = a.links || [];
   byNumber.clear(); for (const d of a.devices) { d.position = d.position || { x: 0, y: 0, z: 0 }; byNumber.set(d.number, d); }
   byLink.clear(); for (const l of a.links) byLink.set(l.id, l);
@@ -408,16 +409,15 @@ function renderHeader() {
   $("#air-counts").textContent = plural(air.devices.length, "device") + " · " + plural(air.links.length, "link");
   const input = $("#loss-input");
   if (document.activeElement !== input && !input.dataset.dirty && typeof air.lossPercent === "number") input.value = +air.lossPercent.toFixed(2);
-  $("#drop-all").disabled = air.links.length === 0;
 }
 
-// ---- map ------------------------------------------------------------------------------------------------------
+// ---- map
 const svg = $("#map");
 const gGrid = $("#g-grid"), gRanges = $("#g-ranges"), gLinks = $("#g-links"), gLabels = $("#g-labels"), gDevices = $("#g-devices");
 let view = null, k = 0.05, viewSize = "";
 const devEls = new Map(), linkEls = new Map();
 let nearSet = new Set();
-let drag = null, suppressClickUntil = 0;
+let drag = null, pan = null, suppressClickUntil = 0;
 const FAR = 10000;
 
 function realPos(d) { const o = overrides.get(d.number); return o ? { x: o.x, y: o.y, z: d.position.z } : d.position; }
@@ -428,11 +428,11 @@ function computeNear() {
 }
 function displayPos(d) {
   const p = realPos(d);
-  if (nearSet.has(d.number) || !view) return p;
+  if (nearSet.has(d.number) || !view || (p.x > view.x && p.x < view.x + view.w && p.y > view.y && p.y < view.y + view.h)) return p;
   const cx = view.x + view.w / 2, cy = view.y + view.h / 2;
   let dx = p.x - cx, dy = p.y - cy; const len = Math.hypot(dx, dy) || 1; dx /= len; dy /= len;
   const lim = (v, lo, hi) => v > 0 ? hi / v : v < 0 ? lo / v : Infinity;
-  const t = Math.min(lim(dx, view.x + 40 * k - cx, view.x + view.w - 230 * k - cx), lim(dy, view.y + 40 * k - cy, view.y + view.h - 50 * k - cy));
+  const t = Math.min(lim(dx, view.x + 40 * k - cx, view.x + view.w - 260 * k - cx), lim(dy, view.y + 40 * k - cy, view.y + view.h - 50 * k - cy));
   return { x: cx + dx * t, y: cy + dy * t, z: p.z, far: Math.hypot(p.x - cx, p.y - cy) };
 }
 function nearBox() {
@@ -451,11 +451,24 @@ function fitView() {
   const ex = (W - PAD.l - PAD.r - b.sx * s) / 2, ey = (H - PAD.t - PAD.b - b.sy * s) / 2;
   view = { x: cx - b.sx / 2 - (PAD.l + ex) / s, y: cy - b.sy / 2 - (PAD.t + ey) / s, w: W / s, h: H / s };
   k = 1 / s; viewSize = W + "x" + H;
+  applyView();
+}
+function applyView() {
   svg.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`);
   drawGrid();
 }
+// the view follows the devices until the user zooms or pans; Fit or a double click goes back to following
+let manual = false;
 function needsFit() {
-  if (!view || viewSize !== svg.clientWidth + "x" + svg.clientHeight) return true;
+  const W = svg.clientWidth, H = svg.clientHeight;
+  if (view && manual) {
+    if (viewSize !== W + "x" + H && W && H) {
+      view = { x: view.x + (view.w - W * k) / 2, y: view.y + (view.h - H * k) / 2, w: W * k, h: H * k };
+      viewSize = W + "x" + H; applyView();
+    }
+    return false;
+  }
+  if (!view || viewSize !== W + "x" + H) return true;
   for (const n of nearSet) {
     const p = realPos(device(n));
     if (p.x < view.x + 30 * k || p.x > view.x + view.w - 160 * k || p.y < view.y + 30 * k || p.y > view.y + view.h - 40 * k) return true;
@@ -473,13 +486,14 @@ function drawGrid() {
   for (let i = Math.ceil(view.x / step); i * step <= view.x + view.w; i++) {
     const x = i * step;
     gGrid.append(sv("line", { x1: x, y1: view.y, x2: x, y2: view.y + view.h, class: i === 0 ? "axis" : "grid", "stroke-width": k }));
-    gGrid.append(sv("text", { x: x + 3 * k, y: view.y + 12 * k, "font-size": fs, class: "gl", text: fmtLength(x) }));
+    if (x < view.x + view.w - 70 * k) gGrid.append(sv("text", { x: x + 3 * k, y: view.y + 12 * k, "font-size": fs, class: "gl", text: fmtLength(x) }));
   }
   for (let i = Math.ceil(view.y / step); i * step <= view.y + view.h; i++) {
     const y = i * step;
     gGrid.append(sv("line", { x1: view.x, y1: y, x2: view.x + view.w, y2: y, class: i === 0 ? "axis" : "grid", "stroke-width": k }));
-    if (y > view.y + 20 * k) gGrid.append(sv("text", { x: view.x + 4 * k, y: y - 3 * k, "font-size": fs, class: "gl", text: fmtLength(y) }));
+    if (y > view.y + 20 * k && y < view.y + view.h - 40 * k) gGrid.append(sv("text", { x: view.x + 4 * k, y: y - 3 * k, "font-size": fs, class: "gl", text: fmtLength(y) }));
   }
+  $("#scale").hidden = false;
   $("#scale i").style.width = step / k + "px";
   $("#scale span").textContent = fmtLength(step);
 }
@@ -496,10 +510,9 @@ function ensureDevice(d) {
     cross: sv("path", { class: "cross", d: "M-4.5,-4.5L4.5,4.5M4.5,-4.5L-4.5,4.5" }),
     name: sv("text", { class: "name", x: 16, y: 0 }),
     sub: sv("text", { class: "sub", x: 16, y: 13 }),
-    title: sv("title"),
   };
   e.g = sv("g", { class: "device", "data-device": d.number, style: `--c:${c}` },
-    e.title, e.hit, e.sel, e.scan, e.body, e.cross, e.name, e.sub);
+    e.hit, e.sel, e.scan, e.body, e.cross, e.name, e.sub);
   gRanges.append(e.range);
   gDevices.append(e.g);
   devEls.set(d.number, e);
@@ -548,12 +561,11 @@ function renderMap() {
     if (!on) bits.push("radio off");
     else { if (d.advertising) bits.push("advertising"); if (d.scanning) bits.push("scanning"); if (d.initiating) bits.push("connecting"); }
     if (d.links) bits.push(plural(d.links, "link"));
-    if (p.far != null) bits.push(fmtLength(p.far) + " away");
+    if (p.far != null) bits.push((p.far >= 1000 ? (p.far / 1000).toFixed(1) + " km" : fmtLength(Math.round(p.far))) + " away");
     else if (d.position.z) bits.push("z " + fixed(d.position.z, 1) + " m");
     const sub = bits.join(" · ");
     if (e.name.textContent !== name) e.name.textContent = name;
     if (e.sub.textContent !== sub) e.sub.textContent = sub;
-    e.title.textContent = `${name} at ${fmtPos(realPos(d))}: drag to move, click for details`;
     e.hit.setAttribute("width", 44 + Math.max(name.length * 7.4, sub.length * 6.1));
     const showRange = on && p.far == null && typeof d.rangeMetres === "number" && d.rangeMetres > 0;
     e.range.style.display = showRange ? "" : "none";
@@ -579,6 +591,7 @@ function renderMap() {
     let dx = pb.x - pa.x, dy = pb.y - pa.y; const len = Math.hypot(dx, dy) || 1;
     let nx = -dy / len, ny = dx / len; if (ny > 0 || (ny === 0 && nx > 0)) { nx = -nx; ny = -ny; }
     const off = len / k > 120 ? 0 : 16;
+    e.label.style.display = len / k < 80 ? "none" : "";
     const text = `${phyText(l)} · ${fmtMs(l.intervalMilliseconds)}${l.jammed ? " · jammed" : ""}`;
     const lockW = l.encrypted ? 13 : 0, w = text.length * 6.65 + 14 + lockW;
     e.text.textContent = text;
@@ -593,7 +606,7 @@ function renderMap() {
   }
   for (const [id, e] of linkEls) if (!seenLinks.has(id)) { e.hit.remove(); e.line.remove(); e.label.remove(); linkEls.delete(id); }
 }
-// an expanding ring where the device is: an HTML element animated by the compositor, not a repaint of the map
+// an expanding ring at the device: an HTML element the compositor animates, no repaint of the map
 function pulse(n) {
   const d = device(n), e = devEls.get(n);
   if (!d || !e || !view || e.g.classList.contains("far")) return;
@@ -609,9 +622,13 @@ function toMetres(ev) {
 }
 svg.addEventListener("pointerdown", (ev) => {
   if (ev.button !== 0) return;
-  const g = ev.target.closest && ev.target.closest("g.device");
-  if (!g || !air) return;
-  const d = device(+g.dataset.device);
+  const g = ev.target.closest("g.device");
+  if (!g && view && !ev.target.closest(".link, .link-hit")) {
+    pan = { id: ev.pointerId, cx: ev.clientX, cy: ev.clientY, x: view.x, y: view.y, moved: false };
+    svg.setPointerCapture(ev.pointerId);
+    return;
+  }
+  const d = g && air && device(+g.dataset.device);
   if (!d) return;
   const p = toMetres(ev), at = displayPos(d);
   drag = { n: d.number, id: ev.pointerId, cx: ev.clientX, cy: ev.clientY, dx: at.x - p.x, dy: at.y - p.y, x: at.x, y: at.y, moved: false };
@@ -619,6 +636,14 @@ svg.addEventListener("pointerdown", (ev) => {
   ev.preventDefault();
 });
 svg.addEventListener("pointermove", (ev) => {
+  if (pan && ev.pointerId === pan.id) {
+    const dx = ev.clientX - pan.cx, dy = ev.clientY - pan.cy;
+    if (!pan.moved && Math.hypot(dx, dy) < 4) return;
+    pan.moved = manual = true;
+    view.x = pan.x - dx * k; view.y = pan.y - dy * k;
+    applyView(); renderMap();
+    return;
+  }
   if (drag && ev.pointerId === drag.id) {
     if (!drag.moved && Math.hypot(ev.clientX - drag.cx, ev.clientY - drag.cy) < 4) return;
     drag.moved = true;
@@ -633,6 +658,11 @@ svg.addEventListener("pointermove", (ev) => {
 });
 svg.addEventListener("pointerleave", () => { if (!drag) $("#coords").textContent = ""; });
 function endDrag(ev, cancelled) {
+  if (pan && ev.pointerId === pan.id) {
+    if (pan.moved) suppressClickUntil = performance.now() + 400;
+    pan = null;
+    return;
+  }
   if (!drag || ev.pointerId !== drag.id) return;
   const dr = drag; drag = null;
   try { svg.releasePointerCapture(ev.pointerId); } catch (e) { /* already released */ }
@@ -654,7 +684,18 @@ svg.addEventListener("click", (ev) => {
   if (ev.target.closest("g.device, .link, .link-hit")) return;
   if (selected) select(null);
 });
-$("#fit").addEventListener("click", () => { if (air) { computeNear(); fitView(); renderMap(); } });
+function refit() { manual = false; if (air) { computeNear(); fitView(); renderMap(); } }
+$("#fit").addEventListener("click", refit);
+svg.addEventListener("dblclick", (ev) => { if (!ev.target.closest("g.device, .link, .link-hit")) refit(); });
+svg.addEventListener("wheel", (ev) => {
+  if (!view) return;
+  ev.preventDefault();
+  const delta = ev.deltaY * (ev.deltaMode === 1 ? 33 : ev.deltaMode === 2 ? 400 : 1);
+  const p = toMetres(ev), nk = Math.min(5000, Math.max(0.001, k * Math.exp(Math.max(-300, Math.min(300, delta)) * 0.002))), r = nk / k;
+  view = { x: p.x - (p.x - view.x) * r, y: p.y - (p.y - view.y) * r, w: view.w * r, h: view.h * r };
+  k = nk; manual = true;
+  applyView(); renderMap();
+}, { passive: false });
 new ResizeObserver(() => { if (air) renderMap(); drawPlots(); }).observe(svg);
 
 function select(s) {
@@ -668,25 +709,23 @@ document.addEventListener("keydown", (ev) => {
   if (ev.key === "Escape" && !/INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) select(null);
 });
 
-// ---- side panel -----------------------------------------------------------------------------------------------
+// ---- side panel
 const panel = $("#device-panel");
 let actionsKey = null, overviewKey = null;
 function field(dl, name, value, cls) { dl.append(el("dt", { text: name }), el("dd", { text: value, class: cls })); }
-const yesNo = (v) => v ? "yes" : "no";
 const isOut = (d) => Math.abs(d.position.x) >= FAR || Math.abs(d.position.y) >= FAR;
 function setActions(key, make) {
   if (key === actionsKey) return;
   actionsKey = key;
   $("#panel-actions").replaceChildren(...make());
 }
-function button(id, text, onclick, opts) {
-  return el("button", { id, type: "button", text, onclick, class: opts && opts.danger ? "danger" : null, disabled: !!(opts && opts.disabled) });
-}
+const button = (id, text, onclick, danger) => el("button", { id, type: "button", text, onclick, class: danger ? "danger" : null });
 function deviceRef(n, addr) {
   const d = device(n);
   return d ? devName(d) : n != null ? `dev${n}` : (addr || "an unknown device");
 }
 function renderPanel() {
+  renderOverview();
   const shown = hoverLink != null && link(hoverLink) ? { kind: "link", id: hoverLink } : selected;
   const title = $("#panel-title"), body = $("#panel-body");
   const close = el("button", { id: "panel-close", type: "button", title: "close (Esc)", text: "×", onclick: () => select(null) });
@@ -701,18 +740,17 @@ function renderPanel() {
     field(dl, "Address", d.address || "—");
     field(dl, "Random address", d.randomAddress || "—");
     field(dl, "Position", fmtPos(realPos(d)) + (out ? " (out of range)" : ""));
-    field(dl, "TX power", d.txPower == null ? "—" : `${d.txPower} dBm`);
-    field(dl, "Range", typeof d.rangeMetres === "number" ? fmtLength(+d.rangeMetres.toFixed(1)) : "—");
+    field(dl, "TX power", `${d.txPower == null ? "—" : d.txPower + " dBm"} (range ${typeof d.rangeMetres === "number" ? fmtLength(+d.rangeMetres.toFixed(1)) : "—"})`);
     field(dl, "Radio", on ? "on" : "off", on ? "yes" : "bad");
     field(dl, "Advertising", d.advertising ? `yes (${num(d.advertisingPackets)} packets)` : `no (${num(d.advertisingPackets)} packets)`, d.advertising ? "yes" : "no");
-    field(dl, "Scanning", yesNo(d.scanning) + (d.initiating ? " (initiating a connection)" : ""), d.scanning || d.initiating ? "yes" : "no");
+    field(dl, "Scanning", (d.scanning ? "yes" : "no") + (d.initiating ? " (initiating a connection)" : ""), d.scanning || d.initiating ? "yes" : "no");
     const mine = air.links.filter((l) => l.central === d.number || l.peripheral === d.number);
     field(dl, "Links", mine.length ? mine.map((l) => `link ${l.id} ${l.central === d.number ? "to" : "from"} ${deviceRef(l.central === d.number ? l.peripheral : l.central, l.central === d.number ? l.peripheralAddress : l.centralAddress)}`).join(", ") : String(d.links || 0));
     body.replaceChildren(dl);
-    setActions(`d${d.number}:${on}:${out}:${d.links || mine.length}`, () => [
+    setActions(`d${d.number}:${on}:${out}`, () => [
       button("radio-toggle", on ? "Radio off" : "Radio on", () => act("POST", `/api/devices/${d.number}/radio`, { on: !on })),
       button("range-toggle", out ? "Back in range" : "Out of range", () => act("POST", `/api/devices/${d.number}/range`, { out: !out })),
-      button("drop-device-links", "Drop its links", () => act("POST", "/api/links/drop", { device: d.number }), { danger: true, disabled: !(d.links || mine.length) }),
+      button("drop-device-links", "Drop its links", () => act("POST", "/api/links/drop", { device: d.number }), true),
     ]);
     overviewKey = null;
     return;
@@ -722,8 +760,7 @@ function renderPanel() {
     panel.dataset.selected = "link:" + l.id;
     title.replaceChildren(el("span", { class: "name", text: `link ${l.id}` }), el("span", { text: shown === selected ? "" : "(hover)" }), el("span", { class: "grow" }), close);
     field(dl, "Role", `central ${deviceRef(l.central, l.centralAddress)} → peripheral ${deviceRef(l.peripheral, l.peripheralAddress)}`);
-    field(dl, "Central", l.centralAddress || "—");
-    field(dl, "Peripheral", l.peripheralAddress || "—");
+    field(dl, "Addresses", `${l.centralAddress || "?"} → ${l.peripheralAddress || "?"}`);
     field(dl, "PHY", l.phy ? `tx ${l.phy.tx} · rx ${l.phy.rx}` : "—");
     field(dl, "Interval", fmtMs(l.intervalMilliseconds));
     field(dl, "Latency", l.latency == null ? "—" : plural(l.latency, "event"));
@@ -733,43 +770,45 @@ function renderPanel() {
     field(dl, "RSSI", l.rssi ? `central ${rssi(l.rssi.central)} · peripheral ${rssi(l.rssi.peripheral)}` : "—");
     field(dl, "Encryption", l.encrypted ? "on" : "off", l.encrypted ? "yes" : "no");
     if (l.jammed) field(dl, "Jammed", "yes: no longer heard", "bad");
-    field(dl, "Packets", num(l.packets));
-    field(dl, "Octets", num(l.octets));
-    field(dl, "Conn. events", num(l.events));
-    if (h && h.tp.length) field(dl, "Throughput", fmtRate(h.tp[h.tp.length - 1].v));
+    field(dl, "Traffic", `${num(l.packets)} packets · ${num(l.octets)} octets`);
+    field(dl, "Events", `${num(l.events)} connection events`);
+    if (h && h.tp.length) field(dl, "Now", `${fmtRate(h.tp[h.tp.length - 1].v)} · ${h.ppe[h.ppe.length - 1].v.toFixed(2)} packets/event`);
     body.replaceChildren(dl);
     const end = l.central != null ? l.central : l.peripheral;
-    setActions(`l${l.id}:${end}`, () => [
-      button("drop-link", "Drop link", () => act("POST", "/api/links/drop", { device: end }), { danger: true, disabled: end == null }),
-    ]);
-    overviewKey = null;
+    setActions(`l${l.id}:${end}`, () => end == null ? [] : [button("drop-link", "Drop link", () => act("POST", "/api/links/drop", { device: end }), true)]);
     return;
   }
   panel.dataset.selected = "";
   setActions("none", () => []);
-  title.replaceChildren(el("span", { text: "The air" }));
+  title.replaceChildren(el("span", { text: "Selection" }));
+  body.replaceChildren(el("p", { class: "hint", text: "Click a device or a link, on the map or below, for its details and controls. Drag a device to move it; Esc clears." }));
+}
+function renderOverview() {
+  const body = $("#overview");
   if (!air) { body.replaceChildren(el("div", { class: "empty", text: "Connecting…" })); overviewKey = null; return; }
-  const key = JSON.stringify([air.devices.map((d) => [d.number, d.name, d.radioOn, d.links]), air.links.map((l) => [l.id, l.central, l.peripheral, l.jammed])]);
+  const key = JSON.stringify([selected, air.devices.map((d) => [d.number, d.name, d.radioOn, d.links, d.advertising, d.scanning]), air.links.map((l) => [l.id, l.central, l.peripheral, l.jammed, l.intervalMilliseconds, phyText(l)])]);
   if (key === overviewKey) return;
   overviewKey = key;
-  const kids = [el("p", { class: "hint", text: "Click a device or a link on the map (or here) for its details. Drag a device to move it." })];
+  const kids = [];
+  const on = (kind, id) => selected && selected.kind === kind && selected.id === id ? " on" : "";
   for (const d of air.devices) {
-    kids.push(el("div", { class: "pick" + (d.radioOn === false ? " off" : ""), "data-pick-device": d.number, onclick: () => select({ kind: "device", id: d.number }) },
+    const state = d.radioOn === false ? "radio off" : [d.advertising && "adv", d.scanning && "scan", plural(d.links || 0, "link")].filter(Boolean).join(" · ");
+    kids.push(el("div", { class: "pick" + (d.radioOn === false ? " off" : "") + on("device", d.number), "data-pick-device": d.number, onclick: () => select({ kind: "device", id: d.number }) },
       el("span", { class: "swatch", style: `background:${colour(d.number)}` }), el("span", { class: "m", text: devName(d) }),
-      el("span", { class: "r", text: d.radioOn === false ? "radio off" : plural(d.links || 0, "link") })));
+      el("span", { class: "r", text: state })));
   }
   for (const l of air.links) {
-    kids.push(el("div", { class: "pick", "data-pick-link": l.id, onclick: () => select({ kind: "link", id: l.id }) },
+    kids.push(el("div", { class: "pick" + on("link", l.id), "data-pick-link": l.id, onclick: () => select({ kind: "link", id: l.id }) },
       el("span", { class: "swatch", style: "background:#4d5b70" }),
       el("span", { class: "m", text: `link ${l.id}: ${l.central != null ? "dev" + l.central : "?"} → ${l.peripheral != null ? "dev" + l.peripheral : "?"}` }),
       el("span", { class: "r", text: l.jammed ? "jammed" : phyText(l) + " · " + fmtMs(l.intervalMilliseconds) })));
   }
+  if (!kids.length) kids.push(el("div", { class: "empty", text: "Nothing on the air yet." }));
   body.replaceChildren(...kids);
 }
 
-// ---- link plots -----------------------------------------------------------------------------------------------
+// ---- link plots
 const linkHistory = new Map();  // id -> {last, tp: [{t, v}], ppe: [{t, v}]}
-function resetHistory() { linkHistory.clear(); }
 function updateLinkHistory(a) {
   const t = a.time, live = new Set();
   for (const l of a.links) {
@@ -777,14 +816,15 @@ function updateLinkHistory(a) {
     let h = linkHistory.get(l.id);
     if (!h) { h = { last: null, tp: [], ppe: [] }; linkHistory.set(l.id, h); }
     const cur = { t, packets: l.packets || 0, octets: l.octets || 0, events: l.events || 0 };
-    if (h.last && typeof t === "number" && t > h.last.t) {
+    // a sample needs 0.2 s: the first two views (GET, then the socket's) come moments apart
+    if (h.last && typeof t === "number" && t - h.last.t >= 0.2) {
       const dt = t - h.last.t, dEv = cur.events - h.last.events;
       h.tp.push({ t, v: Math.max(0, (cur.octets - h.last.octets) / dt) });
       h.ppe.push({ t, v: dEv > 0 ? Math.max(0, (cur.packets - h.last.packets) / dEv) : 0 });
       while (h.tp.length && h.tp[0].t < t - 60) h.tp.shift();
       while (h.ppe.length && h.ppe[0].t < t - 60) h.ppe.shift();
     }
-    if (!h.last || t !== h.last.t) h.last = cur;
+    if (!h.last || t - h.last.t >= 0.2 || t < h.last.t) h.last = cur;
   }
   for (const id of [...linkHistory.keys()]) if (!live.has(id)) linkHistory.delete(id);
 }
@@ -800,8 +840,8 @@ function renderPlots() {
   for (const l of links) {
     let p = plotEls.get(l.id);
     if (!p) {
-      p = { title: el("span"), meta: el("span", { class: "m" }), tp: el("canvas", { class: "plot", "data-kind": "throughput" }), ppe: el("canvas", { class: "plot", "data-kind": "packets-per-event" }) };
-      p.card = el("div", { class: "plot-card", "data-link": l.id }, el("div", { class: "title" }, p.title, p.meta), p.tp, p.ppe);
+      p = { title: el("span"), meta: el("span", { class: "m" }), tp: el("canvas", { class: "plot", "data-kind": "throughput", title: "throughput: octets per second" }), ppe: el("canvas", { class: "plot", "data-kind": "packets-per-event", title: "packets per connection event" }) };
+      p.card = el("div", { class: "plot-card", "data-link": l.id }, el("div", { class: "title" }, p.title, p.meta), el("div", { class: "pair" }, p.tp, p.ppe));
       body.append(p.card);
       plotEls.set(l.id, p);
     }
@@ -817,7 +857,7 @@ function drawPlots() {
   for (const [id, p] of plotEls) {
     const h = linkHistory.get(id);
     drawPlot(p.tp, h ? h.tp : [], "throughput", fmtRate, "#2563eb");
-    drawPlot(p.ppe, h ? h.ppe : [], "packets / connection event", (v) => v.toFixed(v < 10 ? 2 : 1), "#0c9f6a");
+    drawPlot(p.ppe, h ? h.ppe : [], "packets/event", (v) => v.toFixed(v < 10 ? 2 : 1), "#0c9f6a");
   }
 }
 function drawPlot(canvas, pts, name, fmt, stroke) {
@@ -834,7 +874,8 @@ function drawPlot(canvas, pts, name, fmt, stroke) {
   const X = (t) => L + (t - t0) / 60 * (R - L), Y = (v) => B - v / top * (B - T);
   c.strokeStyle = "#e1e5eb"; c.lineWidth = 1;
   c.beginPath(); for (const v of [0, top / 2, top]) { c.moveTo(L, Math.round(Y(v)) + .5); c.lineTo(R, Math.round(Y(v)) + .5); } c.stroke();
-  c.font = "10px " + getComputedStyle(document.body).getPropertyValue("--mono");
+  const SANS = "system-ui, 'DejaVu Sans', sans-serif";
+  c.font = "10px ui-monospace, 'DejaVu Sans Mono', monospace";
   c.fillStyle = "#8a94a6"; c.textBaseline = "alphabetic";
   c.textAlign = "left"; c.fillText(fmt(top), L + 2, T + 10); c.fillText("−60 s", L + 2, H - 3);
   c.textAlign = "right"; c.fillText("now", R, H - 3);
@@ -846,13 +887,13 @@ function drawPlot(canvas, pts, name, fmt, stroke) {
     c.globalAlpha = .12; c.fillStyle = stroke; c.fill(); c.globalAlpha = 1;
   }
   const cur = pts.length ? pts[pts.length - 1].v : null;
-  c.textAlign = "right"; c.font = "600 11px " + getComputedStyle(document.body).getPropertyValue("--sans");
+  c.textAlign = "right"; c.font = "600 11px " + SANS;
   c.fillStyle = "#1b2130"; c.fillText(cur == null ? "—" : fmt(cur), R, 12);
-  c.textAlign = "left"; c.fillStyle = "#6a7486"; c.font = "11px " + getComputedStyle(document.body).getPropertyValue("--sans");
+  c.textAlign = "left"; c.fillStyle = "#6a7486"; c.font = "11px " + SANS;
   c.fillText(name, L + 2, 12);
 }
 
-// ---- events ---------------------------------------------------------------------------------------------------
+// ---- events
 let eventTotal = 0;
 function addEvent(text, cls) {
   const ul = $("#events");
@@ -865,11 +906,11 @@ function addEvent(text, cls) {
   if (atBottom) ul.scrollTop = ul.scrollHeight;
 }
 
-// ---- packets --------------------------------------------------------------------------------------------------
+// ---- packets
 const MAX_ROWS = 2000;
 const list = $("#packets"), scroller = $("#packet-scroll");
 const rowPacket = new WeakMap();
-let stick = true, lastFlush = 0, pending = [], flushQueued = false, paused = false, firstMicros = null, packetTotal = 0, droppedTotal = 0;
+let stick = true, autoTop = -1, holdUntil = 0, lastFlush = 0, flushGap = 100, rowCount = 0, pending = [], flushQueued = false, paused = false, firstMicros = null, packetTotal = 0, droppedTotal = 0;
 let fDevice = "", fLayer = "", fText = "";
 const rowTemplate = (() => {
   const tr = el("div", { class: "packet prow" });
@@ -897,7 +938,6 @@ function makeRow(p) {
   const sent = p.direction === "sent";
   td[2].textContent = sent ? "→" : "←";
   td[2].className = "dir " + (sent ? "sent" : "received");
-  td[2].title = sent ? "sent: host → controller" : "received: controller → host";
   const top = layers.length ? layers[layers.length - 1] : "";
   td[3].firstChild.textContent = top;
   td[3].firstChild.className = "tag " + top;
@@ -914,32 +954,44 @@ function queuePacket(p) {
   scheduleFlush();
 }
 function scheduleFlush() {
-  if (flushQueued || paused) return;
+  if (flushQueued) return;
   flushQueued = true;
-  // at most ten list updates a second, each in an animation frame: bursts of hundreds of packets cost one layout
-  setTimeout(() => requestAnimationFrame(flush), Math.max(0, lastFlush + 100 - performance.now()));
+  // at most ten list updates a second (four when busy), each in an animation frame: a burst costs one layout
+  setTimeout(() => requestAnimationFrame(flush), Math.max(0, lastFlush + flushGap - performance.now()));
 }
 function flush() {
   flushQueued = false; lastFlush = performance.now();
-  if (paused || !pending.length) { updatePacketCount(); return; }
-  const batch = pending; pending = [];
-  const frag = document.createDocumentFragment();
-  for (const p of batch) frag.append(makeRow(p));
-  list.append(frag);
-  let extra = list.childElementCount - MAX_ROWS;
-  while (extra-- > 0) list.firstElementChild.remove();
-  if (stick) scroller.scrollTop = 1e9;
+  if (!paused && pending.length) addRows();
+  if (stick) { if (lastFlush >= holdUntil) toBottom(); else rearm(); }
   $("#jump").hidden = stick;
   updatePacketCount();
 }
+function toBottom() { scroller.scrollTop = 1e9; autoTop = scroller.scrollTop; }
+function addRows() {
+  const batch = pending; pending = [];
+  flushGap = batch.length > 60 ? 250 : 100;
+  // rows live in contained chunks of 50: an update lays out and paints little
+  let chunk = list.lastElementChild;
+  for (const p of batch) {
+    if (!chunk || chunk.childElementCount >= 50) list.append(chunk = el("div", { class: "chunk" }));
+    chunk.append(makeRow(p));
+  }
+  rowCount += batch.length;
+  while (rowCount > MAX_ROWS) {
+    const first = list.firstElementChild;
+    if (first.childElementCount <= rowCount - MAX_ROWS) { rowCount -= first.childElementCount; first.remove(); }
+    else { first.firstElementChild.remove(); rowCount--; }
+  }
+}
 function updatePacketCount() {
   $("#packet-count").textContent = `${num(packetTotal)} packets` + (paused && pending.length ? ` · ${num(pending.length)} waiting` : "");
-  $("#dropped-note").textContent = droppedTotal ? `${num(droppedTotal)} packets not shown` : "";
+  $("#dropped-note").textContent = droppedTotal ? `${num(droppedTotal)} not shown` : "";
+  $("#dropped-note").title = droppedTotal ? `${num(droppedTotal)} packets not shown: the page fell behind` : "";
 }
 function refilter() {
   fDevice = $("#filter-device").value; fLayer = $("#filter-layer").value; fText = $("#filter-text").value.trim().toLowerCase();
-  for (const tr of list.children) { const p = rowPacket.get(tr); if (p) tr.hidden = !matches(p); }
-  stick = true; scroller.scrollTop = 1e9;
+  for (const tr of list.querySelectorAll(".packet")) tr.hidden = !matches(rowPacket.get(tr));
+  stick = true; holdUntil = 0; toBottom();
   $("#jump").hidden = true;
 }
 $("#filter-device").addEventListener("change", refilter);
@@ -952,11 +1004,22 @@ $("#pause").addEventListener("click", () => {
   if (!paused) scheduleFlush();
   updatePacketCount();
 });
+// The list follows the newest packets unless the user scrolls up; at the bottom again, it follows again. It keeps
+// still for a moment while pointed at or scrolled by a script, so that a row stays under the pointer.
+let holdTimer = 0, userScroll = 0;
+const rearm = () => { if (!holdTimer) holdTimer = setTimeout(() => { holdTimer = 0; scheduleFlush(); }, holdUntil - performance.now() + 20); };
+const hold = () => { holdUntil = performance.now() + 1500; rearm(); };
+for (const type of ["wheel", "pointerdown", "touchmove", "keydown"]) {
+  scroller.addEventListener(type, (ev) => { if (type !== "pointerdown" || ev.target === scroller) userScroll = performance.now() + 800; }, { passive: true });
+}
 scroller.addEventListener("scroll", () => {
-  stick = scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 8;
-  if (stick) $("#jump").hidden = true;
+  if (Math.abs(scroller.scrollTop - autoTop) <= 2) return;
+  hold();
+  if (performance.now() < userScroll) stick = scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 8;
+  $("#jump").hidden = stick;
 });
-$("#jump").addEventListener("click", () => { stick = true; scroller.scrollTop = 1e9; $("#jump").hidden = true; });
+scroller.addEventListener("pointermove", hold);
+$("#jump").addEventListener("click", () => { stick = true; holdUntil = 0; toBottom(); $("#jump").hidden = true; });
 let selectedRow = null;
 list.addEventListener("click", (ev) => {
   const tr = ev.target.closest(".packet");
@@ -979,11 +1042,11 @@ function hexDump(hex) {
   const bytes = String(hex || "").replace(/[^0-9a-fA-F]/g, "").match(/../g) || [];
   const pre = el("pre", { class: "hex" });
   if (!bytes.length) { pre.textContent = "(no bytes)"; return pre; }
-  for (let i = 0; i < bytes.length; i += 16) {
-    const row = bytes.slice(i, i + 16);
-    const hx = row.map((b, j) => (j === 8 ? " " : "") + b.toLowerCase()).join(" ").padEnd(48, " ");
+  for (let i = 0; i < bytes.length; i += 8) {
+    const row = bytes.slice(i, i + 8);
+    const hx = row.map((b) => b.toLowerCase()).join(" ").padEnd(23, " ");
     const ascii = row.map((b) => { const v = parseInt(b, 16); return v >= 32 && v < 127 ? String.fromCharCode(v) : "·"; }).join("");
-    pre.append(el("span", { class: "o", text: i.toString(16).padStart(4, "0") }), "  " + hx + "  ", el("span", { class: "c", text: ascii }), i + 16 < bytes.length ? "\n" : "");
+    pre.append(el("span", { class: "o", text: i.toString(16).padStart(4, "0") }), "  " + hx + "  ", el("span", { class: "c", text: ascii }), i + 8 < bytes.length ? "\n" : "");
   }
   return pre;
 }
@@ -1013,7 +1076,7 @@ function updateDeviceFilter() {
   sel.value = value;
 }
 
-// ---- loss and global actions ----------------------------------------------------------------------------------
+// ---- loss and global actions
 function setLoss() {
   const input = $("#loss-input"), v = Number(input.value);
   if (input.value.trim() === "" || !isFinite(v) || v < 0 || v > 100) { toast("packet loss is a percentage from 0 to 100", true); return; }
@@ -1024,12 +1087,13 @@ $("#loss-input").addEventListener("keydown", (ev) => { if (ev.key === "Enter") s
 $("#loss-set").addEventListener("click", setLoss);
 $("#drop-all").addEventListener("click", () => act("POST", "/api/links/drop", {}));
 
-// ---- the socket -----------------------------------------------------------------------------------------------
-let ws = null, backoff = 500, retryTimer = 0, countdown = 0, everOpen = false;
+// ---- the socket
+let ws = null, backoff = 500, retryTimer = 0, everOpen = false;
 function setStatus(live, detail) {
   $("#status").textContent = live ? "live" : "disconnected";
   $("#status-dot").classList.toggle("live", live);
   $("#status-detail").textContent = detail || "";
+  document.body.classList.toggle("stale", !live && !!air);
 }
 function handle(msg) {
   if (!msg || typeof msg !== "object") return;
@@ -1041,7 +1105,7 @@ function handle(msg) {
   }
 }
 function connect() {
-  clearTimeout(retryTimer); clearInterval(countdown);
+  clearTimeout(retryTimer);
   if (unauthorized) return;
   const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/events?token=" + encodeURIComponent(token);
   let sock;
@@ -1069,11 +1133,8 @@ function connect() {
 }
 function scheduleReconnect() {
   const delay = backoff; backoff = Math.min(backoff * 2, 10000);
-  let left = Math.ceil(delay / 1000);
-  setStatus(false, `· retrying in ${left} s`);
-  countdown = setInterval(() => { left = Math.max(0, left - 1); setStatus(false, `· retrying in ${left} s`); }, 1000);
+  setStatus(false, `· retrying in ${Math.ceil(delay / 1000)} s`);
   retryTimer = setTimeout(async () => {
-    clearInterval(countdown);
     setStatus(false, "· connecting…");
     const r = await api("GET", "/api/air");
     if (r.ok) onAir(r.data);
