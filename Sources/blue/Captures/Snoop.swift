@@ -33,13 +33,7 @@ struct Snoop: ParsableCommand {
                 throw ExitCode(1)
             }
             if LinkLayerCaptureReader.isPcap(Array(data.prefix(4))) { return try showLinkLayer(Array(data)) }
-            let capture: (header: BTSnoopFileHeader, records: [BTSnoopRecord], error: BTSnoopError?)
-            do {
-                capture = try BTSnoopReader.readAll(Array(data))
-            } catch {
-                printError("\(file) is not a btsnoop capture: \(error)")
-                throw ExitCode(1)
-            }
+            let capture = try Snoop.capture(Array(data), file: file)
             var formatter = SnoopFormatter()
             if !json {
                 print("btsnoop version \(capture.header.version), datalink \(capture.header.datalink), \(capture.records.count) records")
@@ -97,20 +91,37 @@ struct Snoop: ParsableCommand {
                 }
             }
             guard !failed else { throw ExitCode(1) }
-            let fd: Int32
-            switch POSIX.createOutputFile(file) {
-            case .success(let opened): fd = opened
-            case .failure(let error):
-                printError(error.reason)
-                throw ExitCode(1)
-            }
-            let writeError = POSIX.writeAll(fd, writer.takeBytes(), style: .file)
-            POSIX.closeDescriptor(fd)
-            if let writeError {
-                printError("cannot write \(file): \(POSIX.errorText(writeError))")
-                throw ExitCode(1)
-            }
+            try Snoop.write(writer.takeBytes(), to: file)
             print("wrote \(count) records to \(file)")
+        }
+    }
+}
+
+extension Snoop {
+    /// The records of a btsnoop capture; one line and exit 1 when it is not one.
+    static func capture(_ bytes: [UInt8], file: String) throws -> (header: BTSnoopFileHeader, records: [BTSnoopRecord], error: BTSnoopError?) {
+        do {
+            return try BTSnoopReader.readAll(bytes)
+        } catch {
+            printError("\(file) is not a btsnoop capture: \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// Writes `bytes` to a new file at `path` (0600, as every capture); one line and exit 1 when it cannot.
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let fd: Int32
+        switch POSIX.createOutputFile(path) {
+        case .success(let opened): fd = opened
+        case .failure(let error):
+            printError(error.reason)
+            throw ExitCode(1)
+        }
+        let writeError = POSIX.writeAll(fd, bytes, style: .file)
+        POSIX.closeDescriptor(fd)
+        if let writeError {
+            printError("cannot write \(path): \(POSIX.errorText(writeError))")
+            throw ExitCode(1)
         }
     }
 }

@@ -1,8 +1,6 @@
 import ArgumentParser
 import BluetoothDissector
 import Foundation
-import HCI
-import SystemInterface
 
 extension Snoop {
     /// `blue snoop chart FILE...`: a sequence chart of HCI captures as one self-contained HTML page (issue 29 item 4).
@@ -41,13 +39,7 @@ extension Snoop {
                     printError("cannot read \(file)")
                     throw ExitCode(1)
                 }
-                let capture: (header: BTSnoopFileHeader, records: [BTSnoopRecord], error: BTSnoopError?)
-                do {
-                    capture = try BTSnoopReader.readAll(Array(data))
-                } catch {
-                    printError("\(file) is not a btsnoop capture: \(error)")
-                    throw ExitCode(1)
-                }
+                let capture = try Snoop.capture(Array(data), file: file)
                 if let error = capture.error { printError("\(file): charting the \(capture.records.count) records before: \(error)") }
                 let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
                 captures.append(SequenceChart.Capture(name: name, records: capture.records, datalink: capture.header.datalink))
@@ -60,19 +52,7 @@ extension Snoop {
                 FileHandle.standardOutput.write(Data(page.utf8))
                 return
             }
-            let fd: Int32
-            switch POSIX.createOutputFile(destination) {
-            case .success(let opened): fd = opened
-            case .failure(let error):
-                printError(error.reason)
-                throw ExitCode(1)
-            }
-            let writeError = POSIX.writeAll(fd, Array(page.utf8), style: .file)
-            POSIX.closeDescriptor(fd)
-            if let writeError {
-                printError("cannot write \(destination): \(POSIX.errorText(writeError))")
-                throw ExitCode(1)
-            }
+            try Snoop.write(Array(page.utf8), to: destination)
             print("wrote \(destination): \(chart.entries.count) exchanges between \(chart.lanes.count) devices"
                   + (chart.omitted > 0 ? " (\(chart.omitted) more left out: --limit)" : ""))
         }
