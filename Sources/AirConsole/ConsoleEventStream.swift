@@ -9,7 +9,8 @@ import SharedAir
 /// What the console's pages hear over `/api/events` (issue 29 item 1): the air every ``airInterval`` (`type:
 /// "air"`), the hub's events as `blue air --json` prints them (`type: "event"`), and every HCI packet between a
 /// host and its controller decoded as `blue monitor` decodes it (`type: "packet"`), starting with the last
-/// ``backlogLimit`` packets before the page came (a page opened after the programs connected still shows how).
+/// ``eventBacklogLimit`` events and ``backlogLimit`` packets before the page came (a page opened after the programs
+/// connected still shows how).
 ///
 /// Threads: the hub's frame tap runs on transport threads and the air's loop; it only queues the raw frame (while
 /// no page listens, into the backlog ring; else for decoding, at most ``packetQueueLimit``, beyond which frames are
@@ -21,6 +22,8 @@ final class ConsoleEventStream: Sendable {
     static let packetQueueLimit = 8_192
     /// Packets a new page gets from before it came.
     static let backlogLimit = 1_000
+    /// Hub events a new page gets from before it came.
+    static let eventBacklogLimit = 200
 
     private struct Frame {
         var device: Int
@@ -37,6 +40,8 @@ final class ConsoleEventStream: Sendable {
         var frames: Deque<Frame> = []
         var dropped = 0
         var draining = false
+        /// The last hub event messages, for the next page.
+        var recentEvents: Deque<String> = []
     }
 
     /// Confined to ``queue``.
@@ -72,12 +77,13 @@ final class ConsoleEventStream: Sendable {
     func subscribe(_ subscriber: ConsoleSubscriber) {
         hub.view { view in subscriber.send(Self.airMessage(view)) }
         queue.async { [self] in
-            let backlog = state.withLock { state -> Deque<Frame>? in
+            let (backlog, events) = state.withLock { state -> (Deque<Frame>?, Deque<String>) in
                 state.subscribers.append(subscriber)
-                guard state.subscribers.count == 1 else { return nil }
+                guard state.subscribers.count == 1 else { return (nil, state.recentEvents) }
                 defer { state.recentFrames = [] }
-                return state.recentFrames
+                return (state.recentFrames, state.recentEvents)
             }
+            for event in events { subscriber.send(event) }
             if let backlog {
                 decoding.withLock { $0.decoders = [:] }
                 for frame in backlog {
@@ -114,7 +120,13 @@ final class ConsoleEventStream: Sendable {
 
     /// A hub event, to every page.
     func publish(_ event: AirHubEvent) {
-        broadcast("{\"type\":\"event\",\"text\":\(Dissection.jsonString(event.text)),\"event\":\(event.json)}")
+        let message = "{\"type\":\"event\",\"text\":\(Dissection.jsonString(event.text)),\"event\":\(event.json)}"
+        let list = state.withLock { state in
+            state.recentEvents.append(message)
+            if state.recentEvents.count > Self.eventBacklogLimit { state.recentEvents.removeFirst() }
+            return state.subscribers
+        }
+        for subscriber in list { subscriber.send(message) }
     }
 
     private func broadcast(_ text: String, droppable: Bool = false) {

@@ -439,7 +439,7 @@ function nearBox() {
   let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
   for (const n of nearSet) { const p = realPos(device(n)); x0 = Math.min(x0, p.x); x1 = Math.max(x1, p.x); y0 = Math.min(y0, p.y); y1 = Math.max(y1, p.y); }
   if (x0 === Infinity) { x0 = -4; x1 = 4; y0 = -4; y1 = 4; }
-  return { x0, x1, y0, y1, sx: Math.max(x1 - x0, 6), sy: Math.max(y1 - y0, 6) };
+  return { x0, x1, y0, y1, sx: Math.max(x1 - x0, 4), sy: Math.max(y1 - y0, 2) };
 }
 function pads(W, H) { return { l: Math.min(70, W * .1), r: Math.min(220, W * .3), t: Math.min(60, H * .15), b: Math.min(70, H * .15) }; }
 function fitView() {
@@ -712,7 +712,18 @@ document.addEventListener("keydown", (ev) => {
 // ---- side panel
 const panel = $("#device-panel");
 let actionsKey = null, overviewKey = null;
-function field(dl, name, value, cls) { dl.append(el("dt", { text: name }), el("dd", { text: value, class: cls })); }
+// rows [name, value, class]: the same names as shown update in place, so a selection (an address to copy) survives
+function showFields(rows) {
+  const body = $("#panel-body"), names = rows.map((r) => r[0]).join("|");
+  let dl = body.firstElementChild;
+  if (!dl || dl.tagName !== "DL" || dl.dataset.names !== names) {
+    dl = el("dl", { class: "fields", "data-names": names });
+    for (const [n, v, c] of rows) dl.append(el("dt", { text: n }), el("dd", { text: v, class: c }));
+    body.replaceChildren(dl);
+    return;
+  }
+  rows.forEach(([, v, c], i) => { const dd = dl.children[2 * i + 1]; if (dd.textContent !== v) dd.textContent = v; dd.className = c || ""; });
+}
 const isOut = (d) => Math.abs(d.position.x) >= FAR || Math.abs(d.position.y) >= FAR;
 function setActions(key, make) {
   if (key === actionsKey) return;
@@ -729,24 +740,24 @@ function renderPanel() {
   const shown = hoverLink != null && link(hoverLink) ? { kind: "link", id: hoverLink } : selected;
   const title = $("#panel-title"), body = $("#panel-body");
   const close = el("button", { id: "panel-close", type: "button", title: "close (Esc)", text: "×", onclick: () => select(null) });
-  const dl = el("dl", { class: "fields" });
+  const rows = [], field = (...row) => rows.push(row);
   if (shown && shown.kind === "device" && device(shown.id)) {
     const d = device(shown.id), on = d.radioOn !== false, out = isOut(d);
     panel.dataset.selected = "device:" + d.number;
     title.replaceChildren(el("span", { class: "swatch", style: `background:${colour(d.number)}` }), el("span", { class: "name", text: devName(d) }), el("span", { class: "grow" }), close);
-    field(dl, "Number", `dev${d.number}`);
-    field(dl, "Name", d.name || "—");
-    field(dl, "Origin", d.origin || "—");
-    field(dl, "Address", d.address || "—");
-    field(dl, "Random address", d.randomAddress || "—");
-    field(dl, "Position", fmtPos(realPos(d)) + (out ? " (out of range)" : ""));
-    field(dl, "TX power", `${d.txPower == null ? "—" : d.txPower + " dBm"} (range ${typeof d.rangeMetres === "number" ? fmtLength(+d.rangeMetres.toFixed(1)) : "—"})`);
-    field(dl, "Radio", on ? "on" : "off", on ? "yes" : "bad");
-    field(dl, "Advertising", d.advertising ? `yes (${num(d.advertisingPackets)} packets)` : `no (${num(d.advertisingPackets)} packets)`, d.advertising ? "yes" : "no");
-    field(dl, "Scanning", (d.scanning ? "yes" : "no") + (d.initiating ? " (initiating a connection)" : ""), d.scanning || d.initiating ? "yes" : "no");
+    field("Number", `dev${d.number}`);
+    field("Name", d.name || "—");
+    field("Origin", d.origin || "—");
+    field("Address", d.address || "—");
+    field("Random address", d.randomAddress || "—");
+    field("Position", fmtPos(realPos(d)) + (out ? " (out of range)" : ""));
+    field("TX power", `${d.txPower == null ? "—" : d.txPower + " dBm"} (range ${typeof d.rangeMetres === "number" ? fmtLength(+d.rangeMetres.toFixed(1)) : "—"})`);
+    field("Radio", on ? "on" : "off", on ? "yes" : "bad");
+    field("Advertising", d.advertising ? `yes (${num(d.advertisingPackets)} packets)` : `no (${num(d.advertisingPackets)} packets)`, d.advertising ? "yes" : "no");
+    field("Scanning", (d.scanning ? "yes" : "no") + (d.initiating ? " (initiating a connection)" : ""), d.scanning || d.initiating ? "yes" : "no");
     const mine = air.links.filter((l) => l.central === d.number || l.peripheral === d.number);
-    field(dl, "Links", mine.length ? mine.map((l) => `link ${l.id} ${l.central === d.number ? "to" : "from"} ${deviceRef(l.central === d.number ? l.peripheral : l.central, l.central === d.number ? l.peripheralAddress : l.centralAddress)}`).join(", ") : String(d.links || 0));
-    body.replaceChildren(dl);
+    field("Links", mine.length ? mine.map((l) => `link ${l.id} ${l.central === d.number ? "to" : "from"} ${deviceRef(l.central === d.number ? l.peripheral : l.central, l.central === d.number ? l.peripheralAddress : l.centralAddress)}`).join(", ") : String(d.links || 0));
+    showFields(rows);
     setActions(`d${d.number}:${on}:${out}`, () => [
       button("radio-toggle", on ? "Radio off" : "Radio on", () => act("POST", `/api/devices/${d.number}/radio`, { on: !on })),
       button("range-toggle", out ? "Back in range" : "Out of range", () => act("POST", `/api/devices/${d.number}/range`, { out: !out })),
@@ -759,21 +770,21 @@ function renderPanel() {
     const l = link(shown.id), h = linkHistory.get(l.id);
     panel.dataset.selected = "link:" + l.id;
     title.replaceChildren(el("span", { class: "name", text: `link ${l.id}` }), el("span", { text: shown === selected ? "" : "(hover)" }), el("span", { class: "grow" }), close);
-    field(dl, "Role", `central ${deviceRef(l.central, l.centralAddress)} → peripheral ${deviceRef(l.peripheral, l.peripheralAddress)}`);
-    field(dl, "Addresses", `${l.centralAddress || "?"} → ${l.peripheralAddress || "?"}`);
-    field(dl, "PHY", l.phy ? `tx ${l.phy.tx} · rx ${l.phy.rx}` : "—");
-    field(dl, "Interval", fmtMs(l.intervalMilliseconds));
-    field(dl, "Latency", l.latency == null ? "—" : plural(l.latency, "event"));
-    field(dl, "Supervision", fmtMs(l.supervisionTimeoutMilliseconds));
-    field(dl, "Data length", l.dataLength ? `tx ${l.dataLength.tx} · rx ${l.dataLength.rx} octets` : "—");
+    field("Role", `central ${deviceRef(l.central, l.centralAddress)} → peripheral ${deviceRef(l.peripheral, l.peripheralAddress)}`);
+    field("Addresses", `${l.centralAddress || "?"} → ${l.peripheralAddress || "?"}`);
+    field("PHY", l.phy ? `tx ${l.phy.tx} · rx ${l.phy.rx}` : "—");
+    field("Interval", fmtMs(l.intervalMilliseconds));
+    field("Latency", l.latency == null ? "—" : plural(l.latency, "event"));
+    field("Supervision", fmtMs(l.supervisionTimeoutMilliseconds));
+    field("Data length", l.dataLength ? `tx ${l.dataLength.tx} · rx ${l.dataLength.rx} octets` : "—");
     const rssi = (v) => v == null ? "—" : `${v} dBm`;
-    field(dl, "RSSI", l.rssi ? `central ${rssi(l.rssi.central)} · peripheral ${rssi(l.rssi.peripheral)}` : "—");
-    field(dl, "Encryption", l.encrypted ? "on" : "off", l.encrypted ? "yes" : "no");
-    if (l.jammed) field(dl, "Jammed", "yes: no longer heard", "bad");
-    field(dl, "Traffic", `${num(l.packets)} packets · ${num(l.octets)} octets`);
-    field(dl, "Events", `${num(l.events)} connection events`);
-    if (h && h.tp.length) field(dl, "Now", `${fmtRate(h.tp[h.tp.length - 1].v)} · ${h.ppe[h.ppe.length - 1].v.toFixed(2)} packets/event`);
-    body.replaceChildren(dl);
+    field("RSSI", l.rssi ? `central ${rssi(l.rssi.central)} · peripheral ${rssi(l.rssi.peripheral)}` : "—");
+    field("Encryption", l.encrypted ? "on" : "off", l.encrypted ? "yes" : "no");
+    if (l.jammed) field("Jammed", "yes: no longer heard", "bad");
+    field("Traffic", `${num(l.packets)} packets · ${num(l.octets)} octets`);
+    field("Events", `${num(l.events)} connection events`);
+    if (h && h.tp.length) field("Now", `${fmtRate(h.tp[h.tp.length - 1].v)} · ${h.ppe[h.ppe.length - 1].v.toFixed(2)} packets/event`);
+    showFields(rows);
     const end = l.central != null ? l.central : l.peripheral;
     setActions(`l${l.id}:${end}`, () => end == null ? [] : [button("drop-link", "Drop link", () => act("POST", "/api/links/drop", { device: end }), true)]);
     return;
