@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 
 from console_support import console_air
@@ -60,3 +61,34 @@ def test_events_need_the_token(tmp_path):
             assert message["air"]["devices"] == []
         finally:
             ws.close()
+
+
+def test_connections_beyond_the_limit_are_closed_and_the_console_still_answers(tmp_path):
+    import socket
+
+    with console_air(tmp_path, connected=False) as air:
+        held = []
+        try:
+            for _ in range(300):
+                held.append(socket.create_connection(("127.0.0.1", air.port), timeout=5))
+            closed = 0
+            for connection in held[256:]:
+                connection.settimeout(5)
+                try:
+                    closed += connection.recv(1) == b""
+                except ConnectionResetError:
+                    closed += 1
+            assert closed == len(held) - 256, "connections beyond the console's limit were kept open"
+        finally:
+            for connection in held:
+                connection.close()
+        request = urllib.request.Request(air.base + "/api/devices", headers={"Authorization": f"Bearer {air.token}"})
+        for _ in range(50):
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    assert json.load(response) == []
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the console did not answer after the connections closed")

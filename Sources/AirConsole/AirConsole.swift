@@ -1,3 +1,4 @@
+import BluetoothRuntime
 public import SharedAir
 import NIOCore
 import NIOHTTP1
@@ -20,6 +21,11 @@ public final class AirConsole: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
     private let stream: ConsoleEventStream
+
+    /// Connections open at once (pages, API clients); more are closed on arrival.
+    static let connectionLimit = 256
+    /// How long an HTTP connection may stay silent.
+    static let idleTimeout = TimeAmount.seconds(30)
 
     /// The page's address with its token, as `blue air` prints it ("http://127.0.0.1:7480/?token=…").
     public var address: String {
@@ -46,15 +52,27 @@ public final class AirConsole: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ConsoleWebSocketHandler(stream: stream))
                 }
             })
+        // Anyone on the machine can connect to a loopback port: open connections are bounded, and one that says
+        // nothing for ``idleTimeout`` before it is a WebSocket is closed, so nobody holds the hub's descriptors.
+        let open = LockedValue(0)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                let admitted = open.withLock { count -> Bool in
+                    guard count < Self.connectionLimit else { return false }
+                    count += 1
+                    return true
+                }
+                guard admitted else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in open.withLock { $0 -= 1 } }
+                return channel.eventLoop.makeCompletedFuture {
                     let http = ConsoleHTTPHandler(api: api)
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout), name: "console-idle")
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
                             context.pipeline.removeHandler(name: "console-http", promise: nil)
+                            context.pipeline.removeHandler(name: "console-idle", promise: nil)
                         }))
                     try channel.pipeline.syncOperations.addHandler(http, name: "console-http")
                 }

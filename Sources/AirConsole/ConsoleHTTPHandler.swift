@@ -50,6 +50,15 @@ final class ConsoleHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// A connection silent for ``AirConsole/idleTimeout`` is closed.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
     private func write(_ response: ConsoleResponse, for request: HTTPRequestHead, context: ChannelHandlerContext) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
