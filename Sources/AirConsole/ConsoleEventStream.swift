@@ -77,12 +77,17 @@ final class ConsoleEventStream: Sendable {
     func subscribe(_ subscriber: ConsoleSubscriber) {
         hub.view { view in subscriber.send(Self.airMessage(view)) }
         queue.async { [self] in
-            let (backlog, events) = state.withLock { state -> (Deque<Frame>?, Deque<String>) in
+            // A page that left before this ran (its unsubscribe came first) is not added: it would stay forever.
+            // Checked and marked under the same lock as the list.
+            let joined = state.withLock { state -> (backlog: Deque<Frame>?, events: Deque<String>)? in
+                guard !subscriber.isGone else { return nil }
                 state.subscribers.append(subscriber)
                 guard state.subscribers.count == 1 else { return (nil, state.recentEvents) }
                 defer { state.recentFrames = [] }
                 return (state.recentFrames, state.recentEvents)
             }
+            guard let joined else { return }
+            let (backlog, events) = (joined.backlog, joined.events)
             for event in events { subscriber.send(event) }
             if let backlog {
                 decoding.withLock { $0.decoders = [:] }
@@ -102,6 +107,7 @@ final class ConsoleEventStream: Sendable {
 
     func unsubscribe(_ subscriber: ConsoleSubscriber) {
         let last = state.withLock { state in
+            subscriber.markGone()
             state.subscribers.removeAll { $0 === subscriber }
             return state.subscribers.isEmpty
         }

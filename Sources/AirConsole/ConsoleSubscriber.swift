@@ -11,6 +11,14 @@ final class ConsoleSubscriber: Sendable {
     let channel: any Channel
     private let pending = LockedValue(0)
     private let dropped = LockedValue(0)
+    private let gone = LockedValue(false)
+
+    /// Whether the page has left (its connection ended).
+    var isGone: Bool { gone.load() }
+
+    func markGone() {
+        gone.store(true)
+    }
 
     init(channel: any Channel) {
         self.channel = channel
