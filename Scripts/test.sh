@@ -2,8 +2,8 @@
 # Runs every test of the project: the Swift suites (swift test) and the interoperability checks against code we
 # did not write (Bumble's packet classes and Wireshark's tshark/editcap against `blue`).
 #
-# On a fresh machine it first installs what those checks need: tshark from Debian (when run as root) and Bumble,
-# RootCanal and pytest from PyPI into .venv/. SKIP_INTEROP=1 runs only the Swift suites (tshark-based Swift tests
+# On a fresh machine it first installs what those checks need: tshark, chromium and chromium-driver from Debian (when
+# run as root) and Bumble, RootCanal, pytest, selenium and schemathesis from PyPI into .venv/. SKIP_INTEROP=1 runs only the Swift suites (tshark-based Swift tests
 # then skip when tshark is absent; with the interop checks on, a missing tshark fails them instead).
 #
 # Both halves always run, and the last lines say how each went, naming every failing test. Whatever the tests
