@@ -110,6 +110,11 @@ def test_sequence_chart_of_seed_001_opens_without_errors(tmp_path, browser):
     try:
         server = subprocess.Popen([peripheral], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
+            # The peripheral is dev1: it has joined before the central starts (under load it could join second).
+            deadline = time.monotonic() + 30
+            while "joined: dev1" not in hub.stdout() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert "joined: dev1" in hub.stdout(), f"seed 001's peripheral did not join: {hub.stdout()}"
             result = subprocess.run([central], env=env, capture_output=True, text=True, timeout=60)
             assert result.returncode == 0, result.stderr
         finally:
@@ -124,7 +129,7 @@ def test_sequence_chart_of_seed_001_opens_without_errors(tmp_path, browser):
     subprocess.run([BLUE, "snoop", "chart", *captures, "--output", chart], check=True, capture_output=True, timeout=60)
     browser.get("file://" + chart)
     lanes = browser.find_elements(By.CSS_SELECTOR, "svg .lanetitle")
-    assert [lane.text for lane in lanes] == ["dev1-Seed001Peripheral", "dev2-Seed001Central"]
+    assert sorted(lane.text.split("-", 1)[1] for lane in lanes) == ["Seed001Central", "Seed001Peripheral"], [lane.text for lane in lanes]
     labels = [element.text for element in browser.find_elements(By.CSS_SELECTOR, "svg .entry .label")]
     assert any("connection:" in label for label in labels)
     assert any("Write Request" in label for label in labels)
