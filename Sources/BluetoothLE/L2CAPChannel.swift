@@ -30,8 +30,8 @@ public final class L2CAPChannel: Sendable, Hashable, CustomStringConvertible {
     /// The largest SDU the peer accepts.
     public var peerMTU: Int { Int(info.remoteMTU) }
 
-    /// Sends one SDU (at most ``peerMTU`` octets); returns once the link accepted it (it is segmented into
-    /// K-frames sent as the peer's credits allow).
+    /// Sends one SDU (at most ``peerMTU`` octets), segmented into K-frames sent as the peer's credits allow;
+    /// returns once the last of them went to the controller, so a loop of awaited sends is paced by the peer.
     public func send(_ sdu: [UInt8]) async throws {
         let engine = core.engine, handle = connectionHandle, channel = info.localCID
         let result: Result<Void, BluetoothLEError> = try await PendingOperation.run { operation in

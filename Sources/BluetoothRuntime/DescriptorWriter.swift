@@ -17,7 +17,14 @@ public enum DescriptorWriter {
     /// nothing), or 0.
     @discardableResult
     public static func writeAll(_ descriptor: Int32, _ text: String) -> Int32 {
-        var bytes = Array(text.utf8)
+        writeAll(descriptor, bytes: Array(text.utf8))
+    }
+
+    /// Writes every byte of `bytes` (binary data: `blue l2cap`'s pipe) unless it fails; returns the failing errno
+    /// (EIO for a write of nothing), or 0.
+    @discardableResult
+    public static func writeAll(_ descriptor: Int32, bytes: [UInt8]) -> Int32 {
+        var bytes = bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { buffer in

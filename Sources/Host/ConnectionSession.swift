@@ -21,6 +21,7 @@ final class ConnectionSession {
     typealias GATTCompletion = (Result<GATTProcedureResult, GATTClientError>) -> Void
     typealias ChannelOpenCompletion = (Result<L2CAPChannelInfo, HostError>) -> Void
     typealias ChannelCloseCompletion = (Result<Void, HostError>) -> Void
+    typealias ChannelSendCompletion = (Result<Void, HostError>) -> Void
     typealias ParameterUpdateCompletion = (Result<Bool, HostError>) -> Void
 
     /// The connection's handle.
@@ -39,6 +40,9 @@ final class ConnectionSession {
     var mtuExchangeCompletion: ((Result<Int, HostError>) -> Void)?
     var channelOpens: [L2CAPChannelIdentifier: ChannelOpenCompletion] = [:]
     var channelCloses: [L2CAPChannelIdentifier: [ChannelCloseCompletion]] = [:]
+    /// SDUs sent on a credit-based channel whose K-frames still wait for the peer's credits: completed when the
+    /// channel's queue drains (``L2CAPLinkAction/creditsAvailable(_:)``), failed when the channel or link ends.
+    var channelSends: [L2CAPChannelIdentifier: [ChannelSendCompletion]] = [:]
     /// Our Connection Parameter Update Requests (Peripheral), oldest first.
     var parameterUpdates: Deque<ParameterUpdateCompletion> = []
     /// The owner found the send queue full; ``HostEvent/readyToSend(handle:)`` is due when it drains.
@@ -107,7 +111,8 @@ final class ConnectionSession {
     /// Operations of the owner waiting for an answer on this connection.
     var pendingOperationCount: Int {
         bearers.reduce(0) { $0 + $1.completions.count } + enhancedOpens.count
-            + reconfigures.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
+            + reconfigures.count + (mtuExchangeCompletion == nil ? 0 : 1) + channelOpens.count + channelCloses.values.reduce(0) { $0 + $1.count }
+            + channelSends.values.reduce(0) { $0 + $1.count } + parameterUpdates.count
             + (securityLink?.pendingCount ?? 0)
     }
 }

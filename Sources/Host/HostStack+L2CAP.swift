@@ -93,8 +93,10 @@ extension HostStack {
     }
 
     /// Sends one SDU on an open channel: segmented into K-frames sent as credits allow (the rest wait in the
-    /// channel). Completes once the SDU is accepted; fails at once for an unknown or closed channel or an SDU
-    /// larger than the peer's MTU.
+    /// channel). Completes once its last K-frame left the channel's queue for the controller (at once when the
+    /// peer's credits covered it, else when credits drained the queue), so a sender that awaits each completion
+    /// holds at most one SDU in the host; fails at once for an unknown or closed channel or an SDU larger than the
+    /// peer's MTU, and later when the channel or the link ends before the SDU went out.
     public func sendL2CAPSDU(connectionHandle handle: UInt16, channel: L2CAPChannelIdentifier, _ sdu: [UInt8],
                              completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil) {
         onLoop { [self] in
@@ -105,7 +107,12 @@ extension HostStack {
             do {
                 guard let actions = try connections[handle]?.session?.link.send(sdu: sdu, on: channel) else { return }
                 performLink(actions, handle)
-                completion?(.success(()))
+                guard let completion else { return }
+                if connections[handle]?.session?.link.queuedFrameCount(on: channel) ?? 0 > 0 {
+                    connections[handle]?.session?.channelSends[channel, default: []].append(completion)
+                } else {
+                    completion(.success(()))
+                }
             } catch {
                 completion?(.failure(HostError(.invalidParameters, "\(error)")))
             }

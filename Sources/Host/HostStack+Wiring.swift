@@ -75,6 +75,7 @@ extension HostStack {
                 session.channelOpens.removeValue(forKey: cid)?(.failure(error))
             case .channelClosed(let cid, let closeReason):
                 if enhancedChannels.contains(cid) { continue }
+                for completion in session.channelSends.removeValue(forKey: cid) ?? [] { completion(.failure(error)) }
                 for completion in session.channelCloses.removeValue(forKey: cid) ?? [] { completion(.failure(error)) }
                 emit(.l2capChannelClosed(handle: handle, channel: cid, closeReason))
             default:
@@ -87,6 +88,7 @@ extension HostStack {
         // Anything left (defensive: the machines reported everything above).
         for completion in session.channelOpens.values { completion(.failure(error)) }
         for completions in session.channelCloses.values { for completion in completions { completion(.failure(error)) } }
+        for completions in session.channelSends.values { for completion in completions { completion(.failure(error)) } }
         for completion in session.parameterUpdates { completion(.failure(error)) }
         session.mtuExchangeCompletion?(.failure(error))
         securityLinkClosed(session.securityLink, handle: handle, error: error)
@@ -171,6 +173,9 @@ extension HostStack {
                     for completion in completions { completion(.success(())) }
                     continue
                 }
+                let unsent = connections[handle]?.session?.channelSends.removeValue(forKey: cid) ?? []
+                let sendError = HostError(.commandFailed, "the L2CAP channel closed (\(reason)) before the SDU was sent")
+                for completion in unsent { completion(.failure(sendError)) }
                 let completions = connections[handle]?.session?.channelCloses.removeValue(forKey: cid) ?? []
                 emit(.l2capChannelClosed(handle: handle, channel: cid, reason))
                 for completion in completions { completion(.success(())) }
@@ -179,6 +184,9 @@ extension HostStack {
                     // An EATT bearer's queue drained: a connection waiting for send room may have it now.
                     reportSendRoom()
                     continue
+                }
+                for completion in connections[handle]?.session?.channelSends.removeValue(forKey: cid) ?? [] {
+                    completion(.success(()))
                 }
                 emit(.l2capCreditsAvailable(handle: handle, channel: cid))
             case .channelReconfigured(let info):

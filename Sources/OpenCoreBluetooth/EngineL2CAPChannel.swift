@@ -7,9 +7,9 @@ import BluetoothEngine
 /// An LE credit-based channel (Core 5.4 Vol 3 Part A §4.22–§4.24, §10.1) of a host backend, as the façade's
 /// `CBL2CAPChannel` sees it: received SDUs in order, `send` taking at most one SDU (the peer's MTU) per call.
 ///
-/// Flow control: at most 8 SDUs handed to the loop and not yet taken by the link; after that, or while the
-/// connection's ACL send queue is full (`isReadyToSend`), `send` takes nothing and `.canSend` follows when there
-/// is room (the link's own queue of K-frames waiting for the peer's credits is not bounded here). Events that
+/// Flow control: at most 8 SDUs handed to the loop and not yet sent to the controller (an SDU's completion waits
+/// for the peer's credits to drain the channel's queue); after that, or while the connection's ACL send queue is
+/// full (`isReadyToSend`), `send` takes nothing and `.canSend` follows when there is room. Events that
 /// arrive before the façade calls `start` are kept and delivered first, on the stack's loop.
 final class EngineL2CAPChannel: CBL2CAPChannelBackend, Sendable {
     static let inFlightLimit = 8
