@@ -57,6 +57,46 @@ struct WiringLinkTests {
         stacks.disconnectAndCheckLeaks()
     }
 
+    @Test("an SDU's send completes once the peer's credits took its K-frames; one still queued fails when the channel closes")
+    func sendCompletionFollowsCredits() throws {
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        // The peripheral grants 1 credit and returns more only when told (manual policy).
+        stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(psm: 0x0080, mtu: 2048, mps: 247, initialCredits: 1,
+                                                                 creditPolicy: .manual))
+        stacks.loop.run()
+        let opened = Recorder<L2CAPChannelInfo>()
+        stacks.central.openL2CAPChannel(connectionHandle: stacks.centralHandle, psm: 0x0080) {
+            if let info = try? $0.get() { opened.append(info) }
+        }
+        #expect(stacks.run(until: { opened.count == 1 }))
+        let channel = try #require(opened.last)
+        let peripheralChannel = try #require(stacks.peripheralEvents.values.lazy.compactMap { event -> L2CAPChannelInfo? in
+            if case .l2capChannelOpened(_, let info) = event { info } else { nil } }.first)
+
+        // 600 octets and the 2-octet SDU length: 3 K-frames of at most 247, 1 credit.
+        let sent = Recorder<Result<Void, HostError>>()
+        stacks.central.sendL2CAPSDU(connectionHandle: stacks.centralHandle, channel: channel.localCID,
+                                    [UInt8](repeating: 7, count: 600)) { sent.append($0) }
+        stacks.loop.run()
+        #expect(sent.count == 0, "two K-frames still wait for credits")
+        stacks.peripheral.giveL2CAPCredits(connectionHandle: stacks.peripheralHandle, channel: peripheralChannel.localCID, 2)
+        #expect(stacks.run(until: { sent.count == 1 }))
+        #expect((try? sent.values.first?.get()) != nil)
+
+        // No credits left: the next SDU waits whole, and fails when its channel closes under it.
+        stacks.central.sendL2CAPSDU(connectionHandle: stacks.centralHandle, channel: channel.localCID, [1, 2, 3]) { sent.append($0) }
+        stacks.loop.run()
+        #expect(sent.count == 1)
+        #expect(stacks.central.resources.pendingOperations == 1)
+        stacks.central.closeL2CAPChannel(connectionHandle: stacks.centralHandle, channel: channel.localCID)
+        #expect(stacks.run(until: { sent.count == 2 }))
+        guard case .failure(let error)? = sent.values.last else { Issue.record("the queued SDU did not fail"); return }
+        #expect(error.reason.contains("closed"), "\(error)")
+        #expect(stacks.central.resources.pendingOperations == 0)
+        stacks.disconnectAndCheckLeaks()
+    }
+
     @Test("disconnection fails pending GATT operations, channel operations and MTU exchange with the reason")
     func disconnectFailsPending() throws {
         let stacks = TwoStacks(central: {
