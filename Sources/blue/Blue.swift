@@ -19,7 +19,7 @@ struct Blue: ParsableCommand {
         subcommands: [
             Demo.self, Decode.self, Snoop.self, Air.self, Fault.self, Bench.self,
             Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, Serve.self, Advertise.self, Shell.self, Monitor.self,
-            Pair.self, Service.self, Info.self, L2CAPCommand.self,
+            Pair.self, Service.self, Info.self, L2CAPCommand.self, Clone.self,
             Bonds.self,
             Chat.self,
         ]

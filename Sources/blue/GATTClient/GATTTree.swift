@@ -19,6 +19,8 @@ struct GATTTree: Sendable {
         var descriptors: [Descriptor] = []
         var value: [UInt8]?
         var readError: String?
+        /// The ATT error a read of the value was answered with (the security a clone must ask for).
+        var readErrorCode: ATTErrorCode?
         var uuid: BluetoothUUID { declaration.uuid }
         var properties: GATTDiscoveredCharacteristic.Properties { declaration.properties }
         var cccdHandle: UInt16? {
@@ -74,7 +76,9 @@ struct GATTTree: Sendable {
                     if characteristic.properties.contains(.read) {
                         switch await stack.gatt(handle, .readLongCharacteristicValue(handle: characteristic.declaration.valueHandle)) {
                         case .success(.value(let value)): characteristic.value = value
-                        case .failure(let error): characteristic.readError = error.description
+                        case .failure(let error):
+                            characteristic.readError = error.description
+                            if case .attError(let code, _) = error { characteristic.readErrorCode = code }
                         default: break
                         }
                     }
