@@ -139,6 +139,7 @@ let package = Package(
         .target(
             name: "AirConsole",
             dependencies: ["SharedAir", "VirtualController", "BluetoothCore", "BluetoothDissector", "BluetoothRuntime", "HCI",
+                           "HCITransport", .product(name: "DequeModule", package: "swift-collections"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -21,6 +21,7 @@ public final class AirConsole: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
     private let stream: ConsoleEventStream
+    private let captures: ConsoleCaptures
 
     /// Connections open at once (pages, API clients); more are closed on arrival.
     static let connectionLimit = 256
@@ -37,8 +38,9 @@ public final class AirConsole: Sendable {
     /// ``AirHubError/Code/listenFailed`` and one line when the address cannot be bound.
     public static func start(hub: AirHub, host: String, port: Int, token: ConsoleToken = ConsoleToken()) throws(AirHubError) -> AirConsole {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let stream = ConsoleEventStream(hub: hub)
-        let api = ConsoleAPI(hub: hub, token: token)
+        let captures = ConsoleCaptures(hub: hub)
+        let stream = ConsoleEventStream(hub: hub, captures: captures)
+        let api = ConsoleAPI(hub: hub, token: token, captures: captures)
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 1 << 16,
             shouldUpgrade: { channel, head in
@@ -81,7 +83,7 @@ public final class AirConsole: Sendable {
             let channel = try bootstrap.bind(host: host, port: port).wait()
             let bound = channel.localAddress?.port ?? port
             stream.start()
-            return AirConsole(host: host, port: bound, token: token, group: group, channel: channel, stream: stream)
+            return AirConsole(host: host, port: bound, token: token, group: group, channel: channel, stream: stream, captures: captures)
         } catch {
             try? group.syncShutdownGracefully()
             throw AirHubError(.listenFailed, "the console cannot listen on \(host):\(port): \(error)")
@@ -89,13 +91,14 @@ public final class AirConsole: Sendable {
     }
 
     private init(host: String, port: Int, token: ConsoleToken, group: MultiThreadedEventLoopGroup, channel: any Channel,
-                 stream: ConsoleEventStream) {
+                 stream: ConsoleEventStream, captures: ConsoleCaptures) {
         self.host = host
         self.port = port
         self.token = token
         self.group = group
         self.channel = channel
         self.stream = stream
+        self.captures = captures
     }
 
     /// A hub event, for the pages (call from the hub's ``AirHub/onEvent``).
@@ -106,6 +109,7 @@ public final class AirConsole: Sendable {
     /// Stops listening and closes every page's connection.
     public func stop() {
         stream.close()
+        captures.close()
         try? channel.close().wait()
         try? group.syncShutdownGracefully()
     }

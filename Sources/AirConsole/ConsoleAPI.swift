@@ -46,6 +46,8 @@ struct ConsoleResponse: Sendable, Equatable {
     var body: [UInt8]
     /// The methods a 405 names in its Allow header.
     var allowed = ""
+    /// A download's file name (`Content-Disposition: attachment`).
+    var attachment: String?
 
     static func json(_ status: Int, _ text: String) -> ConsoleResponse {
         ConsoleResponse(status: status, contentType: "application/json", body: Array(text.utf8))
@@ -68,6 +70,7 @@ struct ConsoleResponse: Sendable, Equatable {
 struct ConsoleAPI: Sendable {
     let hub: AirHub
     let token: ConsoleToken
+    let captures: ConsoleCaptures
 
     /// The largest request body read (a move is under 100 octets).
     static let bodyLimit = 16_384
@@ -77,6 +80,8 @@ struct ConsoleAPI: Sendable {
         ("GET", "/api/air"), ("GET", "/api/devices"), ("GET", "/api/links"), ("GET", "/api/events"),
         ("POST", "/api/devices/{number}/move"), ("POST", "/api/devices/{number}/radio"),
         ("POST", "/api/devices/{number}/range"), ("POST", "/api/links/drop"), ("PUT", "/api/loss"),
+        ("GET", "/api/captures"), ("POST", "/api/captures"), ("POST", "/api/captures/{id}/stop"),
+        ("GET", "/api/captures/{id}/file"), ("DELETE", "/api/captures/{id}"), ("GET", "/api/chart"),
     ]
 
     /// Answers `request` (on any thread; `completion` may run on the air's loop).
@@ -151,8 +156,86 @@ struct ConsoleAPI: Sendable {
             } catch {
                 completion(.error(400, "badRequest", error.reason))
             }
+        case "captures":
+            completion(respondToCaptures(request, path: path, segments: segments))
+        case "chart" where segments.count == 2:
+            guard request.method == "GET" else { return completion(Self.notAllowed(request.method, path, "GET")) }
+            let names = Dictionary(hub.devices.map { ($0.number, $0.name ?? "") }) { first, _ in first }.filter { !$0.value.isEmpty }
+            completion(ConsoleResponse(status: 200, contentType: "text/html; charset=utf-8",
+                                       body: Array(captures.chartHTML(names: names).utf8)))
         default:
             completion(.error(404, "notFound", "no such API: \(path)"))
+        }
+    }
+
+    /// `/api/captures`: list and start; `/api/captures/{id}/stop`, `/file`; `DELETE /api/captures/{id}`.
+    private func respondToCaptures(_ request: ConsoleRequest, path: String, segments: [String]) -> ConsoleResponse {
+        if segments.count == 2 {
+            switch request.method {
+            case "GET":
+                return .json(200, Self.encode(captures.list()))
+            case "POST":
+                let kind: ConsoleCaptures.Kind, device: Int?
+                do throws(ConsoleBodyError) {
+                    let body = try ConsoleBody(request.body, allowed: ["kind", "device"])
+                    guard let parsed = ConsoleCaptures.Kind(rawValue: try body.string("kind")) else {
+                        return .error(400, "badRequest", "\"kind\" must be \"btsnoop\" (a device's HCI traffic) or \"pcap\" (the air's link layer)")
+                    }
+                    kind = parsed
+                    device = try body.has("device") ? body.deviceNumber("device") : nil
+                } catch {
+                    return .error(400, "badRequest", error.reason)
+                }
+                switch (kind, device) {
+                case (.btsnoop, nil): return .error(400, "badRequest", "a btsnoop capture is of one device: give \"device\"")
+                case (.pcap, _?): return .error(400, "badRequest", "a pcap capture is of the whole air: no \"device\"")
+                default: break
+                }
+                var name: String?
+                if let device {
+                    guard let found = hub.devices.first(where: { $0.number == device }) else {
+                        return .error(404, "notFound", "no dev\(device) on the air")
+                    }
+                    name = found.name
+                }
+                do throws(ConsoleCaptures.CaptureError) {
+                    return .json(201, Self.encode(try captures.start(kind: kind, device: device, deviceName: name)))
+                } catch {
+                    return Self.captureError(error)
+                }
+            default:
+                return Self.notAllowed(request.method, path, "GET, POST")
+            }
+        }
+        guard let id = Int(segments[2]), id >= 1 else { return .error(404, "notFound", "no capture \(segments[2])") }
+        do throws(ConsoleCaptures.CaptureError) {
+            switch (segments.count, segments.count > 3 ? segments[3] : "") {
+            case (3, _):
+                guard request.method == "DELETE" else { return Self.notAllowed(request.method, path, "DELETE") }
+                try captures.delete(id: id)
+                return ConsoleResponse(status: 204, contentType: "application/json", body: [])
+            case (4, "stop"):
+                guard request.method == "POST" else { return Self.notAllowed(request.method, path, "POST") }
+                return .json(200, Self.encode(try captures.stop(id: id)))
+            case (4, "file"):
+                guard request.method == "GET" else { return Self.notAllowed(request.method, path, "GET") }
+                let file = try captures.contents(id: id)
+                var response = ConsoleResponse(status: 200, contentType: file.kind == .pcap ? "application/vnd.tcpdump.pcap" : "application/octet-stream",
+                                               body: file.bytes)
+                response.attachment = file.filename
+                return response
+            default:
+                return .error(404, "notFound", "no such API: \(path)")
+            }
+        } catch {
+            return Self.captureError(error)
+        }
+    }
+
+    private static func captureError(_ error: ConsoleCaptures.CaptureError) -> ConsoleResponse {
+        switch error {
+        case .notFound(let reason): .error(404, "notFound", reason)
+        case .refused(let reason): .error(409, "refused", reason)
         }
     }
 

@@ -86,6 +86,13 @@ struct ConsoleBody {
         return Int(value)
     }
 
+    /// A JSON string.
+    func string(_ name: String) throws(ConsoleBodyError) -> String {
+        guard let value = object[name] else { throw ConsoleBodyError(reason: "missing field \"\(name)\"") }
+        guard case .text(let text) = value else { throw ConsoleBodyError(reason: "\"\(name)\" must be a string") }
+        return text
+    }
+
     func flag(_ name: String) throws(ConsoleBodyError) -> Bool {
         guard let value = object[name] else { throw ConsoleBodyError(reason: "missing field \"\(name)\"") }
         guard case .flag(let flag) = value else { throw ConsoleBodyError(reason: "\"\(name)\" must be true or false") }

@@ -63,13 +63,17 @@ final class ConsoleEventStream: Sendable {
     private let queue = DispatchQueue(label: "OpenCoreBluetooth.air-console.events")
     private let timer = LockedValue<(any DispatchSourceTimer)?>(nil)
 
-    init(hub: AirHub) {
+    private let captures: ConsoleCaptures
+
+    init(hub: AirHub, captures: ConsoleCaptures) {
         self.hub = hub
+        self.captures = captures
     }
 
     /// Starts listening to the hub's frames (for the backlog, until ``close()``).
     func start() {
         hub.setFrameTap { [weak self] device, frame, direction, time in
+            self?.captures.record(device: device, frame: frame, direction: direction, unixMicroseconds: time)
             self?.enqueue(Frame(device: device, frame: frame, direction: direction, unixMicroseconds: time))
         }
     }

@@ -68,6 +68,7 @@ final class ConsoleHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "X-Content-Type-Options", value: "nosniff")
         headers.add(name: "X-Frame-Options", value: "DENY")
         if response.status == 405 { headers.add(name: "Allow", value: response.allowed) }
+        if let name = response.attachment { headers.add(name: "Content-Disposition", value: "attachment; filename=\"\(name)\"") }
         if response.status == 426 {
             headers.add(name: "Upgrade", value: "websocket")
         }

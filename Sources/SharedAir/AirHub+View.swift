@@ -53,6 +53,12 @@ extension AirHub {
         state.withLock { $0.frameTap = tap }
     }
 
+    /// Gives every packet on the air to `tap` (nil: to nobody), on the air's loop, as `--sniff` records them (the
+    /// console's link-layer captures).
+    public func setAirPacketTap(_ tap: (@Sendable (AirPacket) -> Void)?) {
+        airPacketTap.store(tap)
+    }
+
     /// The air as it is now, given on the air's loop. The first call starts the per-link and per-advertiser counts
     /// (they cost a lock per packet otherwise spared).
     public func view(completion: @escaping @Sendable (AirHubView) -> Void) {

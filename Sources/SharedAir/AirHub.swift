@@ -54,6 +54,8 @@ public final class AirHub: @unchecked Sendable {
     private let sniffer = LockedValue<LinkLayerSniffer?>(nil)
     /// The recording `--record` asked for (also the air's step recorder): the hub closes it when it stops.
     private let recording = LockedValue<AirRecorder?>(nil)
+    /// Who else wants every packet on the air (the console's link-layer captures), on the air's loop.
+    let airPacketTap = LockedValue<(@Sendable (AirPacket) -> Void)?>(nil)
 
     /// Where events go (see the type's notes on threads). Set it before ``start()``.
     public var onEvent: (@Sendable (AirHubEvent) -> Void)? {
@@ -65,9 +67,10 @@ public final class AirHub: @unchecked Sendable {
     public init(configuration: AirHubConfiguration, eventLoop: any EventLoop) {
         self.configuration = configuration
         self.air = VirtualAir(eventLoop: eventLoop, seed: configuration.seed, configuration: configuration.air)
-        let state = state, sniffer = sniffer
+        let state = state, sniffer = sniffer, airPacketTap = airPacketTap
         air.observer = { packet in
             sniffer.load()?.write(packet)
+            airPacketTap.load()?(packet)
             state.withLock { state in
                 switch packet.kind {
                 case .advertising, .extendedAdvertising(.advExtInd), .extendedAdvertising(.auxAdvInd),

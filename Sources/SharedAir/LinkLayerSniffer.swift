@@ -76,6 +76,15 @@ public final class LinkLayerSniffer: @unchecked Sendable {
         }
     }
 
+    /// Writes out what is buffered (a reader of the file sees every packet so far).
+    public func flush() {
+        state.withLock { state in
+            guard state.file.isOpen else { return }
+            state.file.flush()
+            state.lastFlush = ContinuousClock.now
+        }
+    }
+
     /// Flushes and closes the file (idempotent); the error of a failed write, if any.
     @discardableResult
     public func finish() -> String? {

@@ -20,6 +20,10 @@ import Testing
         let events = LockedValue<[AirHubEvent]>([])
         hub.onEvent = { event in events.withLock { $0.append(event) } }
         try? hub.start()
+        let captures = ConsoleCaptures(hub: hub)
+        hub.setFrameTap { device, frame, direction, time in
+            captures.record(device: device, frame: frame, direction: direction, unixMicroseconds: time)
+        }
         let peripheral = PolishManualTransport(), central = PolishManualTransport()
         hub.adopt(peripheral, origin: "test:peripheral", fileLabel: "peripheral-app")
         hub.adopt(central, origin: "test:central", fileLabel: "central-app")
@@ -31,7 +35,7 @@ import Testing
         central.deliver(.setEventMask(0x3FFF_FFFF_FFFF_FFFF))
         central.deliver(.leCreateConnection(LECreateConnectionParameters(peerAddressType: .public, peerAddress: AirHub.address(forDevice: 1))))
         loop.advance(by: .milliseconds(300))
-        return (loop, hub, ConsoleAPI(hub: hub, token: Self.token), events, [peripheral, central])
+        return (loop, hub, ConsoleAPI(hub: hub, token: Self.token, captures: captures), events, [peripheral, central])
     }
 
     /// Sends one request and runs the loop until it is answered.
@@ -70,7 +74,6 @@ import Testing
         #expect(devices.map { $0["number"] as? Int } == [1, 2])
         #expect(devices.map { $0["name"] as? String } == ["peripheral-app", "central-app"])
         #expect(devices[0]["advertising"] as? Bool == false)  // a connectable advertiser stops once connected
-        #expect((devices[0]["advertisingPackets"] as? Int ?? -1) >= 0)
         let links = try #require(air["links"] as? [[String: Any]])
         #expect(links.count == 1)
         let link = try #require(links.first)
@@ -83,6 +86,99 @@ import Testing
         #expect((link["rssi"] as? [String: Any])?["central"] as? Int != nil)
         let listed = call(api, loop, "GET", "/api/links")
         #expect((try? JSONSerialization.jsonObject(with: Data(listed.body)) as? [Any])?.count == 1)
+        _ = hub.stop()
+    }
+
+    @Test("an advertiser's packets are counted once a view was asked for")
+    func advertisingPacketsCounted() throws {
+        let loop = ManualEventLoop()
+        let hub = AirHub(configuration: AirHubConfiguration(socketPath: nil, seed: 6, statisticsInterval: nil), eventLoop: loop)
+        try hub.start()
+        let advertiser = PolishManualTransport()
+        hub.adopt(advertiser, origin: "test:advertiser", fileLabel: "beacon")
+        let api = ConsoleAPI(hub: hub, token: Self.token, captures: ConsoleCaptures(hub: hub))
+        _ = call(api, loop, "GET", "/api/air")  // starts the per-advertiser counts
+        advertiser.deliver(.reset)
+        advertiser.deliver(.leSetAdvertisingParameters(LEAdvertisingParameters(intervalMin: 0x20, intervalMax: 0x20)))
+        advertiser.deliver(.leSetAdvertisingEnable(true))
+        loop.advance(by: .seconds(1))
+        let devices = try #require(object(call(api, loop, "GET", "/api/air"))["devices"] as? [[String: Any]])
+        // One per advertising event, every 20 ms plus up to 10 ms of random delay (Vol 6 Part B §4.4.2.2.1): 33 to 50.
+        let counted = devices.first?["advertisingPackets"] as? Int ?? 0
+        #expect(counted >= 33 && counted <= 50, "\(counted)")
+        #expect(devices.first?["advertising"] as? Bool == true)
+        _ = hub.stop()
+    }
+
+    @Test("captures: dev2's HCI traffic as btsnoop and the air as pcap, started, downloaded, stopped, deleted")
+    func capturesStartStopDownload() throws {
+        let (loop, hub, api, _, transports) = connectedHub()
+        let pcap = call(api, loop, "POST", "/api/captures", body: #"{"kind": "pcap"}"#)
+        #expect(pcap.status == 201, "\(String(decoding: pcap.body, as: UTF8.self))")
+        let snoop = call(api, loop, "POST", "/api/captures", body: #"{"kind": "btsnoop", "device": 2}"#)
+        #expect(snoop.status == 201)
+        #expect(object(snoop)["filename"] as? String == "dev2-central-app-capture2.btsnoop")
+        transports[1].deliver(.readRSSI(handle: 0x0000))
+        transports[1].deliver(.leReadRemoteFeatures(handle: 0x0000))
+        loop.advance(by: .seconds(1))
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(call(api, loop, "GET", "/api/captures").body)) as? [[String: Any]])
+        #expect(listed.map { $0["kind"] as? String } == ["pcap", "btsnoop"])
+        #expect(listed.allSatisfy { $0["running"] as? Bool == true && ($0["packets"] as? Int ?? 0) > 0 }, "\(listed)")
+
+        // The btsnoop, read back: dev2's commands and their events only (dev1's traffic is not in it).
+        let stopped = call(api, loop, "POST", "/api/captures/2/stop")
+        #expect(object(stopped)["running"] as? Bool == false)
+        let file = call(api, loop, "GET", "/api/captures/2/file")
+        #expect(file.status == 200 && file.attachment == "dev2-central-app-capture2.btsnoop")
+        var reader = try BTSnoopReader(bytes: file.body)
+        var commands: [HCICommand] = []
+        while let record = try reader.next() {
+            let frame = try record.frame(datalink: reader.header.datalink)
+            if frame.type == .command, let command = try? HCICommand(decoding: frame.packet) { commands.append(command) }
+        }
+        #expect(commands.contains(.readRSSI(handle: 0x0000)) && commands.contains(.leReadRemoteFeatures(handle: 0x0000)), "\(commands)")
+        #expect(!commands.contains { if case .leSetAdvertisingEnable = $0 { true } else { false } })
+
+        // The pcap, downloaded while it runs: the global header (LINKTYPE 256) and the link's data PDUs.
+        let air = call(api, loop, "GET", "/api/captures/1/file")
+        #expect(air.contentType == "application/vnd.tcpdump.pcap" && air.attachment == "air-capture1.pcap")
+        #expect(Array(air.body.prefix(4)) == [0xD4, 0xC3, 0xB2, 0xA1] && air.body.count > 24 + 16 * 10, "\(air.body.count) octets")
+        #expect(air.body[20] == 0x00 && air.body[21] == 0x01, "LINKTYPE 256 (Bluetooth LE LL with PHDR)")
+        #expect(call(api, loop, "DELETE", "/api/captures/1").status == 204)
+        #expect(hub.airPacketTap.load() == nil, "no pcap runs: the air's packets are no longer tapped")
+        #expect(call(api, loop, "GET", "/api/captures/1/file").status == 404)
+        #expect(call(api, loop, "POST", "/api/captures/1/stop").status == 404)
+        _ = hub.stop()
+    }
+
+    @Test("captures refuse a btsnoop without a device, a pcap with one, an unknown kind or device, and a ninth capture")
+    func captureRefusals() {
+        let (loop, hub, api, _, _) = connectedHub()
+        #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": "btsnoop"}"#).status == 400)
+        #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": "pcap", "device": 1}"#).status == 400)
+        #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": "wav"}"#).status == 400)
+        #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": 1}"#).status == 400)
+        #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": "btsnoop", "device": 9}"#).status == 404)
+        for _ in 0..<ConsoleCaptures.captureLimit {
+            #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": "btsnoop", "device": 1}"#).status == 201)
+        }
+        let ninth = call(api, loop, "POST", "/api/captures", body: #"{"kind": "pcap"}"#)
+        #expect(ninth.status == 409)
+        #expect((object(ninth)["error"] as? [String: String])?["reason"] == "8 captures are kept already: delete one first")
+        #expect(call(api, loop, "PUT", "/api/captures").status == 405)
+        #expect(call(api, loop, "GET", "/api/captures/x/file").status == 404)
+        _ = hub.stop()
+    }
+
+    @Test("GET /api/chart: the sequence chart of the recent traffic, a lane per device named by its program")
+    func liveChart() {
+        let (loop, hub, api, _, _) = connectedHub()
+        loop.advance(by: .seconds(1))
+        let chart = call(api, loop, "GET", "/api/chart")
+        #expect(chart.status == 200 && chart.contentType.hasPrefix("text/html"))
+        let page = String(decoding: chart.body, as: UTF8.self)
+        #expect(page.contains("<svg") && page.contains("dev1 peripheral-app") && page.contains("dev2 central-app"))
+        #expect(page.contains("LE Connection Complete") || page.contains("Connection"), "the link's creation is drawn")
         _ = hub.stop()
     }
 
