@@ -17,7 +17,7 @@ from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from air_support import Hub
+from air_support import Hub, tshark_count, tshark_malformed
 from conftest import BLUE
 from console_support import console_air
 
@@ -136,3 +136,62 @@ def test_sequence_chart_of_seed_001_opens_without_errors(tmp_path, browser):
     assert any("Handle Value Notification" in label for label in labels)
     browser.save_screenshot(os.path.join(SCREENSHOTS, "seed001-chart.png"))
     assert severe_console_messages(browser) == []
+
+
+def downloaded(directory, suffix, timeout=20):
+    """The file with `suffix` the browser finished downloading into `directory`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = [name for name in os.listdir(directory) if name.endswith(suffix)]
+        if names and not any(name.endswith(".crdownload") for name in os.listdir(directory)):
+            return os.path.join(directory, names[0])
+        time.sleep(0.1)
+    raise AssertionError(f"no {suffix} downloaded within {timeout} s: {os.listdir(directory)}")
+
+
+def test_console_captures_download_and_live_chart(tmp_path, browser):
+    """Captures started, stopped and downloaded from the page, read by tshark; the live sequence chart in the page."""
+    downloads = os.path.join(str(tmp_path), "downloads")
+    os.makedirs(downloads)
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    with console_air(tmp_path) as air:
+        browser.get(air.url)
+        wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#capture-device option")) == 2, "two devices to capture")
+        browser.find_element(By.ID, "capture-btsnoop").click()   # dev1, the heart-rate server: its notifications
+        browser.find_element(By.ID, "capture-pcap").click()
+        wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#captures li.running")) == 2, "two running captures")
+        # The list is redrawn every second while a capture runs: read it and click in it by script, by capture id.
+        texts = "return [...document.querySelectorAll('#captures li')].map((li) => li.textContent);"
+        wait(browser, lambda d: all(" 0 packets" not in text for text in d.execute_script(texts)), "packets captured")
+        time.sleep(2)  # a few notifications (one a second)
+        for capture in (1, 2):
+            browser.execute_script(f"document.querySelector('#captures li[data-id=\"{capture}\"] button[data-action=\"stop\"]').click()")
+            wait(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f'#captures li.running[data-id="{capture}"]'), f"capture {capture} stopped")
+        listed = [text.split(" · ")[0] for text in browser.execute_script(texts)]
+        assert listed == ["#1 dev1 btsnoop", "#2 air pcap"], browser.execute_script(texts)
+        browser.save_screenshot(os.path.join(SCREENSHOTS, "console-captures.png"))
+        for capture, suffix in ((1, ".btsnoop"), (2, ".pcap")):
+            browser.execute_script(f"document.querySelector('#captures li[data-id=\"{capture}\"] button[data-action=\"download\"]').click()")
+            downloaded(downloads, suffix)
+        snoop = downloaded(downloads, ".btsnoop")
+        assert os.path.basename(snoop) == "dev1-blue-serve-capture1.btsnoop"
+        assert open(snoop, "rb").read(8) == b"btsnoop\0"
+        assert tshark_malformed(snoop) == "", snoop
+        assert tshark_count(snoop, "btatt.opcode == 0x1b") >= 2, "the server's Handle Value Notifications"
+        pcap = downloaded(downloads, ".pcap")
+        assert tshark_malformed(pcap) == "", pcap
+        assert tshark_count(pcap, "btle.data_header") > 10, "the link's data PDUs on the air"
+
+        # The live sequence chart, in the page: a lane per program, the notifications between them.
+        browser.find_element(By.ID, "chart-open").click()
+        wait(browser, lambda d: d.find_element(By.ID, "chart-overlay").is_displayed(), "the chart")
+        browser.switch_to.frame(browser.find_element(By.ID, "chart-frame"))
+        lanes = [lane.text for lane in browser.find_elements(By.CSS_SELECTOR, "svg .lanetitle")]
+        assert lanes[:2] == ["dev1 blue-serve", "dev2 blue-subscribe"], lanes
+        labels = [element.text for element in browser.find_elements(By.CSS_SELECTOR, "svg .entry .label")]
+        assert any("Handle Value Notification" in label for label in labels), labels[:20]
+        browser.switch_to.default_content()
+        browser.save_screenshot(os.path.join(SCREENSHOTS, "console-chart.png"))
+        browser.find_element(By.ID, "chart-close").click()
+        assert not browser.find_element(By.ID, "chart-overlay").is_displayed()
+        assert severe_console_messages(browser) == []

@@ -134,6 +134,19 @@ dl.fields dd{margin:0;font-family:var(--mono);font-size:12px;overflow-wrap:anywh
 .pick .r{margin-left:auto;color:var(--muted);font-size:12px}
 .pick.off .m{color:var(--muted);text-decoration:line-through}
 #events-card{flex:1 1 90px}
+#captures-card{flex:0 0 auto}
+#captures-card .row{display:flex;flex-wrap:wrap;gap:6px;align-items:center;padding:6px 10px 4px}
+#captures-card select, #captures-card button{font-size:12px;padding:1px 6px}
+#captures{list-style:none;margin:0;padding:0 6px 6px;font:11.5px/1.5 var(--mono);max-height:150px;overflow:auto}
+#captures li{display:flex;gap:6px;align-items:center;padding:2px 4px;border-radius:5px}
+#captures li:hover{background:var(--soft)}
+#captures li .what{flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#captures li.running .what::before{content:"● ";color:var(--red)}
+#captures li button{font-size:11px;padding:0 5px}
+#chart-overlay{position:fixed;inset:18px;z-index:20;background:#fff;border-radius:10px;box-shadow:0 10px 40px rgba(0,0,0,.35);display:flex;flex-direction:column}
+#chart-overlay[hidden]{display:none}
+#chart-overlay h2{display:flex;align-items:center;gap:8px}
+#chart-frame{flex:1;border:none;width:100%;border-radius:0 0 10px 10px}
 #events{list-style:none;margin:0;padding:4px 0;overflow:auto;font:11.5px/1.4 var(--mono);flex:1;min-height:0}
 #events li{padding:1px 10px;display:flex;gap:8px}
 #events time{color:#a0a8b5;flex:none}
@@ -234,7 +247,20 @@ footer .k{color:#7f8ba0;font-family:var(--sans)}
     <h2>On the air</h2>
     <div id="overview"></div>
   </section>
+  <section id="captures-card" class="card">
+    <h2>Captures<span class="grow"></span><button id="chart-open" type="button" title="the sequence chart of each device's last 2,000 HCI packets">Sequence chart</button></h2>
+    <div class="row">
+      <select id="capture-device" title="the device whose HCI traffic to capture"></select>
+      <button id="capture-btsnoop" type="button" title="the device's HCI traffic, as btsnoop (Wireshark)">Capture HCI</button>
+      <button id="capture-pcap" type="button" title="every packet on the air, as a link-layer pcap (Wireshark)">Capture air</button>
+    </div>
+    <ul id="captures"></ul>
+  </section>
 </aside>
+<div id="chart-overlay" hidden>
+  <h2>Sequence chart<span class="note" id="chart-note"></span><span class="grow"></span><button id="chart-refresh" type="button">Refresh</button><button id="chart-close" type="button">Close</button></h2>
+  <iframe id="chart-frame" sandbox="" title="sequence chart"></iframe>
+</div>
 <div id="lower">
   <section id="packets-card" class="card">
     <h2>Packets
@@ -737,6 +763,7 @@ function deviceRef(n, addr) {
 }
 function renderPanel() {
   renderOverview();
+  fillCaptureDevices();
   const shown = hoverLink != null && link(hoverLink) ? { kind: "link", id: hoverLink } : selected;
   const title = $("#panel-title"), body = $("#panel-body");
   const close = el("button", { id: "panel-close", type: "button", title: "close (Esc)", text: "×", onclick: () => select(null) });
@@ -1154,6 +1181,92 @@ function scheduleReconnect() {
     connect();
   }, delay);
 }
+// ---- captures and the sequence chart
+let captureList = [];
+let captureTimer = null;
+function fillCaptureDevices() {
+  const select = $("#capture-device");
+  const wanted = select.value;
+  const devices = air && Array.isArray(air.devices) ? air.devices : [];
+  const signature = devices.map((d) => d.number + ":" + (d.name || "")).join(",");
+  if (select.dataset.signature === signature) return;
+  select.dataset.signature = signature;
+  select.replaceChildren(...devices.map((d) => { const o = document.createElement("option"); o.value = d.number; o.textContent = devName(d); return o; }));
+  if (devices.some((d) => String(d.number) === wanted)) select.value = wanted;
+}
+function kilobytes(n) { return n >= 1048576 ? (n / 1048576).toFixed(1) + " MB" : (n / 1024).toFixed(1) + " kB"; }
+function renderCaptures() {
+  const list = $("#captures");
+  list.replaceChildren(...captureList.map((c) => {
+    const li = document.createElement("li");
+    li.className = c.running ? "running" : "";
+    li.dataset.id = c.id;
+    const what = document.createElement("span");
+    what.className = "what";
+    what.textContent = `#${c.id} ${c.kind === "pcap" ? "air" : "dev" + c.device} ${c.kind} · ${plural(c.packets, "packet")} · ${kilobytes(c.bytes)}${c.note ? " · " + c.note : ""}`;
+    what.title = c.filename;
+    li.append(what);
+    const button = (label, action) => { const b = document.createElement("button"); b.type = "button"; b.textContent = label; b.dataset.action = action; li.append(b); };
+    if (c.running) button("Stop", "stop");
+    button("Download", "download");
+    button("Delete", "delete");
+    return li;
+  }));
+  if (!captureList.length) { const li = document.createElement("li"); li.className = "empty"; li.textContent = "No capture yet."; list.append(li); }
+}
+async function refreshCaptures() {
+  const r = await api("GET", "/api/captures");
+  if (r.ok && Array.isArray(r.data)) { captureList = r.data; renderCaptures(); }
+  clearTimeout(captureTimer);
+  if (captureList.some((c) => c.running)) captureTimer = setTimeout(refreshCaptures, 1000);
+}
+async function startCapture(body) {
+  const r = await api("POST", "/api/captures", body);
+  if (r.ok) toast(`capture #${r.data.id} started: ${r.data.filename}`, false); else toast(r.text, true);
+  refreshCaptures();
+}
+async function download(c) {
+  let res;
+  try { res = await fetch(`/api/captures/${c.id}/file`, { headers: { "Authorization": "Bearer " + token }, cache: "no-store" }); }
+  catch (e) { toast("no answer from the console server", true); return; }
+  if (!res.ok) { let reason = `HTTP ${res.status}`; try { reason = (await res.json()).error.reason; } catch (e) {} toast(reason, true); return; }
+  const blob = await res.blob();
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = c.filename;
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  toast(`downloaded ${c.filename} (${kilobytes(blob.size)})`, false);
+}
+$("#capture-btsnoop").addEventListener("click", () => {
+  const n = Number($("#capture-device").value);
+  if (!n) { toast("no device on the air to capture", true); return; }
+  startCapture({ kind: "btsnoop", device: n });
+});
+$("#capture-pcap").addEventListener("click", () => startCapture({ kind: "pcap" }));
+$("#captures").addEventListener("click", async (event) => {
+  const button = event.target.closest("button");
+  if (!button) return;
+  const c = captureList.find((x) => String(x.id) === button.closest("li").dataset.id);
+  if (!c) return;
+  if (button.dataset.action === "stop") { const r = await act("POST", `/api/captures/${c.id}/stop`); if (r.ok) toast(`capture #${c.id} stopped: ${plural(r.data.packets, "packet")}`, false); }
+  else if (button.dataset.action === "delete") await act("DELETE", `/api/captures/${c.id}`);
+  else if (button.dataset.action === "download") await download(c);
+  refreshCaptures();
+});
+async function showChart() {
+  let res;
+  try { res = await fetch("/api/chart", { headers: { "Authorization": "Bearer " + token }, cache: "no-store" }); }
+  catch (e) { toast("no answer from the console server", true); return; }
+  if (!res.ok) { toast(`the chart: HTTP ${res.status}`, true); return; }
+  $("#chart-frame").srcdoc = await res.text();
+  $("#chart-note").textContent = " · at " + clock();
+  $("#chart-overlay").hidden = false;
+}
+$("#chart-open").addEventListener("click", showChart);
+$("#chart-refresh").addEventListener("click", showChart);
+$("#chart-close").addEventListener("click", () => { $("#chart-overlay").hidden = true; $("#chart-frame").srcdoc = ""; });
+
 async function start() {
   setStatus(false, "· connecting…");
   const r = await api("GET", "/api/air");
@@ -1163,7 +1276,9 @@ async function start() {
 }
 renderPanel();
 updatePacketCount();
+renderCaptures();
 start();
+refreshCaptures();
 })();
 </script>
 </body>

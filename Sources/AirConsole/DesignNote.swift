@@ -14,7 +14,11 @@
 // an answer that needs the air hops to the air's loop and back through a promise. The event stream
 // (`ConsoleEventStream`) has a serial queue of its own: the hub's frame tap (transport threads and the air's loop)
 // only queues raw frames, bounded, and the queue decodes them (a CaptureDecoder per device, as `blue monitor`) and
-// writes them to the pages; a timer there sends the air every 500 ms. Tap and timer exist only while a page listens.
+// writes them to the pages; a timer there sends the air every 500 ms while a page listens (the tap stays from the
+// start, keeping the last frames for the next page). Captures (`ConsoleCaptures`) ride the same tap: a device's
+// frames go to its running btsnoop files at once, and its last 2,000 into a ring (plus the frames that name its
+// addresses) from which `GET /api/chart` draws `SequenceChart`; a pcap capture sets the hub's air-packet tap, on the
+// air's loop, only while it runs. Their files live in a private folder (mkdtemp, 0700) removed when the console stops.
 // Every page (`ConsoleSubscriber`) has a bound of unwritten messages beyond which packets to it are dropped and
 // counted: the air never waits for a browser.
 //
