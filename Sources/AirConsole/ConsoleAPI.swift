@@ -82,6 +82,7 @@ struct ConsoleAPI: Sendable {
         ("POST", "/api/devices/{number}/range"), ("POST", "/api/links/drop"), ("PUT", "/api/loss"),
         ("GET", "/api/captures"), ("POST", "/api/captures"), ("POST", "/api/captures/{id}/stop"),
         ("GET", "/api/captures/{id}/file"), ("DELETE", "/api/captures/{id}"), ("GET", "/api/chart"),
+        ("GET", "/api/recording"),
     ]
 
     /// Answers `request` (on any thread; `completion` may run on the air's loop).
@@ -158,6 +159,14 @@ struct ConsoleAPI: Sendable {
             }
         case "captures":
             completion(respondToCaptures(request, path: path, segments: segments))
+        case "recording" where segments.count == 2:
+            guard request.method == "GET" else { return completion(Self.notAllowed(request.method, path, "GET")) }
+            guard let recording = hub.recordingSoFar() else {
+                return completion(.error(404, "notFound", "blue air records the air only with --record FILE (from its start, so it can be replayed)"))
+            }
+            var response = ConsoleResponse(status: 200, contentType: "text/plain; charset=utf-8", body: recording.bytes)
+            response.attachment = recording.filename
+            completion(response)
         case "chart" where segments.count == 2:
             guard request.method == "GET" else { return completion(Self.notAllowed(request.method, path, "GET")) }
             let names = Dictionary(hub.devices.map { ($0.number, $0.name ?? "") }) { first, _ in first }.filter { !$0.value.isEmpty }

@@ -71,9 +71,12 @@ struct ConsoleAirJSON: Encodable {
     var lossPercent: Double
     var devices: [Device]
     var links: [Link]
+    /// Whether `blue air --record` records the air (`GET /api/recording` downloads it).
+    var recording: Bool
 
     init(_ view: AirHubView) {
         time = Double(view.time.nanoseconds) / 1e9
+        recording = view.recording
         lossPercent = view.packetLoss * 100
         devices = view.devices.map { entry in
             Device(number: entry.device.number, name: entry.device.name, origin: entry.device.origin,

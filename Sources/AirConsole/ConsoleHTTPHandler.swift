@@ -68,7 +68,12 @@ final class ConsoleHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "X-Content-Type-Options", value: "nosniff")
         headers.add(name: "X-Frame-Options", value: "DENY")
         if response.status == 405 { headers.add(name: "Allow", value: response.allowed) }
-        if let name = response.attachment { headers.add(name: "Content-Disposition", value: "attachment; filename=\"\(name)\"") }
+        if let name = response.attachment {
+            // A file name of the user's (`--record` path) stays a plain token in the header.
+            let safe = String(name.unicodeScalars.map { $0.properties.isAlphabetic && $0.isASCII || ("0"..."9").contains($0)
+                || "._-".unicodeScalars.contains($0) ? Character($0) : "_" })
+            headers.add(name: "Content-Disposition", value: "attachment; filename=\"\(safe)\"")
+        }
         if response.status == 426 {
             headers.add(name: "Upgrade", value: "websocket")
         }

@@ -253,6 +253,7 @@ footer .k{color:#7f8ba0;font-family:var(--sans)}
       <select id="capture-device" title="the device whose HCI traffic to capture"></select>
       <button id="capture-btsnoop" type="button" title="the device's HCI traffic, as btsnoop (Wireshark)">Capture HCI</button>
       <button id="capture-pcap" type="button" title="every packet on the air, as a link-layer pcap (Wireshark)">Capture air</button>
+      <button id="recording-download" type="button" hidden title="the air recording blue air --record is writing (blue air --replay replays it)">Download recording</button>
     </div>
     <ul id="captures"></ul>
   </section>
@@ -1185,6 +1186,7 @@ function scheduleReconnect() {
 let captureList = [];
 let captureTimer = null;
 function fillCaptureDevices() {
+  $("#recording-download").hidden = !(air && air.recording);
   const select = $("#capture-device");
   const wanted = select.value;
   const devices = air && Array.isArray(air.devices) ? air.devices : [];
@@ -1226,18 +1228,24 @@ async function startCapture(body) {
   refreshCaptures();
 }
 async function download(c) {
+  await downloadFrom(`/api/captures/${c.id}/file`, c.filename);
+}
+async function downloadFrom(path, filename) {
   let res;
-  try { res = await fetch(`/api/captures/${c.id}/file`, { headers: { "Authorization": "Bearer " + token }, cache: "no-store" }); }
+  try { res = await fetch(path, { headers: { "Authorization": "Bearer " + token }, cache: "no-store" }); }
   catch (e) { toast("no answer from the console server", true); return; }
   if (!res.ok) { let reason = `HTTP ${res.status}`; try { reason = (await res.json()).error.reason; } catch (e) {} toast(reason, true); return; }
+  const given = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") || "");
+  if (given) filename = given[1];
   const blob = await res.blob();
   const a = document.createElement("a");
   a.href = URL.createObjectURL(blob);
-  a.download = c.filename;
+  a.download = filename;
   document.body.append(a); a.click(); a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-  toast(`downloaded ${c.filename} (${kilobytes(blob.size)})`, false);
+  toast(`downloaded ${filename} (${kilobytes(blob.size)})`, false);
 }
+$("#recording-download").addEventListener("click", () => downloadFrom("/api/recording", "air-recording.txt"));
 $("#capture-btsnoop").addEventListener("click", () => {
   const n = Number($("#capture-device").value);
   if (!n) { toast("no device on the air to capture", true); return; }

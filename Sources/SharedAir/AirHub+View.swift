@@ -1,3 +1,4 @@
+import Foundation
 public import BluetoothCore
 public import HCI
 import HCITransport
@@ -45,12 +46,21 @@ public struct AirHubView: Hashable, Sendable {
     public var packetLoss: Double
     /// The air's clock (the loop's time since it began).
     public var time: StackInstant
+    /// Whether the hub records the air (`--record`): ``AirHub/recordingSoFar()`` gives it.
+    public var recording = false
 }
 
 extension AirHub {
     /// Sets (or clears) the tap that sees every HCI frame of every device (see ``AirHubFrameTap``).
     public func setFrameTap(_ tap: AirHubFrameTap?) {
         state.withLock { $0.frameTap = tap }
+    }
+
+    /// The recording `--record` is writing, as far as it got (flushed first; no digests yet, so a replay of it says
+    /// it was cut), and its file name; nil when the hub does not record.
+    public func recordingSoFar() -> (filename: String, bytes: [UInt8])? {
+        guard let recorder = recording.load(), let bytes = recorder.contentsSoFar() else { return nil }
+        return ((recorder.path as NSString).lastPathComponent, bytes)
     }
 
     /// Gives every packet on the air to `tap` (nil: to nobody), on the air's loop, as `--sniff` records them (the
@@ -92,7 +102,8 @@ extension AirHub {
                     AirHubView.Link(link: link, central: numbers[link.central], peripheral: numbers[link.peripheral],
                                     traffic: state.linkTraffic[link.identifier] ?? AirHubView.Traffic())
                 }
-                return AirHubView(devices: devices, links: links, packetLoss: snapshot.packetLoss, time: time)
+                return AirHubView(devices: devices, links: links, packetLoss: snapshot.packetLoss, time: time,
+                                  recording: recording.load() != nil)
             }
             completion(view)
         }

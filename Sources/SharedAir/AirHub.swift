@@ -53,7 +53,7 @@ public final class AirHub: @unchecked Sendable {
     /// The link-layer capture (``AirHubConfiguration/sniffPath``), from start to stop.
     private let sniffer = LockedValue<LinkLayerSniffer?>(nil)
     /// The recording `--record` asked for (also the air's step recorder): the hub closes it when it stops.
-    private let recording = LockedValue<AirRecorder?>(nil)
+    let recording = LockedValue<AirRecorder?>(nil)
     /// Who else wants every packet on the air (the console's link-layer captures), on the air's loop.
     let airPacketTap = LockedValue<(@Sendable (AirPacket) -> Void)?>(nil)
 

@@ -75,6 +75,15 @@ public final class AirRecorder: AirStepRecording, @unchecked Sendable {
     /// The digests so far, by device identifier.
     public var digests: [Int: FrameDigest] { state.withLock { $0.digests } }
 
+    /// The file so far (its buffer flushed first), nil once it failed or cannot be read.
+    public func contentsSoFar() -> [UInt8]? {
+        state.withLock { state -> [UInt8]? in
+            guard state.file.isOpen else { return nil }
+            state.file.flush()
+            return FileManager.default.contents(atPath: path).map(Array.init)
+        }
+    }
+
     // MARK: End
 
     /// Writes the digests and closes the file (idempotent); the error of a failed write, if any.

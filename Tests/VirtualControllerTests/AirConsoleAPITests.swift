@@ -170,6 +170,41 @@ import Testing
         _ = hub.stop()
     }
 
+    @Test("GET /api/recording: the hub's --record file so far, which a replay reads; 404 and recording false without one")
+    func recordingSoFar() throws {
+        let (loop, hub, api, _, _) = connectedHub()
+        #expect(call(api, loop, "GET", "/api/recording").status == 404)
+        #expect(object(call(api, loop, "GET", "/api/air"))["recording"] as? Bool == false)
+        _ = hub.stop()
+
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ocb-console-recording-\(UUID().uuidString.prefix(8)).air").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let recordingLoop = ManualEventLoop()
+        var configuration = AirHubConfiguration(socketPath: nil, seed: 9, statisticsInterval: nil)
+        configuration.recordPath = path
+        let recorded = AirHub(configuration: configuration, eventLoop: recordingLoop)
+        try recorded.start()
+        let device = PolishManualTransport()
+        recorded.adopt(device, origin: "test:advertiser", fileLabel: "beacon")
+        device.deliver(.reset)
+        device.deliver(.leSetAdvertisingEnable(true))
+        recordingLoop.advance(by: .seconds(1))
+        let recordingAPI = ConsoleAPI(hub: recorded, token: Self.token, captures: ConsoleCaptures(hub: recorded))
+        #expect(object(call(recordingAPI, recordingLoop, "GET", "/api/air"))["recording"] as? Bool == true)
+        let response = call(recordingAPI, recordingLoop, "GET", "/api/recording")
+        #expect(response.status == 200 && response.attachment == (path as NSString).lastPathComponent)
+        let text = String(decoding: response.body, as: UTF8.self)
+        #expect(text.hasPrefix("# opencorebluetooth air recording 1\nseed 9\n"), "\(text.prefix(120))")
+        #expect(text.contains(" join 1 ") && text.contains(" frame 1 "), "the device's join and its host's commands")
+        // What was downloaded replays (the digests come when the hub stops, so the replay says it was cut).
+        let copy = path + ".downloaded"
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try Data(response.body).write(to: URL(fileURLWithPath: copy))
+        let replay = try AirReplay.run(path: copy, snoopDirectory: nil, sniffer: nil)
+        #expect(replay.devices.count == 1 && replay.matches == nil)
+        _ = recorded.stop()
+    }
+
     @Test("GET /api/chart: the sequence chart of the recent traffic, a lane per device named by its program")
     func liveChart() {
         let (loop, hub, api, _, _) = connectedHub()
