@@ -45,7 +45,7 @@ final class ConsoleCaptures: Sendable {
         var bytes: Int
         var startedAt: Double
         var stoppedAt: Double?
-        /// Why it stopped by itself (the size limit), if it did.
+        /// Why it stopped by itself (the size limit, the device left), if it did.
         var note: String?
         var filename: String
     }
@@ -152,6 +152,17 @@ final class ConsoleCaptures: Sendable {
         case .command: return packet.count >= 2 && packet[0] == 0x05 && packet[1] == 0x20
         case .event: return packet.count >= 5 && packet[0] == 0x0E && packet[3] == 0x09 && packet[4] == 0x10
         default: return false
+        }
+    }
+
+    /// `device` left the air: its frames are no longer kept for the chart, and its running capture stops (kept).
+    func forget(device: Int) {
+        state.withLock { state in
+            state.recent[device] = nil
+            state.identity[device] = nil
+            for (id, entry) in state.entries where entry.running && entry.capture.device == device {
+                stop(&state.entries[id]!, note: "dev\(device) left the air")
+            }
         }
     }
 

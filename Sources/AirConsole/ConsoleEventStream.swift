@@ -130,6 +130,7 @@ final class ConsoleEventStream: Sendable {
 
     /// A hub event, to every page.
     func publish(_ event: AirHubEvent) {
+        if case .left(let device, _) = event { captures.forget(device: device.number) }
         let message = "{\"type\":\"event\",\"text\":\(Dissection.jsonString(event.text)),\"event\":\(event.json)}"
         let list = state.withLock { state in
             state.recentEvents.append(message)

@@ -1,3 +1,4 @@
+import Dispatch
 import BluetoothCore
 @testable import BluetoothLE
 import GATT
@@ -102,9 +103,15 @@ struct ServerTests {
         let blocked = (0..<20).map { index in
             Task { [stack = air.peripheral] in try await stack.notify(stream, value: [UInt8(index)]) }
         }
-        // Wait until some are blocked on a full queue, then cancel all.
+        // Wait until some are blocked on a full queue, then cancel all while the stacks' loop is held, so the queue
+        // cannot drain them first (on a loaded machine it once had, between the look and the cancel).
         #expect(await eventually { await air.peripheral.resources().flowControlWaits > 0 })
+        let gate = DispatchSemaphore(value: 0)
+        await withCheckedContinuation { (held: CheckedContinuation<Void, Never>) in
+            air.loop.execute { held.resume(); gate.wait() }
+        }
         for task in blocked { task.cancel() }
+        gate.signal()
         var outcomes = (sent: 0, cancelled: 0)
         for task in blocked {
             do {

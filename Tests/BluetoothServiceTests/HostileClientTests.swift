@@ -22,8 +22,8 @@ private struct RawClient: Sendable {
         _ = POSIX.writeAll(fd, Array(text.utf8), style: .socket)
     }
 
-    /// What the service sends until it closes the connection (or `limit` passes: nil). The wait runs on a Dispatch
-    /// thread, not the test's: blocking the cooperative pool (two threads on a 2-core machine, two of these tests
+    /// What the service sends until it closes the connection (or `limit` passes: nil). The wait runs on a thread of
+    /// its own (TestSupport's `blockingWork`), not the test's: blocking the cooperative pool (two threads on a 2-core machine, two of these tests
     /// side by side) would starve the service's own tasks, in this process, of the answer being waited for.
     func readToEnd(within limit: Duration = .seconds(10)) async -> String? {
         await offThePool { readToEndBlocking(within: limit) }
@@ -35,9 +35,7 @@ private struct RawClient: Sendable {
     }
 
     private func offThePool(_ body: @escaping @Sendable () -> String?) async -> String? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-            DispatchQueue.global().async { continuation.resume(returning: body()) }
-        }
+        await blockingWork(body)
     }
 
     private func readToEndBlocking(within limit: Duration) -> String? {

@@ -42,7 +42,7 @@ import SharedAir
         let manager = CBBackendRegistry.$taskProvider.withValue(provider) {
             CBPeripheralManager(delegate: advertiser, queue: peripheralLog.queue)
         }
-        try await waitFor("both managers powered on", within: .seconds(30), on: centralLog.queue,
+        try await waitFor("both managers powered on", within: .seconds(60), on: centralLog.queue,
                           until: { centralLog.entries.contains(on) && peripheralLog.entries.contains(on) },
                           seen: { "central \(centralLog.entries), peripheral \(peripheralLog.entries)" })
         #expect(central.isScanning)
@@ -61,7 +61,7 @@ import SharedAir
         let world = try await Self.managersOnAHub(at: socket)
         defer { world.close() }
         kill(world.hub.processIdentifier, SIGKILL)
-        try await waitFor("both managers back on", within: .seconds(30), on: world.centralLog.queue, until: {
+        try await waitFor("both managers back on", within: .seconds(60), on: world.centralLog.queue, until: {
             world.centralLog.entries.filter { $0 == Self.on }.count == 2 && world.peripheralLog.entries.filter { $0 == Self.on }.count == 2
         }, seen: { "central \(world.centralLog.entries), peripheral \(world.peripheralLog.entries)" })
         // A hub was started again by a manager that reopened, and listens where the first one did.
@@ -82,7 +82,7 @@ import SharedAir
         // Without its directory no hub can be started there again (as with nobody to restart the service).
         try FileManager.default.removeItem(atPath: directory)
         kill(world.hub.processIdentifier, SIGKILL)
-        try await waitFor("both managers powered off", within: .seconds(30), on: world.centralLog.queue,
+        try await waitFor("both managers powered off", within: .seconds(60), on: world.centralLog.queue,
                           until: { world.centralLog.entries.contains(Self.off) && world.peripheralLog.entries.contains(Self.off) },
                           seen: { "central \(world.centralLog.entries), peripheral \(world.peripheralLog.entries)" })
         #expect(world.centralLog.entries.filter { $0.hasPrefix("state") } == [Self.on, Self.resetting, Self.off])

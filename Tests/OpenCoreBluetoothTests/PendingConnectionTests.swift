@@ -61,7 +61,7 @@ private nonisolated(unsafe) let sensorServiceUUID = CBUUID(string: "70E00000-000
                             CBCentralManager(delegate: central, queue: log.queue)))
             }
         }
-        try await waitFor("both sensors connected while the lock's connect is pending", within: .seconds(30), on: log.queue,
+        try await waitFor("both sensors connected while the lock's connect is pending", within: .seconds(60), on: log.queue,
                           until: { log.entries.filter { $0.hasPrefix("connect") }.count == 2 },
                           seen: { "central \(log.entries)" })
         let states = log.queue.sync { (lock.value?.state, sensors.value.map(\.state), lock.value?.name) }

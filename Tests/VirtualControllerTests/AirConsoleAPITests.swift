@@ -144,6 +144,12 @@ import Testing
         #expect(air.contentType == "application/vnd.tcpdump.pcap" && air.attachment == "air-capture1.pcap")
         #expect(Array(air.body.prefix(4)) == [0xD4, 0xC3, 0xB2, 0xA1] && air.body.count > 24 + 16 * 10, "\(air.body.count) octets")
         #expect(air.body[20] == 0x00 && air.body[21] == 0x01, "LINKTYPE 256 (Bluetooth LE LL with PHDR)")
+        // dev2 leaves: its capture stops by itself, kept for download, and the chart forgets its frames.
+        #expect(call(api, loop, "POST", "/api/captures", body: #"{"kind": "btsnoop", "device": 2}"#).status == 201)
+        api.captures.forget(device: 2)
+        let afterLeaving = try #require(try JSONSerialization.jsonObject(with: Data(call(api, loop, "GET", "/api/captures").body)) as? [[String: Any]])
+        #expect(afterLeaving.last?["running"] as? Bool == false && afterLeaving.last?["note"] as? String == "dev2 left the air")
+        #expect(!String(decoding: call(api, loop, "GET", "/api/chart").body, as: UTF8.self).contains("dev2 central-app"))
         #expect(call(api, loop, "DELETE", "/api/captures/1").status == 204)
         #expect(hub.airPacketTap.load() == nil, "no pcap runs: the air's packets are no longer tapped")
         #expect(call(api, loop, "GET", "/api/captures/1/file").status == 404)

@@ -50,7 +50,8 @@ struct L2CAPConnect: ParsableCommand, Sendable {
                 let why = error.l2capRefusal.map { "\($0)" } ?? error.reason
                 throw CLIFailure(.failed, "\(session.displayName) refused a channel on PSM \(L2CAPPSMArgument.text(psm)): \(why)")
             }
-            try await pipe.pump(peer: session.displayName, options: self.pipe, command: "blue l2cap connect")
+            var events = pipe.events.makeAsyncIterator()
+            try await pipe.pump(&events, peer: session.displayName, options: self.pipe, command: "blue l2cap connect")
         } catch {
             pipe.stop()
             await session.close()

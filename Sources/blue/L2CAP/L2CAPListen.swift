@@ -62,7 +62,8 @@ struct L2CAPListen: ParsableCommand, Sendable {
             launched.eventLoop.schedule(after: duration(seconds: seconds)) { pipe.fail("no channel opened on PSM \(L2CAPPSMArgument.text(psm)) within \(seconds) s") }
         }
         var peer = ""
-        waiting: for await event in pipe.events {
+        var events = pipe.events.makeAsyncIterator()
+        waiting: while let event = await events.next() {
             switch event {
             case .opened(_, _, let address):
                 timer?.cancel()
@@ -79,7 +80,7 @@ struct L2CAPListen: ParsableCommand, Sendable {
             }
         }
         engine.unregisterL2CAPServer(psm: psm)
-        try await pipe.pump(peer: peer, options: self.pipe, command: label)
+        try await pipe.pump(&events, peer: peer, options: self.pipe, command: label)
     }
 
     private func advertise(on launched: any OpenedStack) async throws(CLIFailure) {

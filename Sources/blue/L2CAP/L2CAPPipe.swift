@@ -192,13 +192,16 @@ extension L2CAPPipe {
     /// Pumps the adopted channel until it ends: standard input to the peer, the peer to standard output. Returns
     /// when the channel closed (the peer closed it, or standard input ended and everything was sent, unless
     /// `stay`) or on SIGINT/SIGTERM (the channel is closed first); throws when the link is lost or sending fails.
-    func pump(peer: String, options: L2CAPPipeOptions, command: String) async throws(CLIFailure) {
+    ///
+    /// `events` is the one iterator of ``events`` the command uses throughout (a listener waited on it for its channel).
+    func pump(_ events: inout AsyncStream<Event>.Iterator, peer: String, options: L2CAPPipeOptions, command: String)
+        async throws(CLIFailure) {
         guard let (handle, info) = state.withLock({ state in state.handle.flatMap { h in state.channel.map { (h, $0) } } })
         else { throw CLIFailure(.failed, "no channel to pump") }
         if options.verbose { Console.error("\(command): channel open with \(peer): \(Self.describe(info))") }
         startInput()
         var outcome = "closed by the peer"
-        loop: for await event in events {
+        loop: while let event = await events.next() {
             switch event {
             case .inputEnded where options.stay || totals.sentSDUs == 0:
                 // A side given nothing to send (standard input /dev/null) only receives.
