@@ -111,17 +111,7 @@ final class ConsoleCaptures: Sendable {
                 state.recent[device, default: []].append(record)
                 if state.recent[device]!.count > Self.chartFramesPerDevice { state.recent[device]!.removeFirst() }
             }
-            var sinks: [BTSnoopFileSink] = []
-            for (id, entry) in state.entries where entry.running && entry.capture.kind == .btsnoop && entry.capture.device == device {
-                guard entry.bytes + size <= Self.sizeLimit, let sink = entry.capture.snoop else {
-                    stop(&state.entries[id]!, note: "size limit (\(Self.sizeLimit >> 20) MiB)")
-                    continue
-                }
-                state.entries[id]!.packets += 1
-                state.entries[id]!.bytes += size
-                sinks.append(sink)
-            }
-            return sinks
+            return admit(size, into: &state) { $0.kind == .btsnoop && $0.device == device }.compactMap(\.snoop)
         }
         for sink in sinks { sink.record(frame, direction: direction, unixMicroseconds: unixMicroseconds) }
     }
@@ -129,18 +119,8 @@ final class ConsoleCaptures: Sendable {
     /// One packet on the air (the hub's air-packet tap, installed while a pcap capture runs).
     private func airPacket(_ packet: AirPacket) {
         let size = 16 + LinkLayerSniffer.record(packet).count
-        let sniffers = state.withLock { state -> [LinkLayerSniffer] in
-            var sniffers: [LinkLayerSniffer] = []
-            for (id, entry) in state.entries where entry.running && entry.capture.kind == .pcap {
-                guard entry.bytes + size <= Self.sizeLimit, let sniffer = entry.capture.sniffer else {
-                    stop(&state.entries[id]!, note: "size limit (\(Self.sizeLimit >> 20) MiB)")
-                    continue
-                }
-                state.entries[id]!.packets += 1
-                state.entries[id]!.bytes += size
-                sniffers.append(sniffer)
-            }
-            return sniffers
+        let sniffers = state.withLock { state in
+            admit(size, into: &state) { $0.kind == .pcap }.compactMap(\.sniffer)
         }
         for sniffer in sniffers { sniffer.write(packet) }
     }
@@ -275,6 +255,22 @@ final class ConsoleCaptures: Sendable {
     }
 
     // MARK: Helpers
+
+    /// Counts a packet of `size` octets into each running capture `takes` wants, stopping one it would take past
+    /// ``sizeLimit``; returns the captures that take it (their files are written outside the lock).
+    private func admit(_ size: Int, into state: inout State, _ takes: (Capture) -> Bool) -> [Capture] {
+        var admitted: [Capture] = []
+        for (id, entry) in state.entries where entry.running && takes(entry.capture) {
+            guard entry.bytes + size <= Self.sizeLimit else {
+                stop(&state.entries[id]!, note: "size limit (\(Self.sizeLimit >> 20) MiB)")
+                continue
+            }
+            state.entries[id]!.packets += 1
+            state.entries[id]!.bytes += size
+            admitted.append(entry.capture)
+        }
+        return admitted
+    }
 
     private func stop(_ entry: inout Entry, note: String?) {
         guard entry.running else { return }
