@@ -75,13 +75,16 @@ public final class AirRecorder: AirStepRecording, @unchecked Sendable {
     /// The digests so far, by device identifier.
     public var digests: [Int: FrameDigest] { state.withLock { $0.digests } }
 
-    /// The file so far (its buffer flushed first), nil once it failed or cannot be read.
+    /// The file so far (its buffer flushed first), nil once it failed or cannot be read. Read outside the lock the
+    /// air's loop appends under, up to the size it had once flushed: whole lines only.
     public func contentsSoFar() -> [UInt8]? {
-        state.withLock { state -> [UInt8]? in
+        let size = state.withLock { state -> Int? in
             guard state.file.isOpen else { return nil }
             state.file.flush()
-            return FileManager.default.contents(atPath: path).map(Array.init)
+            return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
         }
+        guard let size, let data = FileManager.default.contents(atPath: path), data.count >= size else { return nil }
+        return Array(data.prefix(size))
     }
 
     // MARK: End

@@ -85,6 +85,11 @@ final class L2CAPPipe: Sendable {
         }
     }
 
+    /// The adopted channel and its link's handle.
+    private var adopted: (handle: UInt16, info: L2CAPChannelInfo)? {
+        state.withLock { state in state.handle.flatMap { handle in state.channel.map { (handle, $0) } } }
+    }
+
     /// Ends the wait with a failure (a time limit passed).
     func fail(_ reason: String) {
         continuation.yield(.failed(reason))
@@ -141,8 +146,7 @@ final class L2CAPPipe: Sendable {
 
     /// Starts the thread that sends standard input on the adopted channel.
     func startInput() {
-        guard let (handle, info) = state.withLock({ state in state.handle.flatMap { h in state.channel.map { (h, $0) } } })
-        else { return }
+        guard let (handle, info) = adopted else { return }
         let engine = stack.engine, continuation = continuation
         let chunk = max(1, min(Int(info.remoteMTU), 65_536))
         let thread = Thread { [self] in
@@ -196,8 +200,7 @@ extension L2CAPPipe {
     /// `events` is the one iterator of ``events`` the command uses throughout (a listener waited on it for its channel).
     func pump(_ events: inout AsyncStream<Event>.Iterator, peer: String, options: L2CAPPipeOptions, command: String)
         async throws(CLIFailure) {
-        guard let (handle, info) = state.withLock({ state in state.handle.flatMap { h in state.channel.map { (h, $0) } } })
-        else { throw CLIFailure(.failed, "no channel to pump") }
+        guard let (handle, info) = adopted else { throw CLIFailure(.failed, "no channel to pump") }
         if options.verbose { Console.error("\(command): channel open with \(peer): \(Self.describe(info))") }
         startInput()
         var outcome = "closed by the peer"
