@@ -22,12 +22,28 @@ def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, TIMEOUT))
 
 
-async def blue(hub, arguments, data):
-    """Runs `blue ARGUMENTS` on the hub with DATA on standard input; returns (code, stdout, stderr)."""
+async def blue(hub, arguments, data, stderr_path=None, feed_after=None):
+    """Runs `blue ARGUMENTS` on the hub with DATA on standard input; returns (code, stdout, stderr). With
+    `stderr_path`, standard error goes to that file as it is written (kept when the test gives up on the program);
+    with `feed_after` (a future), DATA is written only once it is done."""
+    errors = open(stderr_path, "wb") if stderr_path else asyncio.subprocess.PIPE
     process = await asyncio.create_subprocess_exec(
         BLUE, *arguments, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env={**os.environ, "OCB_AIR_SOCKET": hub.socket})
-    out, err = await process.communicate(data)
+        stderr=errors, env={**os.environ, "OCB_AIR_SOCKET": hub.socket})
+    try:
+        if feed_after is not None:
+            await feed_after
+        out, err = await process.communicate(data)
+    except asyncio.CancelledError:
+        process.kill()
+        await process.wait()
+        raise
+    finally:
+        if stderr_path:
+            errors.close()
+    if stderr_path:
+        with open(stderr_path, "rb") as f:
+            err = f.read()
     return process.returncode, out, err.decode(errors="replace")
 
 
@@ -91,8 +107,12 @@ def test_a_bumble_client_opens_a_channel_to_blue_l2cap_listen(tmp_path):
         sdu_sizes = []
 
         async def scenario():
+            # Standard input is fed once Bumble's channel has its sink: Bumble drops a PDU that arrives before
+            # (`create_l2cap_channel` returns after the response, and our first SDUs can be in the same read).
+            ready = asyncio.get_running_loop().create_future()
             listener = asyncio.create_task(
-                blue(hub, ["l2cap", "listen", "0x0081", "--name", "OCB-CoC", "--stay", "-v"], sent))
+                blue(hub, ["l2cap", "listen", "0x0081", "--name", "OCB-CoC", "--stay", "-v"], sent,
+                     stderr_path=os.path.join(str(tmp_path), "listen.err"), feed_after=ready))
             async with BumbleHost(hub.tcp_ports[0], "client", BUMBLE_ADDRESS) as device:
                 found = asyncio.get_running_loop().create_future()
 
@@ -115,7 +135,13 @@ def test_a_bumble_client_opens_a_channel_to_blue_l2cap_listen(tmp_path):
                     if len(received) >= len(sent) and not done.done():
                         done.set_result(None)
                 channel.sink = on_sdu
-                await asyncio.wait_for(done, 40)
+                ready.set_result(None)
+                try:
+                    await asyncio.wait_for(done, 40)
+                except asyncio.TimeoutError:
+                    listener.cancel()
+                    raise AssertionError(f"{len(received)} of {len(sent)} bytes within 40 s, SDUs {sdu_sizes[-5:]}; "
+                                         f"blue's log in {tmp_path}/listen.err")
                 channel.write(b"thank you, blue\n")
                 await channel.drain()
                 await channel.disconnect()
