@@ -61,7 +61,7 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
       sleep 0.1
     done
     "$BLUE" bench notify --hci "tcp:127.0.0.1:$port1" --role peripheral --size "$size" --count "$bumble_count" \
-      --timeout 30 --json --quiet >/dev/null &
+      --timeout 30 --json --quiet >>"$results/across-sender-$size.json" &
     peripheral=$!
     "$BLUE" bench notify --hci "tcp:127.0.0.1:$port2" --role central --size "$size" --count "$bumble_count" \
       --timeout 30 --json --quiet >>"$results/across-$size.json" || echo "ours across processes failed (size $size)" >&2
@@ -107,6 +107,15 @@ for size in sizes:
     print(f"  {size} B: ours (two processes, blue bench --hci --role) {ours['packetsPerSecond']:,.0f}/s "
           f"(median {ours['median']:,.0f}, lost {ours['lost']}), Bumble's host {bumble['packetsPerSecond']:,.0f}/s "
           f"(median {bumble['median']:,.0f}): {ratio:.2f}x")
+    # Each end's own CPU over the span (getrusage) and resident size: the best run's receiver and a sender's.
+    ends = [("receiver", ours)]
+    sender_path = os.path.join(folder, f"across-sender-{size}.json")
+    if os.path.exists(sender_path) and os.path.getsize(sender_path):
+        ends.insert(0, ("sender", load(f"across-sender-{size}.json")))
+    for end, r in ends:
+        if "cpuUserMicrosecondsPerValue" in r:
+            print(f"      {end}: {r['cpuUserMicrosecondsPerValue']:.1f} µs user + {r['cpuSystemMicrosecondsPerValue']:.1f} µs "
+                  f"system per value, resident {r['residentBytes'] / 1e6:.1f} MB (peak {r['peakResidentBytes'] / 1e6:.1f} MB)")
 for name in ("air", "acl"):
     r = load(f"{name}.json")
     unit = "advertising reports" if name == "air" else f"ACL packets of {r['size']} octets"

@@ -27,6 +27,15 @@ struct ExamplesBenchAcrossTests {
         #expect(sender["sent"] as? Int == 400, "\(sender)")
         #expect((receiver["transport"] as? String)?.hasSuffix("(receiver)") == true)
         #expect(receiver["mtu"] as? Int == 247 && receiver["dataLength"] as? Int == 251, "\(receiver)")
+        // Each end's own CPU over the span (getrusage, user and system) and its resident size (issue 31 item 1).
+        for end in [sender, receiver] {
+            let user = end["cpuUserSeconds"] as? Double ?? -1, system = end["cpuSystemSeconds"] as? Double ?? -1
+            #expect(user >= 0 && system >= 0 && user + system > 0, "\(end)")
+            let perValue = end["cpuUserMicrosecondsPerValue"] as? Double ?? -1
+            #expect(abs(perValue - user * 1e6 / 400) < 0.01, "\(end)")
+            let resident = end["residentBytes"] as? Int ?? 0, peak = end["peakResidentBytes"] as? Int ?? 0
+            #expect(resident > 1_000_000 && peak >= resident, "\(end)")
+        }
     }
 
     @Test("blue bench --hci --role: the peripheral killed mid-run fails the central with one line")

@@ -53,12 +53,16 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         var lastArrival: ContinuousClock.Instant?
         var firstSend: ContinuousClock.Instant?
         var lastSend: ContinuousClock.Instant?
+        /// The process's CPU at the first value sent or received (the span's start).
+        var startUsage: BenchProcessUsage?
     }
 
     let parameters: Parameters
     let stack: LaunchedStack
     var onProgress: ((String) -> Void)?
     private let progress = LockedValue(Progress())
+    /// The process's CPU once the last value went out or arrived (the span's end, seen by ``watch(done:what:)``).
+    private let endUsage = LockedValue<BenchProcessUsage?>(nil)
     /// ATT_MTU and this side's LE data length (TX octets), read when the last value went out or arrived.
     private let measuredLink = LockedValue((mtu: 23, dataLength: 27))
     private var host: HostStack { stack.host }
@@ -96,6 +100,9 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         }
         let (mtu, dataLength) = measuredLink.load()
         let state = progress.load()
+        let cpu = state.startUsage.flatMap { start in
+            endUsage.load().map { BenchCPU(from: start, to: $0, values: parameters.count) }
+        }
         let span: Duration
         if sending, let first = state.firstSend, let last = state.lastSend {
             span = last - first
@@ -109,7 +116,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                                  loop: "DispatchEventLoop, wall clock from the first value to the last",
                                  size: parameters.size, count: parameters.count, mtu: mtu, dataLength: dataLength,
                                  sent: sending ? state.sent : parameters.count, received: sending ? parameters.count : state.received,
-                                 outOfOrder: state.outOfOrder, seconds: benchSeconds(span), airSeconds: 0)
+                                 outOfOrder: state.outOfOrder, seconds: benchSeconds(span), airSeconds: 0, cpu: cpu)
     }
 
     // MARK: Events
@@ -148,7 +155,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         progress.withLock { state in
             if GATTBenchmark.sequence(of: value) != UInt32(truncatingIfNeeded: state.received) & mask { state.outOfOrder += 1 }
             state.received += 1
-            if state.firstArrival == nil { state.firstArrival = now }
+            if state.firstArrival == nil { state.firstArrival = now; state.startUsage = .now() }
             state.lastArrival = now
         }
     }
@@ -315,7 +322,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                             guard case .success = result else { return }
                             state.blocked = false
                             state.sent += 1
-                            if state.firstSend == nil { state.firstSend = now }
+                            if state.firstSend == nil { state.firstSend = now; state.startUsage = .now() }
                             state.lastSend = now
                         }
                     }
@@ -327,7 +334,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                     let now = ContinuousClock.now
                     progress.withLock { state in
                         state.sent += 1
-                        if state.firstSend == nil { state.firstSend = now }
+                        if state.firstSend == nil { state.firstSend = now; state.startUsage = .now() }
                         state.lastSend = now
                     }
                 }
@@ -367,7 +374,10 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         var nextTick = ContinuousClock.now + .seconds(1)
         while true {
             let state = progress.load()
-            if done(state) { return }
+            if done(state) {
+                endUsage.store(.now())
+                return
+            }
             let moved = what == "sent" ? state.sent : state.received
             if let reason = state.disconnected {
                 throw BenchError(.stalled, "the link was lost after \(moved) of \(count) values \(what): \(reason)")
@@ -383,7 +393,8 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                 onProgress?("\(mode): \(moved) of \(count) \(what)")
                 nextTick = now + .seconds(1)
             }
-            try? await Task.sleep(for: .milliseconds(2))
+            // 20 ms: the span is timed by the values themselves; this wait's wake-ups count in the process's CPU.
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 

@@ -54,6 +54,8 @@ struct BenchResult {
     var airSeconds: Double
     /// PHY, interval, timing model and the air's ceiling (GATT benchmarks).
     var link: BenchLink?
+    /// This process's CPU and memory over the measured span (benchmarks across processes).
+    var cpu: BenchCPU?
 
     var lost: Int { max(0, sent - received) }
     var packetsPerSecond: Double { seconds > 0 ? Double(received) / seconds : 0 }
@@ -80,6 +82,7 @@ struct BenchResult {
                 ("ceilingKilobitsPerSecond", link.ceilingBitsPerSecond.map { number($0 / 1000) } ?? .null),
             ]
         }
+        if let cpu { fields += cpu.fields }
         return BenchJSON.line(BenchFigures.Value.object(fields))
     }
 
@@ -107,6 +110,7 @@ struct BenchResult {
             }
             lines.append(line)
         }
+        if let cpu { lines.append(cpu.text) }
         lines.append("  \(stack) on the \(transport); loop: \(loop)")
         return lines.joined(separator: "\n")
     }
