@@ -219,7 +219,26 @@ final class ConsoleCaptures: Sendable {
         guard let data = FileManager.default.contents(atPath: capture.path) else {
             throw .refused("the capture \(capture.filename) cannot be read")
         }
-        return (capture.filename, capture.kind, Array(data))
+        return (capture.filename, capture.kind, Self.wholeRecords(Array(data), kind: capture.kind))
+    }
+
+    /// The longest prefix of a capture file made of whole records: a file read while it is written may end inside
+    /// one, which Wireshark would call cut short. btsnoop: a 16-octet header, records with a 24-octet header whose
+    /// Included Length (big-endian) is at offset 4; pcap: a 24-octet header, records with a 16-octet header whose
+    /// incl_len (little-endian, as ours are written) is at offset 8.
+    static func wholeRecords(_ bytes: [UInt8], kind: Kind) -> [UInt8] {
+        let (fileHeader, recordHeader, lengthOffset) = kind == .btsnoop ? (16, 24, 4) : (24, 16, 8)
+        guard bytes.count >= fileHeader else { return [] }
+        var offset = fileHeader
+        while offset + recordHeader <= bytes.count {
+            let at = offset + lengthOffset
+            let octets = (0..<4).map { Int(bytes[at + $0]) }
+            let length = kind == .btsnoop ? octets[0] << 24 | octets[1] << 16 | octets[2] << 8 | octets[3]
+                : octets[3] << 24 | octets[2] << 16 | octets[1] << 8 | octets[0]
+            guard offset + recordHeader + length <= bytes.count else { break }
+            offset += recordHeader + length
+        }
+        return Array(bytes[..<offset])
     }
 
     /// Stops every capture and removes the folder (the console stops).

@@ -157,6 +157,27 @@ import Testing
         _ = hub.stop()
     }
 
+    @Test("a capture read while it is written is given up to its last whole record (btsnoop and pcap)")
+    func capturesEndOnWholeRecords() {
+        var writer = BTSnoopWriter(datalink: .hciUART)
+        writer.write(H4Frame(type: .command, packet: [0x03, 0x0C, 0x00]), direction: .sent, unixMicroseconds: 1_000)
+        let oneRecord = writer.bytes
+        writer.write(H4Frame(type: .event, packet: [0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]), direction: .received, unixMicroseconds: 2_000)
+        let twoRecords = writer.bytes
+        #expect(ConsoleCaptures.wholeRecords(twoRecords, kind: .btsnoop) == twoRecords)
+        for cut in oneRecord.count..<twoRecords.count {
+            #expect(ConsoleCaptures.wholeRecords(Array(twoRecords[..<cut]), kind: .btsnoop) == oneRecord)
+        }
+        #expect(ConsoleCaptures.wholeRecords(Array(twoRecords[..<10]), kind: .btsnoop) == [])
+
+        let header = LinkLayerSniffer.fileHeader()
+        let record: [UInt8] = [1, 0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 0, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE]
+        let pcap = header + record + record
+        #expect(ConsoleCaptures.wholeRecords(pcap, kind: .pcap) == pcap)
+        #expect(ConsoleCaptures.wholeRecords(Array(pcap.dropLast()), kind: .pcap) == header + record)
+        #expect(ConsoleCaptures.wholeRecords(Array(pcap.prefix(header.count + 3)), kind: .pcap) == header)
+    }
+
     @Test("captures refuse a btsnoop without a device, a pcap with one, an unknown kind or device, and a ninth capture")
     func captureRefusals() {
         let (loop, hub, api, _, _) = connectedHub()
