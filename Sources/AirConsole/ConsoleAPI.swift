@@ -169,7 +169,7 @@ struct ConsoleAPI: Sendable {
             completion(response)
         case "chart" where segments.count == 2:
             guard request.method == "GET" else { return completion(Self.notAllowed(request.method, path, "GET")) }
-            let names = Dictionary(hub.devices.map { ($0.number, $0.name ?? "") }) { first, _ in first }.filter { !$0.value.isEmpty }
+            let names = Dictionary(hub.devices.compactMap { device in device.name.map { (device.number, $0) } }) { first, _ in first }
             completion(ConsoleResponse(status: 200, contentType: "text/html; charset=utf-8",
                                        body: Array(captures.chartHTML(names: names).utf8)))
         default:

@@ -35,7 +35,7 @@ struct L2CAPPipeOptions: ParsableArguments, Sendable {
     }
 }
 
-/// A PSM argument: decimal or 0x hex, an LE_PSM (0x0001-0x00FF, Vol 3 Part A §4.22).
+/// A PSM argument: decimal or 0x hex, an LE_PSM (0x0001-0x00FF, Vol 3 Part A §4.22). Printed with Dissection.hex16.
 enum L2CAPPSMArgument {
     static func parse(_ text: String) throws(CLIFailure) -> UInt16 {
         let lowered = text.lowercased()
@@ -44,10 +44,5 @@ enum L2CAPPSMArgument {
             throw CLIFailure(.usage, "bad PSM \"\(text)\": an LE_PSM from 1 to 255 (0x0001-0x00FF; 0x0080-0x00FF are dynamic)")
         }
         return value
-    }
-
-    static func text(_ psm: UInt16) -> String {
-        let hex = String(psm, radix: 16, uppercase: true)
-        return "0x" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }

@@ -48,7 +48,7 @@ struct L2CAPConnect: ParsableCommand, Sendable {
             }
             if case .failure(let error) = opened {
                 let why = error.l2capRefusal.map { "\($0)" } ?? error.reason
-                throw CLIFailure(.failed, "\(session.displayName) refused a channel on PSM \(L2CAPPSMArgument.text(psm)): \(why)")
+                throw CLIFailure(.failed, "\(session.displayName) refused a channel on PSM \(Dissection.hex16(psm)): \(why)")
             }
             var events = pipe.events.makeAsyncIterator()
             try await pipe.pump(&events, peer: session.displayName, options: self.pipe, command: "blue l2cap connect")

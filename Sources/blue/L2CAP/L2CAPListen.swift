@@ -50,16 +50,16 @@ struct L2CAPListen: ParsableCommand, Sendable {
             engine.registerL2CAPServer(server, requiresEncryption: false, completion: done)
         }
         if case .failure(let error) = registered {
-            throw CLIFailure(.failed, "cannot listen on PSM \(L2CAPPSMArgument.text(psm)): \(error.reason)")
+            throw CLIFailure(.failed, "cannot listen on PSM \(Dissection.hex16(psm)): \(error.reason)")
         }
         let pipe = L2CAPPipe(stack: launched, listeningPSM: psm)
         defer { pipe.stop() }
         try await advertise(on: launched)
         if self.pipe.verbose {
-            Console.error("\(label): listening on PSM \(L2CAPPSMArgument.text(psm)) as \(name) (\(launched.controllerInfo.ownAddress))")
+            Console.error("\(label): listening on PSM \(Dissection.hex16(psm)) as \(name) (\(launched.controllerInfo.ownAddress))")
         }
         let timer = timeout.map { seconds in
-            launched.eventLoop.schedule(after: duration(seconds: seconds)) { pipe.fail("no channel opened on PSM \(L2CAPPSMArgument.text(psm)) within \(seconds) s") }
+            launched.eventLoop.schedule(after: duration(seconds: seconds)) { pipe.fail("no channel opened on PSM \(Dissection.hex16(psm)) within \(seconds) s") }
         }
         var peer = ""
         var events = pipe.events.makeAsyncIterator()

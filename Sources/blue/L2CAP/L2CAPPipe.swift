@@ -186,7 +186,7 @@ final class L2CAPPipe: Sendable {
 
     /// One line on the channel for `--verbose`: its PSM, CIDs, MTUs and MPSs.
     static func describe(_ info: L2CAPChannelInfo) -> String {
-        "PSM \(L2CAPPSMArgument.text(info.psm)), CID \(Dissection.hex16(info.localCID.rawValue)) ↔ "
+        "PSM \(Dissection.hex16(info.psm)), CID \(Dissection.hex16(info.localCID.rawValue)) ↔ "
             + "\(Dissection.hex16(info.remoteCID.rawValue)), MTU \(info.localMTU) here and \(info.remoteMTU) there, "
             + "MPS \(info.localMPS) here and \(info.remoteMPS) there"
     }
