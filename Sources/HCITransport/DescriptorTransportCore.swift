@@ -43,7 +43,8 @@ final class DescriptorTransportCore: @unchecked Sendable {
         var failure: HCITransportError?
         /// Set once the descriptors are closed.
         var finished = false
-        var onFrame: (@Sendable (H4Frame) -> Void)?
+        /// Called with the frames of one read (one frame per read in `.packet` mode).
+        var onFrames: (@Sendable ([H4Frame]) -> Void)?
         var onClose: (@Sendable (HCITransportError?) -> Void)?
     }
 
@@ -79,14 +80,14 @@ final class DescriptorTransportCore: @unchecked Sendable {
     }
 
     func start(
-        onFrame: @escaping @Sendable (H4Frame) -> Void,
+        onFrames: @escaping @Sendable ([H4Frame]) -> Void,
         onClose: @escaping @Sendable (HCITransportError?) -> Void
     ) throws(HCITransportError) {
         let refusal: HCITransportError? = state.withLock { state in
             if state.started { return HCITransportError(.alreadyStarted, "\(name): start was already called") }
             if state.closing { return HCITransportError(.closed, "\(name): the transport is closed") }
             state.started = true
-            state.onFrame = onFrame
+            state.onFrames = onFrames
             state.onClose = onClose
             return nil
         }
@@ -94,16 +95,31 @@ final class DescriptorTransportCore: @unchecked Sendable {
         let started = ReaderThread.spawn { [self] in self.readLoop() }
         if !started {
             let reason = POSIX.lastErrorText
-            state.withLock { $0.started = false; $0.onFrame = nil; $0.onClose = nil }
+            state.withLock { $0.started = false; $0.onFrames = nil; $0.onClose = nil }
             throw HCITransportError(.ioError, "\(name): cannot start the reader thread: \(reason)")
         }
     }
 
     func send(_ frame: H4Frame) throws(HCITransportError) {
+        try writeWhole(frame.encode())
+    }
+
+    /// One write for the whole batch on a byte stream; one write per frame where each write is one packet (the HCI
+    /// user channel).
+    func send(frames: [H4Frame]) throws(HCITransportError) {
+        if case .packet = readMode {
+            for frame in frames { try writeWhole(frame.encode()) }
+        } else if frames.count == 1 {
+            try writeWhole(frames[0].encode())
+        } else if !frames.isEmpty {
+            try writeWhole(H4Framer.encode(frames))
+        }
+    }
+
+    private func writeWhole(_ bytes: [UInt8]) throws(HCITransportError) {
         if state.withLock({ $0.closing }) {
             throw HCITransportError(.closed, "\(name): the transport is closed")
         }
-        let bytes = frame.encode()
         let result: HCITransportError? = writeLock.withLock { _ in
             guard descriptorOpen.withLock({ $0 }) else {
                 return HCITransportError(.closed, "\(name): the transport is closed")
@@ -177,7 +193,7 @@ final class DescriptorTransportCore: @unchecked Sendable {
             let report = state.closedLocally ? nil : (state.failure ?? reason)
             let callback = state.onClose
             state.onClose = nil
-            state.onFrame = nil
+            state.onFrames = nil
             return (callback, report)
         }
         closeDescriptors()
@@ -190,22 +206,28 @@ final class DescriptorTransportCore: @unchecked Sendable {
         if case .stream(let cap) = readMode { framer = H4Framer(maximumPayloadLength: cap) }
         var buffer = [UInt8](repeating: 0, count: 65_536 + 8)
         var packetIndex = 0
+        // A stream socket is read without polling first: `close()` shuts it down, which ends a blocked read, so a
+        // wake-up costs one system call instead of two (issue 31). Other descriptors wait in `poll` with the wake pipe.
+        let readsDirectly = isSocket && framer != nil
         while true {
-            let events: Int16
-            switch WakeablePoll.wait(fd: fd, wake: wake.read) {
-            case .failed(let code):
-                return HCITransportError(.ioError, "\(name): poll failed: \(POSIX.errorText(code))")
-            case .woken:
-                return nil
-            case .ready(let revents):
-                events = revents
+            if !readsDirectly {
+                let events: Int16
+                switch WakeablePoll.wait(fd: fd, wake: wake.read) {
+                case .failed(let code):
+                    return HCITransportError(.ioError, "\(name): poll failed: \(POSIX.errorText(code))")
+                case .woken:
+                    return nil
+                case .ready(let revents):
+                    events = revents
+                }
+                if state.withLock({ $0.closedLocally }) { return nil }
+                if events & Int16(POLLNVAL) != 0 {
+                    return HCITransportError(.ioError, "\(name): the descriptor is no longer valid")
+                }
+                guard events != 0 else { continue }
             }
-            if state.withLock({ $0.closedLocally }) { return nil }
-            if events & Int16(POLLNVAL) != 0 {
-                return HCITransportError(.ioError, "\(name): the descriptor is no longer valid")
-            }
-            guard events != 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress, raw.count) }
+            if count <= 0, state.withLock({ $0.closedLocally }) { return nil }
             if count < 0 {
                 let code = errno
                 if code == EINTR || code == EAGAIN || code == EWOULDBLOCK { continue }
@@ -223,14 +245,14 @@ final class DescriptorTransportCore: @unchecked Sendable {
             if var current = framer {
                 let frames = current.append(received)
                 framer = current
-                for frame in frames { deliver(frame) }
+                if !frames.isEmpty { deliver(frames) }
                 if let failure = current.failure {
                     return HCITransportError(.framingError, "\(name): poisoned H4 stream: \(failure.description)")
                 }
             } else {
                 do {
                     let frame = try H4Frame(decoding: Array(received))
-                    deliver(frame)
+                    deliver([frame])
                 } catch {
                     return HCITransportError(
                         .framingError, "\(name): packet \(packetIndex) is not one H4 frame: \(error.description)")
@@ -240,9 +262,9 @@ final class DescriptorTransportCore: @unchecked Sendable {
         }
     }
 
-    private func deliver(_ frame: H4Frame) {
-        guard let onFrame = state.withLock({ $0.closedLocally ? nil : $0.onFrame }) else { return }
-        onFrame(frame)
+    private func deliver(_ frames: [H4Frame]) {
+        guard let onFrames = state.withLock({ $0.closedLocally ? nil : $0.onFrames }) else { return }
+        onFrames(frames)
     }
 }
 
@@ -260,11 +282,22 @@ extension DescriptorBackedTransport {
         onFrame: @escaping @Sendable (H4Frame) -> Void,
         onClose: @escaping @Sendable (HCITransportError?) -> Void
     ) throws(HCITransportError) {
-        try core.start(onFrame: onFrame, onClose: onClose)
+        try core.start(onFrames: { frames in for frame in frames { onFrame(frame) } }, onClose: onClose)
+    }
+
+    public func start(
+        onFrames: @escaping @Sendable ([H4Frame]) -> Void,
+        onClose: @escaping @Sendable (HCITransportError?) -> Void
+    ) throws(HCITransportError) {
+        try core.start(onFrames: onFrames, onClose: onClose)
     }
 
     public func send(_ frame: H4Frame) throws(HCITransportError) {
         try core.send(frame)
+    }
+
+    public func send(frames: [H4Frame]) throws(HCITransportError) {
+        try core.send(frames: frames)
     }
 
     public func close() {

@@ -15,10 +15,14 @@
 // The descriptor is closed exactly once, by the reader thread as it ends (after any write in progress), so no
 // write ever reaches a closed or reused descriptor.
 //
-// Which executor runs it: none of the stack's. Each descriptor transport has ONE reader thread (a detached
-// pthread doing poll + blocking read) that deframes and calls `onFrame` in order, then `onClose` exactly once; the
-// in-process pair delivers from one serial DispatchQueue per side. Owners hop to their `EventLoop`
-// (`loop.execute { ... }`) from these callbacks. `send` is callable from any thread. `close()` never blocks: it
+// Which executor runs it: none of the stack's. Each descriptor transport has ONE reader thread (a detached pthread
+// doing poll + blocking read; a stream socket is read directly, since `close()` shuts it down) that deframes and
+// calls `onFrame` in order (or `onFrames` once with every frame one read brought: the host's one hop per read), then
+// `onClose` exactly once; `send(frames:)` writes a batch with one system call on a byte stream (one per packet on
+// the HCI user channel, where each write is one packet); the in-process pair delivers from one serial DispatchQueue
+// per side. Owners hop to their `EventLoop` from these callbacks (`loop.execute { ... }`; the host uses
+// `executeHandingOver`, with which a `DispatchEventLoop` lets the reader thread run the job itself: no second thread
+// woken per batch). `send` is callable from any thread. `close()` never blocks: it
 // shuts the socket down and wakes the reader through its wake channel; `onClose(nil)` follows on the reader thread.
 //
 // Descriptor ownership (who closes, when; issue 10):
@@ -30,7 +34,7 @@
 //   descriptor is handed over to a `SocketH4Transport` at once.
 // - Every descriptor is close-on-exec from birth (SOCK_CLOEXEC, O_CLOEXEC, accept4, a socket pair for the wake
 //   channel): a child spawned by any thread of the process never holds our connections open after we close them.
-// - Nothing here is registered with Dispatch. Readers are plain threads blocked in `poll`. The project has no
+// - Nothing here is registered with Dispatch. Readers are plain threads blocked in `poll` or `read`. The project has no
 //   descriptor-based Dispatch source at all (no `readabilityHandler`, `DispatchSource.makeReadSource`,
 //   `DispatchIO`): corelibs-libdispatch on Linux loses events and corrupts its epoll bookkeeping when such sources
 //   are set up and torn down from many threads (swift-corelibs-libdispatch#949; measured here, see

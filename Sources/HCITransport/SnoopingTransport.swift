@@ -130,6 +130,33 @@ public final class SnoopingTransport: HCITransport {
         try wrapped.send(frame)
     }
 
+    public func start(
+        onFrames: @escaping @Sendable ([H4Frame]) -> Void,
+        onClose: @escaping @Sendable (HCITransportError?) -> Void
+    ) throws(HCITransportError) {
+        let sink = sink
+        let clock = clock
+        let ended = ended
+        try wrapped.start(
+            onFrames: { frames in
+                let now = clock()
+                for frame in frames { sink.record(frame, direction: .received, unixMicroseconds: now) }
+                onFrames(frames)
+            },
+            onClose: { error in
+                ended.withLock { $0 = true }
+                onClose(error)
+            })
+    }
+
+    public func send(frames: [H4Frame]) throws(HCITransportError) {
+        if !ended.withLock({ $0 }) {
+            let now = clock()
+            for frame in frames { sink.record(frame, direction: .sent, unixMicroseconds: now) }
+        }
+        try wrapped.send(frames: frames)
+    }
+
     public func close() {
         ended.withLock { $0 = true }
         wrapped.close()

@@ -72,9 +72,26 @@ final class LossWatchingTransport: HCITransport {
         })
     }
 
+    func start(onFrames: @escaping @Sendable ([H4Frame]) -> Void,
+               onClose: @escaping @Sendable (HCITransportError?) -> Void) throws(HCITransportError) {
+        let name = inner.name, spec = spec
+        try inner.start(onFrames: onFrames, onClose: { [weak self] error in
+            if let loss = StackLoss.from(error, transportName: name, spec: spec) { self?.lost(loss) }
+            onClose(error)
+        })
+    }
+
     func send(_ frame: H4Frame) throws(HCITransportError) {
+        try sending { () throws(HCITransportError) in try inner.send(frame) }
+    }
+
+    func send(frames: [H4Frame]) throws(HCITransportError) {
+        try sending { () throws(HCITransportError) in try inner.send(frames: frames) }
+    }
+
+    private func sending(_ body: () throws(HCITransportError) -> Void) throws(HCITransportError) {
         do {
-            try inner.send(frame)
+            try body()
         } catch {
             // A write that finds the peer gone is known here before the reader reports the end.
             if let loss = StackLoss.from(error, transportName: inner.name, spec: spec) { lost(loss) }

@@ -73,6 +73,31 @@ import SystemInterface
         #expect(throws: HCITransportError.self) { try server.send(frames[0]) }
     }
 
+    @Test("a batch sent in one call arrives whole and in order; what one read brings is delivered in one call",
+          arguments: Kind.allCases)
+    func batchesBothWays(kind: Kind) async throws {
+        let (listener, accepted) = try Self.makeListener(kind)
+        defer { listener.close() }
+        let peer = try Self.rawPeer(for: listener)
+        defer { peer.close() }
+        let server = try #require(await accepted.take())
+        let seen = Collector()
+        let frames = sampleFrames(count: 120, seed: 13)
+        // Written before the reader starts: its first read finds many frames waiting.
+        try peer.write(H4Framer.encode(frames))
+        try seen.startBatched(server)
+        #expect(await seen.waitForFrames(frames.count) == frames)
+        #expect(seen.batchSizes.reduce(0, +) == frames.count)
+        #expect(seen.batchSizes.count < frames.count, "\(seen.batchSizes)")
+        let answers = sampleFrames(count: 60, seed: 14)
+        try server.send(frames: answers)
+        try server.send(frames: [])
+        #expect(try await peer.readFrames(answers.count) == answers)
+        server.close()
+        #expect(await seen.waitForClose() == .some(nil))
+        #expect(throws: HCITransportError.self) { try server.send(frames: answers) }
+    }
+
     @Test(arguments: Kind.allCases)
     func ourClientAndOurServerExchangeFramesBothWays(kind: Kind) async throws {
         let (listener, accepted) = try Self.makeListener(kind)

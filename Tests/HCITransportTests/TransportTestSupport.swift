@@ -16,6 +16,8 @@ final class Collector: Sendable {
         var close: HCITransportError??
         var closeCount = 0
         var frameThreads: Set<UInt> = []
+        /// The size of each delivery (1 each with `start`, a read's frames each with `startBatched`).
+        var batchSizes: [Int] = []
     }
 
     let seen = LockedValue(Seen())
@@ -36,6 +38,17 @@ final class Collector: Sendable {
     func start(_ transport: any HCITransport) throws {
         try transport.start(onFrame: onFrame, onClose: onClose)
     }
+
+    /// Starts with the batch form: each call's frames are recorded as one batch.
+    func startBatched(_ transport: any HCITransport) throws {
+        let seen = seen
+        try transport.start(onFrames: { frames in
+            let thread = UInt(pthread_self())
+            seen.withLock { $0.frames += frames; $0.frameThreads.insert(thread); $0.batchSizes.append(frames.count) }
+        }, onClose: onClose)
+    }
+
+    var batchSizes: [Int] { seen.withLock { $0.batchSizes } }
 
     var frames: [H4Frame] { seen.withLock { $0.frames } }
 

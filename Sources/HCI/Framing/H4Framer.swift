@@ -87,6 +87,21 @@ public struct H4Framer: Sendable {
     /// Consumes `bytes` and returns the frames they complete. Returns nothing (and consumes nothing) once the
     /// stream is poisoned; check ``failure`` after each call.
     public mutating func append(_ bytes: some Collection<UInt8>) -> [H4Frame] {
+        appendBytes(bytes)
+    }
+
+    /// ``append(_:)-(Collection<UInt8>)`` for what a transport reads: a concrete type, so the loop below is specialised
+    /// here rather than run through the generic witness tables from another module (10% of a receiver's CPU).
+    public mutating func append(_ bytes: ArraySlice<UInt8>) -> [H4Frame] {
+        appendBytes(bytes)
+    }
+
+    /// ``append(_:)-(Collection<UInt8>)`` for whole arrays (specialised, as above).
+    public mutating func append(_ bytes: [UInt8]) -> [H4Frame] {
+        appendBytes(bytes)
+    }
+
+    private mutating func appendBytes<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [H4Frame] {
         var frames: [H4Frame] = []
         guard failure == nil else { return frames }
         var index = bytes.startIndex
@@ -146,9 +161,13 @@ extension H4Framer {
     public static func encode(_ frame: H4Frame) -> [UInt8] { frame.encode() }
 
     /// Encodes frames back to back, as a stream.
-    public static func encode(_ frames: some Sequence<H4Frame>) -> [UInt8] {
+    public static func encode(_ frames: some Collection<H4Frame>) -> [UInt8] {
         var bytes: [UInt8] = []
-        for frame in frames { bytes.append(contentsOf: frame.encode()) }
+        bytes.reserveCapacity(frames.reduce(0) { $0 + 1 + $1.packet.count })
+        for frame in frames {
+            bytes.append(frame.type.rawValue)
+            bytes.append(contentsOf: frame.packet)
+        }
         return bytes
     }
 }
