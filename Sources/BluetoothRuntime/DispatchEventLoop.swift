@@ -30,6 +30,17 @@ public final class DispatchEventLoop: EventLoop, SerialExecutor, @unchecked Send
         queue.async(countedBy: sharedTime, execute: job)
     }
 
+    /// Runs `job` on the calling thread as the queue's turn comes (`DispatchQueue.sync` on a serial queue runs the
+    /// block on the caller: no worker thread is woken). On a shared clock the job is enqueued instead, so that the
+    /// clock counts it as pending work while it waits.
+    public func executeHandingOver(_ job: @escaping @Sendable () -> Void) {
+        if sharedTime != nil || inEventLoop {
+            execute(job)
+        } else {
+            queue.sync(execute: job)
+        }
+    }
+
     @discardableResult
     public func schedule(at deadline: StackInstant, _ job: @escaping @Sendable () -> Void) -> ScheduledJob {
         let handle = ScheduledJob(deadline: deadline)

@@ -13,9 +13,20 @@ public protocol EventLoop: AnyObject, Sendable {
 
     /// Whether the caller is running on this loop right now.
     var inEventLoop: Bool { get }
+
+    /// Runs `job` on the loop, after the jobs already enqueued, and returns once it ran or was handed over: a loop
+    /// that can lends itself to the calling thread for the job, so that a thread with nothing else to do (a
+    /// transport's reader) does the loop's work itself instead of waking the loop's thread (one thread wake-up less
+    /// per batch of packets: issue 31). The caller may wait for the loop's current job. Never call it from the loop.
+    func executeHandingOver(_ job: @escaping @Sendable () -> Void)
 }
 
 extension EventLoop {
+    /// By default the job is enqueued (``execute(_:)``) and this returns at once.
+    public func executeHandingOver(_ job: @escaping @Sendable () -> Void) {
+        execute(job)
+    }
+
     /// Runs `job` on the loop after `delay`.
     @discardableResult
     public func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) -> ScheduledJob {
