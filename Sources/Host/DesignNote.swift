@@ -5,7 +5,12 @@
 // - `HostStack` (final class) owns the controller side: the command pipe, controller info, the connection table,
 //   ACL in and out, the scan merge state, the pending connects, one timer; each connection's protocol state is its
 //   `ConnectionSession` (below). It is driven by an `HCITransport` (frames in
-//   via `onFrame`, hopped onto the loop in order) and by its owner's calls (any thread, hopped onto the loop).
+//   via `onFrames`, one hop onto the loop per read of the transport, in order) and by its owner's calls (any
+//   thread, hopped onto the loop). What a batch of received frames makes the host send (credits refilled, the
+//   notifications a readiness event lets out, ATT answers) is held in `WriteBatch` and leaves in one
+//   `send(frames:)` after the batch's last frame; a send outside a batch (an owner's call, a timer) leaves at once.
+//   Across processes this is one read, one hop and one write per connection event instead of per packet (issue 31;
+//   Benchmarks/README.md has the figures).
 // - `CommandPipe` (struct, sans-I/O): queue + credits from the latest Command Complete / Command Status
 //   (Num_HCI_Command_Packets, §4.4, starting at 1), answers matched by opcode to the oldest command in flight
 //   (Command Complete vs Command Status per `HCICommand.table[...].answeredByCommandStatus`), a per-command timeout

@@ -53,6 +53,7 @@ extension HostStack {
                 if step == .reset || unresponsive >= 2 {
                     tearDown(HostError(error.code, "controller initialisation failed: \(error.reason)",
                                        status: error.status, opcode: error.opcode))
+                    flushWrites()
                     transport.close()
                     completion(.failure(error))
                     return

@@ -729,10 +729,17 @@ extension HostStack {
 
     /// The RPA rotation deadline and the next look at deferred pairing completions (for the host's one timer).
     var securityNextDeadline: StackInstant? {
-        let deferred = securityState.deferredPairings.compactMap {
-            connections[$0]?.session?.securityLink?.deferredCompletion?.giveUpAt
-        }.min()
-        return [securityState.rpaDeadline, securityState.resolvingListRetry, deferred].compactMap { $0 }.min()
+        // Asked after every packet (armTimer): no array built when nothing is deferred.
+        var earliest: StackInstant?
+        func consider(_ deadline: StackInstant?) {
+            if let deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        consider(securityState.rpaDeadline)
+        consider(securityState.resolvingListRetry)
+        for handle in securityState.deferredPairings {
+            consider(connections[handle]?.session?.securityLink?.deferredCompletion?.giveUpAt)
+        }
+        return earliest
     }
 
     /// Our resolvable private address is due: a new one from our IRK with LE Set Random Address, unless

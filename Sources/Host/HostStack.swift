@@ -94,6 +94,8 @@ public final class HostStack: @unchecked Sendable {
     /// Opcodes the controller answered with Unknown Command: later uses fail at once instead of asking again.
     var unknownOpcodes: Set<HCIOpcode> = []
     var timer: ScheduledJob?
+    /// Frames to the controller held while a batch of received frames is handled (``sendFrame(_:)``).
+    var writeBatch = WriteBatch()
     var timerDeadline: StackInstant?
     var eventHandler: ((HostEvent) -> Void)?
     /// The handlers added with ``addEventHandler(_:)``, called after ``eventHandler``.
@@ -175,8 +177,10 @@ public final class HostStack: @unchecked Sendable {
             lifecycle = .starting
             let loop = eventLoop
             do {
+                // One job on the loop per read of the transport, not per frame, run by the reader's thread itself
+                // when the loop allows it (issue 31: a thread wake-up less per batch).
                 try transport.start(
-                    onFrame: { [weak self] frame in loop.execute { [weak self] in self?.receive(frame) } },
+                    onFrames: { [weak self] frames in loop.executeHandingOver { [weak self] in self?.receive(frames) } },
                     onClose: { [weak self] error in loop.execute { [weak self] in self?.transportClosed(error) } })
             } catch {
                 lifecycle = .closed
@@ -192,6 +196,7 @@ public final class HostStack: @unchecked Sendable {
         onLoop { [self] in
             guard lifecycle != .closed else { return }
             tearDown(HostError(.notReady, "the host stack was shut down"))
+            flushWrites()
             transport.close()
         }
     }
@@ -267,9 +272,27 @@ public final class HostStack: @unchecked Sendable {
         armTimer()
     }
 
+    /// Sends a frame to the controller: at once, or while a batch of received frames is being handled, at the end of
+    /// the batch together with everything else it caused (``receive(_:)-([H4Frame])``: one write per batch).
     func sendFrame(_ frame: H4Frame) {
+        if writeBatch.isCollecting {
+            writeBatch.frames.append(frame)
+            return
+        }
+        write([frame])
+    }
+
+    /// Sends what the batch collected, in order.
+    func flushWrites() {
+        guard !writeBatch.frames.isEmpty else { return }
+        let frames = writeBatch.frames
+        writeBatch.frames.removeAll(keepingCapacity: true)
+        write(frames)
+    }
+
+    private func write(_ frames: [H4Frame]) {
         do {
-            try transport.send(frame)
+            try transport.send(frames: frames)
         } catch {
             // The transport reports its end through onClose as well; make sure the stack stops either way.
             eventLoop.execute { [weak self] in self?.transportClosed(error) }
@@ -322,6 +345,17 @@ public final class HostStack: @unchecked Sendable {
     }
 
     // MARK: Input
+
+    /// The frames one read of the transport brought: handled in order; what they make the host send (credits
+    /// refilled, notifications a readiness event lets out, answers) leaves in one write after the last.
+    func receive(_ frames: [H4Frame]) {
+        let outermost = !writeBatch.isCollecting
+        writeBatch.isCollecting = true
+        for frame in frames { receive(frame) }
+        guard outermost else { return }
+        writeBatch.isCollecting = false
+        flushWrites()
+    }
 
     func receive(_ frame: H4Frame) {
         guard lifecycle == .starting || lifecycle == .ready else { return }

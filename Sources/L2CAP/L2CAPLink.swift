@@ -54,7 +54,7 @@ public struct L2CAPLink: Sendable {
     // MARK: Inspection (leak checks, tests)
 
     /// The earliest instant at which ``handleTimeout(now:)`` has something to do.
-    public var nextDeadline: StackInstant? { pending.values.map(\.deadline).min() }
+    public var nextDeadline: StackInstant? { pending.values.lazy.map(\.deadline).min() }
 
     /// Our signaling requests awaiting a response.
     public var outstandingRequestCount: Int { pending.count }

@@ -9,9 +9,11 @@ import Host
 /// routine commands); without it the test answers by hand.
 final class ScriptedController: HCITransport, @unchecked Sendable {
     private struct State {
-        var onFrame: (@Sendable (H4Frame) -> Void)?
+        var onFrames: (@Sendable ([H4Frame]) -> Void)?
         var onClose: (@Sendable (HCITransportError?) -> Void)?
         var sent: [H4Frame] = []
+        /// The frames of each call of `send` or `send(frames:)`: one entry per write the host made.
+        var writes: [[H4Frame]] = []
         var closed = false
         var responder: (@Sendable (HCICommand) -> [HCIEvent]?)?
     }
@@ -21,9 +23,14 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
 
     func start(onFrame: @escaping @Sendable (H4Frame) -> Void,
                onClose: @escaping @Sendable (HCITransportError?) -> Void) throws(HCITransportError) {
+        try start(onFrames: { frames in for frame in frames { onFrame(frame) } }, onClose: onClose)
+    }
+
+    func start(onFrames: @escaping @Sendable ([H4Frame]) -> Void,
+               onClose: @escaping @Sendable (HCITransportError?) -> Void) throws(HCITransportError) {
         let started = state.withLock { state -> Bool in
-            guard state.onFrame == nil else { return false }
-            state.onFrame = onFrame
+            guard state.onFrames == nil else { return false }
+            state.onFrames = onFrames
             state.onClose = onClose
             return true
         }
@@ -31,15 +38,22 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     }
 
     func send(_ frame: H4Frame) throws(HCITransportError) {
+        try send(frames: [frame])
+    }
+
+    func send(frames: [H4Frame]) throws(HCITransportError) {
         let (open, responder) = state.withLock { state -> (Bool, (@Sendable (HCICommand) -> [HCIEvent]?)?) in
             guard !state.closed else { return (false, nil) }
-            state.sent.append(frame)
+            state.sent += frames
+            state.writes.append(frames)
             return (true, state.responder)
         }
         guard open else { throw HCITransportError(.closed, "closed") }
-        guard frame.type == .command, let responder, let command = try? HCICommand(decoding: frame.packet),
-              let answers = responder(command) else { return }
-        for event in answers { deliver(event) }
+        guard let responder else { return }
+        for frame in frames where frame.type == .command {
+            guard let command = try? HCICommand(decoding: frame.packet), let answers = responder(command) else { continue }
+            for event in answers { deliver(event) }
+        }
     }
 
     func close() {
@@ -73,8 +87,11 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         state.withLock { $0.sent.filter { $0.type == .aclData }.compactMap { try? HCIACLDataPacket(frame: $0) } }
     }
 
+    /// The frames of each write the host made, in order.
+    var writes: [[H4Frame]] { state.withLock { $0.writes } }
+
     /// Forgets what was sent.
-    func clearSent() { state.withLock { $0.sent = [] } }
+    func clearSent() { state.withLock { $0.sent = []; $0.writes = [] } }
 
     func deliver(_ event: HCIEvent) {
         deliver(H4Frame(type: .event, packet: event.encode()))
@@ -85,8 +102,13 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     }
 
     func deliver(_ frame: H4Frame) {
-        let onFrame = state.withLock { $0.onFrame }
-        onFrame?(frame)
+        deliver(batch: [frame])
+    }
+
+    /// Delivers frames as one read of a byte stream would: in one call.
+    func deliver(batch frames: [H4Frame]) {
+        let onFrames = state.withLock { $0.onFrames }
+        onFrames?(frames)
     }
 
     /// The peer hangs up.

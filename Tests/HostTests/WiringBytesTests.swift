@@ -121,4 +121,28 @@ struct WiringBytesTests {
         rig.completeAll(0x0042, count: 2)
         #expect(rig.host.resources.isQuiescent, "\(rig.host.resources)")
     }
+
+    @Test("what one read of the transport causes leaves in one write; a send outside a batch leaves at once")
+    func oneWritePerBatch() throws {
+        let rig = WiredRig()
+        rig.connect(handle: 0x0041, role: .peripheral)
+        rig.connect(handle: 0x0042, role: .peripheral)
+        rig.controller.clearSent()
+        // Two Read Requests (Device Name) on two links in one read: both responses in one write, in order.
+        let request = hex("03 00 04 00 0A 03 00")
+        rig.controller.deliver(batch: [
+            try HCIACLDataPacket(handle: 0x0041, packetBoundary: .firstFlushable, data: request).frame,
+            try HCIACLDataPacket(handle: 0x0042, packetBoundary: .firstFlushable, data: request).frame,
+        ])
+        rig.loop.run()
+        let writes = rig.controller.writes
+        #expect(writes.count == 1, "\(writes)")
+        let handles = writes.first?.compactMap { try? HCIACLDataPacket(frame: $0).handle }
+        #expect(handles == [0x0041, 0x0042])
+        #expect(rig.takeSentL2CAP() == ["040004000b4f4342", "040004000b4f4342"])
+        // A command from the application (not in a batch) is written by itself, at once.
+        rig.host.send(.readRSSI(handle: 0x0041)) { _ in }
+        rig.loop.run()
+        #expect(rig.controller.writes.count == 1 && rig.controller.writes.first?.count == 1)
+    }
 }
