@@ -20,8 +20,10 @@ final class AirHubOutbox: Sendable {
         var closed = false
     }
 
-    /// The most frames waiting for the host (the one being written included).
+    /// The most frames waiting for the host (besides the batch being written).
     let limit: Int
+    /// The most frames written in one call (a batch of at most ~64 KiB with ACL of 251 octets).
+    static let batchLimit = 256
     private let transport: any HCITransport
     private let state = LockedValue(State())
     private let queue: DispatchQueue
@@ -61,19 +63,23 @@ final class AirHubOutbox: Sendable {
         }
     }
 
+    /// Writes everything waiting as one batch (one system call, one wake-up of the host's reader, however many
+    /// frames a connection event produced), until nothing waits.
     private func drain() {
         while true {
-            let next = state.withLock { state -> H4Frame? in
-                guard !state.closed, let frame = state.frames.popFirst() else {
+            let batch = state.withLock { state -> [H4Frame] in
+                guard !state.closed, !state.frames.isEmpty else {
                     state.writing = false
                     state.frames = []
-                    return nil
+                    return []
                 }
-                return frame
+                let batch = Array(state.frames.prefix(Self.batchLimit))
+                state.frames.removeFirst(batch.count)
+                return batch
             }
-            guard let next else { return }
+            guard !batch.isEmpty else { return }
             do {
-                try transport.send(next)
+                try transport.send(frames: batch)
             } catch {
                 close()  // the transport reports its own close to the hub (onClose)
             }

@@ -18,8 +18,9 @@
 //
 // Who owns the state: the air and its controllers are confined to the hub's loop (VirtualController's note). Each
 // host connection has one reader thread (HCITransport's descriptor transports) that hops frames onto the loop, and
-// one bounded outbox (`AirHubOutbox`) drained off the loop, so a host that stops reading is disconnected when it
-// overflows rather than stalling the air. Faults are applied on the loop, as steps (so they are recorded and
+// one bounded outbox (`AirHubOutbox`) drained off the loop, everything waiting written as one batch (one system call
+// and one wake-up of the host per connection event, not per packet), so a host that stops reading is disconnected
+// when it overflows rather than stalling the air. Faults are applied on the loop, as steps (so they are recorded and
 // replayed). The recorder and the sniffer append under their own locks to buffered files (`BufferedOutputFile`);
 // the recording and the capture are ended in one job on the loop, so no step falls between them.
 //
