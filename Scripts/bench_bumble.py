@@ -2,6 +2,7 @@
 """The `blue bench notify` scenario between two Bumble hosts on Bumble's two stock controllers (the baseline).
 
     .venv/bin/python Scripts/bench_bumble.py --size 244 --count 2000 [--mtu 247] [--json]
+    .venv/bin/python Scripts/bench_bumble.py --controllers tcp-client:127.0.0.1:PORT ...   # on our air (blue air --h4-tcp)
 
 Starts `python -m bumble.apps.controllers tcp-server:127.0.0.1:P1 tcp-server:127.0.0.1:P2` in a subprocess (two
 controllers on one link), then in this process two Bumble hosts (bumble.device.Device) on one asyncio loop: the
@@ -14,12 +15,17 @@ sequence number in the first 4 octets.
 
 (`bumble-bench` would be the natural tool, but its GATT send mode crashes in 0.0.236.)
 
-Prints the same fields as `blue bench notify --json` (stack "bumble"). Exit 1 on a setup failure.
+With --controllers SPEC both hosts open SPEC instead (each connection to `blue air --h4-tcp` is a controller of its
+own), so Bumble's host runs on the same controllers as ours.
+
+Prints the same fields as `blue bench notify --json` (stack "bumble"), and this process's CPU over the span (both
+hosts: getrusage user and system, context switches). Exit 1 on a setup failure.
 """
 import argparse
 import asyncio
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -45,10 +51,10 @@ def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
-async def open_when_listening(port, deadline):
+async def open_spec_when_listening(spec, deadline):
     while True:
         try:
-            return await open_transport(f"tcp-client:127.0.0.1:{port}")
+            return await open_transport(spec)
         except Exception:  # noqa: BLE001 - the controller process may not listen yet
             if time.monotonic() > deadline:
                 raise
@@ -65,13 +71,18 @@ def sequence_of(value):
 
 
 async def run(args):
+    if args.controllers:
+        deadline = time.monotonic() + 15
+        return await scenario(args, lambda: open_spec_when_listening(args.controllers, deadline))
     ports = (free_port(), free_port())
     controllers = subprocess.Popen(
         [sys.executable, "-m", "bumble.apps.controllers", f"tcp-server:127.0.0.1:{ports[0]}",
          f"tcp-server:127.0.0.1:{ports[1]}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        return await scenario(args, ports)
+        deadline = time.monotonic() + 15
+        opened = iter(ports)
+        return await scenario(args, lambda: open_spec_when_listening(f"tcp-client:127.0.0.1:{next(opened)}", deadline))
     finally:
         controllers.terminate()
         try:
@@ -80,10 +91,14 @@ async def run(args):
             controllers.kill()
 
 
-async def scenario(args, ports):
-    deadline = time.monotonic() + 15
-    peripheral_transport = await open_when_listening(ports[0], deadline)
-    central_transport = await open_when_listening(ports[1], deadline)
+def usage():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime, ru.ru_stime, ru.ru_nvcsw + ru.ru_nivcsw
+
+
+async def scenario(args, open_controller):
+    peripheral_transport = await open_controller()
+    central_transport = await open_controller()
     # Bumble's controllers all have the public address 0: the hosts use distinct random static addresses.
     peripheral = Device.with_hci("bench-peripheral", Address("F0:0B:E0:00:00:01"),
                                  peripheral_transport.source, peripheral_transport.sink)
@@ -144,6 +159,7 @@ async def scenario(args, ports):
     sent = 0
     next_progress = time.monotonic() + 1
     start = time.perf_counter()
+    start_usage = usage()
     while sent < count:
         while queue.pending >= args.queue_limit:
             flow.clear()
@@ -158,17 +174,24 @@ async def scenario(args, ports):
     except asyncio.TimeoutError:
         pass
     end = state["last"] or time.perf_counter()
+    end_usage = usage()
+    cpu_user, cpu_system = end_usage[0] - start_usage[0], end_usage[1] - start_usage[1]
     seconds = end - start
     received = state["received"]
-    data_length = 27  # Bumble's controller: LE Set Data Length is refused, max data length stays 27
+    data_length = 27  # Bumble's host does not ask for a longer data length (Bumble's controller refuses it anyway)
     rate = received / seconds if seconds > 0 else 0.0
     return {
-        "benchmark": "notify", "stack": "bumble", "transport": "bumble.apps.controllers (two stock controllers, TCP)",
+        "benchmark": "notify", "stack": "bumble", "transport": args.controllers or "bumble.apps.controllers (two stock controllers, TCP)",
         "loop": "asyncio, one thread (controllers in a second process)", "size": size, "count": count, "mtu": mtu,
         "dataLength": data_length, "sent": sent, "received": received, "lost": max(0, sent - received),
         "outOfOrder": state["outOfOrder"], "seconds": round(seconds, 6), "airSeconds": 0.0,
         "packetsPerSecond": round(rate, 3), "bytesPerSecond": round(rate * size, 3),
         "kilobytesPerSecond": round(rate * size / 1000, 3), "airPacketsPerSecond": 0.0,
+        "cpuUserSeconds": round(cpu_user, 6), "cpuSystemSeconds": round(cpu_system, 6),
+        "cpuUserMicrosecondsPerValue": round(cpu_user * 1e6 / count, 3),
+        "cpuSystemMicrosecondsPerValue": round(cpu_system * 1e6 / count, 3),
+        "contextSwitches": end_usage[2] - start_usage[2],
+        "peakResidentBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
 
 
@@ -179,6 +202,9 @@ def main():
     parser.add_argument("--mtu", type=int, default=247)
     parser.add_argument("--queue-limit", type=int, default=64,
                         help="ACL packets pending in the host queue before waiting (ours: sendQueueLimit 64)")
+    parser.add_argument("--controllers", metavar="SPEC",
+                        help="open both hosts' controllers with this Bumble transport (tcp-client:127.0.0.1:PORT of "
+                             "blue air --h4-tcp) instead of starting Bumble's")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()

@@ -35,6 +35,8 @@ struct ExamplesBenchAcrossTests {
             #expect(abs(perValue - user * 1e6 / 400) < 0.01, "\(end)")
             let resident = end["residentBytes"] as? Int ?? 0, peak = end["peakResidentBytes"] as? Int ?? 0
             #expect(resident > 1_000_000 && peak >= resident, "\(end)")
+            // Each end sleeps and wakes while it waits for the air: some context switches, never a negative count.
+            #expect((end["contextSwitches"] as? Int ?? -1) > 0, "\(end)")
         }
     }
 

@@ -61,7 +61,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
     let stack: LaunchedStack
     var onProgress: ((String) -> Void)?
     private let progress = LockedValue(Progress())
-    /// The process's CPU once the last value went out or arrived (the span's end, seen by ``watch(done:what:)``).
+    /// The process's CPU once the last value went out or arrived (the span's end, taken by that value).
     private let endUsage = LockedValue<BenchProcessUsage?>(nil)
     /// ATT_MTU and this side's LE data length (TX octets), read when the last value went out or arrived.
     private let measuredLink = LockedValue((mtu: 23, dataLength: 27))
@@ -157,6 +157,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
             state.received += 1
             if state.firstArrival == nil { state.firstArrival = now; state.startUsage = .now() }
             state.lastArrival = now
+            if state.received == parameters.count { endUsage.store(.now()) }
         }
     }
 
@@ -304,7 +305,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
     private let pumpValue = LockedValue<(@Sendable () -> Void)?>(nil)
 
     private func send(valueHandle: UInt16) async throws(BenchError) {
-        let host = self.host, progress = self.progress, count = parameters.count, size = parameters.size
+        let host = self.host, progress = self.progress, endUsage = self.endUsage, count = parameters.count, size = parameters.size
         guard let handle = progress.load().connection else { throw BenchError(.setupFailed, "no connection") }
         let notify = parameters.mode == .notify
         pump = {
@@ -324,6 +325,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                             state.sent += 1
                             if state.firstSend == nil { state.firstSend = now; state.startUsage = .now() }
                             state.lastSend = now
+                            if state.sent == count { endUsage.store(.now()) }
                         }
                     }
                     // The completion ran inline on the loop when it could; if the queue was full, readyToSend resumes.
@@ -336,6 +338,7 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                         state.sent += 1
                         if state.firstSend == nil { state.firstSend = now; state.startUsage = .now() }
                         state.lastSend = now
+                        if state.sent == count { endUsage.store(.now()) }
                     }
                 }
             }
@@ -375,7 +378,8 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
         while true {
             let state = progress.load()
             if done(state) {
-                endUsage.store(.now())
+                // Taken by the last value itself; here only if that did not happen (a count of values never sent).
+                if endUsage.load() == nil { endUsage.store(.now()) }
                 return
             }
             let moved = what == "sent" ? state.sent : state.received
@@ -393,8 +397,10 @@ final class AcrossProcessesBenchmark: @unchecked Sendable, ReportsProgress {
                 onProgress?("\(mode): \(moved) of \(count) \(what)")
                 nextTick = now + .seconds(1)
             }
-            // 20 ms: the span is timed by the values themselves; this wait's wake-ups count in the process's CPU.
-            try? await Task.sleep(for: .milliseconds(20))
+            // The span's times and CPU are taken by the first and last values themselves, so this wait only checks
+            // for the end, a lost link and a stall: 4 times a second (each wake-up of a sleeping task costs the
+            // process several thread switches, which would count in the figures at a thousand values a second).
+            try? await Task.sleep(for: .milliseconds(250))
         }
     }
 
