@@ -1,6 +1,11 @@
 import BluetoothRuntime
 import Testing
 import BluetoothCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 @Suite struct ManualEventLoopTests {
     @Test func jobsRunInOrderOnlyWhenAsked() {
@@ -71,6 +76,29 @@ import BluetoothCore
         let inLoop = loop.sync { loop.inEventLoop }
         #expect(inLoop)
         #expect(!loop.inEventLoop)
+    }
+
+    @Test("executeHandingOver runs the job on the calling thread, after the jobs already enqueued; from the loop, later")
+    func handingOverRunsOnTheCaller() {
+        let loop = DispatchEventLoop(label: "hand-over")
+        let order = LockedValue<[String]>([])
+        let ranOnCaller = LockedValue(false)
+        let caller = UInt(pthread_self())
+        loop.execute { order.withLock { $0.append("enqueued") } }
+        loop.executeHandingOver {
+            order.withLock { $0.append("handed over") }
+            ranOnCaller.store(UInt(pthread_self()) == caller && loop.inEventLoop)
+        }
+        // It returned once the job ran: in order, on this thread, as the loop.
+        #expect(order.load() == ["enqueued", "handed over"])
+        #expect(ranOnCaller.load())
+        // From the loop itself it cannot wait for the loop: the job is enqueued and runs after the current one.
+        loop.sync {
+            loop.executeHandingOver { order.withLock { $0.append("from the loop") } }
+            order.withLock { $0.append("current job") }
+        }
+        loop.sync {}
+        #expect(order.load() == ["enqueued", "handed over", "current job", "from the loop"])
     }
 
     @Test func actorsCanRunOnTheLoop() async {
