@@ -109,18 +109,7 @@ public final class SnoopingTransport: HCITransport {
         onFrame: @escaping @Sendable (H4Frame) -> Void,
         onClose: @escaping @Sendable (HCITransportError?) -> Void
     ) throws(HCITransportError) {
-        let sink = sink
-        let clock = clock
-        let ended = ended
-        try wrapped.start(
-            onFrame: { frame in
-                sink.record(frame, direction: .received, unixMicroseconds: clock())
-                onFrame(frame)
-            },
-            onClose: { error in
-                ended.withLock { $0 = true }
-                onClose(error)
-            })
+        try start(onFrames: { frames in for frame in frames { onFrame(frame) } }, onClose: onClose)
     }
 
     public func send(_ frame: H4Frame) throws(HCITransportError) {

@@ -7,8 +7,9 @@
 //   `ConnectionSession` (below). It is driven by an `HCITransport` (frames in
 //   via `onFrames`, one hop onto the loop per read of the transport, in order) and by its owner's calls (any
 //   thread, hopped onto the loop). What a batch of received frames makes the host send (credits refilled, the
-//   notifications a readiness event lets out, ATT answers) is held in `WriteBatch` and leaves in one
+//   notifications a readiness event lets out, ATT answers) is held in `ReceiveBatch` and leaves in one
 //   `send(frames:)` after the batch's last frame; a send outside a batch (an owner's call, a timer) leaves at once.
+//   The one timer is re-armed once at the end of a batch too, not after every action within it.
 //   Across processes this is one read, one hop and one write per connection event instead of per packet (issue 31;
 //   Benchmarks/README.md has the figures).
 // - `CommandPipe` (struct, sans-I/O): queue + credits from the latest Command Complete / Command Status

@@ -98,7 +98,10 @@ extension HostStack {
         if requireReady, outbound.contains(where: { !sendRoom($0.connection.rawValue) }) {
             let full = outbound.map(\.connection.rawValue).filter { !sendRoom($0) }
             for connection in full { connections[connection]?.session?.waitingForSendRoom = true }
-            completion?(.failure(HostError(.busy, "the send queue of \(full.map { Dissection.hex16($0) }) is full")))
+            // The answer a sender paced by readiness gets once per connection event: built without Array's
+            // description (its generic printing was 4% of a notifying process's CPU).
+            let names = full.map { Dissection.hex16($0) }.joined(separator: ", ")
+            completion?(.failure(HostError(.busy, "the send queue of [\(names)] is full")))
             return
         }
         gattServer.storeValue(value, handle: handle)

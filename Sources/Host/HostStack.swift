@@ -94,8 +94,8 @@ public final class HostStack: @unchecked Sendable {
     /// Opcodes the controller answered with Unknown Command: later uses fail at once instead of asking again.
     var unknownOpcodes: Set<HCIOpcode> = []
     var timer: ScheduledJob?
-    /// Frames to the controller held while a batch of received frames is handled (``sendFrame(_:)``).
-    var writeBatch = WriteBatch()
+    /// Writes and the timer's re-arming held while a batch of received frames is handled (``sendFrame(_:)``).
+    var receiveBatch = ReceiveBatch()
     var timerDeadline: StackInstant?
     var eventHandler: ((HostEvent) -> Void)?
     /// The handlers added with ``addEventHandler(_:)``, called after ``eventHandler``.
@@ -275,8 +275,8 @@ public final class HostStack: @unchecked Sendable {
     /// Sends a frame to the controller: at once, or while a batch of received frames is being handled, at the end of
     /// the batch together with everything else it caused (``receive(_:)-([H4Frame])``: one write per batch).
     func sendFrame(_ frame: H4Frame) {
-        if writeBatch.isCollecting {
-            writeBatch.frames.append(frame)
+        if receiveBatch.isCollecting {
+            receiveBatch.frames.append(frame)
             return
         }
         write([frame])
@@ -284,9 +284,9 @@ public final class HostStack: @unchecked Sendable {
 
     /// Sends what the batch collected, in order.
     func flushWrites() {
-        guard !writeBatch.frames.isEmpty else { return }
-        let frames = writeBatch.frames
-        writeBatch.frames.removeAll(keepingCapacity: true)
+        guard !receiveBatch.frames.isEmpty else { return }
+        let frames = receiveBatch.frames
+        receiveBatch.frames.removeAll(keepingCapacity: true)
         write(frames)
     }
 
@@ -303,6 +303,11 @@ public final class HostStack: @unchecked Sendable {
 
     func armTimer() {
         guard lifecycle != .closed else { return }
+        // In a batch of received frames, once at its end (``receive(_:)-([H4Frame])``), not after every action.
+        if receiveBatch.isCollecting {
+            receiveBatch.timerDue = true
+            return
+        }
         loadSecurityIfNeeded()
         // Runs after every packet: the earliest of four without building an array.
         func earlier(_ first: StackInstant?, _ second: StackInstant?) -> StackInstant? {
@@ -349,11 +354,15 @@ public final class HostStack: @unchecked Sendable {
     /// The frames one read of the transport brought: handled in order; what they make the host send (credits
     /// refilled, notifications a readiness event lets out, answers) leaves in one write after the last.
     func receive(_ frames: [H4Frame]) {
-        let outermost = !writeBatch.isCollecting
-        writeBatch.isCollecting = true
+        let outermost = !receiveBatch.isCollecting
+        receiveBatch.isCollecting = true
         for frame in frames { receive(frame) }
         guard outermost else { return }
-        writeBatch.isCollecting = false
+        receiveBatch.isCollecting = false
+        if receiveBatch.timerDue {
+            receiveBatch.timerDue = false
+            armTimer()
+        }
         flushWrites()
     }
 

@@ -10,10 +10,13 @@ import BluetoothCore
 /// `DeadlineSchedule` (a heap).
 /// Confined to the host's event loop, like the sessions.
 final class SessionDeadlines {
+    // Unchecked exclusivity: the host asks after every batch of packets, and the run-time check of each access to a
+    // class's stored property (swift_beginAccess) cost more than the question. Both are private, touched only by the
+    // three short methods below, which call out to nothing that could reach them again, on the host's loop alone.
     /// Sessions changed since the last ``earliest(isCurrent:)``.
-    private var changed: [ConnectionSession] = []
+    @exclusivity(unchecked) private var changed: [ConnectionSession] = []
     /// Each connection's earliest deadline.
-    private var schedule = DeadlineSchedule<UInt16>()
+    @exclusivity(unchecked) private var schedule = DeadlineSchedule<UInt16>()
 
     /// `session`'s machines changed: its deadline is asked again at the next ``earliest(isCurrent:)``.
     func noteChange(_ session: ConnectionSession) {
