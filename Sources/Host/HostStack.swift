@@ -309,7 +309,7 @@ public final class HostStack: @unchecked Sendable {
             return
         }
         loadSecurityIfNeeded()
-        // Runs after every packet: the earliest of four without building an array.
+        // Runs after every batch of packets and every owner's call: the earliest of several without building an array.
         func earlier(_ first: StackInstant?, _ second: StackInstant?) -> StackInstant? {
             guard let first else { return second }
             guard let second else { return first }
