@@ -324,7 +324,7 @@ let package = Package(
         .testTarget(
             name: "OpenCoreBluetoothTestingTests",
             // blue: the captures' test replays the recording with it.
-            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "Seed001CentralApp", "Seed001PeripheralApp", "Seed004CentralApp", "StackLauncher", "blue"],
+            dependencies: ["OpenCoreBluetoothTesting", "OpenCoreBluetooth", "BluetoothCore", "BluetoothRuntime", "Seed001CentralApp", "Seed001PeripheralApp", "Seed004CentralApp", "StackLauncher", "blue"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import BluetoothRuntime
 import Foundation
 import OpenCoreBluetooth
 import OpenCoreBluetoothTesting
@@ -9,16 +10,22 @@ nonisolated(unsafe) let androidChatMessage = CBUUID(string: "08590F7E-DB05-467E-
 nonisolated(unsafe) let androidChatGreeting = CBUUID(string: "C0DE0001-7E57-4C0D-9000-00000000CAFE")
 
 /// The Android chat server of seed 004's article, declared in the test with Android's personality: it echoes each
-/// write back as a notification ("echo: TEXT"), after answering it as `answer` says.
+/// write back as a notification ("echo: TEXT"), after answering it as `answer` says, 10 ms later on the world's clock.
 final class AndroidChatServer: SimulatedPeripheralDelegate, @unchecked Sendable {
     let answer: SimulatedResponse<Void>
-    init(answer: SimulatedResponse<Void> = .success(())) { self.answer = answer }
+    /// The world's loop: the echo's delay is virtual time, so the world's clock waits for it (a wall-clock delay on
+    /// another queue is work the world cannot see: under load its clock ran to the test's limit first).
+    let loop: any EventLoop
+    init(answer: SimulatedResponse<Void> = .success(()), loop: any EventLoop) {
+        self.answer = answer
+        self.loop = loop
+    }
 
     func peripheral(_ peripheral: SimulatedPeripheral, didReceiveWriteRequestFor characteristic: SimulatedCharacteristic,
                     data: Data) -> SimulatedResponse<Void> {
         if answer.isSuccessful {
             // sendResponse first, then notifyCharacteristicChanged, as the Android app does.
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+            loop.schedule(after: .milliseconds(10)) {
                 peripheral.simulateValueUpdate(Data("echo: ".utf8) + data, for: androidChatMessage)
             }
         }
@@ -26,14 +33,15 @@ final class AndroidChatServer: SimulatedPeripheralDelegate, @unchecked Sendable 
     }
 
     /// `declaringCCCD`: the app added the 0x2902 descriptor Android's server needs (else nobody can subscribe).
-    static func spec(declaringCCCD: Bool = true, answer: SimulatedResponse<Void> = .success(())) -> PeripheralSpec {
+    static func spec(in world: SimulatedWorld, declaringCCCD: Bool = true,
+                     answer: SimulatedResponse<Void> = .success(())) -> PeripheralSpec {
         PeripheralSpec.simulatePeripheral(proximity: .near)
             .advertising(advertisementData: [CBAdvertisementDataLocalNameKey: "Chat", CBAdvertisementDataServiceUUIDsKey: [androidChatService]])
             .connectable(name: "Chat", services: [SimulatedService(androidChatService, characteristics: [
                 SimulatedCharacteristic(androidChatMessage, properties: [.read, .write, .writeWithoutResponse, .notify],
                                         descriptors: declaringCCCD ? [SimulatedDescriptor(CBUUID(string: "2902"), value: Data([0, 0]))] : []),
                 SimulatedCharacteristic(androidChatGreeting, properties: [.read], value: Data("Hello from an Android GATT server".utf8)),
-            ])], delegate: AndroidChatServer(answer: answer))
+            ])], delegate: AndroidChatServer(answer: answer, loop: world.air.eventLoop))
             .personality(.android)
             .build()
     }
@@ -67,7 +75,7 @@ final class OutcomeBox: @unchecked Sendable {
     func theSeedsExchange() async throws {
         let world = try SimulatedWorld()
         defer { world.shutdown() }
-        try await world.simulatePeripheral(AndroidChatServer.spec())
+        try await world.simulatePeripheral(AndroidChatServer.spec(in: world))
         let box = OutcomeBox()
         let app = await Self.start(in: world, box)
         #expect(await world.eventually { box.outcome != nil }, "stage \(app.stage)")
@@ -82,7 +90,7 @@ final class OutcomeBox: @unchecked Sendable {
     func anAndroidServerWithoutCCCD() async throws {
         let world = try SimulatedWorld()
         defer { world.shutdown() }
-        try await world.simulatePeripheral(AndroidChatServer.spec(declaringCCCD: false))
+        try await world.simulatePeripheral(AndroidChatServer.spec(in: world, declaringCCCD: false))
         let box = OutcomeBox()
         let app = await Self.start(in: world, box)
         // Discovery goes through; then nothing: the seed writes only once its subscription is in place.
@@ -97,7 +105,7 @@ final class OutcomeBox: @unchecked Sendable {
     func anAndroidServerThatRefusesTheWrite() async throws {
         let world = try SimulatedWorld()
         defer { world.shutdown() }
-        try await world.simulatePeripheral(AndroidChatServer.spec(answer: .attError(0x85)))
+        try await world.simulatePeripheral(AndroidChatServer.spec(in: world, answer: .attError(0x85)))
         let box = OutcomeBox()
         let app = await Self.start(in: world, box)
         #expect(await world.eventually { box.outcome != nil }, "stage \(app.stage)")
