@@ -45,6 +45,40 @@ import Darwin
         #expect(log.withLock { $0 } == [1, 2])
     }
 
+    /// Thousands of timers, most cancelled and scheduled again (as hosts re-arm their one timer), past the heap's
+    /// sweeps of cancelled ones: each live timer runs once, at its instant, in (deadline, scheduling) order, and the
+    /// count of what is left is the live ones.
+    @Test func manyTimersCancelledAndRescheduledRunOnceInOrder() {
+        let loop = ManualEventLoop()
+        let log = LockedValue<[Int]>([])
+        var expected: [(deadline: Int, order: Int, value: Int)] = []
+        var handles: [ScheduledJob] = []
+        var order = 0
+        for value in 0..<3_000 {
+            let deadline = (value * 7_919) % 1_000 + 1
+            // Three earlier schedulings of the same work, cancelled, then the one that stays.
+            for stale in 0..<3 {
+                handles.append(loop.schedule(after: .milliseconds(deadline + stale)) { log.withLock { $0.append(-1) } })
+                handles.last?.cancel()
+                order += 1
+            }
+            loop.schedule(after: .milliseconds(deadline)) {
+                #expect(loop.now == StackInstant.zero + .milliseconds(deadline))
+                log.withLock { $0.append(value) }
+            }
+            expected.append((deadline, order, value))
+            order += 1
+        }
+        #expect(loop.pendingWorkDescription == "0 jobs, 3000 timers (next at 0.001000s)")
+        loop.advance(by: .milliseconds(500))
+        let half = expected.filter { $0.deadline <= 500 }.count
+        #expect(log.withLock { $0.count } == half)
+        loop.advance(by: .seconds(1))
+        let sorted = expected.sorted { ($0.deadline, $0.order) < ($1.deadline, $1.order) }.map(\.value)
+        #expect(log.withLock { $0 } == sorted)
+        #expect(!loop.hasPendingWork)
+    }
+
     @Test func inEventLoopIsTrueOnlyInsideJobs() {
         let loop = ManualEventLoop()
         let seen = LockedValue<Bool?>(nil)
