@@ -269,10 +269,13 @@ struct BenchAdvertisers: ParsableCommand {
 struct BenchConnections: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "connections",
-        abstract: "One central connected to --count peripherals at once, each notifying: links lost, notifications/s, memory per link.")
+        abstract: "Centrals connected to --count peripherals at once, each notifying: links lost, notifications/s, memory per link.")
 
-    @Option(help: "How many peripherals (links).")
+    @Option(help: "How many peripherals (links), at most 10000.")
     var count = 100
+
+    @Option(help: "Links per central (1...1000): 10000 links take 10 centrals.")
+    var perCentral = 1000
 
     @Option(help: "Notifications each peripheral sends.")
     var perLink = 1000
@@ -287,7 +290,8 @@ struct BenchConnections: ParsableCommand {
 
     func run() throws {
         let units = UInt16(clamping: Int((interval / 1.25).rounded()))
-        let benchmark = ConnectionsBenchmark(ConnectionsBenchmark.Parameters(count: count, perLink: perLink, size: size, interval: units))
+        let benchmark = ConnectionsBenchmark(ConnectionsBenchmark.Parameters(
+            count: count, perLink: perLink, size: size, interval: units, perCentral: perCentral))
         try output.report("connections", benchmark) { benchmark throws(BenchError) in try benchmark.run() }
     }
 }

@@ -8,19 +8,22 @@ import VirtualController
 import StackLauncher
 import BluetoothEngine
 
-/// `blue bench connections` (issue 13 item 2): one central connected to `count` peripherals at once, every
-/// peripheral notifying its central; all of them our host stacks on their own ``VirtualController``s, on one
-/// in-process ``VirtualAir`` and one ``ManualEventLoop`` driven by ``BenchDriver`` (virtual time jumps to the next
-/// timer, wall-clock time is measured).
+/// `blue bench connections` (issue 13 item 2, issue 31 item 5): centrals connected to `count` peripherals at once
+/// (at most `perCentral` each, so 10,000 links take ten centrals), every peripheral notifying its central; all of
+/// them our host stacks on their own ``VirtualController``s, on one in-process ``VirtualAir`` and one
+/// ``ManualEventLoop`` driven by ``BenchDriver`` (virtual time jumps to the next timer, wall-clock time is measured).
 ///
-/// Setup (not timed): each peripheral serves service 0xBE00 with one notifying characteristic and advertises; the
-/// central connects to them one after the other (Core 5.4 Vol 4 Part E §7.8.12; `interval`), exchanges MTU and
-/// subscribes on each (Vol 3 Part G §4.10). The memory figures compare the process before the first connection
-/// and after the last subscription: resident size (/proc/self/statm) and the C heap in use (glibc mallinfo2), each
-/// divided by the number of links. Both ends of every link are in this process (the central's host and controller
-/// state for the link and the peripheral's), so a figure is per link, both ends.
+/// Setup (not timed): each peripheral serves service 0xBE00 with one notifying characteristic; each central, side by
+/// side with the others, has its peripherals advertise one at a time and connects to each (Core 5.4 Vol 4 Part E
+/// §7.8.12; `interval`), then exchanges MTU and subscribes on it (Vol 3 Part G §4.3.1, §4.10) while it connects to
+/// the next.
+/// A peripheral advertises only for its own connection: ten thousand advertisers on the air during the whole setup
+/// would cost the setup quadratic time and measure nothing. The memory figures compare the process before the first
+/// connection and after the last subscription: resident size (/proc/self/statm) and the C heap in use (glibc
+/// mallinfo2), each divided by the number of links. Both ends of every link are in this process (a central's host
+/// and controller state for the link and the peripheral's), so a figure is per link, both ends.
 /// Measured: every peripheral sends `perLink` notifications of `size` octets, paced by readiness
-/// (`updateValue(requireReady: true)`, then ``HostEvent/readyToSend(handle:)``); the central counts them per link,
+/// (`updateValue(requireReady: true)`, then ``HostEvent/readyToSend(handle:)``); its central counts them per link,
 /// in order (a sequence number in each value). Links lost during the run are counted (must be 0).
 final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
     struct Parameters {
@@ -29,7 +32,11 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         var size: Int
         /// Connection interval in 1.25 ms units.
         var interval: UInt16
+        /// Links per central (each central's controller has its own connection handles).
+        var perCentral: Int = 1000
     }
+
+    static let maximumCount = 10_000
 
     /// Counters touched only on the loop (the driver's thread).
     private final class Counters: @unchecked Sendable {
@@ -46,10 +53,16 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         }
     }
 
+    /// One end of a link as its central sees it: which central, and its connection handle there.
+    private struct CentralEnd {
+        var central: Int
+        var handle: UInt16
+    }
+
     let parameters: Parameters
     let loop = ManualEventLoop()
     let air: VirtualAir
-    let central: HostStack
+    let centrals: [HostStack]
     let peripherals: [HostStack]
     private let controllers: [VirtualController]
     var onProgress: ((String) -> Void)?
@@ -57,35 +70,54 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
     init(_ parameters: Parameters) {
         self.parameters = parameters
         air = VirtualAir(eventLoop: loop, seed: 21)
-        let centralController = VirtualController(air: air, address: BluetoothAddress(0x0D_FF_00_00_00_00, type: .public))
-        var controllers = [centralController]
-        var centralConfiguration = HostConfiguration(address: .randomStatic(seed: 1))
-        centralConfiguration.preferredATTMTU = 247
-        central = HostStack(transport: VirtualControllerTransport(controller: centralController), eventLoop: loop,
-                            configuration: centralConfiguration)
+        let count = max(0, min(parameters.count, Self.maximumCount))
+        let centralCount = max(1, (count + max(1, parameters.perCentral) - 1) / max(1, parameters.perCentral))
+        var controllers: [VirtualController] = []
+        var centrals: [HostStack] = []
+        for index in 0..<centralCount {
+            // The centrals close together in the middle, the peripherals on a ring 2 m around them: every link is
+            // well in range.
+            let angle = Double(index) * 2 * Double.pi / Double(centralCount)
+            let controller = VirtualController(air: air, address: BluetoothAddress(0x0D_FF_00_00_00_00 + UInt64(index), type: .public),
+                                               position: AirPosition(x: 0.2 * cos(angle), y: 0.2 * sin(angle)))
+            controllers.append(controller)
+            var configuration = HostConfiguration(address: .randomStatic(seed: 1 + UInt64(index)))
+            configuration.preferredATTMTU = 247
+            // The setup exchanges MTU itself, then subscribes once it is done.
+            configuration.exchangesMTUOnConnect = false
+            centrals.append(HostStack(transport: VirtualControllerTransport(controller: controller), eventLoop: loop,
+                                      configuration: configuration))
+        }
         var peripherals: [HostStack] = []
-        for index in 0..<max(0, min(parameters.count, 1000)) {
-            // A ring 2 m around the central: every link is well in range.
-            let angle = Double(index) * 2 * Double.pi / Double(max(1, parameters.count))
+        for index in 0..<count {
+            let angle = Double(index) * 2 * Double.pi / Double(max(1, count))
             let controller = VirtualController(air: air, address: BluetoothAddress(0x0D_00_00_00_00_00 + UInt64(index), type: .public),
                                                position: AirPosition(x: 2 * cos(angle), y: 2 * sin(angle)))
             controllers.append(controller)
-            var configuration = HostConfiguration(address: .randomStatic(seed: 100 + UInt64(index)))
+            var configuration = HostConfiguration(address: .randomStatic(seed: 100_000 + UInt64(index)))
             configuration.preferredATTMTU = 247
             peripherals.append(HostStack(transport: VirtualControllerTransport(controller: controller), eventLoop: loop,
                                          configuration: configuration))
         }
+        self.centrals = centrals
         self.peripherals = peripherals
         self.controllers = controllers
     }
 
+    /// The central of peripheral `index` (peripherals are dealt to the centrals in turn).
+    private func centralIndex(ofPeripheral index: Int) -> Int { index % centrals.count }
+
     func run() throws(BenchError) -> BenchFigures {
-        guard (1...1000).contains(parameters.count) else { throw BenchError(.badOptions, "--count must be 1...1000") }
+        guard (1...Self.maximumCount).contains(parameters.count) else {
+            throw BenchError(.badOptions, "--count must be 1...\(Self.maximumCount)")
+        }
         guard (1...1_000_000).contains(parameters.perLink) else { throw BenchError(.badOptions, "--per-link must be 1...1000000") }
         guard (4...244).contains(parameters.size) else { throw BenchError(.badOptions, "--size must be 4...244 (ATT_MTU 247 - 3)") }
         guard (6...3200).contains(parameters.interval) else { throw BenchError(.badOptions, "--interval must be 7.5...4000 ms") }
+        // A controller's connection handles are 0x0000...0x0EFF (Core 5.4 Vol 4 Part E §5.4.2); ours keeps to 1,000.
+        guard (1...1000).contains(parameters.perCentral) else { throw BenchError(.badOptions, "--per-central must be 1...1000") }
         defer {
-            for stack in peripherals + [central] {
+            for stack in peripherals + centrals {
                 stack.setEventHandler { _ in }
                 stack.shutdown()
             }
@@ -95,9 +127,9 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         }
         let (valueHandle, cccdHandle) = try startStacks()
         let before = (resident: residentBytes(), heap: heapBytesInUse())
-        let handles = try connectAll(cccdHandle: cccdHandle)
+        let ends = try connectAll(cccdHandle: cccdHandle)
         let after = (resident: residentBytes(), heap: heapBytesInUse())
-        return measure(valueHandle: valueHandle, handles: handles, before: before, after: after)
+        return measure(valueHandle: valueHandle, ends: ends, before: before, after: after)
     }
 
     // MARK: Setup
@@ -106,84 +138,108 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         let (database, value, cccd) = try benchDatabase(name: "bench", properties: [.read, .notify])
         let driver = BenchDriver(loop: loop)
         let started = LockedValue<[Bool]>([])
-        for stack in peripherals + [central] {
+        for stack in peripherals + centrals {
             stack.start { result in started.withLock { $0.append((try? result.get()) != nil) } }
         }
-        let total = peripherals.count + 1
+        let total = peripherals.count + centrals.count
         guard driver.drive(until: { started.withLock { $0.count } == total }), !started.load().contains(false) else {
             throw BenchError(.setupFailed, "the stacks did not start")
         }
-        let advertising = LockedValue<[Bool]>([])
-        for stack in peripherals {
-            stack.setGATTDatabase(database)
-            stack.startAdvertising(AdvertisingContent(localName: "bench"),
-                                   options: AdvertisingOptions(intervalMin: 0x20, intervalMax: 0x20)) { result in
-                advertising.withLock { $0.append((try? result.get()) != nil) }
-            }
-        }
-        let count = peripherals.count
-        guard driver.drive(until: { advertising.withLock { $0.count } == count }), !advertising.load().contains(false) else {
-            throw BenchError(.setupFailed, "the peripherals did not advertise")
-        }
+        for stack in peripherals { stack.setGATTDatabase(database) }
         return (value, cccd)
     }
 
-    /// Connects to every peripheral in turn and subscribes; returns the central's handle of each link, in order.
-    private func connectAll(cccdHandle: UInt16) throws(BenchError) -> [UInt16] {
-        var driver = BenchDriver(loop: loop)
-        var handles: [UInt16] = []
-        let progress = LockedValue(0)
-        if let onProgress {
-            let count = peripherals.count
-            driver.onTick = { onProgress("connections: \(progress.load()) of \(count) connected and subscribed") }
+    /// Every central connects to its peripherals one after the other, all centrals at once, and subscribes on each
+    /// link while it connects to the next; returns the central end of each peripheral's link, in peripheral order.
+    private func connectAll(cccdHandle: UInt16) throws(BenchError) -> [CentralEnd] {
+        /// Setup state, touched only on the loop.
+        final class Setup: @unchecked Sendable {
+            var ends: [CentralEnd?]
+            var subscribed = 0
+            var failure: String?
+            init(count: Int) { ends = Array(repeating: nil, count: count) }
         }
+        let setup = Setup(count: peripherals.count)
         let interval = parameters.interval
         let options = ConnectOptions(parameters: LEConnectionParameters(
             intervalMin: interval, intervalMax: interval, supervisionTimeout: max(0x01F4, interval * 6 / 8 + 10)))
-        for (index, peripheral) in peripherals.enumerated() {
-            let connected = LockedValue<Result<Connection, HostError>?>(nil)
-            central.connect(to: peripheral.controllerInfo.ownAddress, options: options) { connected.store($0) }
-            guard driver.drive(until: { connected.load() != nil }), case .success(let connection)? = connected.load() else {
-                throw BenchError(.setupFailed, "connection \(index + 1) failed: \(String(describing: connected.load()))")
-            }
-            // The central exchanges MTU on connect (HostConfiguration.exchangesMTUOnConnect); subscribe after it.
-            let central = self.central, handle = connection.handle
-            guard driver.drive(until: { central.attMTU(connectionHandle: handle) == 247 }) else {
-                throw BenchError(.setupFailed, "the MTU exchange of connection \(index + 1) did not reach 247")
-            }
-            let subscribed = LockedValue<Result<GATTProcedureResult, GATTClientError>?>(nil)
-            central.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccdHandle, configuration: .notifications)) {
-                subscribed.store($0)
-            }
-            guard driver.drive(until: { subscribed.load() != nil }), case .success(.written)? = subscribed.load() else {
-                throw BenchError(.setupFailed, "subscribing on connection \(index + 1) failed: \(String(describing: subscribed.load()))")
-            }
-            handles.append(handle)
-            progress.store(index + 1)
+        let peripherals = self.peripherals, centrals = self.centrals
+        let centralCount = centrals.count
+        /// Central `central`'s next link: peripheral `index` advertises, the central connects to it, exchanges MTU
+        /// (to 247), subscribes, and meanwhile goes on with its next peripheral.
+        final class Connector: @unchecked Sendable {
+            var connectNext: (Int, Int) -> Void = { _, _ in }
         }
-        return handles
+        let connector = Connector()
+        connector.connectNext = { central, index in
+            guard index < peripherals.count, setup.failure == nil else { return }
+            let peripheral = peripherals[index]
+            peripheral.startAdvertising(AdvertisingContent(localName: "bench"),
+                                        options: AdvertisingOptions(intervalMin: 0x20, intervalMax: 0x20)) { result in
+                guard case .success = result else {
+                    setup.failure = "peripheral \(index + 1) did not advertise: \(result)"
+                    return
+                }
+                centrals[central].connect(to: peripheral.controllerInfo.ownAddress, options: options) { connected in
+                    guard case .success(let connection) = connected else {
+                        setup.failure = "connection \(index + 1) failed: \(connected)"
+                        return
+                    }
+                    setup.ends[index] = CentralEnd(central: central, handle: connection.handle)
+                    let host = centrals[central], handle = connection.handle
+                    host.exchangeMTU(connectionHandle: handle) { exchanged in
+                        guard case .success(247) = exchanged else {
+                            setup.failure = "the MTU exchange of connection \(index + 1) did not reach 247: \(exchanged)"
+                            return
+                        }
+                        host.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccdHandle, configuration: .notifications)) {
+                            subscribed in
+                            guard case .success(.written) = subscribed else {
+                                setup.failure = "subscribing on connection \(index + 1) failed: \(subscribed)"
+                                return
+                            }
+                            setup.subscribed += 1
+                        }
+                    }
+                    connector.connectNext(central, index + centralCount)
+                }
+            }
+        }
+        var driver = BenchDriver(loop: loop)
+        let count = peripherals.count
+        if let onProgress {
+            driver.onTick = { onProgress("connections: \(setup.subscribed) of \(count) connected and subscribed") }
+        }
+        for central in 0..<min(centralCount, count) { loop.execute { connector.connectNext(central, central) } }
+        let done = driver.drive(until: { setup.subscribed == count || setup.failure != nil }, progress: { setup.subscribed })
+        connector.connectNext = { _, _ in }
+        if let failure = setup.failure { throw BenchError(.setupFailed, failure) }
+        guard done else { throw BenchError(.setupFailed, "setup stalled with \(setup.subscribed) of \(count) links subscribed") }
+        return setup.ends.compactMap { $0 }
     }
 
     // MARK: Measurement
 
-    private func measure(valueHandle: UInt16, handles: [UInt16], before: (resident: Int, heap: Int),
+    private func measure(valueHandle: UInt16, ends: [CentralEnd], before: (resident: Int, heap: Int),
                          after: (resident: Int, heap: Int)) -> BenchFigures {
-        let counters = Counters(links: handles.count)
-        let perLink = parameters.perLink, size = parameters.size, links = handles.count
-        var linkOfHandle: [UInt16: Int] = [:]
-        for (index, handle) in handles.enumerated() { linkOfHandle[handle] = index }
-        let lookup = linkOfHandle
-        central.setEventHandler { event in
-            switch event {
-            case .gattNotification(let handle, valueHandle, let value):
-                guard let link = lookup[handle] else { return }
-                if GATTBenchmark.sequence(of: value) != UInt32(truncatingIfNeeded: counters.received[link]) { counters.outOfOrder += 1 }
-                counters.received[link] += 1
-                counters.totalReceived += 1
-            case .disconnected:
-                counters.lost += 1
-            default:
-                break
+        let counters = Counters(links: ends.count)
+        let perLink = parameters.perLink, size = parameters.size, links = ends.count
+        var linkOfHandle = Array(repeating: [UInt16: Int](), count: centrals.count)
+        for (index, end) in ends.enumerated() { linkOfHandle[end.central][end.handle] = index }
+        for (index, central) in centrals.enumerated() {
+            let lookup = linkOfHandle[index]
+            central.setEventHandler { event in
+                switch event {
+                case .gattNotification(let handle, valueHandle, let value):
+                    guard let link = lookup[handle] else { return }
+                    if GATTBenchmark.sequence(of: value) != UInt32(truncatingIfNeeded: counters.received[link]) { counters.outOfOrder += 1 }
+                    counters.received[link] += 1
+                    counters.totalReceived += 1
+                case .disconnected:
+                    counters.lost += 1
+                default:
+                    break
+                }
             }
         }
         var pumps: [@Sendable () -> Void] = []
@@ -237,6 +293,7 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         figures.add("transport", .text("in-process virtual air"))
         figures.add("loop", .text(BenchDriver.description))
         figures.add("links", .integer(links))
+        figures.add("centrals", .integer(centrals.count))
         figures.add("established", .integer(links))
         figures.add("lost", .integer(counters.lost))
         figures.add("intervalMilliseconds", .number(Double(parameters.interval) * 1.25, decimals: 2))
@@ -252,7 +309,7 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         figures.add("residentBytesPerLink", .integer(Int(residentPerLink.rounded())))
         figures.add("heapBytesPerLink", .integer(Int(heapPerLink.rounded())))
         figures.lines = [
-            "connections: \(links) links established, \(counters.lost) lost; \(counters.totalReceived) of \(total) notifications "
+            "connections: \(links) links established (\(centrals.count) central\(centrals.count == 1 ? "" : "s")), \(counters.lost) lost; \(counters.totalReceived) of \(total) notifications "
                 + "of \(size) octets in \(String(format: "%.3f", elapsed)) s (wall clock)",
             "  \(Int(rate.rounded())) notifications/s in all (\(Int(airRate.rounded()))/s of air time, "
                 + "\(String(format: "%.3f", airTime)) s of air at a \(String(format: "%g", Double(parameters.interval) * 1.25)) ms interval)"
