@@ -36,14 +36,16 @@ public struct ByteReader: Sendable {
         DecodeError(code, at: offset, reason)
     }
 
-    private func requireBytes(_ count: Int, for field: String) throws(DecodeError) {
+    /// `field` is read only when the bytes are missing: callers may name it with an interpolation (the type of an AD
+    /// structure, of an H4 packet) without building that string for every read that succeeds.
+    private func requireBytes(_ count: Int, for field: @autoclosure () -> String) throws(DecodeError) {
         guard count >= 0 else {
-            throw error(.invalidLength, "negative length \(count) for \(field)")
+            throw error(.invalidLength, "negative length \(count) for \(field())")
         }
         guard remaining >= count else {
             let noun = count == 1 ? "byte" : "bytes"
             let verb = remaining == 1 ? "remains" : "remain"
-            throw error(.truncated, "expected \(count) \(noun) for \(field), \(remaining) \(verb)")
+            throw error(.truncated, "expected \(count) \(noun) for \(field()), \(remaining) \(verb)")
         }
     }
 
@@ -109,8 +111,8 @@ public struct ByteReader: Sendable {
     }
 
     /// Reads exactly `count` octets.
-    public mutating func readBytes(_ count: Int, _ field: String = "data") throws(DecodeError) -> [UInt8] {
-        try requireBytes(count, for: field)
+    public mutating func readBytes(_ count: Int, _ field: @autoclosure () -> String = "data") throws(DecodeError) -> [UInt8] {
+        try requireBytes(count, for: field())
         let slice = bytes[readerIndex..<(readerIndex + count)]
         readerIndex += count
         return Array(slice)
@@ -125,8 +127,9 @@ public struct ByteReader: Sendable {
 
     /// Splits off a reader over the next `count` octets and advances past them. Errors from the sub-reader
     /// report offsets in this buffer's terms.
-    public mutating func readSubReader(_ count: Int, _ field: String = "data") throws(DecodeError) -> ByteReader {
-        try requireBytes(count, for: field)
+    public mutating func readSubReader(_ count: Int, _ field: @autoclosure () -> String = "data") throws(DecodeError)
+        -> ByteReader {
+        try requireBytes(count, for: field())
         let sub = ByteReader(bytes[readerIndex..<(readerIndex + count)], baseOffset: offset)
         readerIndex += count
         return sub
