@@ -14,7 +14,8 @@
 //   loss at 1 m + 10·n·log10(d)), optional uniform jitter; below the sensitivity nothing is heard; a heard packet
 //   is lost with the configured probability. All randomness (advDelay, loss, jitter, LE Rand, SKD/IV) comes from
 //   one SplitMix64 seeded at init and drawn in loop order: same seed + same scenario => same packets and events.
-//   Devices are kept in join order and nothing iterates a Dictionary where order matters.
+//   Devices are kept by identifier (a device joining or leaving costs O(1); identifiers grow in join order, which
+//   is the order snapshots list them in) and nothing iterates a Dictionary where order matters.
 // - `VirtualController` (VirtualController*.swift) decodes HCI commands with the HCI module's codecs and answers
 //   with Command Complete / Command Status (1 credit each), applies the event masks, and drives the advertising,
 //   scanning and initiating state. Host ACL packets are buffered (251 octets x 8) and enter the link layer as
