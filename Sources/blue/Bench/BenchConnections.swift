@@ -104,9 +104,6 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         self.controllers = controllers
     }
 
-    /// The central of peripheral `index` (peripherals are dealt to the centrals in turn).
-    private func centralIndex(ofPeripheral index: Int) -> Int { index % centrals.count }
-
     func run() throws(BenchError) -> BenchFigures {
         guard (1...Self.maximumCount).contains(parameters.count) else {
             throw BenchError(.badOptions, "--count must be 1...\(Self.maximumCount)")
@@ -114,7 +111,7 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         guard (1...1_000_000).contains(parameters.perLink) else { throw BenchError(.badOptions, "--per-link must be 1...1000000") }
         guard (4...244).contains(parameters.size) else { throw BenchError(.badOptions, "--size must be 4...244 (ATT_MTU 247 - 3)") }
         guard (6...3200).contains(parameters.interval) else { throw BenchError(.badOptions, "--interval must be 7.5...4000 ms") }
-        // A controller's connection handles are 0x0000...0x0EFF (Core 5.4 Vol 4 Part E §5.4.2); ours keeps to 1,000.
+        // A controller's connection handles stop at 0x0EFF (Core 5.4 Vol 4 Part E §5.4.2); a central here has at most 1,000.
         guard (1...1000).contains(parameters.perCentral) else { throw BenchError(.badOptions, "--per-central must be 1...1000") }
         defer {
             for stack in peripherals + centrals {
@@ -166,7 +163,8 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         let peripherals = self.peripherals, centrals = self.centrals
         let centralCount = centrals.count
         /// Central `central`'s next link: peripheral `index` advertises, the central connects to it, exchanges MTU
-        /// (to 247), subscribes, and meanwhile goes on with its next peripheral.
+        /// (to 247), subscribes, and meanwhile goes on with its next peripheral (the peripherals are dealt to the
+        /// centrals in turn: central c has c, c + centrals, c + 2 × centrals, ...).
         final class Connector: @unchecked Sendable {
             var connectNext: (Int, Int) -> Void = { _, _ in }
         }
