@@ -40,7 +40,6 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
 
     /// Counters touched only on the loop (the driver's thread).
     private final class Counters: @unchecked Sendable {
-        var connected = 0
         var lost = 0
         var sent: [Int]
         var received: [Int]
@@ -162,9 +161,25 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
             intervalMin: interval, intervalMax: interval, supervisionTimeout: max(0x01F4, interval * 6 / 8 + 10)))
         let peripherals = self.peripherals, centrals = self.centrals
         let centralCount = centrals.count
-        /// Central `central`'s next link: peripheral `index` advertises, the central connects to it, exchanges MTU
-        /// (to 247), subscribes, and meanwhile goes on with its next peripheral (the peripherals are dealt to the
-        /// centrals in turn: central c has c, c + centrals, c + 2 × centrals, ...).
+        /// Link `index` is up: exchange MTU (to 247), then subscribe.
+        @Sendable func subscribe(_ host: HostStack, _ handle: UInt16, link index: Int) {
+            host.exchangeMTU(connectionHandle: handle) { exchanged in
+                guard case .success(247) = exchanged else {
+                    setup.failure = "the MTU exchange of connection \(index + 1) did not reach 247: \(exchanged)"
+                    return
+                }
+                host.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccdHandle, configuration: .notifications)) { subscribed in
+                    guard case .success(.written) = subscribed else {
+                        setup.failure = "subscribing on connection \(index + 1) failed: \(subscribed)"
+                        return
+                    }
+                    setup.subscribed += 1
+                }
+            }
+        }
+        /// Central `central`'s next link: peripheral `index` advertises, the central connects to it and subscribes,
+        /// and meanwhile goes on with its next peripheral (the peripherals are dealt to the centrals in turn: central
+        /// c has c, c + centrals, c + 2 × centrals, ...).
         final class Connector: @unchecked Sendable {
             var connectNext: (Int, Int) -> Void = { _, _ in }
         }
@@ -184,21 +199,7 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
                         return
                     }
                     setup.ends[index] = CentralEnd(central: central, handle: connection.handle)
-                    let host = centrals[central], handle = connection.handle
-                    host.exchangeMTU(connectionHandle: handle) { exchanged in
-                        guard case .success(247) = exchanged else {
-                            setup.failure = "the MTU exchange of connection \(index + 1) did not reach 247: \(exchanged)"
-                            return
-                        }
-                        host.gatt(connectionHandle: handle, .subscribe(cccdHandle: cccdHandle, configuration: .notifications)) {
-                            subscribed in
-                            guard case .success(.written) = subscribed else {
-                                setup.failure = "subscribing on connection \(index + 1) failed: \(subscribed)"
-                                return
-                            }
-                            setup.subscribed += 1
-                        }
-                    }
+                    subscribe(centrals[central], connection.handle, link: index)
                     connector.connectNext(central, index + centralCount)
                 }
             }
