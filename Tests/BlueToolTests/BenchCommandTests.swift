@@ -129,6 +129,23 @@ import Testing
         #expect(json["outOfOrder"] as? Int == 0)
     }
 
+    /// Issue 31 item 5: links spread over several centrals (set up side by side, peripherals dealt in turn): every
+    /// central's links carry every value, in order, and each value is counted by the central it belongs to.
+    @Test func linksOnSeveralCentralsCarryEveryNotification() async throws {
+        let result = try await BlueProcess.run(["bench", "connections", "--count", "25", "--per-central", "10",
+                                                "--per-link", "8", "--json", "--quiet"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try object(result.standardOutput)
+        #expect(json["centrals"] as? Int == 3)
+        #expect(json["established"] as? Int == 25)
+        #expect(json["lost"] as? Int == 0)
+        #expect(json["received"] as? Int == 200)
+        #expect(json["outOfOrder"] as? Int == 0)
+        let refused = try await BlueProcess.run(["bench", "connections", "--count", "10001", "--quiet"])
+        #expect(refused.status != 0)
+        #expect(refused.standardError.contains("--count must be 1...10000"))
+    }
+
     /// Issue 13 item 3: the steps from scanning to the first notification, each timed on both clocks; the air's
     /// timing gives each step at least some time (connection events every 7.5 ms), the total adds up.
     @Test func latencyTimesEveryStep() async throws {
