@@ -9,7 +9,8 @@ public import Darwin
 /// A value behind a mutex, for the few pieces of state shared across threads (loop queues, transports).
 public final class LockedValue<Value>: @unchecked Sendable {
     // The mutex comes first: a zero-sized value (`LockedValue(())`, a plain lock) placed before it would share its
-    // address, and ThreadSanitizer would take the pointer's read before locking for a race with the value's access.
+    // address, and ThreadSanitizer would take the pointer's read before locking for a race with the value's access
+    // (a plain lock uses `whileLocked`, which does not access the value at all).
     // Inlinable (with the storage usable from inline code): the callers are on every per-packet path of the stack
     // (the event fan-out, transports, loops), in other modules, and are specialised for their value type.
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
@@ -52,5 +53,16 @@ public final class LockedValue<Value>: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
+    }
+
+    /// Runs `body` while holding the lock, without an access to the value: for a `LockedValue(())` used as a plain
+    /// lock (a writer's lock, a handler's serialisation). `withLock { _ in }` would begin an `inout` access of the
+    /// zero-sized value, whose address ThreadSanitizer's Swift access checks share with the object's header, and
+    /// report a race between two holders of the lock.
+    @inlinable
+    public func whileLocked<Result>(_ body: () throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
     }
 }

@@ -120,7 +120,7 @@ final class DescriptorTransportCore: @unchecked Sendable {
         if state.withLock({ $0.closing }) {
             throw HCITransportError(.closed, "\(name): the transport is closed")
         }
-        let result: HCITransportError? = writeLock.withLock { _ in
+        let result: HCITransportError? = writeLock.whileLocked {
             guard descriptorOpen.withLock({ $0 }) else {
                 return HCITransportError(.closed, "\(name): the transport is closed")
             }
@@ -174,7 +174,7 @@ final class DescriptorTransportCore: @unchecked Sendable {
 
     /// Closes the descriptor and the wake pipe, once, after any write in progress.
     private func closeDescriptors() {
-        writeLock.withLock { _ in
+        writeLock.whileLocked {
             descriptorOpen.withLock { open in
                 guard open else { return }
                 open = false

@@ -600,7 +600,7 @@ public final class AirHub: @unchecked Sendable {
         default: break
         }
         guard let handler = onEvent else { return }
-        eventLock.withLock { _ in handler(event) }
+        eventLock.whileLocked { handler(event) }
     }
 
     /// `0A:1B:00:00:00:00` + n: the public address of device n.
