@@ -126,7 +126,11 @@ private func eventually(seconds: Double = 10, _ condition: () -> Bool) async -> 
         #expect(finished, "the air's loop blocked on a host that does not read")
         if !finished {
             deaf.shut()  // unblocks the hub's write so the test can end
-            _ = await poll(within: .seconds(20)) { done.withLock { $0 } }
+            // The loop is not thread-safe: while the other thread still runs it, nothing below may touch it.
+            guard await poll(within: .seconds(120), until: { done.withLock { $0 } }) else {
+                Issue.record("the air's loop still runs 120 s after the deaf host's socket was shut")
+                return
+            }
         }
         let seen = events.withLock { $0 }
         #expect(seen.contains { if case .warning(let text) = $0 { text.hasPrefix("dev3: the host does not read") } else { false } })
