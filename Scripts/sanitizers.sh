@@ -22,6 +22,12 @@ for sanitizer in "${sanitizers[@]}"; do
     reports="$PWD/.build-$sanitizer/reports"
     rm -rf "$reports" && mkdir -p "$reports"
     echo "== swift test --sanitize=$sanitizer (reports in $reports)" >&2
+    # At most as many tests at once as the machine has cores (Swift Testing starts every test at once by default):
+    # a test's wall-clock bound assumes its waiting task resumes soon, but on the cooperative pool (one thread per
+    # core) a resumed task queues behind every job of every test in flight, and under a sanitizer each job takes
+    # several times longer, so bounds that hold in a normal run expired by minutes (tests that only sleep 10 ms at a
+    # time took 130 s). OCB_SANITIZER tells the tests which figures a sanitizer's allocator does not keep.
+    OCB_SANITIZER="$sanitizer" SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${OCB_SANITIZER_TEST_WIDTH:-$(nproc)}" \
     TSAN_OPTIONS="halt_on_error=0 log_path=$reports/report" \
     ASAN_OPTIONS="halt_on_error=0 detect_leaks=0 log_path=$reports/report" \
         swift test --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" "$@" > ".build-$sanitizer/test.log" 2>&1
