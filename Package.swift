@@ -131,7 +131,7 @@ let package = Package(
         // /dev/vhci), its recorder and replay, and the link-layer sniffer.
         .target(
             name: "SharedAir",
-            dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: ["BluetoothCore", "HCI", "HCITransport", "LinkLayer", "VirtualController", "BluetoothRuntime", "SystemInterface", "CMallocStatistics", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The air console (`blue air --console`): a web page and a control API for a running hub, over HTTP and a

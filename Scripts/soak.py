@@ -6,12 +6,12 @@ clients of the hub) that stay for the whole run, and workers that connect, pair,
 benchmark in cycles, while faults change the air every few seconds (loss, dropped links, radios off and on, moves),
 a hostile peer attacks the servers over links (Fuzz/HostilePeer) and the hostile-controller fuzzer runs its own
 sessions beside them. Every second the resident memory and open
-descriptors of the long-lived programs are sampled (/proc).
+descriptors of the long-lived programs are sampled (/proc), and the hub's heap in use from its statistics lines.
 
 It fails on: a crash (a program ended by a signal we did not send), a hang (a program past its bound), a lost or
 corrupted transfer (a chat whose receiver printed other text, or whose sender said it was sent while the receiver
 got nothing), a long-lived program gone, or growth after warm-up beyond the stated slope (resident memory, least
-squares over the samples after warm-up) or of descriptors. A cycle that fails with the tool's own error under a
+squares over the samples after warm-up), of the hub's heap in use, or of descriptors. A cycle that fails with the tool's own error under a
 fault (a link dropped mid-pairing) is counted, not a failure: faults are there to make such errors happen.
 
 Only the Python standard library; Linux (/proc).
@@ -33,6 +33,11 @@ import time
 # descriptors (the fewest seen in the last third against the first third) at most this much; memory is judged only
 # when the span after warm-up is at least a minute.
 RSS_SLOPE_LIMIT_KIB_PER_MIN = 1024
+# The hub's heap in use (what it allocated and did not free, from its own statistics lines), after warm-up: growth
+# here is memory the hub holds, not memory its allocator keeps for reuse. It follows the hosts joined at the moment
+# (hundreds of KiB either way within a minute), so it is judged only over at least ten minutes after warm-up.
+HEAP_SLOPE_LIMIT_KIB_PER_MIN = 64
+HEAP_JUDGED_AFTER_SECONDS = 600
 FD_GROWTH_LIMIT = 8
 # A host on the hub: its socket and the wake pipe of the socket's reader (measured: three `blue scan` add nine).
 HUB_DESCRIPTORS_PER_HOST = 3
@@ -62,6 +67,8 @@ class Soak:
         self.cycles = {}
         self.faults = {}
         self.samples = {}  # name -> [(seconds, rss KiB, fds)]
+        self.hub_heap = []  # [(seconds, heap in use KiB)] from the hub's statistics lines
+        self.hub_log_offset = 0
         self.long_lived = {}  # name -> Popen
         self.stopping = threading.Event()
         self.start = time.monotonic()
@@ -267,8 +274,30 @@ class Soak:
             return 0
         return sum(line.startswith("joined: ") for line in lines) - sum(line.startswith("left: ") for line in lines)
 
+    def sample_hub_heap(self):
+        """The heap in use of the hub's statistics lines written since the last look ("...; heap N KiB in use")."""
+        try:
+            with open(self.log_path("hub.out"), errors="replace") as log:
+                log.seek(self.hub_log_offset)
+                text = log.read()
+        except OSError:
+            return
+        complete = text[:text.rfind("\n") + 1]
+        self.hub_log_offset += len(complete.encode())
+        for match in re.finditer(r"^traffic: .*; heap (\d+) KiB in use$", complete, re.MULTILINE):
+            self.hub_heap.append((self.elapsed(), int(match.group(1))))
+
+    @staticmethod
+    def slope_per_minute(points):
+        """Least squares slope of (seconds, value) points, per minute."""
+        mean_t = sum(t for t, _ in points) / len(points)
+        mean_v = sum(v for _, v in points) / len(points)
+        variance = sum((t - mean_t) ** 2 for t, _ in points)
+        return (sum((t - mean_t) * (v - mean_v) for t, v in points) / variance if variance else 0) * 60
+
     def sampling(self):
         while not self.stopping.wait(1):
+            self.sample_hub_heap()
             for name, process in list(self.long_lived.items()):
                 if process.poll() is not None:
                     continue
@@ -298,14 +327,11 @@ class Soak:
             if len(after) >= 2:
                 entry["afterWarmUpKiB"] = after[0][1]
                 entry["afterWarmUpFds"] = after[0][2]
-                mean_t = sum(t for t, _, _ in after) / len(after)
-                mean_r = sum(r for _, r, _ in after) / len(after)
-                variance = sum((t - mean_t) ** 2 for t, _, _ in after)
-                slope = sum((t - mean_t) * (r - mean_r) for t, r, _ in after) / variance if variance else 0
-                entry["slopeKiBPerMinute"] = round(slope * 60, 1)
+                slope = self.slope_per_minute([(t, r) for t, r, _ in after])
+                entry["slopeKiBPerMinute"] = round(slope, 1)
                 span = after[-1][0] - after[0][0]
-                if span >= 60 and slope * 60 > RSS_SLOPE_LIMIT_KIB_PER_MIN:
-                    self.fail(f"{name}: resident memory grows {slope * 60:.0f} KiB/min after warm-up "
+                if span >= 60 and slope > RSS_SLOPE_LIMIT_KIB_PER_MIN:
+                    self.fail(f"{name}: resident memory grows {slope:.0f} KiB/min after warm-up "
                               f"(limit {RSS_SLOPE_LIMIT_KIB_PER_MIN})")
                 # Descriptors come and go with the clients connected at the moment (the hub's are counted without
                 # those of the hosts joined): a leak raises the floor, so the lowest count of the last third is
@@ -316,6 +342,16 @@ class Soak:
                 if floor_end > floor_start + FD_GROWTH_LIMIT:
                     self.fail(f"{name}: at least {floor_end - floor_start} more open descriptors at the end than after "
                               f"warm-up (floors {floor_start} and {floor_end}; limit {FD_GROWTH_LIMIT})")
+            if name == "hub" and self.hub_heap:
+                heap_after = [point for point in self.hub_heap if point[0] >= warm_up]
+                entry["heapStartKiB"], entry["heapEndKiB"] = self.hub_heap[0][1], self.hub_heap[-1][1]
+                if len(heap_after) >= 2:
+                    entry["heapAfterWarmUpKiB"] = heap_after[0][1]
+                    heap_slope = self.slope_per_minute(heap_after)
+                    entry["heapSlopeKiBPerMinute"] = round(heap_slope, 1)
+                    if heap_after[-1][0] - heap_after[0][0] >= HEAP_JUDGED_AFTER_SECONDS and heap_slope > HEAP_SLOPE_LIMIT_KIB_PER_MIN:
+                        self.fail(f"hub: heap in use grows {heap_slope:.0f} KiB/min after warm-up "
+                                  f"(limit {HEAP_SLOPE_LIMIT_KIB_PER_MIN})")
             report[name] = entry
         return report
 
@@ -396,6 +432,10 @@ def main():
                   f"{'descriptors besides its hosts' if name == 'hub' else 'descriptors'} "
                   f"{entry['startFds']} / {entry.get('afterWarmUpFds', '-')} / {entry['endFds']}, "
                   f"floors after warm-up {entry.get('descriptorFloors', '-')}")
+            if "heapStartKiB" in entry:
+                print(f"  {name}: heap in use {entry['heapStartKiB']} KiB at start, {entry.get('heapAfterWarmUpKiB', '-')} "
+                      f"after warm-up, {entry['heapEndKiB']} at the end ({entry.get('heapSlopeKiBPerMinute', '-')} KiB/min "
+                      f"after warm-up)")
         for worker, outcomes in sorted(result["cycles"].items()):
             print(f"  {worker}: " + ", ".join(f"{count} {outcome}" for outcome, count in sorted(outcomes.items())))
         print("  faults: " + ", ".join(f"{count} {kind}" for kind, count in sorted(result["faults"].items())))

@@ -9,6 +9,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CMallocStatistics
 import SystemInterface
 public import VirtualController
 
@@ -329,7 +330,7 @@ public final class AirHub: @unchecked Sendable {
 
     /// A snapshot of devices, connections and traffic.
     public var statistics: AirHubStatistics {
-        state.withLock { state in
+        var statistics = state.withLock { state in
             var statistics = state.airCounts
             statistics.devices = state.joined.count
             statistics.devicesJoined = state.nextNumber - 1
@@ -342,6 +343,9 @@ public final class AirHub: @unchecked Sendable {
             statistics.traffic = traffic
             return statistics
         }
+        let heap = ocb_heap_bytes_in_use()
+        statistics.heapBytesInUse = heap > 0 ? Int(heap) : nil
+        return statistics
     }
 
     /// The controller of device `number` while it is on the air (to move it, power it off...).

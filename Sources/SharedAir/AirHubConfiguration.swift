@@ -182,6 +182,10 @@ public struct AirHubStatistics: Hashable, Sendable {
     public var scanPackets = 0
     public var connectRequests = 0
     public var dataPackets = 0
+    /// Bytes the hub's process has allocated and not freed (glibc's mallinfo2), nil where the allocator does not
+    /// say (another C library, a sanitizer's allocator): what a long-running hub holds, apart from what the
+    /// allocator keeps for reuse (its resident size less this).
+    public var heapBytesInUse: Int?
 
     public init() {}
 }

@@ -101,6 +101,7 @@ extension AirHubEvent {
             + "ACL \(traffic.aclToController) to controllers / \(traffic.aclToHost) to hosts, \(traffic.octets) octets; "
             + "air \(statistics.advertisingPackets) advertising, \(statistics.scanPackets) scan, "
             + "\(statistics.connectRequests) connect, \(statistics.dataPackets) data PDUs"
+            + (statistics.heapBytesInUse.map { "; heap \($0 / 1024) KiB in use" } ?? "")
     }
 
     private static func add(_ device: AirHubDevice, to object: inout JSONObject) {
@@ -127,6 +128,7 @@ extension AirHubEvent {
         object.number("scanPackets", statistics.scanPackets)
         object.number("connectRequests", statistics.connectRequests)
         object.number("dataPackets", statistics.dataPackets)
+        if let heap = statistics.heapBytesInUse { object.number("heapBytesInUse", heap) }
     }
 }
 

@@ -230,6 +230,15 @@ struct AirHubTests {
         // The periodic summary.
         loop.advance(by: .seconds(5))
         #expect(events.withLock { $0 }.contains { if case .statistics(let s) = $0 { s.connections == 1 } else { false } })
+        // The hub's heap in use, for a soak to tell what it holds from what its allocator keeps (none under a
+        // sanitizer's allocator, which keeps no mallinfo2 figures).
+        if ProcessInfo.processInfo.environment["OCB_SANITIZER"] == nil {
+            let statistics = hub.statistics
+            let heap = try #require(statistics.heapBytesInUse)
+            #expect(heap > 0)
+            #expect(AirHubEvent.statistics(statistics).text.hasSuffix("; heap \(heap / 1024) KiB in use"))
+            #expect(AirHubEvent.statistics(statistics).json.contains("\"heapBytesInUse\":\(heap)"))
+        }
 
         // The central disconnects: both ends report it.
         centralHost.deliver(.disconnect(handle: 0x0001, reason: .remoteUserTerminatedConnection))
