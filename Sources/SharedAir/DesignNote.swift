@@ -27,3 +27,8 @@
 // Replay: a recording is the air's seed and configuration and its steps with their times; `AirReplay` runs them on a
 // ManualEventLoop with the air's timer driven by the recorded firings and compares each controller's digest of the
 // frames it sent its host (`FrameDigest`) with the recorded one.
+//
+// Memory over hours: the hub keeps nothing per host once the host has left (its controller, outbox and reader
+// thread go with it), and its statistics carry the process's heap in use (glibc's mallinfo2) so that a soak tells
+// memory the hub holds from memory the allocator keeps for reuse and the stacks of reader threads it recycles
+// (Scripts/soak.py judges both).
