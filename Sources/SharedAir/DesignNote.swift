@@ -29,6 +29,6 @@
 // frames it sent its host (`FrameDigest`) with the recorded one.
 //
 // Memory over hours: the hub keeps nothing per host once the host has left (its controller, outbox and reader
-// thread go with it), and its statistics carry the process's heap in use (glibc's mallinfo2) so that a soak tells
-// memory the hub holds from memory the allocator keeps for reuse and the stacks of reader threads it recycles
-// (Scripts/soak.py judges both).
+// thread go with it), and its statistics carry the process's heap in use (glibc's mallinfo2), so that a soak tells
+// memory the hub holds from its resident size, which also counts what the allocator keeps for reuse and the pages
+// of thread stacks (Scripts/soak.py judges both).
