@@ -124,7 +124,8 @@ let package = Package(
         // A software LE controller (controller side of HCI, link layer) and the virtual air it shares.
         .target(
             name: "VirtualController",
-            dependencies: ["BluetoothCore", "HCI", "LinkLayer", "BluetoothCrypto", "BluetoothRuntime", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: ["BluetoothCore", "HCI", "LinkLayer", "BluetoothCrypto", "BluetoothRuntime",
+                           .product(name: "DequeModule", package: "swift-collections"), .product(name: "HeapModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The shared air's server: one VirtualAir for many processes (host, control and monitor sockets, H4 on TCP,

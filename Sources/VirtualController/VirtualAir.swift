@@ -46,23 +46,13 @@ public final class VirtualAir: @unchecked Sendable {
     var links: [Int: AirLink] = [:]
     private var nextLinkIdentifier = 1
 
-    enum Task: Hashable {
-        /// The legacy advertising commands' advertising of device `Int`.
-        case advertising(Int)
-        /// Advertising set `UInt8` of device `Int`.
-        case advertisingSet(Int, UInt8)
-        /// Device `Int`'s own deadlines (``VirtualController/nextDeadline``: scan Duration and Period, advertising
-        /// set Duration).
-        case controllerTimer(Int)
-        case connectionEvent(Int)
-        /// The next exchange of a connection event under ``AirConfiguration/realRadioTiming``.
-        case connectionExchange(Int)
-    }
-
     /// When each advertising and connection event is due (a heap: with a thousand devices on the air, a scan of
     /// every task per event made the air quadratic, issue 13).
-    private var tasks = DeadlineSchedule<Task>()
+    private var tasks = AirSchedule()
     private var timer: ScheduledJob?
+    /// The timer's job, made once (the air arms its timer anew for nearly every event: 100,000 advertisers are
+    /// 100,000 of them per interval).
+    private lazy var fireJob: @Sendable () -> Void = { [weak self] in self?.fire() }
     private var armedDeadline: StackInstant?
     private var firing = false
 
@@ -131,6 +121,7 @@ public final class VirtualAir: @unchecked Sendable {
         eventLoop.execute { [self] in
             step { time in recorder?.leave(controller, at: time) }
             controller.shutDown()
+            forgetTasks(of: controller)
             if devicesByIdentifier[controller.identifier] === controller { devicesByIdentifier[controller.identifier] = nil }
             listeners.removeAll { $0 === controller }
         }
@@ -193,25 +184,25 @@ public final class VirtualAir: @unchecked Sendable {
 
     // MARK: Scheduling (one timer for all tasks)
 
-    private func schedule(_ task: Task, at deadline: StackInstant) {
+    private func schedule(_ task: AirSchedule.Task, at deadline: StackInstant) {
         tasks.schedule(task, at: deadline)
         rearm()
     }
 
-    private func cancel(_ task: Task) {
+    private func cancel(_ task: AirSchedule.Task) {
         tasks.cancel(task)
         rearm()
     }
 
     private func rearm() {
         guard !firing else { return }
-        let next = tasks.earliest()?.deadline
+        let next = tasks.earliestDeadline()
         if let timer, !timer.isCancelled, next == armedDeadline { return }
         timer?.cancel()
         timer = nil
         armedDeadline = next
         guard let next, !replaying else { return }
-        timer = eventLoop.schedule(at: next) { [weak self] in self?.fire() }
+        timer = eventLoop.schedule(at: next, fireJob)
     }
 
     private func fire() {
@@ -222,11 +213,11 @@ public final class VirtualAir: @unchecked Sendable {
             recorder?.tick(at: time)
             while let task = tasks.takeDue(now: time) {
                 switch task {
-                case .advertising(let identifier): runAdvertisingEvent(identifier, set: nil)
-                case .advertisingSet(let identifier, let handle): runAdvertisingEvent(identifier, set: handle)
-                case .controllerTimer(let identifier): devicesByIdentifier[identifier]?.deadlineReached(now: time)
-                case .connectionEvent(let identifier): runConnectionEvent(identifier)
-                case .connectionExchange(let identifier): runTimedExchange(identifier)
+                case .advertising(let device): runAdvertisingEvent(device, set: nil)
+                case .advertisingSet(let device, let handle): runAdvertisingEvent(device, set: handle)
+                case .controllerTimer(let device): device.deadlineReached(now: time)
+                case .connectionEvent(let link): runConnectionEvent(link)
+                case .connectionExchange(let link): runTimedExchange(link)
                 }
             }
         }
@@ -245,7 +236,7 @@ public final class VirtualAir: @unchecked Sendable {
         let delay: Duration = highDuty ? .zero : .microseconds(Int(random.next() % 10_001))
         let interval: Duration = first ? .zero
             : highDuty ? .microseconds(3750) : .microseconds(Int(parameters.intervalMin) * 625)
-        schedule(.advertising(device.identifier), at: now + interval + delay)
+        schedule(.advertising(device), at: now + interval + delay)
     }
 
     /// The next advertising event of set `handle` of `device`: at once when `first`, else after its interval, plus
@@ -254,35 +245,43 @@ public final class VirtualAir: @unchecked Sendable {
         guard let interval = device.advertisingInterval(set: handle) else { return }
         let highDuty = interval == .microseconds(3750)
         let delay: Duration = highDuty ? .zero : .microseconds(Int(random.next() % 10_001))
-        schedule(.advertisingSet(device.identifier, handle), at: now + (first ? .zero : interval) + delay)
+        schedule(.advertisingSet(device, handle), at: now + (first ? .zero : interval) + delay)
     }
 
     func cancelAdvertising(_ device: VirtualController) {
-        cancel(.advertising(device.identifier))
+        cancel(.advertising(device))
     }
 
     func cancelAdvertising(_ device: VirtualController, set handle: UInt8) {
-        cancel(.advertisingSet(device.identifier, handle))
+        cancel(.advertisingSet(device, handle))
     }
 
     /// Arms (or disarms) `device`'s own timer for its ``VirtualController/nextDeadline`` (on the loop).
     func rescheduleControllerTimer(_ device: VirtualController) {
         if let deadline = device.nextDeadline {
-            schedule(.controllerTimer(device.identifier), at: deadline)
+            schedule(.controllerTimer(device), at: deadline)
         } else {
-            cancel(.controllerTimer(device.identifier))
+            cancel(.controllerTimer(device))
         }
     }
 
     func cancelControllerTimer(_ device: VirtualController) {
-        cancel(.controllerTimer(device.identifier))
+        cancel(.controllerTimer(device))
+    }
+
+    /// Cancels whatever `device` still has scheduled (it leaves the air).
+    private func forgetTasks(of device: VirtualController) {
+        tasks.cancel(.advertising(device))
+        tasks.cancel(.controllerTimer(device))
+        for handle in device.airTasks.advertisingSets.keys { tasks.cancel(.advertisingSet(device, handle)) }
+        rearm()
     }
 
     /// One advertising event: legacy PDUs on LE 1M, or ADV_EXT_IND on the primary PHY with its AUX_ADV_IND and
     /// AUX_CHAIN_INDs on the secondary PHY (Core 5.4 Vol 6 Part B §4.4.2.2). Each listener hears each PDU on its
     /// own (loss is per PDU and per listener), and a chain stops for a listener at its first lost PDU.
-    private func runAdvertisingEvent(_ identifier: Int, set handle: UInt8?) {
-        guard let advertiser = devicesByIdentifier[identifier], advertiser.powered else { return }
+    private func runAdvertisingEvent(_ advertiser: VirtualController, set handle: UInt8?) {
+        guard advertiser.powered else { return }
         let advertisement = handle.map { advertiser.currentAdvertisement(set: $0, now: now) } ?? advertiser.currentAdvertisement(now: now)
         guard let advertisement else { return }
         var fragments: [[UInt8]] = []
@@ -294,7 +293,7 @@ public final class VirtualAir: @unchecked Sendable {
         } else {
             fragments = AuxiliaryChain.fragments(advertisement.data, first: .auxAdvInd, properties: advertisement.properties)
             if observer != nil {
-                let auxiliaryChannel = UInt8(truncatingIfNeeded: identifier % 37)
+                let auxiliaryChannel = UInt8(truncatingIfNeeded: advertiser.identifier % 37)
                 let payloads = AuxiliaryChain.payloads(
                     advMode: UInt8(advertisement.properties.rawValue & 0x03),
                     address: advertisement.isAnonymous ? nil : advertisement.address, target: advertisement.target,
@@ -462,21 +461,20 @@ public final class VirtualAir: @unchecked Sendable {
                                                                advertisingSet: advertisement.setHandle, now: now)
         link.centralHandle = initiator.establishConnection(link: link, role: .central, peer: advertiserAddress,
                                                            local: initiatorAddress, parameters: parameters, phy: phy, now: now)
-        schedule(.connectionEvent(link.identifier), at: now + .microseconds(Int(parameters.intervalMin) * 1250))
+        schedule(.connectionEvent(link), at: now + .microseconds(Int(parameters.intervalMin) * 1250))
         return true
     }
 
     // MARK: Connection events
 
-    private func runConnectionEvent(_ identifier: Int) {
-        guard let link = links[identifier] else { return }
+    private func runConnectionEvent(_ link: AirLink) {
         let now = self.now
         if link.centralAlive { link.central.linkBeginEvent(link.centralHandle) }
         if link.peripheralAlive { link.peripheral.linkBeginEvent(link.peripheralHandle) }
         link.eventStart = now
         link.radio.advance()
         if configuration.realRadioTiming {
-            runTimedExchange(identifier)
+            runTimedExchange(link)
             return
         }
         let limit = max(1, configuration.maximumExchangesPerEvent)
@@ -490,8 +488,7 @@ public final class VirtualAir: @unchecked Sendable {
 
     /// One exchange of a timed connection event (``AirConfiguration/realRadioTiming``): it takes its air time,
     /// and the next one follows when both ends have more to send and it would fit before the next anchor.
-    private func runTimedExchange(_ identifier: Int) {
-        guard let link = links[identifier] else { return }
+    private func runTimedExchange(_ link: AirLink) {
         let now = self.now
         let (time, more) = exchange(on: link, now: now)
         if link.centralAlive { link.central.linkExchangeEnded(link.centralHandle) }
@@ -499,7 +496,7 @@ public final class VirtualAir: @unchecked Sendable {
         let interval = interval(of: link)
         let end = now + time
         if more, link.centralAlive, link.peripheralAlive, end + time <= link.eventStart + interval {
-            schedule(.connectionExchange(identifier), at: end)
+            schedule(.connectionExchange(link), at: end)
             return
         }
         // An exchange longer than the interval (Coded PHY, long PDUs) overruns anchors: the next event is at the
@@ -548,9 +545,10 @@ public final class VirtualAir: @unchecked Sendable {
         if link.peripheralAlive { link.peripheral.linkEndEvent(link.peripheralHandle, now: now) }
         guard link.centralAlive || link.peripheralAlive else {
             links[link.identifier] = nil
+            tasks.cancel(.connectionExchange(link))
             return
         }
-        schedule(.connectionEvent(link.identifier), at: nextAnchor)
+        schedule(.connectionEvent(link), at: nextAnchor)
     }
 
     // MARK: Faults on demand (AirHub.apply)
@@ -616,6 +614,9 @@ final class AirLink {
     var jammed = false
     /// Its access address, CRC_INIT and data channel, for the observer.
     var radio: AirLinkRadio
+    /// The sequence numbers of its current entries in the air's ``AirSchedule`` (0: not scheduled).
+    var eventSequence: UInt64 = 0
+    var exchangeSequence: UInt64 = 0
 
     init(identifier: Int, central: VirtualController, peripheral: VirtualController, radio: AirLinkRadio) {
         self.identifier = identifier

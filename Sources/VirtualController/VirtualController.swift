@@ -44,6 +44,9 @@ public final class VirtualController: @unchecked Sendable {
     /// Whether the air counts this controller among its listeners (scanning or initiating, powered).
     private var listensOnAir = false
     var nextHandle: UInt16 = 0x0001
+    /// Which of its entries in the air's schedule are current (the air's, kept here so that it finds them without
+    /// hashing).
+    var airTasks = AirTaskSequences()
     /// Host ACL packets not yet reported in Number Of Completed Packets.
     var bufferedHostPackets: Int { connections.values.reduce(0) { $0 + $1.link.outstandingHostPackets } }
 
