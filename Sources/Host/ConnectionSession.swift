@@ -28,10 +28,19 @@ final class ConnectionSession {
     let handle: UInt16
     /// Where the session reports that its deadlines may have moved.
     unowned let deadlines: SessionDeadlines
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Reported to ``deadlines`` and not asked again yet.
     var deadlineChanged = false
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var link: L2CAPLink { didSet { noteDeadlineChange() } }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The connection's ATT bearers: ``ATTBearerKey/fixed`` from the start, Enhanced ATT bearers as their channels
     /// open (`HostStack+EATT.swift`).
     var bearers: ATTBearerTable { didSet { noteDeadlineChange() } }
@@ -45,12 +54,24 @@ final class ConnectionSession {
     var channelSends: [L2CAPChannelIdentifier: [ChannelSendCompletion]] = [:]
     /// Our Connection Parameter Update Requests (Peripheral), oldest first.
     var parameterUpdates: Deque<ParameterUpdateCompletion> = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The owner found the send queue full; ``HostEvent/readyToSend(handle:)`` is due when it drains.
     var waitingForSendRoom = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The link's security as the GATT server checks it (encryption from Encryption Change; the rest from SMP).
     var security = GATTLinkSecurity.open
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Test hook: requests from the peer are dropped unanswered (to provoke the peer's ATT timeout).
     var ignoresATTRequests = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The connection's Security Manager (nil when security is disabled).
     var securityLink: SecurityLink? { didSet { noteDeadlineChange() } }
 
@@ -64,10 +85,16 @@ final class ConnectionSession {
         case settled
     }
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Where each ``GATTClientLane`` with procedures still running sends them, and how many are running. A lane
     /// leaves the table when its last procedure completes.
     var lanes: [GATTClientLane: (bearer: ATTBearerKey, running: Int)] = [:]
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var enhancedProgress = EnhancedATTProgress.idle
     /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
     var enhancedPending: Set<L2CAPChannelIdentifier> = []

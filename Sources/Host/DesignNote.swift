@@ -134,3 +134,9 @@
 // added (`addEventHandler`, from any thread), after the one `setEventHandler` sets. The events and the other types an
 // owner sees (ScanReport, Connection, the options, HostError, the pairing types) live in BluetoothEngine, the seam the
 // APIs stand on; `HostStack` is an engine there (`StackEngine`, HostStack+Engine.swift).
+//
+// Exclusivity: the host's hot state (the stack's tables and queues, each connection's record and session) is marked
+// `@exclusivity(unchecked)` in release builds only (`#if !DEBUG`). It is confined to the loop and each access is
+// short, so the run-time check (`swift_beginAccess`: an access set in thread-local storage, ~100 instructions)
+// finds nothing there, and it was a fifth of the instructions per notification in process (issue 31 item 3,
+// Benchmarks/README.md). Debug builds, and so every test run, keep the check: an overlapping access still traps there.

@@ -41,11 +41,20 @@ public final class HostStack: @unchecked Sendable {
     /// those reads copied the whole record (its L2CAP link, ATT bearer, GATT client and completion tables), which
     /// was most of the notification benchmark's time. The table owns its records; nothing else keeps one.
     final class ConnectionRecord {
+        #if !DEBUG
+        @exclusivity(unchecked)
+        #endif
         var connection: Connection
         var pendingUpdates: Deque<(Result<Connection, HostError>) -> Void> = []
         var pendingDisconnects: [(Result<HCIStatus, HostError>) -> Void] = []
+        #if !DEBUG
+        @exclusivity(unchecked)
+        #endif
         /// L2CAP, ATT and GATT of the connection (nil when an L2CAP handler takes the raw PDUs).
         var session: ConnectionSession?
+        #if !DEBUG
+        @exclusivity(unchecked)
+        #endif
         /// A machine asked for the link to be dropped and the Disconnect was sent.
         var droppingLink = false
         /// The PHYs and maximum payload octets as the controller last reported them (§7.7.65.12, §7.7.65.7).
@@ -61,14 +70,29 @@ public final class HostStack: @unchecked Sendable {
         }
     }
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var lifecycle: Lifecycle = .idle
     var pipe: CommandPipe
     var info = ControllerInfo()
     /// Initialisation read a usable LE (or shared) ACL buffer size.
     var leBuffersRead = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var outbound = ACLOutbound(totalBuffers: 1)
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var fragmenter: ACLFragmenter?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var reassembler: ACLReassembler
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var connections: [UInt16: ConnectionRecord] = [:]
     /// The connects asked for and not completed, oldest first (HostStack+Connecting.swift).
     var connectRequests: [ConnectRequest] = []
@@ -83,6 +107,9 @@ public final class HostStack: @unchecked Sendable {
     /// Filter Accept List commands failed in a row for a passing reason (in use, no answer in time); at
     /// ``HostStack/acceptListAttempts`` the list is given up (``acceptListSize`` 0).
     var acceptListFailures = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Connections whose Disconnect was accepted, and when their Disconnection Complete is overdue.
     var disconnectDeadlines: [UInt16: StackInstant] = [:]
     var nextOperationID: UInt64 = 0
@@ -93,21 +120,45 @@ public final class HostStack: @unchecked Sendable {
     var isAdvertising = false
     /// Opcodes the controller answered with Unknown Command: later uses fail at once instead of asking again.
     var unknownOpcodes: Set<HCIOpcode> = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var timer: ScheduledJob?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Writes and the timer's re-arming held while a batch of received frames is handled (``sendFrame(_:)``).
     var receiveBatch = ReceiveBatch()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var timerDeadline: StackInstant?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var eventHandler: ((HostEvent) -> Void)?
     /// The handlers added with ``addEventHandler(_:)``, called after ``eventHandler``.
     let eventHandlers = StackEventHandlers()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var l2capHandler: ((Connection, [UInt8]) -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var stats = HostStatistics()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The GATT server every connection shares (its database, per-connection CCCDs, MTU and security).
     var gattServer = GATTServer(database: GATTDatabase())
     /// Credit-based channel servers, registered on every link.
     var channelServers: [UInt16: L2CAPChannelServer] = [:]
     /// The PSMs of ``channelServers`` that accept only on encrypted links.
     var encryptedChannelServers: Set<UInt16> = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Bonds, our identity and the RPA timer (`HostStack+Security.swift`).
     var securityState = SecurityState()
     /// The sessions' earliest deadline, kept up to date as they change.

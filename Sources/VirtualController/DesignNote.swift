@@ -87,3 +87,7 @@
 //
 // State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
 // `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.
+//
+// Exclusivity: the air's and the controllers' per-packet state (the schedule, links, connection records, settings)
+// skips the run-time exclusivity check in release builds (`#if !DEBUG` `@exclusivity(unchecked)`), as the host's
+// does (Host's design note): loop-confined, never accessed overlapping, checked in debug builds and so in every test.

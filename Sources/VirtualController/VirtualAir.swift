@@ -37,25 +37,52 @@ public final class VirtualAir: @unchecked Sendable {
         set { observerValue.store(newValue) }
     }
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var random: AirRandom
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The controllers on the air by their identifier (an advertising event finds its advertiser, and a device
     /// leaves, without a scan of the air: a list took 100,000 advertisers leaving quadratic time, issue 31 item 5).
     private var devicesByIdentifier: [Int: VirtualController] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The devices scanning or initiating, in identifier (attach) order: who an advertising event can reach.
     private var listeners: [VirtualController] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var links: [Int: AirLink] = [:]
     private var nextLinkIdentifier = 1
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// When each advertising and connection event is due (a heap: with a thousand devices on the air, a scan of
     /// every task per event made the air quadratic, issue 13).
     private var tasks = AirSchedule()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     private var timer: ScheduledJob?
     /// The timer's job, made once (the air arms its timer anew for nearly every event: 100,000 advertisers are
     /// 100,000 of them per interval).
     private lazy var fireJob: @Sendable () -> Void = { [weak self] in self?.fire() }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     private var armedDeadline: StackInstant?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     private var firing = false
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The time of the step being taken (see ``now``).
     private var stepTime: StackInstant?
     /// Writes every step (``AirStepRecording``, SharedAir's AirRecorder); set before any device joins, from the thread that made the air.
@@ -604,18 +631,45 @@ final class AirLink {
     let identifier: Int
     let central: VirtualController
     let peripheral: VirtualController
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var centralHandle: UInt16 = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var peripheralHandle: UInt16 = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var centralAlive = true
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var peripheralAlive = true
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The anchor of the current (or last) connection event.
     var eventStart = StackInstant.zero
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Nothing sent on the link is heard any more (``VirtualAir/jamLinks(of:)``).
     var jammed = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Its access address, CRC_INIT and data channel, for the observer.
     var radio: AirLinkRadio
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The sequence numbers of its current entries in the air's ``AirSchedule`` (0: not scheduled).
     var eventSequence: UInt64 = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var exchangeSequence: UInt64 = 0
 
     init(identifier: Int, central: VirtualController, peripheral: VirtualController, radio: AirLinkRadio) {

@@ -35,15 +35,33 @@ public final class VirtualController: @unchecked Sendable {
     }
 
     // Loop-confined state.
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var settings = ControllerSettings() { didSet { updateListening() } }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var connections: [UInt16: ConnectionRecord] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var powered = true { didSet { updateListening() } }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Whether the radio sends and hears (a hub's `power DEVICE off` turns it off; unlike ``powerOff()`` the
     /// controller still answers its host, which sees its links time out as the peers do).
     package var radioOn = true
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Whether the air counts this controller among its listeners (scanning or initiating, powered).
     private var listensOnAir = false
     var nextHandle: UInt16 = 0x0001
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Which of its entries in the air's schedule are current (the air's, kept here so that it finds them without
     /// hashing).
     var airTasks = AirTaskSequences()
@@ -54,6 +72,9 @@ public final class VirtualController: @unchecked Sendable {
     /// `connections[handle]?.link` for every packet of every connection event, and through a struct each read
     /// copied the whole link-layer state (its queues included).
     final class ConnectionRecord {
+        #if !DEBUG
+        @exclusivity(unchecked)
+        #endif
         var link: LinkLayerConnection
         let airLink: AirLink
 
