@@ -540,24 +540,24 @@ public final class VirtualAir: @unchecked Sendable {
     /// event may go on (both ends up, both packets heard, more data on either side; §4.5.6).
     private func exchange(on link: AirLink, now: StackInstant) -> (time: Duration, more: Bool) {
         let central = link.central, peripheral = link.peripheral
-        let centralHandle = link.centralHandle, peripheralHandle = link.peripheralHandle
-        guard link.centralAlive, let request = central.linkTransmit(centralHandle) else { return (.zero, false) }
-        let centralPHY = central.linkTransmitPHY(centralHandle)
+        guard let centralEnd = link.centralRecord, let request = central.linkTransmit(centralEnd) else { return (.zero, false) }
+        let centralPHY = central.linkTransmitPHY(centralEnd)
         var time = AirTime.packet(pduOctets: request.count, phy: centralPHY) + AirTime.interFrameSpace
         record(.data(link: link.identifier, fromCentral: true), from: central.publicAddress, channel: link.radio.channel,
-               phy: centralPHY, link: link.radio, decrypted: { central.linkLastPlaintext(centralHandle) }) { request }
-        guard !link.jammed, link.peripheralAlive, let rssi = hear(central, peripheral, phy: centralPHY) else { return (time, false) }
-        peripheral.linkReceive(peripheralHandle, request, rssi: rssi, now: now)
-        guard link.peripheralAlive, let response = peripheral.linkTransmit(peripheralHandle) else { return (time, false) }
-        let peripheralPHY = peripheral.linkTransmitPHY(peripheralHandle)
+               phy: centralPHY, link: link.radio, decrypted: { central.linkLastPlaintext(centralEnd) }) { request }
+        guard !link.jammed, let peripheralEnd = link.peripheralRecord,
+              let rssi = hear(central, peripheral, phy: centralPHY) else { return (time, false) }
+        peripheral.linkReceive(peripheralEnd, request, rssi: rssi, now: now)
+        // Receiving may have ended either end (a terminate, a MIC failure): each is read from the link again.
+        guard let peripheralEnd = link.peripheralRecord, let response = peripheral.linkTransmit(peripheralEnd) else { return (time, false) }
+        let peripheralPHY = peripheral.linkTransmitPHY(peripheralEnd)
         time += AirTime.packet(pduOctets: response.count, phy: peripheralPHY) + AirTime.interFrameSpace
         record(.data(link: link.identifier, fromCentral: false), from: peripheral.publicAddress, channel: link.radio.channel,
-               phy: peripheralPHY, link: link.radio, decrypted: { peripheral.linkLastPlaintext(peripheralHandle) }) { response }
-        guard link.centralAlive, let back = hear(peripheral, central, phy: peripheralPHY) else { return (time, false) }
-        central.linkReceive(centralHandle, response, rssi: back, now: now)
-        let more = link.centralAlive && link.peripheralAlive
-            && (central.linkHasMoreData(centralHandle) || peripheral.linkHasMoreData(peripheralHandle))
-        return (time, more)
+               phy: peripheralPHY, link: link.radio, decrypted: { peripheral.linkLastPlaintext(peripheralEnd) }) { response }
+        guard let centralEnd = link.centralRecord, let back = hear(peripheral, central, phy: peripheralPHY) else { return (time, false) }
+        central.linkReceive(centralEnd, response, rssi: back, now: now)
+        guard let centralEnd = link.centralRecord, let peripheralEnd = link.peripheralRecord else { return (time, false) }
+        return (time, central.linkHasMoreData(centralEnd) || peripheral.linkHasMoreData(peripheralEnd))
     }
 
     private func interval(of link: AirLink) -> Duration {
@@ -665,6 +665,16 @@ final class AirLink {
     #if !DEBUG
     @exclusivity(unchecked)
     #endif
+    /// Each end's connection record while that end is in the Connection State (the record holds this link: the
+    /// cycle ends when the end goes, ``endGone(_:)``).
+    var centralRecord: VirtualController.ConnectionRecord?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
+    var peripheralRecord: VirtualController.ConnectionRecord?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The sequence numbers of its current entries in the air's ``AirSchedule`` (0: not scheduled).
     var eventSequence: UInt64 = 0
     #if !DEBUG
@@ -680,8 +690,14 @@ final class AirLink {
     }
 
     func endGone(_ device: VirtualController) {
-        if device === central { centralAlive = false }
-        if device === peripheral { peripheralAlive = false }
+        if device === central {
+            centralAlive = false
+            centralRecord = nil
+        }
+        if device === peripheral {
+            peripheralAlive = false
+            peripheralRecord = nil
+        }
     }
 }
 

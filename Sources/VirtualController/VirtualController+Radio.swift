@@ -329,7 +329,9 @@ extension VirtualController {
         if settings.suggestedTxOctets > LinkLayerConnection.minimumOctets {
             connection.setDataLength(txOctets: settings.suggestedTxOctets)
         }
-        connections[connectionHandle] = ConnectionRecord(link: connection, airLink: link)
+        let record = ConnectionRecord(link: connection, airLink: link, handle: connectionHandle)
+        connections[connectionHandle] = record
+        if role == .central { link.centralRecord = record } else { link.peripheralRecord = record }
         sendConnectionComplete(LEConnectionComplete(
             status: .success, handle: connectionHandle, role: role == .central ? .central : .peripheral,
             peerAddressType: resolved.type, peerAddress: resolved.address, connectionInterval: parameters.intervalMin,
@@ -349,18 +351,21 @@ extension VirtualController {
         perform(connections[handle]?.link.beginEvent() ?? [], handle: handle)
     }
 
-    func linkTransmit(_ handle: UInt16) -> [UInt8]? {
-        connections[handle]?.link.nextTransmission()
+    // The exchange's per-packet calls take the connection's record, which the air's link holds for both ends (no
+    // look-up of the handle per packet: 11 per notification, issue 31 item 3).
+
+    func linkTransmit(_ record: ConnectionRecord) -> [UInt8]? {
+        record.link.nextTransmission()
     }
 
     /// The PDU this end last transmitted as it was before sealing (nil when it went in the clear).
-    func linkLastPlaintext(_ handle: UInt16) -> [UInt8]? {
-        connections[handle]?.link.lastTransmittedPlaintext
+    func linkLastPlaintext(_ record: ConnectionRecord) -> [UInt8]? {
+        record.link.lastTransmittedPlaintext
     }
 
     /// The PHY this end transmits on.
-    func linkTransmitPHY(_ handle: UInt16) -> LEPhy {
-        connections[handle]?.link.txPHY ?? .le1M
+    func linkTransmitPHY(_ record: ConnectionRecord) -> LEPhy {
+        record.link.txPHY
     }
 
     /// After one exchange of a timed connection event: Number Of Completed Packets at once, so the host refills
@@ -370,20 +375,19 @@ extension VirtualController {
         flushCompleted(handle)
     }
 
-    func linkHasMoreData(_ handle: UInt16) -> Bool {
-        connections[handle]?.link.hasMoreData ?? false
+    func linkHasMoreData(_ record: ConnectionRecord) -> Bool {
+        record.link.hasMoreData
     }
 
     func linkInterval(_ handle: UInt16) -> Duration? {
         connections[handle]?.link.intervalDuration
     }
 
-    func linkReceive(_ handle: UInt16, _ bytes: [UInt8], rssi: Int8, now: StackInstant) {
-        guard connections[handle] != nil else { return }
+    func linkReceive(_ record: ConnectionRecord, _ bytes: [UInt8], rssi: Int8, now: StackInstant) {
         let actions = air.withRandom { random in
-            connections[handle]?.link.receive(bytes, rssi: rssi, now: now, random: &random) ?? []
+            record.link.receive(bytes, rssi: rssi, now: now, random: &random)
         }
-        perform(actions, handle: handle)
+        perform(actions, handle: record.handle)
     }
 
     /// After the event: supervision timeout (§4.5.2), the event counter, and Number Of Completed Packets for the

@@ -77,10 +77,12 @@ public final class VirtualController: @unchecked Sendable {
         #endif
         var link: LinkLayerConnection
         let airLink: AirLink
+        let handle: UInt16
 
-        init(link: LinkLayerConnection, airLink: AirLink) {
+        init(link: LinkLayerConnection, airLink: AirLink, handle: UInt16) {
             self.link = link
             self.airLink = airLink
+            self.handle = handle
         }
     }
 
