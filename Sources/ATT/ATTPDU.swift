@@ -264,7 +264,7 @@ public enum ATTPDU: Hashable, Sendable {
     /// The PDU's bytes. Total: every value built through the public API encodes (see ``validate()`` for the
     /// rules a value can still break, such as a Read Multiple Request with fewer than two handles).
     public func encode() -> [UInt8] {
-        var writer = ByteWriter(capacity: 32)
+        var writer = ByteWriter(capacity: encodedCapacity)
         writer.write(opcode.rawValue)
         switch self {
         case .errorResponse(let request, let handle, let error):
@@ -324,6 +324,24 @@ public enum ATTPDU: Hashable, Sendable {
             notification.write(to: &writer)
         }
         return writer.bytes
+    }
+
+    /// Room for the encoded PDU: exact for the PDUs that carry a value (a notification of 244 octets written into
+    /// 32 grew the array once per PDU, issue 31 item 3), 32 octets for the rest (their lists grow when longer).
+    private var encodedCapacity: Int {
+        switch self {
+        case .readResponse(let value), .readBlobResponse(let value), .readMultipleResponse(let value):
+            1 + value.count
+        case .writeRequest(_, let value), .writeCommand(_, let value),
+             .handleValueNotification(_, let value), .handleValueIndication(_, let value):
+            3 + value.count
+        case .signedWriteCommand(_, let value, _):
+            3 + value.count + 12
+        case .prepareWriteRequest(_, _, let value), .prepareWriteResponse(_, _, let value):
+            5 + value.count
+        default:
+            32
+        }
     }
 
     private static func write(_ range: ATTHandleRange, to writer: inout ByteWriter) {

@@ -396,7 +396,14 @@ struct LinkLayerConnection {
             sequence: transmitSequence, moreData: transmitQueue.count > (head == nil ? 0 : 1),
             length: UInt8(truncatingIfNeeded: head?.payload.count ?? 0))
         lastTransmitted = head.map { ($0, [header.firstOctet, header.length]) }
-        return [header.firstOctet, header.length] + (head?.payload ?? [])
+        // Built at its final size: `[header] + payload` allocated the two-octet array and then grew it.
+        guard let payload = head?.payload else { return [header.firstOctet, header.length] }
+        var pdu: [UInt8] = []
+        pdu.reserveCapacity(2 + payload.count)
+        pdu.append(header.firstOctet)
+        pdu.append(header.length)
+        pdu.append(contentsOf: payload)
+        return pdu
     }
 
     /// A PDU heard from the peer.

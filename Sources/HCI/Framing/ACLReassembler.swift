@@ -130,13 +130,24 @@ public struct ACLReassembler: Sendable {
         let handle = packet.handle
         var output = Output()
         if packet.packetBoundary.isStart {
-            discarding.remove(handle)
-            if let old = partials.removeValue(forKey: handle) {
+            // (The tables are looked at only when they hold something: hashing the handle per packet was a cost.)
+            if !discarding.isEmpty { discarding.remove(handle) }
+            if !partials.isEmpty, let old = partials.removeValue(forKey: handle) {
                 output.error = .startWhileInProgress(handle: handle, droppedLength: old.bytes.count)
             }
             guard partials.count < maximumPendingHandles else {
                 output.error = .tooManyPendingPDUs(handle: handle, limit: maximumPendingHandles)
                 return output
+            }
+            // A whole PDU in one packet (the usual case with LE Data Length Extension): delivered as it came, without
+            // a copy into a partial buffer.
+            let data = packet.data
+            if data.count >= 4 {
+                let announced = (Int(data[0]) | Int(data[1]) << 8) + 4
+                if announced == data.count, announced <= maximumPDULength {
+                    output.pdu = ReassembledL2CAPPDU(handle: handle, bytes: data)
+                    return output
+                }
             }
             var partial = Partial(bytes: [], expected: nil)
             let (pdu, error) = accumulate(&partial, handle: handle, adding: packet.data)
@@ -144,7 +155,7 @@ public struct ACLReassembler: Sendable {
             if let error { output.error = error }
             return output
         }
-        if discarding.contains(handle) { return output }
+        if !discarding.isEmpty, discarding.contains(handle) { return output }
         guard var partial = partials.removeValue(forKey: handle) else {
             output.error = .continuationWithoutStart(handle: handle, length: packet.data.count)
             return output
