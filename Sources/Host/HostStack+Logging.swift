@@ -37,12 +37,13 @@ extension HostStack {
     }
 
     func logACL(_ frame: H4Frame, sent: Bool) {
+        guard loggers.logsPackets else { return }
         loggers.hci.trace("\(sent ? "sent" : "received") ACL data: \(frame.packet.count) bytes")
     }
 
     /// One L2CAP PDU (basic header included) sent or received on a connection, under its protocol's label.
     func logL2CAP(_ pdu: [UInt8], handle: UInt16, sent: Bool) {
-        guard pdu.count >= L2CAPBasicFrame.headerLength else { return }
+        guard loggers.logsPackets, pdu.count >= L2CAPBasicFrame.headerLength else { return }
         let channel = L2CAPChannelIdentifier(UInt16(pdu[2]) | UInt16(pdu[3]) << 8)
         let logger = switch channel {
         case .attributeProtocol: loggers.att
