@@ -148,6 +148,9 @@ struct LinkLayerConnection {
     var supervisionTimeout: Duration { .milliseconds(Int(timeout) * 10) }
     var intervalDuration: Duration { .microseconds(Int(interval) * 1250) }
 
+    // Always inlined, as `hasMoreData` below: the controller calls them on the struct stored in its connection
+    // record (a class), and an out-of-line call copied the whole link state out of the record first (issue 31).
+    @inline(__always)
     func supervisionExpired(now: StackInstant) -> Bool {
         if let terminateDeadline, now >= terminateDeadline { return true }
         return now - lastHeard >= supervisionTimeout
@@ -187,7 +190,9 @@ struct LinkLayerConnection {
     var isEncryptionProcedureRunning: Bool { encryption != .idle }
 
     var hasMoreData: Bool {
-        transmitQueue.count > 1 || (!isEncryptionProcedureRunning && !hostPackets.isEmpty) || !transmitQueue.isEmpty
+        @inline(__always) get {
+            transmitQueue.count > 1 || (!isEncryptionProcedureRunning && !hostPackets.isEmpty) || !transmitQueue.isEmpty
+        }
     }
 
     var outstandingHostPackets: Int {
