@@ -33,6 +33,13 @@ final class ConnectionSession {
     #endif
     /// Reported to ``deadlines`` and not asked again yet.
     var deadlineChanged = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
+    /// True while the connection is in the host's table: cleared the moment its record leaves it (Disconnection
+    /// Complete, shutdown), so the actions still being carried out for the session stop without looking the
+    /// connection up again by handle.
+    var isOpen = true
 
     #if !DEBUG
     @exclusivity(unchecked)

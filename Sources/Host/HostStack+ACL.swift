@@ -16,24 +16,31 @@ extension HostStack {
 
     /// ``sendL2CAP(connectionHandle:pdu:completion:)`` on the loop.
     func enqueueL2CAP(handle connectionHandle: UInt16, pdu: [UInt8], completion: ((Result<Void, HostError>) -> Void)?) {
-            guard lifecycle == .ready, let fragmenter else {
-                completion?(.failure(HostError(.notReady, "the host stack is not running")))
-                return
-            }
-            guard connections[connectionHandle] != nil else {
-                completion?(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(connectionHandle))")))
-                return
-            }
-            let fragments: [HCIACLDataPacket]
-            do {
-                fragments = try fragmenter.fragment(pdu, handle: connectionHandle)
-            } catch {
-                completion?(.failure(HostError(.invalidParameters, "cannot fragment the PDU: \(error)")))
-                return
-            }
-            logL2CAP(pdu, handle: connectionHandle, sent: true)
-            outbound.enqueue(fragments, handle: connectionHandle, completion: completion)
-            pumpACL()
+        if lifecycle == .ready, connections[connectionHandle] == nil {
+            completion?(.failure(HostError(.unknownConnection, "no connection has handle \(Dissection.hex16(connectionHandle))")))
+            return
+        }
+        enqueueL2CAP(pdu, openConnection: connectionHandle, completion: completion)
+    }
+
+    /// Fragments and queues `pdu` on `connectionHandle`, which the caller knows is in the table (its session is
+    /// open).
+    func enqueueL2CAP(_ pdu: [UInt8], openConnection connectionHandle: UInt16,
+                      completion: ((Result<Void, HostError>) -> Void)?) {
+        guard lifecycle == .ready, let fragmenter else {
+            completion?(.failure(HostError(.notReady, "the host stack is not running")))
+            return
+        }
+        let fragments: [HCIACLDataPacket]
+        do {
+            fragments = try fragmenter.fragment(pdu, handle: connectionHandle)
+        } catch {
+            completion?(.failure(HostError(.invalidParameters, "cannot fragment the PDU: \(error)")))
+            return
+        }
+        logL2CAP(pdu, handle: connectionHandle, sent: true)
+        outbound.enqueue(fragments, handle: connectionHandle, completion: completion)
+        pumpACL()
     }
 
     /// Sends what the controller has room for. Runs after every enqueue and after Number Of Completed Packets
@@ -72,8 +79,8 @@ extension HostStack {
         logL2CAP(pdu.bytes, handle: packet.handle, sent: false)
         if let l2capHandler {
             l2capHandler(record.connection, pdu.bytes)
-        } else {
-            receiveL2CAP(pdu.bytes, handle: packet.handle)
+        } else if let session = record.session {
+            receiveL2CAP(pdu.bytes, session: session)
         }
     }
 

@@ -12,8 +12,10 @@ import BluetoothEngine
 /// shared ``GATTServer`` and their answers back; its results, notifications and indications to its own
 /// ``GATTClient`` through the bridge; every frame the machines emit goes out through ACL. One `performBearer` and
 /// one `performClient` serve every bearer, named by its ``ATTBearerKey``. All of it runs on the host's event loop;
-/// each action is carried out in order, and the connection and bearer are looked up again before each one (a
-/// completion may have ended them).
+/// each action is carried out in order on the ``ConnectionSession`` it came from, which is asked before each one
+/// whether it is still open and has the bearer (a completion may have ended them). The connection is looked up by
+/// handle once, where work enters (a received PDU, a value sent, a caller's request): the variants taking a
+/// handle are for callers that hold nothing else.
 extension HostStack {
     // MARK: Connection lifecycle
 
@@ -126,83 +128,90 @@ extension HostStack {
     // MARK: Input
 
     /// A complete L2CAP PDU from ACL for a connection with a session.
-    func receiveL2CAP(_ pdu: [UInt8], handle: UInt16) {
-        guard let actions = connections[handle]?.session?.link.receive(frame: pdu, now: eventLoop.now) else { return }
-        performLink(actions, handle)
+    func receiveL2CAP(_ pdu: [UInt8], session: ConnectionSession) {
+        performLink(session.link.receive(frame: pdu, now: eventLoop.now), session)
         armTimer()
     }
 
     // MARK: Actions
 
+    /// `performLink` on the session of connection `handle`, if it has a session.
     func performLink(_ actions: [L2CAPLinkAction], _ handle: UInt16) {
+        guard let session = connections[handle]?.session else { return }
+        performLink(actions, session)
+    }
+
+    /// The actions of the session's L2CAP link, in order, while the session is open.
+    func performLink(_ actions: [L2CAPLinkAction], _ session: ConnectionSession) {
+        let handle = session.handle
         for action in actions {
-            guard connections[handle]?.session != nil else { return }
+            guard session.isOpen else { return }
             switch action {
             case .send(let frame):
-                enqueueL2CAP(handle: handle, pdu: frame, completion: nil)
+                enqueueL2CAP(frame, openConnection: handle, completion: nil)
             case .deliverFixed(let channel, let payload):
                 if channel == .attributeProtocol {
-                    receiveATT(payload, handle, .fixed)
+                    receiveATT(payload, session, .fixed)
                 } else if channel == .securityManager {
                     emit(.securityManagerPDU(handle: handle, payload))
                     securityReceive(payload, handle: handle)
                 }
             case .channelOpened(let info):
-                if let session = connections[handle]?.session, isEnhancedATTChannel(info, session) {
+                if isEnhancedATTChannel(info, session) {
                     enhancedBearerOpened(info, handle)
                     continue
                 }
                 emit(.l2capChannelOpened(handle: handle, info))
-                connections[handle]?.session?.channelOpens.removeValue(forKey: info.localCID)?(.success(info))
+                session.channelOpens.removeValue(forKey: info.localCID)?(.success(info))
             case .channelConnectFailed(let cid, let failure):
-                if let session = connections[handle]?.session, isPendingEnhancedATT(cid, session) {
+                if isPendingEnhancedATT(cid, session) {
                     enhancedRequestSettled(cid, handle, failure: failure)
                     continue
                 }
-                let completion = connections[handle]?.session?.channelOpens.removeValue(forKey: cid)
+                let completion = session.channelOpens.removeValue(forKey: cid)
                 var error = HostError(.commandFailed, "L2CAP channel connect failed: \(failure)")
                 if case .refused(let result) = failure { error.l2capRefusal = result }
                 completion?(.failure(error))
             case .sdu(let cid, let sdu):
-                if receiveATT(sdu, handle, .enhanced(cid)) { continue }
+                if receiveATT(sdu, session, .enhanced(cid)) { continue }
                 emit(.l2capSDU(handle: handle, channel: cid, sdu: sdu))
             case .channelClosed(let cid, let reason):
-                if connections[handle]?.session?.bearers.contains(.enhanced(cid)) == true {
-                    let completions = connections[handle]?.session?.channelCloses.removeValue(forKey: cid) ?? []
+                if session.bearers.contains(.enhanced(cid)) {
+                    let completions = session.channelCloses.removeValue(forKey: cid) ?? []
                     enhancedBearerClosed(cid, handle, reason: "\(reason)")
                     for completion in completions { completion(.success(())) }
                     continue
                 }
-                let unsent = connections[handle]?.session?.channelSends.removeValue(forKey: cid) ?? []
+                let unsent = session.channelSends.removeValue(forKey: cid) ?? []
                 let sendError = HostError(.commandFailed, "the L2CAP channel closed (\(reason)) before the SDU was sent")
                 for completion in unsent { completion(.failure(sendError)) }
-                let completions = connections[handle]?.session?.channelCloses.removeValue(forKey: cid) ?? []
+                let completions = session.channelCloses.removeValue(forKey: cid) ?? []
                 emit(.l2capChannelClosed(handle: handle, channel: cid, reason))
                 for completion in completions { completion(.success(())) }
             case .creditsAvailable(let cid):
-                if connections[handle]?.session?.bearers.contains(.enhanced(cid)) == true {
+                if session.bearers.contains(.enhanced(cid)) {
                     // An EATT bearer's queue drained: a connection waiting for send room may have it now.
                     reportSendRoom()
                     continue
                 }
-                for completion in connections[handle]?.session?.channelSends.removeValue(forKey: cid) ?? [] {
+                for completion in session.channelSends.removeValue(forKey: cid) ?? [] {
                     completion(.success(()))
                 }
                 emit(.l2capCreditsAvailable(handle: handle, channel: cid))
             case .channelReconfigured(let info):
-                connections[handle]?.session?.reconfigures.removeValue(forKey: info.localCID)?(.success(()))
+                session.reconfigures.removeValue(forKey: info.localCID)?(.success(()))
                 let mtu = Int(min(info.localMTU, info.remoteMTU))
-                guard let bearerActions = withBearer(handle, .enhanced(info.localCID), { $0.bearer.raiseEnhancedMTU(mtu) })
+                guard let bearerActions = withBearer(session, .enhanced(info.localCID), { $0.bearer.raiseEnhancedMTU(mtu) })
                 else { continue }
-                performBearer(bearerActions, handle, .enhanced(info.localCID))
+                performBearer(bearerActions, session, .enhanced(info.localCID))
             case .channelReconfigureFailed(let cids, let failure):
                 guard let first = cids.first else { continue }
-                connections[handle]?.session?.reconfigures.removeValue(forKey: first)?(
+                session.reconfigures.removeValue(forKey: first)?(
                     .failure(HostError(.commandFailed, "L2CAP reconfiguration failed: \(failure)")))
             case .connectionParameterUpdateRequested(let identifier, let request):
                 answerL2CAPParameterUpdate(handle: handle, identifier: identifier, request)
             case .connectionParameterUpdateResponse(let accepted):
-                guard let completion = connections[handle]?.session?.parameterUpdates.popFirst() else { continue }
+                guard let completion = session.parameterUpdates.popFirst() else { continue }
                 completion(.success(accepted))
             case .disconnectLink(let reason):
                 dropLink(handle, because: "L2CAP \(reason)")
@@ -212,59 +221,72 @@ extension HostStack {
 
     // MARK: ATT bearers
 
-    /// Runs `body` on the bearer `key` of connection `handle` in place (the session is a class, the table an
-    /// array: nothing is copied); nil when the connection or the bearer is gone.
+    /// `withBearer` on the session of connection `handle`; nil when it has no session.
     func withBearer<R, E: Error>(_ handle: UInt16, _ key: ATTBearerKey,
                                  _ body: (inout SessionBearer) throws(E) -> R) throws(E) -> R? {
         guard let session = connections[handle]?.session else { return nil }
+        return try withBearer(session, key, body)
+    }
+
+    /// Runs `body` on the session's bearer `key` in place (the session is a class, the table an array: nothing is
+    /// copied); nil when the session closed or the bearer is gone.
+    func withBearer<R, E: Error>(_ session: ConnectionSession, _ key: ATTBearerKey,
+                                 _ body: (inout SessionBearer) throws(E) -> R) throws(E) -> R? {
+        guard session.isOpen else { return nil }
         return try session.bearers.modify(key, body)
     }
 
-    /// Whether connection `handle` still has the bearer `key` (the fixed one lives as long as the session).
-    func hasBearer(_ handle: UInt16, _ key: ATTBearerKey) -> Bool {
-        guard let session = connections[handle]?.session else { return false }
-        return key == .fixed || session.bearers.contains(key)
+    /// Whether the session is open and still has the bearer `key` (the fixed one lives as long as the session).
+    func hasBearer(_ session: ConnectionSession, _ key: ATTBearerKey) -> Bool {
+        session.isOpen && (key == .fixed || session.bearers.contains(key))
     }
 
     /// ATT PDU bytes from the bearer's channel (a fixed-channel payload or an EATT channel SDU); false when the
     /// connection has no such bearer.
     @discardableResult
-    func receiveATT(_ bytes: [UInt8], _ handle: UInt16, _ key: ATTBearerKey) -> Bool {
-        guard let actions = withBearer(handle, key, { $0.bearer.receive(bytes, now: eventLoop.now) }) else { return false }
-        performBearer(actions, handle, key)
+    func receiveATT(_ bytes: [UInt8], _ session: ConnectionSession, _ key: ATTBearerKey) -> Bool {
+        guard let actions = withBearer(session, key, { $0.bearer.receive(bytes, now: eventLoop.now) }) else { return false }
+        performBearer(actions, session, key)
         return true
     }
 
-    /// The actions of the bearer `key`, in order, while the bearer exists.
+    /// `performBearer` on the session of connection `handle`, if it has a session.
     func performBearer(_ actions: [ATTBearerAction], _ handle: UInt16, _ key: ATTBearerKey) {
+        guard let session = connections[handle]?.session else { return }
+        performBearer(actions, session, key)
+    }
+
+    /// The actions of the session's bearer `key`, in order, while the bearer exists.
+    func performBearer(_ actions: [ATTBearerAction], _ session: ConnectionSession, _ key: ATTBearerKey) {
+        let handle = session.handle
         let connection = GATTConnectionID(handle)
         for action in actions {
-            guard hasBearer(handle, key) else { return }
+            guard hasBearer(session, key) else { return }
             switch action {
             case .send(let bytes):
-                carry(bytes, handle, key)
+                carry(bytes, session, key)
             case .response(let id, let result):
-                if key == .fixed, finishMTUExchange(id, result, handle) { continue }
+                if key == .fixed, finishMTUExchange(id, result, session) { continue }
                 if securityHoldsResponse(id, result, handle: handle, bearer: key) { continue }
-                guard let clientActions = withBearer(handle, key, { entry -> [GATTClientAction]? in
+                guard let clientActions = withBearer(session, key, { entry -> [GATTClientAction]? in
                     guard entry.requests.remove(id) != nil else { return nil }
                     return entry.client.receive(bearerResult: result)
                 }) ?? nil else { continue }
-                performClient(clientActions, handle, key)
+                performClient(clientActions, session, key)
             case .request(let pdu):
-                if connections[handle]?.session?.ignoresATTRequests == true { continue }
+                if session.ignoresATTRequests { continue }
                 let reply = gattServer.handleRequest(pdu, from: connection, on: key.gattBearer)
-                guard respond(reply.response, handle, key) else { continue }
+                guard respond(reply.response, session, key) else { continue }
                 securityServerEvents(reply.events, handle: handle)
                 for event in reply.events { emit(.gattServer(event)) }
             case .command(let pdu):
                 for event in gattServer.handleCommand(pdu, from: connection) { emit(.gattServer(event)) }
             case .notification, .indication:
-                guard let clientActions = withBearer(handle, key, { $0.client.handle(bearerAction: action) }) ?? nil
+                guard let clientActions = withBearer(session, key, { $0.client.handle(bearerAction: action) }) ?? nil
                 else { continue }
-                performClient(clientActions, handle, key)
+                performClient(clientActions, session, key)
             case .mtuChanged(let mtu):
-                withBearer(handle, key) { $0.client.mtu = mtu }
+                withBearer(session, key) { $0.client.mtu = mtu }
                 gattServer.setMTU(mtu, for: connection, bearer: key.gattBearer)
                 // The connection's ATT_MTU is the fixed bearer's; an EATT bearer's is reported when it opens.
                 if key == .fixed { emit(.attMTUChanged(handle: handle, mtu: mtu)) }
@@ -273,84 +295,100 @@ extension HostStack {
             case .indicationFailed(let attributeHandle, let error):
                 emit(.gattIndicationFailed(handle: handle, attributeHandle: attributeHandle, error))
             case .disconnectLink(let reason):
-                bearerBroken(handle, key, reason: reason.description)
+                bearerBroken(session, key, reason: reason.description)
             }
         }
     }
 
-    /// The actions of the GATT client of bearer `key`, in order, while the bearer exists.
+    /// `performClient` on the session of connection `handle`, if it has a session.
     func performClient(_ actions: [GATTClientAction], _ handle: UInt16, _ key: ATTBearerKey) {
+        guard let session = connections[handle]?.session else { return }
+        performClient(actions, session, key)
+    }
+
+    /// The actions of the GATT client of the session's bearer `key`, in order, while the bearer exists.
+    func performClient(_ actions: [GATTClientAction], _ session: ConnectionSession, _ key: ATTBearerKey) {
+        let handle = session.handle
         for action in actions {
-            guard hasBearer(handle, key) else { return }
+            guard hasBearer(session, key) else { return }
             switch action {
             case .sendRequest(let pdu):
                 let now = eventLoop.now
-                guard let bearerActions = withBearer(handle, key, { entry -> [ATTBearerAction] in
+                guard let bearerActions = withBearer(session, key, { entry -> [ATTBearerAction] in
                     let (id, actions) = entry.bearer.enqueue(request: pdu, now: now)
                     entry.requests.insert(id)
                     return actions
                 }) else { continue }
-                performBearer(bearerActions, handle, key)
+                performBearer(bearerActions, session, key)
             case .sendCommand(let pdu):
                 do {
-                    guard let bearerActions = try withBearer(handle, key, { entry throws(ATTBearerError) in try entry.bearer.send(pdu) })
+                    guard let bearerActions = try withBearer(session, key, { entry throws(ATTBearerError) in try entry.bearer.send(pdu) })
                     else { continue }
-                    performBearer(bearerActions, handle, key)
+                    performBearer(bearerActions, session, key)
                 } catch {
                     stats.refusedATTCommands += 1
                 }
             case .complete(let id, let result):
-                let completion = withBearer(handle, key) { $0.completions.removeValue(forKey: id) } ?? nil
+                let completion = withBearer(session, key) { $0.completions.removeValue(forKey: id) } ?? nil
                 completion?(result)
             case .notification(let attributeHandle, let value):
                 emit(.gattNotification(handle: handle, attributeHandle: attributeHandle, value: value))
             case .indication(let attributeHandle, let value):
                 emit(.gattIndication(handle: handle, attributeHandle: attributeHandle, value: value))
-                guard let confirm = withBearer(handle, key, { $0.bearer.confirmIndication() }) else { continue }
-                performBearer(confirm, handle, key)
+                guard let confirm = withBearer(session, key, { $0.bearer.confirmIndication() }) else { continue }
+                performBearer(confirm, session, key)
             }
         }
     }
 
+    /// `respond` on the session of connection `handle`; false when it has no session.
+    func respond(_ response: ATTPDU, _ handle: UInt16, _ key: ATTBearerKey) -> Bool {
+        guard let session = connections[handle]?.session else { return false }
+        return respond(response, session, key)
+    }
+
     /// Answers the request the bearer `key` is serving with `response` (from the GATT server); false when the
     /// bearer is gone or refused it.
-    func respond(_ response: ATTPDU, _ handle: UInt16, _ key: ATTBearerKey) -> Bool {
+    func respond(_ response: ATTPDU, _ session: ConnectionSession, _ key: ATTBearerKey) -> Bool {
         let now = eventLoop.now
-        guard let answer = withBearer(handle, key, { try? $0.bearer.respond(response, now: now) }) ?? nil else { return false }
-        performBearer(answer, handle, key)
+        guard let answer = withBearer(session, key, { try? $0.bearer.respond(response, now: now) }) ?? nil else { return false }
+        performBearer(answer, session, key)
         return true
     }
 
     /// How a bearer's bytes travel: whole PDUs on the ATT fixed channel, or SDUs of its EATT channel.
-    private func carry(_ bytes: [UInt8], _ handle: UInt16, _ key: ATTBearerKey) {
+    private func carry(_ bytes: [UInt8], _ session: ConnectionSession, _ key: ATTBearerKey) {
+        guard session.isOpen else { return }
         let linkActions: [L2CAPLinkAction]?
         switch key {
         case .fixed:
-            linkActions = try? connections[handle]?.session?.link.sendFixed(channel: .attributeProtocol, payload: bytes)
+            linkActions = try? session.link.sendFixed(channel: .attributeProtocol, payload: bytes)
         case .enhanced(let cid):
-            linkActions = try? connections[handle]?.session?.link.send(sdu: bytes, on: cid)
+            linkActions = try? session.link.send(sdu: bytes, on: cid)
         }
-        if let linkActions { performLink(linkActions, handle) }
+        if let linkActions { performLink(linkActions, session) }
     }
 
     /// A bearer asked to end (ATT transaction timeout or protocol violation): the fixed bearer drops the link;
     /// on an Enhanced ATT bearer it closes the channel, not the link (Vol 3 Part F §3.3.3).
-    private func bearerBroken(_ handle: UInt16, _ key: ATTBearerKey, reason: String) {
+    private func bearerBroken(_ session: ConnectionSession, _ key: ATTBearerKey, reason: String) {
+        let handle = session.handle
         switch key {
         case .fixed:
             dropLink(handle, because: reason)
         case .enhanced(let cid):
             emit(.controllerError(HostError(.protocolError, "closing EATT bearer \(cid) of \(Dissection.hex16(handle)): \(reason)")))
-            guard let linkActions = try? connections[handle]?.session?.link.disconnect(channel: cid, now: eventLoop.now)
+            guard session.isOpen, let linkActions = try? session.link.disconnect(channel: cid, now: eventLoop.now)
             else { return }
-            performLink(linkActions, handle)
+            performLink(linkActions, session)
         }
     }
 
     /// The answer to our Exchange MTU Request (fixed bearer only): its completion gets the new ATT_MTU. False
     /// when `id` is another request.
-    private func finishMTUExchange(_ id: ATTBearerRequestID, _ result: Result<ATTPDU, ATTBearerError>, _ handle: UInt16) -> Bool {
-        guard let session = connections[handle]?.session, session.mtuExchangeRequest == id else { return false }
+    private func finishMTUExchange(_ id: ATTBearerRequestID, _ result: Result<ATTPDU, ATTBearerError>,
+                                   _ session: ConnectionSession) -> Bool {
+        guard session.isOpen, session.mtuExchangeRequest == id else { return false }
         session.mtuExchangeRequest = nil
         let completion = session.mtuExchangeCompletion
         session.mtuExchangeCompletion = nil
@@ -364,9 +402,9 @@ extension HostStack {
     /// confirmation).
     func performServerOutbound(_ outbound: [GATTServerOutbound]) {
         for item in outbound {
-            let handle = item.connection.rawValue
+            guard let session = connections[item.connection.rawValue]?.session else { continue }
             let key = ATTBearerKey(item.bearer)
-            let actions = withBearer(handle, key) { entry -> [ATTBearerAction]? in
+            let actions = withBearer(session, key) { entry -> [ATTBearerAction]? in
                 switch item.pdu {
                 case .handleValueIndication(let attributeHandle, let value):
                     return try? entry.bearer.sendIndication(handle: attributeHandle, value: value, now: eventLoop.now)
@@ -374,7 +412,7 @@ extension HostStack {
                     return try? entry.bearer.send(item.pdu)
                 }
             } ?? nil
-            if let actions { performBearer(actions, handle, key) }
+            if let actions { performBearer(actions, session, key) }
         }
         armTimer()
     }
@@ -423,7 +461,7 @@ extension HostStack {
     /// The earliest deadline of every connection's link, bearer and Security Manager (``SessionDeadlines``: only
     /// the sessions that changed are asked again).
     var sessionsNextDeadline: StackInstant? {
-        sessionDeadlines.earliest { [connections] session in connections[session.handle]?.session === session }
+        sessionDeadlines.earliest()
     }
 
     /// The timer fired: every link and bearer whose deadline passed handles its timeout.

@@ -74,6 +74,9 @@ public final class HostStack: @unchecked Sendable {
     @exclusivity(unchecked)
     #endif
     var lifecycle: Lifecycle = .idle
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var pipe: CommandPipe
     var info = ControllerInfo()
     /// Initialisation read a usable LE (or shared) ACL buffer size.
@@ -94,8 +97,14 @@ public final class HostStack: @unchecked Sendable {
     @exclusivity(unchecked)
     #endif
     var connections: [UInt16: ConnectionRecord] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The connects asked for and not completed, oldest first (HostStack+Connecting.swift).
     var connectRequests: [ConnectRequest] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The controller's one initiation (LE Create Connection), to one peer or to those on the Filter Accept List.
     var pendingConnect: PendingConnect?
     /// The Filter Accept List as the host wrote it (Core 5.4 Vol 4 Part E §7.8.15–§7.8.17).
@@ -269,6 +278,7 @@ public final class HostStack: @unchecked Sendable {
         let sends = outbound.removeAll()
         let records = connections.values
         connections = [:]
+        for record in records { record.session?.isOpen = false }
         reassembler.reset()
         let requests = connectRequests
         connectRequests = []
@@ -616,6 +626,7 @@ public final class HostStack: @unchecked Sendable {
             stats.unknownHandleEvents += 1
             return
         }
+        record.session?.isOpen = false
         reassembler.dropState(for: handle)
         let failedSends = outbound.removeConnection(handle)
         let error = HostError(.disconnected, "\(record.connection) ended: \(reason)", status: reason)

@@ -6,19 +6,19 @@ import BluetoothCore
 /// of the host's time).
 ///
 /// A session reports itself when one of its machines changes (``ConnectionSession/link`` and the others have
-/// observers); ``earliest(isCurrent:)`` asks only those sessions again and keeps each one's deadline in a
+/// observers); ``earliest()`` asks only those sessions again and keeps each one's deadline in a
 /// `DeadlineSchedule` (a heap).
 /// Confined to the host's event loop, like the sessions.
 final class SessionDeadlines {
     // Unchecked exclusivity: the host asks after every batch of packets, and the run-time check of each access to a
     // class's stored property (swift_beginAccess) cost more than the question. Both are private, touched only by the
     // three short methods below, which call out to nothing that could reach them again, on the host's loop alone.
-    /// Sessions changed since the last ``earliest(isCurrent:)``.
+    /// Sessions changed since the last ``earliest()``.
     @exclusivity(unchecked) private var changed: [ConnectionSession] = []
     /// Each connection's earliest deadline.
     @exclusivity(unchecked) private var schedule = DeadlineSchedule<UInt16>()
 
-    /// `session`'s machines changed: its deadline is asked again at the next ``earliest(isCurrent:)``.
+    /// `session`'s machines changed: its deadline is asked again at the next ``earliest()``.
     func noteChange(_ session: ConnectionSession) {
         changed.append(session)
     }
@@ -28,13 +28,12 @@ final class SessionDeadlines {
         schedule.cancel(handle)
     }
 
-    /// The earliest deadline of all sessions; `isCurrent` tells whether a changed session is still the one of its
-    /// connection (a closed one is skipped).
-    func earliest(isCurrent: (ConnectionSession) -> Bool) -> StackInstant? {
+    /// The earliest deadline of all open sessions (a changed session that closed meanwhile is skipped).
+    func earliest() -> StackInstant? {
         if !changed.isEmpty {
             for session in changed {
                 session.deadlineChanged = false
-                guard isCurrent(session) else { continue }
+                guard session.isOpen else { continue }
                 if let deadline = session.nextDeadline {
                     schedule.schedule(session.handle, at: deadline)
                 } else {
