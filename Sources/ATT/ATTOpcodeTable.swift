@@ -159,12 +159,13 @@ public enum ATTOpcodeTable {
               "ATT_MULTIPLE_HANDLE_VALUE_NTF", .notification, length: .minimum(9), section: "3.4.7.4"),
     ]
 
-    private static let byOpcode: [UInt8: ATTOpcodeInfo] = {
-        var table: [UInt8: ATTOpcodeInfo] = [:]
-        for entry in entries { table[entry.opcode.rawValue] = entry }
+    /// Indexed by the opcode's value: every PDU sent and received asks, and a dictionary hashed the octet each time.
+    private static let byOpcode: [ATTOpcodeInfo?] = {
+        var table = [ATTOpcodeInfo?](repeating: nil, count: 256)
+        for entry in entries { table[Int(entry.opcode.rawValue)] = entry }
         return table
     }()
 
     /// The entry for `opcode`, or nil for an opcode the specification does not define.
-    public static func info(for opcode: ATTOpcode) -> ATTOpcodeInfo? { byOpcode[opcode.rawValue] }
+    public static func info(for opcode: ATTOpcode) -> ATTOpcodeInfo? { byOpcode[Int(opcode.rawValue)] }
 }
