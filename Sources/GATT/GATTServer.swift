@@ -44,6 +44,10 @@ public struct GATTServer: Sendable {
 
     /// The database, with the stored values as last written.
     public private(set) var database: GATTDatabase
+    /// The Client Characteristic Configuration descriptor of each characteristic value, by the value's handle − 1
+    /// (0: none), found once: the database's layout is fixed for the server's life (only stored values change),
+    /// and every notification asks.
+    private let cccdHandles: [UInt16]
     private var connections: [GATTConnectionID: Connection] = [:]
     /// Checks Signed Write Commands; nil: every signed write on an unencrypted link is dropped.
     public var signatureVerifier: GATTSignatureVerifier?
@@ -55,6 +59,7 @@ public struct GATTServer: Sendable {
 
     public init(database: GATTDatabase, maximumPreparedWrites: Int = 128, signatureVerifier: GATTSignatureVerifier? = nil) {
         self.database = database
+        cccdHandles = Self.clientConfigurationHandles(of: database)
         self.maximumPreparedWrites = maximumPreparedWrites
         self.signatureVerifier = signatureVerifier
     }
@@ -530,14 +535,25 @@ public struct GATTServer: Sendable {
     }
 
     private func cccdHandle(forValue valueHandle: UInt16) -> UInt16? {
-        // The CCCD follows the value, before the next declaration.
-        var handle = Int(valueHandle) + 1
-        while let attribute = database.attribute(UInt16(truncatingIfNeeded: handle)), handle <= Int(UInt16.max) {
-            if attribute.type == GATTUUID.characteristic || attribute.groupEnd != nil || attribute.type == GATTUUID.include { return nil }
-            if case .clientConfiguration(let owner, _) = attribute.storage, owner == valueHandle { return attribute.handle }
-            handle += 1
+        let index = Int(valueHandle) - 1
+        guard index >= 0, index < cccdHandles.count, cccdHandles[index] != 0 else { return nil }
+        return cccdHandles[index]
+    }
+
+    /// ``cccdHandles``: the descriptor that names a value as its owner and follows it with no declaration between
+    /// (characteristic, service or include: Vol 3 Part G §3.3.3.3); the first such descriptor when there are two.
+    private static func clientConfigurationHandles(of database: GATTDatabase) -> [UInt16] {
+        var handles = [UInt16](repeating: 0, count: database.attributes.count)
+        var lastDeclaration: UInt16 = 0
+        for attribute in database.attributes {
+            if attribute.type == GATTUUID.characteristic || attribute.groupEnd != nil || attribute.type == GATTUUID.include {
+                lastDeclaration = attribute.handle
+            } else if case .clientConfiguration(let owner, _) = attribute.storage, owner >= 1, owner < attribute.handle,
+                      lastDeclaration <= owner, handles[Int(owner) - 1] == 0 {
+                handles[Int(owner) - 1] = attribute.handle
+            }
         }
-        return nil
+        return handles
     }
 
     private static func violation(of request: ATTPDU) -> ATTProtocolViolation? {

@@ -54,7 +54,13 @@ public struct L2CAPLink: Sendable {
     // MARK: Inspection (leak checks, tests)
 
     /// The earliest instant at which ``handleTimeout(now:)`` has something to do.
-    public var nextDeadline: StackInstant? { pending.values.lazy.map(\.deadline).min() }
+    public var nextDeadline: StackInstant? {
+        // Asked after every packet the link handled: most links have no request pending.
+        guard !pending.isEmpty else { return nil }
+        var earliest: StackInstant?
+        for request in pending.values where earliest.map({ request.deadline < $0 }) ?? true { earliest = request.deadline }
+        return earliest
+    }
 
     /// Our signaling requests awaiting a response.
     public var outstandingRequestCount: Int { pending.count }
