@@ -81,8 +81,17 @@ struct ACLOutbound {
             completion?(.success(()))
             return
         }
-        if queues[handle]?.isEmpty ?? true, !rotation.contains(handle) { rotation.append(handle) }
-        queues[handle, default: Queue()].append(PendingPDU(fragments: fragments, completion: completion))
+        // One look-up of the handle per PDU (the queue is changed in place through its index).
+        let pdu = PendingPDU(fragments: fragments, completion: completion)
+        if let index = queues.index(forKey: handle) {
+            if queues.values[index].isEmpty, !rotation.contains(handle) { rotation.append(handle) }
+            queues.values[index].append(pdu)
+        } else {
+            var queue = Queue()
+            queue.append(pdu)
+            queues[handle] = queue
+            if !rotation.contains(handle) { rotation.append(handle) }
+        }
     }
 
     /// The packets to send now (one per free buffer, round-robin over connections), and the completions of the
@@ -92,17 +101,18 @@ struct ACLOutbound {
         var completed: [Completion] = []
         while freeBuffers > 0, !rotation.isEmpty {
             let handle = rotation.removeFirst()
-            // Changed in place in the dictionary (no copy of the queue per packet).
-            guard let next = queues[handle]?.takeNext() else {
-                queues[handle] = nil
+            guard let index = queues.index(forKey: handle) else { continue }
+            // Changed in place through its index (no copy of the queue, one look-up per packet).
+            guard let next = queues.values[index].takeNext() else {
+                queues.remove(at: index)
                 continue
             }
             packets.append(next.packet)
             freeBuffers -= 1
             inFlight[handle, default: 0] += 1
             if next.finished, let completion = next.completion { completed.append(completion) }
-            if queues[handle]?.isEmpty ?? true {
-                queues[handle] = nil
+            if queues.values[index].isEmpty {
+                queues.remove(at: index)
             } else {
                 rotation.append(handle)
             }
