@@ -177,10 +177,22 @@ public final class VirtualAir: @unchecked Sendable {
     /// The RSSI at which `receiver` hears `sender` on `phy` now, or nil when it does not (off, out of range, or
     /// lost).
     func hear(_ sender: VirtualController, _ receiver: VirtualController, phy: LEPhy = .le1M) -> Int8? {
-        guard sender.powered, receiver.powered, sender.radioOn, receiver.radioOn, sender !== receiver else { return nil }
         let model = configuration
-        let distance = max(0.1, sender.position.distance(to: receiver.position))
-        var rssi = Double(sender.txPower) - (model.referenceLoss + 10 * model.pathLossExponent * log10(distance))
+        return hear(sender, receiver, phy: phy, model: model, pathLoss: pathLoss(between: sender, receiver, model))
+    }
+
+    /// The path loss between two controllers' positions under `model` (the same both ways).
+    private func pathLoss(between one: VirtualController, _ other: VirtualController, _ model: AirConfiguration) -> Double {
+        let distance = max(0.1, one.position.distance(to: other.position))
+        return model.referenceLoss + 10 * model.pathLossExponent * log10(distance)
+    }
+
+    /// ``hear(_:_:phy:)`` with the configuration and path loss already read: a link's exchange reads them once for
+    /// both of its packets (each read takes a lock: the configuration and positions can change from any thread).
+    private func hear(_ sender: VirtualController, _ receiver: VirtualController, phy: LEPhy,
+                      model: AirConfiguration, pathLoss: Double) -> Int8? {
+        guard sender.powered, receiver.powered, sender.radioOn, receiver.radioOn, sender !== receiver else { return nil }
+        var rssi = Double(sender.txPower) - pathLoss
         if model.rssiJitter > 0 { rssi += (random.unit() * 2 - 1) * model.rssiJitter }
         guard rssi.isFinite, rssi >= model.sensitivity - AirTime.sensitivityGain(phy) else { return nil }
         if model.packetLoss > 0, random.unit() < model.packetLoss { return nil }
@@ -500,11 +512,12 @@ public final class VirtualAir: @unchecked Sendable {
         if link.peripheralAlive { link.peripheral.linkBeginEvent(link.peripheralHandle) }
         link.eventStart = now
         link.radio.advance()
-        if configuration.realRadioTiming {
+        let model = configuration
+        if model.realRadioTiming {
             runTimedExchange(link)
             return
         }
-        let limit = max(1, configuration.maximumExchangesPerEvent)
+        let limit = max(1, model.maximumExchangesPerEvent)
         var exchanges = 0
         while exchanges < limit {
             exchanges += 1
@@ -545,8 +558,10 @@ public final class VirtualAir: @unchecked Sendable {
         var time = AirTime.packet(pduOctets: request.count, phy: centralPHY) + AirTime.interFrameSpace
         record(.data(link: link.identifier, fromCentral: true), from: central.publicAddress, channel: link.radio.channel,
                phy: centralPHY, link: link.radio, decrypted: { central.linkLastPlaintext(centralEnd) }) { request }
+        let model = configuration
+        let pathLoss = pathLoss(between: central, peripheral, model)
         guard !link.jammed, let peripheralEnd = link.peripheralRecord,
-              let rssi = hear(central, peripheral, phy: centralPHY) else { return (time, false) }
+              let rssi = hear(central, peripheral, phy: centralPHY, model: model, pathLoss: pathLoss) else { return (time, false) }
         peripheral.linkReceive(peripheralEnd, request, rssi: rssi, now: now)
         // Receiving may have ended either end (a terminate, a MIC failure): each is read from the link again.
         guard let peripheralEnd = link.peripheralRecord, let response = peripheral.linkTransmit(peripheralEnd) else { return (time, false) }
@@ -554,7 +569,8 @@ public final class VirtualAir: @unchecked Sendable {
         time += AirTime.packet(pduOctets: response.count, phy: peripheralPHY) + AirTime.interFrameSpace
         record(.data(link: link.identifier, fromCentral: false), from: peripheral.publicAddress, channel: link.radio.channel,
                phy: peripheralPHY, link: link.radio, decrypted: { peripheral.linkLastPlaintext(peripheralEnd) }) { response }
-        guard let centralEnd = link.centralRecord, let back = hear(peripheral, central, phy: peripheralPHY) else { return (time, false) }
+        guard let centralEnd = link.centralRecord,
+              let back = hear(peripheral, central, phy: peripheralPHY, model: model, pathLoss: pathLoss) else { return (time, false) }
         central.linkReceive(centralEnd, response, rssi: back, now: now)
         guard let centralEnd = link.centralRecord, let peripheralEnd = link.peripheralRecord else { return (time, false) }
         return (time, central.linkHasMoreData(centralEnd) || peripheral.linkHasMoreData(peripheralEnd))

@@ -364,6 +364,7 @@ extension VirtualController {
     }
 
     /// The PHY this end transmits on.
+    @inline(__always)
     func linkTransmitPHY(_ record: ConnectionRecord) -> LEPhy {
         record.link.txPHY
     }
@@ -375,6 +376,7 @@ extension VirtualController {
         flushCompleted(handle)
     }
 
+    @inline(__always)
     func linkHasMoreData(_ record: ConnectionRecord) -> Bool {
         record.link.hasMoreData
     }
