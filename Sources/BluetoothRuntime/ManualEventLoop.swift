@@ -14,7 +14,7 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
         var deadline: StackInstant
         var sequence: UInt64
         var handle: ScheduledJob
-        var job: @Sendable () -> Void
+        var job: Job
 
         static func < (lhs: Timer, rhs: Timer) -> Bool {
             lhs.deadline < rhs.deadline || (lhs.deadline == rhs.deadline && lhs.sequence < rhs.sequence)
@@ -23,9 +23,15 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
         static func == (lhs: Timer, rhs: Timer) -> Bool { lhs.sequence == rhs.sequence }
     }
 
+    /// A job as the loop keeps it. Wrapped in a struct: a closure stored as a generic element (the deque, the lock's
+    /// result) is kept in its most general form, and converting it back allocated a thunk for every job.
+    private struct Job {
+        let body: @Sendable () -> Void
+    }
+
     private struct State {
         var now: StackInstant = .zero
-        var jobs: Deque<@Sendable () -> Void> = []
+        var jobs: Deque<Job> = []
         var timers = Heap<Timer>()
         /// How many timers the heap held after the last sweep of cancelled ones.
         var sweptCount = 0
@@ -61,7 +67,7 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
     public var inEventLoop: Bool { state.withLock { $0.running } }
 
     public func execute(_ job: @escaping @Sendable () -> Void) {
-        state.withLock { $0.jobs.append(job) }
+        state.withLock { $0.jobs.append(Job(body: job)) }
     }
 
     @discardableResult
@@ -69,7 +75,7 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
         let handle = ScheduledJob(deadline: deadline)
         state.withLock { state in
             state.sequence &+= 1
-            state.insert(Timer(deadline: deadline, sequence: state.sequence, handle: handle, job: job))
+            state.insert(Timer(deadline: deadline, sequence: state.sequence, handle: handle, job: Job(body: job)))
         }
         return handle
     }
@@ -79,8 +85,9 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
     @discardableResult
     public func run(limit: Int = 10_000_000) -> Int {
         var count = 0
-        while count < limit, let job = nextRunnable() {
-            perform(job)
+        var wasRunning = false
+        while count < limit, let job = nextRunnable(dueBy: nil, wasRunning: &wasRunning) {
+            perform(job, wasRunning: wasRunning)
             count += 1
         }
         return count
@@ -96,12 +103,13 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
     /// Moves time forward to `target` (see ``advance(by:limit:)``).
     @discardableResult
     public func advance(to target: StackInstant, limit: Int = 10_000_000) -> Int {
-        var count = run(limit: limit)
-        while count < limit {
-            let next: StackInstant? = state.withLock { state in state.earliestLive()?.deadline }
-            guard let deadline = next, deadline <= target else { break }
-            state.withLock { $0.now = max($0.now, deadline) }
-            count += run(limit: limit - count)
+        // Jobs first, then timers in deadline order, the clock moved to each as it fires: taking the next one and
+        // moving the clock is one lock, as is putting `running` back after it.
+        var count = 0
+        var wasRunning = false
+        while count < limit, let job = nextRunnable(dueBy: target, wasRunning: &wasRunning) {
+            perform(job, wasRunning: wasRunning)
+            count += 1
         }
         state.withLock { $0.now = max($0.now, target) }
         return count + run(limit: max(0, limit - count))
@@ -130,23 +138,32 @@ public final class ManualEventLoop: EventLoop, @unchecked Sendable {
         state.withLock { state in state.earliestLive()?.deadline }
     }
 
-    private func nextRunnable() -> (@Sendable () -> Void)? {
-        state.withLock { state in
-            if let job = state.jobs.popFirst() { return job }
-            guard let timer = state.earliestLive(), timer.deadline <= state.now else { return nil }
-            state.timers.removeMin()
-            timer.handle.cancel()
-            return timer.job
+    /// Takes the next job, else the earliest timer due by `target` (nil: by now), moving the clock to its deadline,
+    /// and marks the loop running, all under one lock; nil when nothing is due. `wasRunning` gets whether the loop
+    /// was already running (a job that runs the loop itself), for ``perform(_:wasRunning:)`` to put back.
+    private func nextRunnable(dueBy target: StackInstant?, wasRunning: inout Bool) -> Job? {
+        var running = false
+        let job: Job? = state.withLock { state in
+            let job: Job
+            if let queued = state.jobs.popFirst() {
+                job = queued
+            } else {
+                guard let timer = state.earliestLive(), timer.deadline <= (target ?? state.now) else { return nil }
+                state.timers.removeMin()
+                state.now = max(state.now, timer.deadline)
+                timer.handle.cancel()
+                job = timer.job
+            }
+            running = state.running
+            state.running = true
+            return job
         }
+        wasRunning = running
+        return job
     }
 
-    private func perform(_ job: @Sendable () -> Void) {
-        let wasRunning = state.withLock { state -> Bool in
-            let previous = state.running
-            state.running = true
-            return previous
-        }
-        job()
+    private func perform(_ job: Job, wasRunning: Bool) {
+        job.body()
         state.withLock { $0.running = wasRunning }
     }
 }

@@ -54,11 +54,23 @@ final class ConnectionSession {
     /// Our own Exchange MTU Request on the fixed bearer (the only one that exchanges), when one is pending.
     var mtuExchangeRequest: ATTBearerRequestID?
     var mtuExchangeCompletion: ((Result<Int, HostError>) -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var channelOpens: [L2CAPChannelIdentifier: ChannelOpenCompletion] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var channelCloses: [L2CAPChannelIdentifier: [ChannelCloseCompletion]] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// SDUs sent on a credit-based channel whose K-frames still wait for the peer's credits: completed when the
     /// channel's queue drains (``L2CAPLinkAction/creditsAvailable(_:)``), failed when the channel or link ends.
     var channelSends: [L2CAPChannelIdentifier: [ChannelSendCompletion]] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Our Connection Parameter Update Requests (Peripheral), oldest first.
     var parameterUpdates: Deque<ParameterUpdateCompletion> = []
     #if !DEBUG
@@ -114,6 +126,9 @@ final class ConnectionSession {
         var completion: ((Result<[L2CAPChannelIdentifier], HostError>) -> Void)?
     }
     var enhancedOpens: [EnhancedOpen] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// `reconfigureEnhancedATT` completions, by the first channel of the request.
     var reconfigures: [L2CAPChannelIdentifier: (Result<Void, HostError>) -> Void] = [:]
 

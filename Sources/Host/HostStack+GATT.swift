@@ -95,7 +95,7 @@ extension HostStack {
         }
         // Through an inout access: a plain call of the server's non-mutating method copied the whole server (its
         // tables retained and released) once per value.
-        var outbound = withGATTServer { $0.notify(handle: handle, value: value) }
+        var outbound = inPlace(&gattServer) { $0.notify(handle: handle, value: value) }
         if let targets { outbound = outbound.filter { targets.contains($0.connection.rawValue) } }
         if requireReady, outbound.contains(where: { !sendRoom($0.connection.rawValue) }) {
             let full = outbound.map(\.connection.rawValue).filter { !sendRoom($0) }
@@ -109,11 +109,6 @@ extension HostStack {
         gattServer.storeValue(value, handle: handle)
         performServerOutbound(outbound)
         completion?(.success(outbound.map(\.connection.rawValue)))
-    }
-
-    /// Runs `body` on the GATT server in place (the server is a struct in this class: reading it for a call copies it).
-    func withGATTServer<Result>(_ body: (inout GATTServer) -> Result) -> Result {
-        body(&gattServer)
     }
 
     /// Makes the reads and writes of the values in `deferral.handles` requests the application answers later

@@ -362,7 +362,10 @@ extension HostStack {
         let linkActions: [L2CAPLinkAction]?
         switch key {
         case .fixed:
-            linkActions = try? session.link.sendFixed(channel: .attributeProtocol, payload: bytes)
+            // In place: calling the link's non-mutating method on the stored link copied the link first.
+            linkActions = try? inPlace(&session.link) { link throws(L2CAPLinkError) in
+                try link.sendFixed(channel: .attributeProtocol, payload: bytes)
+            }
         case .enhanced(let cid):
             linkActions = try? session.link.send(sdu: bytes, on: cid)
         }
@@ -482,4 +485,12 @@ extension HostStack {
             }
         }
     }
+}
+
+/// Runs `body` on `value` in place. A non-mutating method of a struct stored in a class, called on the stored
+/// property, gets a copy of it (every reference in it retained and released); through an inout access it does not.
+@inline(__always)
+func inPlace<Value, Result, Failure: Error>(_ value: inout Value,
+                                           _ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    try body(&value)
 }
