@@ -486,11 +486,3 @@ extension HostStack {
         }
     }
 }
-
-/// Runs `body` on `value` in place. A non-mutating method of a struct stored in a class, called on the stored
-/// property, gets a copy of it (every reference in it retained and released); through an inout access it does not.
-@inline(__always)
-func inPlace<Value, Result, Failure: Error>(_ value: inout Value,
-                                           _ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-    try body(&value)
-}

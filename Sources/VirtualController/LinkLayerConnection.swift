@@ -187,11 +187,18 @@ struct LinkLayerConnection {
 
     // MARK: Host side
 
-    var isEncryptionProcedureRunning: Bool { encryption != .idle }
+    var isEncryptionProcedureRunning: Bool {
+        // A pattern, not `!= .idle`: the synthesized == copied the procedure's state (and with it, from the
+        // per-exchange ``hasMoreData``, the whole connection) to compare it.
+        @inline(__always) get {
+            if case .idle = encryption { return false }
+            return true
+        }
+    }
 
     var hasMoreData: Bool {
         @inline(__always) get {
-            transmitQueue.count > 1 || (!isEncryptionProcedureRunning && !hostPackets.isEmpty) || !transmitQueue.isEmpty
+            !transmitQueue.isEmpty || (!hostPackets.isEmpty && !isEncryptionProcedureRunning)
         }
     }
 

@@ -378,7 +378,7 @@ extension VirtualController {
 
     @inline(__always)
     func linkHasMoreData(_ record: ConnectionRecord) -> Bool {
-        record.link.hasMoreData
+        inPlace(&record.link) { $0.hasMoreData }
     }
 
     func linkInterval(_ handle: UInt16) -> Duration? {
