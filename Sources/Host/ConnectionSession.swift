@@ -115,6 +115,9 @@ final class ConnectionSession {
     @exclusivity(unchecked)
     #endif
     var enhancedProgress = EnhancedATTProgress.idle
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The local CIDs of our EATT channel requests still waiting for the peer's answer.
     var enhancedPending: Set<L2CAPChannelIdentifier> = []
     /// An `openEnhancedATTBearers` call waiting for its channels.

@@ -127,6 +127,9 @@ public final class HostStack: @unchecked Sendable {
     var scanMerger: ScanReportMerger
     var isScanning = false
     var isAdvertising = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Opcodes the controller answered with Unknown Command: later uses fail at once instead of asking again.
     var unknownOpcodes: Set<HCIOpcode> = []
     #if !DEBUG
@@ -236,12 +239,15 @@ public final class HostStack: @unchecked Sendable {
             }
             lifecycle = .starting
             let loop = eventLoop
+            // Captured as a `weak let`: a `[weak self]` capture is a mutable box, and each read of it in the
+            // per-batch closures was checked for exclusive access at run time.
+            weak let host = self
             do {
                 // One job on the loop per read of the transport, not per frame, run by the reader's thread itself
                 // when the loop allows it (issue 31: a thread wake-up less per batch).
                 try transport.start(
-                    onFrames: { [weak self] frames in loop.executeHandingOver { [weak self] in self?.receive(frames) } },
-                    onClose: { [weak self] error in loop.execute { [weak self] in self?.transportClosed(error) } })
+                    onFrames: { frames in loop.executeHandingOver { host?.receive(frames) } },
+                    onClose: { error in loop.execute { host?.transportClosed(error) } })
             } catch {
                 lifecycle = .closed
                 completion(.failure(HostError(.transportFailed, "\(transport.name): \(error)")))

@@ -85,8 +85,14 @@ public final class VirtualAir: @unchecked Sendable {
     #endif
     /// The time of the step being taken (see ``now``).
     private var stepTime: StackInstant?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Writes every step (``AirStepRecording``, SharedAir's AirRecorder); set before any device joins, from the thread that made the air.
     public var recorder: (any AirStepRecording)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Whether the air's timer is driven from outside (``AirReplay``): it is then never armed on the loop, and
     /// ``fireRecordedTick()`` takes the place of its firing.
     package var replaying = false
