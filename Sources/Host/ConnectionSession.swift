@@ -151,7 +151,10 @@ final class ConnectionSession {
             guard let other else { return one }
             return min(one, other)
         }
-        return earlier(earlier(link.nextDeadline, bearers.nextDeadline), securityLink?.smp.nextDeadline)
+        // The link is asked in place (its getter on the stored link copied it); the access would report a change
+        // to ``deadlines``, but this is asked only by ``SessionDeadlines`` while the session's change is noted.
+        let linkDeadline = inPlace(&link) { $0.nextDeadline }
+        return earlier(earlier(linkDeadline, bearers.nextDeadline), securityLink?.smp.nextDeadline)
     }
 
     private func noteDeadlineChange() {

@@ -32,7 +32,9 @@ final class SessionDeadlines {
     func earliest() -> StackInstant? {
         if !changed.isEmpty {
             for session in changed {
-                session.deadlineChanged = false
+                // Cleared after the question: while the change is noted, asking (which reads the machines in
+                // place) notes nothing again.
+                defer { session.deadlineChanged = false }
                 guard session.isOpen else { continue }
                 if let deadline = session.nextDeadline {
                     schedule.schedule(session.handle, at: deadline)
