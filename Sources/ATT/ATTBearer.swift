@@ -233,6 +233,11 @@ public struct ATTBearer: Sendable {
 
     /// Handles the payload of one L2CAP frame received on the ATT channel.
     public mutating func receive(_ bytes: [UInt8], now: StackInstant) -> [ATTBearerAction] {
+        receive(bytes[...], now: now)
+    }
+
+    /// Handles the payload of one L2CAP frame received on the ATT channel, as a slice of the frame.
+    public mutating func receive(_ bytes: ArraySlice<UInt8>, now: StackInstant) -> [ATTBearerAction] {
         guard isOpen, let first = bytes.first else { return [] }
         let opcode = ATTOpcode(rawValue: first)
         switch ATTServerInput(classifying: bytes) {

@@ -14,6 +14,11 @@ public enum ATTServerInput: Hashable, Sendable {
 
     /// Classifies `bytes` received on the ATT bearer by a server.
     public init(classifying bytes: [UInt8]) {
+        self.init(classifying: bytes[...])
+    }
+
+    /// Classifies `bytes` received on the ATT bearer by a server (a slice of the frame that carried them).
+    public init(classifying bytes: ArraySlice<UInt8>) {
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(decoding: bytes)

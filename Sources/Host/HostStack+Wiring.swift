@@ -153,8 +153,9 @@ extension HostStack {
                 if channel == .attributeProtocol {
                     receiveATT(payload, session, .fixed)
                 } else if channel == .securityManager {
-                    emit(.securityManagerPDU(handle: handle, payload))
-                    securityReceive(payload, handle: handle)
+                    let pdu = Array(payload)
+                    emit(.securityManagerPDU(handle: handle, pdu))
+                    securityReceive(pdu, handle: handle)
                 }
             case .channelOpened(let info):
                 if isEnhancedATTChannel(info, session) {
@@ -173,7 +174,7 @@ extension HostStack {
                 if case .refused(let result) = failure { error.l2capRefusal = result }
                 completion?(.failure(error))
             case .sdu(let cid, let sdu):
-                if receiveATT(sdu, session, .enhanced(cid)) { continue }
+                if receiveATT(sdu[...], session, .enhanced(cid)) { continue }
                 emit(.l2capSDU(handle: handle, channel: cid, sdu: sdu))
             case .channelClosed(let cid, let reason):
                 if session.bearers.contains(.enhanced(cid)) {
@@ -244,7 +245,7 @@ extension HostStack {
     /// ATT PDU bytes from the bearer's channel (a fixed-channel payload or an EATT channel SDU); false when the
     /// connection has no such bearer.
     @discardableResult
-    func receiveATT(_ bytes: [UInt8], _ session: ConnectionSession, _ key: ATTBearerKey) -> Bool {
+    func receiveATT(_ bytes: ArraySlice<UInt8>, _ session: ConnectionSession, _ key: ATTBearerKey) -> Bool {
         guard let actions = withBearer(session, key, { $0.bearer.receive(bytes, now: eventLoop.now) }) else { return false }
         performBearer(actions, session, key)
         return true

@@ -15,8 +15,9 @@ public enum L2CAPLinkAction: Hashable, Sendable {
     /// Send this complete L2CAP basic frame (header included) on the link; the owner fragments it into ACL
     /// packets.
     case send([UInt8])
-    /// A payload received on a fixed channel (ATT 0x0004 or SMP 0x0006), for the protocol above.
-    case deliverFixed(L2CAPChannelIdentifier, [UInt8])
+    /// A payload received on a fixed channel (ATT 0x0004 or SMP 0x0006), for the protocol above: a slice of the
+    /// received frame, not a copy of it.
+    case deliverFixed(L2CAPChannelIdentifier, ArraySlice<UInt8>)
     /// A credit-based channel is open (either side initiated).
     case channelOpened(L2CAPChannelInfo)
     /// Our LE Credit Based Connection Request for the channel with this local CID failed; the CID is free again.

@@ -249,9 +249,13 @@ func sentFrames(_ actions: [L2CAPLinkAction]) -> [[UInt8]] {
 
     @Test func fixedChannelsAndUnroutableFrames() {
         var link = L2CAPLink(role: .central)
-        #expect(link.receive(frame: hex("0300 0400 0A0100"), now: .zero) == [.deliverFixed(.attributeProtocol, hex("0A0100"))])
-        #expect(link.receive(frame: hex("0200 0600 0B01"), now: .zero) == [.deliverFixed(.securityManager, hex("0B01"))])
+        #expect(link.receive(frame: hex("0300 0400 0A0100"), now: .zero) == [.deliverFixed(.attributeProtocol, hex("0A0100")[...])])
+        #expect(link.receive(frame: hex("0200 0600 0B01"), now: .zero) == [.deliverFixed(.securityManager, hex("0B01")[...])])
         #expect(link.receive(frame: hex("0000 0400"), now: .zero) == [.deliverFixed(.attributeProtocol, [])])
+        // A length field that disagrees with the frame's size drops the frame, as before (§3.1).
+        #expect(link.receive(frame: hex("0400 0400 0A0100"), now: .zero) == [])
+        #expect(link.receive(frame: hex("0200 0400 0A0100"), now: .zero) == [])
+        #expect(link.receive(frame: hex("0300 04"), now: .zero) == [])
         // Length mismatch, too short, unknown fixed CID, dynamic CID without a channel: discarded.
         #expect(link.receive(frame: hex("0400 0400 0A0100"), now: .zero) == [])
         #expect(link.receive(frame: hex("0300"), now: .zero) == [])
