@@ -373,6 +373,12 @@ struct LinkLayerConnection {
                 continue
             }
             let size = Int(max(1, maxTxOctets))
+            if packet.data.count <= size {
+                // The usual case: one PDU carries the packet's data itself (a slice of it was copied).
+                let llid = packet.packetBoundary.isStart ? LinkLayerDataHeader.start : LinkLayerDataHeader.continuation
+                append(llid: llid, payload: packet.data, completes: 1)
+                continue
+            }
             var start = 0
             while start < packet.data.count {
                 let end = min(packet.data.count, start + size)
@@ -469,6 +475,13 @@ struct LinkLayerConnection {
 
     private func deliver(_ payload: [UInt8], start: Bool) -> [Action] {
         let size = max(1, hostMaximumACLLength)
+        guard !payload.isEmpty else { return [] }
+        if payload.count <= size {
+            // The usual case: one ACL packet carries the payload itself (a slice of it was copied into a new array).
+            guard let packet = try? HCIACLDataPacket(handle: handle, packetBoundary: start ? .firstFlushable : .continuing,
+                                                     data: payload) else { return [] }
+            return [.acl(packet)]
+        }
         var actions: [Action] = []
         var offset = 0
         while offset < payload.count {
