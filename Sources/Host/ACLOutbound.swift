@@ -26,13 +26,16 @@ struct ACLOutbound {
         }
     }
 
-    /// One connection's PDUs not wholly sent, oldest first, and `packets` counts the fragments still waiting, so
-    /// the readiness check after every send costs nothing.
-    private struct Queue {
+    /// One connection's PDUs not wholly sent, oldest first; `packets` counts the fragments still waiting (so the
+    /// readiness check after every send costs nothing) and `inFlight` those sent and not yet completed. Kept in one
+    /// table so that a packet taken is one look-up of its handle.
+    private struct Flow {
         var pdus: Deque<PendingPDU> = []
         var packets = 0
+        var inFlight = 0
 
-        var isEmpty: Bool { pdus.isEmpty }
+        /// Nothing queued and nothing in flight: the connection leaves the table.
+        var isIdle: Bool { pdus.isEmpty && inFlight == 0 }
 
         mutating func append(_ pdu: PendingPDU) {
             packets += pdu.fragments.count - pdu.next
@@ -51,11 +54,9 @@ struct ACLOutbound {
 
     let totalBuffers: Int
     private(set) var freeBuffers: Int
-    private var queues: [UInt16: Queue] = [:]
+    private var flows: [UInt16: Flow] = [:]
     /// Handles with queued packets, in serving order.
     private var rotation: Deque<UInt16> = []
-    /// Packets sent and not yet reported completed, per handle.
-    private(set) var inFlight: [UInt16: Int] = [:]
     /// Number Of Completed Packets entries for handles with nothing in flight.
     private(set) var unexpectedCompletions = 0
 
@@ -66,14 +67,19 @@ struct ACLOutbound {
 
     /// Packets waiting for a controller buffer.
     var queuedPacketCount: Int {
-        queues.values.reduce(0) { $0 + $1.packets }
+        flows.values.reduce(0) { $0 + $1.packets }
     }
 
-    var inFlightPacketCount: Int { inFlight.values.reduce(0, +) }
+    var inFlightPacketCount: Int { flows.values.reduce(0) { $0 + $1.inFlight } }
 
     /// Packets of one connection waiting for a controller buffer.
     func queuedPacketCount(for handle: UInt16) -> Int {
-        queues[handle]?.packets ?? 0
+        flows[handle]?.packets ?? 0
+    }
+
+    /// Packets of one connection sent and not yet completed.
+    func inFlightPacketCount(for handle: UInt16) -> Int {
+        flows[handle]?.inFlight ?? 0
     }
 
     mutating func enqueue(_ fragments: [HCIACLDataPacket], handle: UInt16, completion: Completion?) {
@@ -81,15 +87,15 @@ struct ACLOutbound {
             completion?(.success(()))
             return
         }
-        // One look-up of the handle per PDU (the queue is changed in place through its index).
+        // One look-up of the handle per PDU (the flow is changed in place through its index).
         let pdu = PendingPDU(fragments: fragments, completion: completion)
-        if let index = queues.index(forKey: handle) {
-            if queues.values[index].isEmpty, !rotation.contains(handle) { rotation.append(handle) }
-            queues.values[index].append(pdu)
+        if let index = flows.index(forKey: handle) {
+            if flows.values[index].pdus.isEmpty, !rotation.contains(handle) { rotation.append(handle) }
+            flows.values[index].append(pdu)
         } else {
-            var queue = Queue()
-            queue.append(pdu)
-            queues[handle] = queue
+            var flow = Flow()
+            flow.append(pdu)
+            flows[handle] = flow
             if !rotation.contains(handle) { rotation.append(handle) }
         }
     }
@@ -101,48 +107,48 @@ struct ACLOutbound {
         var completed: [Completion] = []
         while freeBuffers > 0, !rotation.isEmpty {
             let handle = rotation.removeFirst()
-            guard let index = queues.index(forKey: handle) else { continue }
+            guard let index = flows.index(forKey: handle) else { continue }
             // Changed in place through its index (no copy of the queue, one look-up per packet).
-            guard let next = queues.values[index].takeNext() else {
-                queues.remove(at: index)
+            guard let next = flows.values[index].takeNext() else {
+                if flows.values[index].isIdle { flows.remove(at: index) }
                 continue
             }
             packets.append(next.packet)
             freeBuffers -= 1
-            inFlight[handle, default: 0] += 1
+            flows.values[index].inFlight += 1
             if next.finished, let completion = next.completion { completed.append(completion) }
-            if queues.values[index].isEmpty {
-                queues.remove(at: index)
-            } else {
-                rotation.append(handle)
-            }
+            if !flows.values[index].pdus.isEmpty { rotation.append(handle) }
         }
         return (packets, completed)
     }
 
     /// Number Of Completed Packets for one handle: its buffers come back (never more than were in flight).
     mutating func completed(handle: UInt16, count: Int) {
-        let outstanding = inFlight[handle] ?? 0
+        guard let index = flows.index(forKey: handle) else {
+            if count > 0 { unexpectedCompletions += 1 }
+            return
+        }
+        let outstanding = flows.values[index].inFlight
         let returned = min(outstanding, max(0, count))
         if returned < count { unexpectedCompletions += 1 }
-        if outstanding - returned == 0 { inFlight[handle] = nil } else { inFlight[handle] = outstanding - returned }
+        flows.values[index].inFlight = outstanding - returned
+        if flows.values[index].isIdle { flows.remove(at: index) }
         freeBuffers = min(totalBuffers, freeBuffers + returned)
     }
 
     /// The connection is gone: its buffers come back and its queued PDUs fail (their completions are returned).
     mutating func removeConnection(_ handle: UInt16) -> [Completion] {
-        completed(handle: handle, count: inFlight[handle] ?? 0)
-        let failed = queues.removeValue(forKey: handle)?.pdus.compactMap(\.completion) ?? []
+        completed(handle: handle, count: inFlightPacketCount(for: handle))
+        let failed = flows.removeValue(forKey: handle)?.pdus.compactMap(\.completion) ?? []
         rotation.removeAll { $0 == handle }
         return failed
     }
 
     /// Everything goes (shutdown): the queued PDUs' completions are returned.
     mutating func removeAll() -> [Completion] {
-        let failed = queues.values.flatMap { $0.pdus.compactMap(\.completion) }
-        queues = [:]
+        let failed = flows.values.flatMap { $0.pdus.compactMap(\.completion) }
+        flows = [:]
         rotation = []
-        inFlight = [:]
         freeBuffers = totalBuffers
         return failed
     }

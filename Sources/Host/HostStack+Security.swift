@@ -577,7 +577,7 @@ extension HostStack {
 
     /// Nothing of the connection is queued for or unacknowledged by the controller.
     func outboundDrained(_ handle: UInt16) -> Bool {
-        outbound.queuedPacketCount(for: handle) == 0 && (outbound.inFlight[handle] ?? 0) == 0
+        outbound.queuedPacketCount(for: handle) == 0 && outbound.inFlightPacketCount(for: handle) == 0
     }
 
     /// The pairing outcome goes to the event handler and the waiting callers; the held GATT request is retried.

@@ -40,7 +40,7 @@ struct ACLOutboundQueueTests {
             let (packets, completed) = outbound.takeSendable()
             #expect(packets.count == min(3, waiting))
             #expect(outbound.freeBuffers == 3 - packets.count)
-            #expect(outbound.inFlight[0x0040] == packets.count)
+            #expect(outbound.inFlightPacketCount(for: 0x0040) == packets.count)
             sent += packets.map(\.data)
             for completion in completed { completion(.success(())) }
             outbound.completed(handle: 0x0040, count: packets.count)

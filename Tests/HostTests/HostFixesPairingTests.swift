@@ -80,7 +80,7 @@ struct HostFixesPairingTests {
             loop.advance(by: .microseconds(500))
             guard let deferred = central.connections[handle]?.session?.securityLink?.deferredCompletion else { continue }
             deferredSteps += 1
-            #expect(central.outbound.queuedPacketCount(for: handle) + (central.outbound.inFlight[handle] ?? 0) > 0)
+            #expect(central.outbound.queuedPacketCount(for: handle) + central.outbound.inFlightPacketCount(for: handle) > 0)
             // The only security deadline is the give-up limit, one second after completion; nothing at 2 ms.
             #expect(central.securityNextDeadline == deferred.giveUpAt)
             #expect(deferred.giveUpAt - loop.now > .milliseconds(900))
