@@ -14,6 +14,8 @@
 //   (`run()`, `advance(by:)`), and time only moves when the test moves it. A 30 s ATT timeout is a call to
 //   `advance(by: .seconds(30))`, not a sleep. `pendingWorkDescription` lists what is left (the leak check). Its
 //   timers are a heap (deadline, then scheduling order), so ten thousand stacks on one loop cost log n per timer.
+//   Taking the next job (or due timer, moving the clock to it) and marking the loop running is one lock; jobs are
+//   kept wrapped in a struct, since a closure kept as a generic element came back through a new thunk each time.
 // - `SharedTime` is one clock for several DispatchEventLoops (a test kit's world: its air and every stack): the
 //   loops put their timers in its heap and count their queued jobs (and callers count work they hand on, such as a
 //   delegate call); a driver thread fires what is due and, while someone waits, jumps to the next timer whenever

@@ -101,8 +101,10 @@
 // ends the link and every bearer and client (every pending GATT, channel, MTU and parameter-update operation
 // fails, GATT ones with `bearerFailed(.disconnected(reason:))`) and drops the server's state of the connection.
 // The single timer covers the command pipe, the pending connect and every link's and bearer's deadline. Every
-// action is carried out in order and the connection and bearer are looked up again before each one, since a
-// completion may end them.
+// action is carried out in order on the `ConnectionSession` it came from, which is asked before each one whether
+// it is still open (`isOpen`, cleared the moment its record leaves the table) and still has the bearer, since a
+// completion may end them. The connection is looked up by handle once, where work enters (a received PDU, a value
+// sent, a caller's request); the wiring's variants taking a handle are for callers that hold nothing else.
 //
 // Enhanced ATT (`HostStack+EATT.swift`, Vol 3 Part F §3.2.11, Part G §7.2/§7.4): bearers on L2CAP enhanced
 // credit-based channels of SPSM 0x0027 (the link's EATT server, registered on every session, accepts them only on
@@ -140,3 +142,7 @@
 // short, so the run-time check (`swift_beginAccess`: an access set in thread-local storage, ~100 instructions)
 // finds nothing there, and it was a fifth of the instructions per notification in process (issue 31 item 3,
 // Benchmarks/README.md). Debug builds, and so every test run, keep the check: an overlapping access still traps there.
+// The optimiser hoists some reads to the start of a function (the unknown-opcode set, a session's pending EATT
+// channels), so a property touched only on a rare path can still cost a check per call: those are unchecked too.
+// A machine's non-mutating query on a struct stored in this class works on a copy of it unless it is called
+// through an inout access (`inPlace`, BluetoothCore): the GATT server's `notify` and the link's `sendFixed` are.

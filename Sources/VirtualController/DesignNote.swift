@@ -86,7 +86,9 @@
 // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (`blue air --sniff FILE`).
 //
 // State: all of it is confined to the air's EventLoop (ManualEventLoop in tests, DispatchEventLoop otherwise).
-// `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected.
+// `receiveFromHost` hops onto the loop; `toHost`, `position` and the air's configuration are lock-protected, so a
+// link's exchange reads the configuration and both ends' positions (the path loss, the same both ways) once for
+// its two packets rather than once per packet heard.
 //
 // Exclusivity: the air's and the controllers' per-packet state (the schedule, links, connection records, settings)
 // skips the run-time exclusivity check in release builds (`#if !DEBUG` `@exclusivity(unchecked)`), as the host's
