@@ -87,12 +87,21 @@ extension HostStack {
         if var fixed = session.bearers[.fixed] {
             closeBearer(&fixed, handle, reason: "\(error)", failure: .disconnected(reason: reason.rawValue))
         }
-        // Anything left (defensive: the machines reported everything above).
-        for completion in session.channelOpens.values { completion(.failure(error)) }
-        for completions in session.channelCloses.values { for completion in completions { completion(.failure(error)) } }
-        for completions in session.channelSends.values { for completion in completions { completion(.failure(error)) } }
-        for completion in session.parameterUpdates { completion(.failure(error)) }
-        session.mtuExchangeCompletion?(.failure(error))
+        // Anything left (defensive: the machines reported everything above), taken out of the session before it is
+        // failed: an action still being carried out for the closed session (`performLink` asks `isOpen` between
+        // actions, not inside one) finds nothing left to complete a second time.
+        let opens = session.channelOpens, closes = session.channelCloses, sends = session.channelSends
+        let updates = session.parameterUpdates, mtuExchange = session.mtuExchangeCompletion
+        session.channelOpens = [:]
+        session.channelCloses = [:]
+        session.channelSends = [:]
+        session.parameterUpdates = []
+        session.mtuExchangeCompletion = nil
+        for completion in opens.values { completion(.failure(error)) }
+        for completions in closes.values { for completion in completions { completion(.failure(error)) } }
+        for completions in sends.values { for completion in completions { completion(.failure(error)) } }
+        for completion in updates { completion(.failure(error)) }
+        mtuExchange?(.failure(error))
         securityLinkClosed(session.securityLink, handle: handle, error: error)
     }
 
