@@ -88,6 +88,37 @@ import Darwin
         #expect(seen.withLock { $0 } == true)
     }
 
+    @Test("a job that runs the loop itself: the nested jobs run, and the loop still says it is running after")
+    func nestedRunKeepsTheOuterJobRunning() {
+        let loop = ManualEventLoop()
+        let seen = LockedValue<[String]>([])
+        loop.execute {
+            loop.execute { seen.withLock { $0.append("inner \(loop.inEventLoop)") } }
+            loop.run()
+            seen.withLock { $0.append("outer \(loop.inEventLoop)") }
+        }
+        loop.run()
+        #expect(seen.withLock { $0 } == ["inner true", "outer true"])
+        #expect(!loop.inEventLoop)
+    }
+
+    @Test("advance(to:) runs each job a timer enqueues at that timer's instant, before the next timer")
+    func timerJobsRunAtTheirTimersInstant() {
+        let loop = ManualEventLoop()
+        let seen = LockedValue<[String]>([])
+        for milliseconds in [10, 20] {
+            loop.schedule(at: StackInstant(nanoseconds: UInt64(milliseconds) * 1_000_000)) {
+                loop.execute { seen.withLock { $0.append("job of \(milliseconds) ms at \(loop.now.nanoseconds / 1_000_000)") } }
+            }
+        }
+        loop.advance(to: StackInstant(nanoseconds: 15_000_000))
+        #expect(seen.withLock { $0 } == ["job of 10 ms at 10"])
+        #expect(loop.now.nanoseconds == 15_000_000)
+        loop.advance(to: StackInstant(nanoseconds: 30_000_000))
+        #expect(seen.withLock { $0 } == ["job of 10 ms at 10", "job of 20 ms at 20"])
+        #expect(loop.now.nanoseconds == 30_000_000)
+    }
+
     @Test func runawayJobsStopAtTheLimit() {
         let loop = ManualEventLoop()
         @Sendable func again() { loop.execute(again) }

@@ -57,6 +57,27 @@ struct WiringLinkTests {
         stacks.disconnectAndCheckLeaks()
     }
 
+    @Test("an owner that shuts the host down from the channel-opened event gets the open's completion once, failed")
+    func shutdownInsideChannelOpenedCompletesOnce() {
+        // The session's actions are carried out while it is open, asked between actions: the shutdown happens inside
+        // one (the event comes before the completion), and the closed session must have nothing left to complete.
+        let stacks = TwoStacks()
+        #expect(stacks.connect())
+        stacks.peripheral.registerL2CAPServer(L2CAPChannelServer(psm: 0x0080, mtu: 2048, mps: 247, initialCredits: 4)) { _ in }
+        stacks.loop.run()
+        let central = stacks.central
+        let subscription = central.addEventHandler { event in
+            if case .l2capChannelOpened = event { central.shutdown() }
+        }
+        let results = Recorder<Bool>()
+        central.openL2CAPChannel(connectionHandle: stacks.centralHandle, psm: 0x0080) { results.append((try? $0.get()) != nil) }
+        #expect(stacks.run(until: { !results.values.isEmpty }))
+        stacks.loop.run()
+        #expect(results.values == [false])
+        #expect(stacks.centralEvents.values.contains { if case .l2capChannelOpened = $0 { true } else { false } })
+        withExtendedLifetime(subscription) {}
+    }
+
     @Test("an SDU's send completes once the peer's credits took its K-frames; one still queued fails when the channel closes")
     func sendCompletionFollowsCredits() throws {
         let stacks = TwoStacks()
