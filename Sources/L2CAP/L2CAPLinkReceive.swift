@@ -7,24 +7,22 @@ extension L2CAPLink {
     /// Handles one complete, reassembled L2CAP frame received on the link. A frame whose length field disagrees
     /// with its size, or addressed to an unknown or closed channel, is discarded (§3.1, §3.4.3).
     public mutating func receive(frame bytes: [UInt8], now: StackInstant) -> [L2CAPLinkAction] {
-        // The fixed channels (every ATT and SMP PDU) get their payload as a slice of the frame, without decoding
-        // a copy of it into an L2CAPBasicFrame first; the length rule is the same (§3.1).
-        if bytes.count >= L2CAPBasicFrame.headerLength,
-           let length = L2CAPBasicFrame.announcedPayloadLength(bytes[...]), length == bytes.count - L2CAPBasicFrame.headerLength {
-            let channel = L2CAPChannelIdentifier(UInt16(bytes[2]) | UInt16(bytes[3]) << 8)
-            if channel == .attributeProtocol || channel == .securityManager {
-                return [.deliverFixed(channel, bytes[L2CAPBasicFrame.headerLength...])]
-            }
-        }
-        guard let frame = try? L2CAPBasicFrame(decoding: bytes) else { return [] }
-        switch frame.channelID {
+        // The basic header read in place (the length must equal the payload present, §3.1): the fixed channels
+        // (every ATT and SMP PDU) get their payload as a slice of the frame, the others a copy of it, as an
+        // L2CAPBasicFrame decoded it.
+        let headerLength = L2CAPBasicFrame.headerLength
+        guard bytes.count >= headerLength, L2CAPBasicFrame.announcedPayloadLength(bytes[...]) == bytes.count - headerLength
+        else { return [] }
+        let channel = L2CAPChannelIdentifier(UInt16(bytes[2]) | UInt16(bytes[3]) << 8)
+        let payload = bytes[headerLength...]
+        switch channel {
         case .attributeProtocol, .securityManager:
-            return [.deliverFixed(frame.channelID, frame.payload[...])]
+            return [.deliverFixed(channel, payload)]
         case .leSignaling:
-            return receiveSignaling(frame.payload, now: now)
+            return receiveSignaling(Array(payload), now: now)
         default:
-            guard frame.channelID.isLEDynamic else { return [] }
-            return receiveKFrame(frame.payload, on: frame.channelID, now: now)
+            guard channel.isLEDynamic else { return [] }
+            return receiveKFrame(Array(payload), on: channel, now: now)
         }
     }
 
