@@ -373,17 +373,13 @@ struct LinkLayerConnection {
                 continue
             }
             let size = Int(max(1, maxTxOctets))
-            if packet.data.count <= size {
-                // The usual case: one PDU carries the packet's data itself (a slice of it was copied).
-                let llid = packet.packetBoundary.isStart ? LinkLayerDataHeader.start : LinkLayerDataHeader.continuation
-                append(llid: llid, payload: packet.data, completes: 1)
-                continue
-            }
             var start = 0
             while start < packet.data.count {
                 let end = min(packet.data.count, start + size)
                 let llid = start == 0 && packet.packetBoundary.isStart ? LinkLayerDataHeader.start : LinkLayerDataHeader.continuation
-                append(llid: llid, payload: Array(packet.data[start..<end]), completes: end == packet.data.count ? 1 : 0)
+                // The usual case, one PDU for the whole packet, takes its data as it is (a slice was copied).
+                let payload = start == 0 && end == packet.data.count ? packet.data : Array(packet.data[start..<end])
+                append(llid: llid, payload: payload, completes: end == packet.data.count ? 1 : 0)
                 start = end
             }
         }
@@ -475,19 +471,14 @@ struct LinkLayerConnection {
 
     private func deliver(_ payload: [UInt8], start: Bool) -> [Action] {
         let size = max(1, hostMaximumACLLength)
-        guard !payload.isEmpty else { return [] }
-        if payload.count <= size {
-            // The usual case: one ACL packet carries the payload itself (a slice of it was copied into a new array).
-            guard let packet = try? HCIACLDataPacket(handle: handle, packetBoundary: start ? .firstFlushable : .continuing,
-                                                     data: payload) else { return [] }
-            return [.acl(packet)]
-        }
         var actions: [Action] = []
         var offset = 0
         while offset < payload.count {
             let end = min(payload.count, offset + size)
             let boundary: HCIACLDataPacket.PacketBoundary = offset == 0 && start ? .firstFlushable : .continuing
-            if let packet = try? HCIACLDataPacket(handle: handle, packetBoundary: boundary, data: Array(payload[offset..<end])) {
+            // The usual case, one ACL packet for the whole payload, takes it as it is (a slice was copied).
+            let data = offset == 0 && end == payload.count ? payload : Array(payload[offset..<end])
+            if let packet = try? HCIACLDataPacket(handle: handle, packetBoundary: boundary, data: data) {
                 actions.append(.acl(packet))
             }
             offset = end
