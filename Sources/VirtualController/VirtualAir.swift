@@ -664,14 +664,6 @@ final class AirLink {
     #if !DEBUG
     @exclusivity(unchecked)
     #endif
-    var centralAlive = true
-    #if !DEBUG
-    @exclusivity(unchecked)
-    #endif
-    var peripheralAlive = true
-    #if !DEBUG
-    @exclusivity(unchecked)
-    #endif
     /// The anchor of the current (or last) connection event.
     var eventStart = StackInstant.zero
     #if !DEBUG
@@ -694,6 +686,9 @@ final class AirLink {
     @exclusivity(unchecked)
     #endif
     var peripheralRecord: VirtualController.ConnectionRecord?
+    /// Whether each end is still in the Connection State: it holds its record until it goes.
+    var centralAlive: Bool { centralRecord != nil }
+    var peripheralAlive: Bool { peripheralRecord != nil }
     #if !DEBUG
     @exclusivity(unchecked)
     #endif
@@ -712,14 +707,8 @@ final class AirLink {
     }
 
     func endGone(_ device: VirtualController) {
-        if device === central {
-            centralAlive = false
-            centralRecord = nil
-        }
-        if device === peripheral {
-            peripheralAlive = false
-            peripheralRecord = nil
-        }
+        if device === central { centralRecord = nil }
+        if device === peripheral { peripheralRecord = nil }
     }
 }
 
