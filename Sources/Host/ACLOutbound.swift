@@ -87,17 +87,19 @@ struct ACLOutbound {
             completion?(.success(()))
             return
         }
-        // One look-up of the handle per PDU (the flow is changed in place through its index).
+        // One look-up of the handle per PDU (the flow is changed in place through its index). A handle is in the
+        // rotation exactly while its flow has PDUs queued, so one that had none joins it.
         let pdu = PendingPDU(fragments: fragments, completion: completion)
         if let index = flows.index(forKey: handle) {
-            if flows.values[index].pdus.isEmpty, !rotation.contains(handle) { rotation.append(handle) }
+            if flows.values[index].pdus.isEmpty { rotation.append(handle) }
             flows.values[index].append(pdu)
         } else {
             var flow = Flow()
             flow.append(pdu)
             flows[handle] = flow
-            if !rotation.contains(handle) { rotation.append(handle) }
+            rotation.append(handle)
         }
+        assert(rotation.filter { $0 == handle }.count == 1, "a handle is in the rotation once while it has PDUs queued")
     }
 
     /// The packets to send now (one per free buffer, round-robin over connections), and the completions of the
