@@ -124,6 +124,12 @@ public struct ACLReassembler: Sendable {
         discarding = []
     }
 
+    /// The whole PDU's length its basic header announces: the 16-bit payload length (Vol 3 Part A §3.1) plus the
+    /// 4 header octets; `bytes` holds at least the header's length field.
+    private static func announcedPDULength(_ bytes: [UInt8]) -> Int {
+        (Int(bytes[0]) | Int(bytes[1]) << 8) + 4
+    }
+
     /// Takes one packet; returns the PDU it completes, if any, and the problem it revealed, if any. When a start
     /// replaces a partial PDU and is itself refused, the refusal is the error reported.
     public mutating func receive(_ packet: HCIACLDataPacket) -> Output {
@@ -143,7 +149,7 @@ public struct ACLReassembler: Sendable {
             // a copy into a partial buffer.
             let data = packet.data
             if data.count >= 4 {
-                let announced = (Int(data[0]) | Int(data[1]) << 8) + 4
+                let announced = Self.announcedPDULength(data)
                 if announced == data.count, announced <= maximumPDULength {
                     output.pdu = ReassembledL2CAPPDU(handle: handle, bytes: data)
                     return output
@@ -176,7 +182,7 @@ public struct ACLReassembler: Sendable {
             partial.bytes.append(contentsOf: rest.prefix(headerNeeded))
             rest = rest.dropFirst(headerNeeded)
             if partial.bytes.count >= 4 {
-                let announced = (Int(partial.bytes[0]) | Int(partial.bytes[1]) << 8) + 4
+                let announced = Self.announcedPDULength(partial.bytes)
                 guard announced <= maximumPDULength else {
                     discarding.insert(handle)
                     return (nil, .announcedLengthAboveCap(handle: handle, announced: announced, cap: maximumPDULength))
