@@ -53,6 +53,14 @@ let package = Package(
         .executable(name: "L2CAPEcho", targets: ["L2CAPEcho"]),
         .executable(name: "BatteryLE", targets: ["BatteryLE"]),
     ],
+    traits: [
+        // `blue demo` and `blue chat`: CoreBluetooth programs, on OpenCoreBluetooth, which re-exports Foundation as
+        // CoreBluetooth does (and Foundation maps ICU). Without it (`--disable-default-traits`) `blue` and every
+        // library under it run on FoundationEssentials alone: what a device that only serves or scans deploys.
+        .trait(name: "CoreBluetoothPrograms",
+               description: "blue demo and blue chat (OpenCoreBluetooth, and with it Foundation and ICU)"),
+        .default(enabledTraits: ["CoreBluetoothPrograms"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -93,7 +101,7 @@ let package = Package(
         .target(
             name: "BluetoothRuntime",
             dependencies: [
-                "BluetoothCore", .product(name: "Logging", package: "swift-log"),
+                "BluetoothCore", "SystemInterface", .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -106,7 +114,7 @@ let package = Package(
         // POSIX calls, socket addresses and peer processes, shared by the transports, the bus client and the hub.
         .target(name: "SystemInterface", swiftSettings: strict),
         // A D-Bus client (the wire protocol, a connection on its own reader thread), for the bluetoothd engine.
-        .target(name: "DBus", dependencies: ["BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
+        .target(name: "DBus", dependencies: ["BluetoothCore", "BluetoothRuntime", "SystemInterface", .product(name: "DequeModule", package: "swift-collections")], swiftSettings: strict),
         // bluetoothd as an engine: its D-Bus API (adapters, devices, the GATT client and a GATT application,
         // advertising, pairing agents) and the kernel's L2CAP sockets, behind the seam both APIs use.
         .target(
@@ -224,8 +232,11 @@ let package = Package(
             name: "blue",
             dependencies: ["BluetoothEngine",
                 "BluetoothCore", "HCI", "BluetoothDissector", "BluetoothRuntime", "HCITransport", "LinkLayer", "VirtualController", "SharedAir",
-                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "OpenCoreBluetooth", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
-                "Seed001PeripheralApp", "Seed001CentralApp", "CMallocStatistics", "BluetoothService", "AirConsole",
+                "Host", "AdvertisingData", "StackLauncher", "GATT", "ATT", "L2CAP", "SMP", "BluetoothCrypto", "BluetoothLE", "DBus", "BlueZ", "SystemInterface",
+                "CMallocStatistics", "BluetoothService", "AirConsole",
+                .target(name: "OpenCoreBluetooth", condition: .when(traits: ["CoreBluetoothPrograms"])),
+                .target(name: "Seed001PeripheralApp", condition: .when(traits: ["CoreBluetoothPrograms"])),
+                .target(name: "Seed001CentralApp", condition: .when(traits: ["CoreBluetoothPrograms"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

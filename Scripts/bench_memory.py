@@ -8,7 +8,7 @@ a private shared air (`blue air --socket DIR/air.sock` in a folder of its own), 
 heart-rate` and, once it advertises, `blue scan`; when the scan has reported the server, reads each program's
 /proc/PID/smaps: resident (Rss), proportional (Pss: shared pages divided among the processes mapping them), private
 dirty (what this process alone adds to the machine: its heap, stacks and relocated data) and the same by part (the
-program's own file, the Swift runtime, Foundation and ICU, the C and C++ libraries, the heap, other anonymous
+program's own file, the Swift runtime, FoundationEssentials, the rest of Foundation with ICU, the C and C++ libraries, the heap, other anonymous
 memory: thread stacks and malloc arenas). Also the executable's size on disk. Figures only: nothing is asserted.
 """
 import argparse
@@ -34,8 +34,10 @@ def part_of(path, program):
         return "other anonymous (stacks, arenas)"
     if path.startswith("["):
         return "kernel ([vdso] and such)"
+    if name.startswith("libFoundationEssentials"):
+        return "FoundationEssentials"
     if "Foundation" in name:
-        return "Foundation and ICU"
+        return "Foundation (full) and ICU"
     if name.startswith("libswift") or name.startswith("libdispatch") or name.startswith("libBlocksRuntime"):
         return "Swift runtime, Concurrency, Dispatch"
     return "C and C++ libraries"

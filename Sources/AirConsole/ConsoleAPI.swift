@@ -1,5 +1,5 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 import SharedAir
 import VirtualController
 
@@ -24,8 +24,8 @@ struct ConsoleRequest: Sendable {
         if parts.count > 1 {
             for pair in parts[1].split(separator: "&") {
                 let nameValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                let name = String(nameValue[0]).removingPercentEncoding ?? String(nameValue[0])
-                let value = nameValue.count > 1 ? (String(nameValue[1]).removingPercentEncoding ?? String(nameValue[1])) : ""
+                let name = PercentEncoding.decode(nameValue[0]) ?? String(nameValue[0])
+                let value = nameValue.count > 1 ? (PercentEncoding.decode(nameValue[1]) ?? String(nameValue[1])) : ""
                 query[name] = value
             }
         }

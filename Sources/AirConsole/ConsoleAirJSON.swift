@@ -1,5 +1,5 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 import HCI
 import SharedAir
 import VirtualController

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SharedAir
 
 /// Why a request body was refused: one line for the 400 answer.

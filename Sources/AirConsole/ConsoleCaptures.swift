@@ -2,11 +2,16 @@ import BluetoothCore
 import BluetoothDissector
 import BluetoothRuntime
 import DequeModule
-import Foundation
+import FoundationEssentials
 import HCI
 import HCITransport
 import SharedAir
 import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Captures the console starts and stops (issue 29 item 1): a btsnoop capture of one device's HCI traffic (the
 /// format of `blue air --snoop`, Wireshark's "BTSnoop"), or a link-layer pcap of the whole air (`--sniff`'s, LINKTYPE

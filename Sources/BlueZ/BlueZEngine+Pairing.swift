@@ -235,7 +235,7 @@ extension BlueZEngine {
         case .enterPinCode, .displayPinCode:
             return answer(.reject)
         }
-        let address = device.split(separator: "/").last.map { $0.dropFirst(4).replacingOccurrences(of: "_", with: ":") }
+        let address = device.split(separator: "/").last.map { String($0.dropFirst(4)).replacing("_", with: ":") }
         // The link to that device: ours as central first (the pairing we asked for), else a central's link to us.
         let candidates = links.filter { $0.value.connection.peer.description.hasPrefix(address ?? "-") }
         guard let handle = (candidates.first { $0.value.connection.role == .central } ?? candidates.first)?.key else {

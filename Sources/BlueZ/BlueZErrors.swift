@@ -9,7 +9,7 @@ public enum BlueZErrors {
     public static func attErrorCode(_ error: DBusError, reading: Bool) -> UInt8? {
         guard error.code == .errorReply, let name = error.name else { return nil }
         // bluetoothd's gatt-client says "Operation failed with ATT error: 0x0e" when the peer answered an error.
-        if let range = error.reason.range(of: "ATT error: 0x"),
+        if let range = error.reason.firstRange(of: "ATT error: 0x"),
            let code = UInt8(error.reason[range.upperBound...].prefix(2), radix: 16) {
             return code
         }

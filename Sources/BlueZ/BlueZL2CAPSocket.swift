@@ -1,6 +1,7 @@
 package import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import Dispatch
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -179,9 +180,7 @@ package final class BlueZL2CAPChannel: Sendable {
 
     package func start(_ events: @escaping @Sendable (Event) -> Void) {
         state.withLock { $0.sink = events }
-        let thread = Thread { [self] in read() }
-        thread.name = "BlueZ.l2cap"
-        thread.start()
+        DetachedThread.spawn(named: "BlueZ.l2cap") { [self] in read() }
     }
 
     private func emit(_ event: Event) {
@@ -281,7 +280,7 @@ package final class BlueZL2CAPListener: Sendable {
     }
 
     package func start(_ opened: @escaping @Sendable (BlueZL2CAPChannel) -> Void) {
-        let thread = Thread { [self] in
+        DetachedThread.spawn(named: "BlueZ.l2cap.listen") { [self] in
             while !closed.load() {
                 var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                                    pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
@@ -306,8 +305,6 @@ package final class BlueZL2CAPListener: Sendable {
                 opened(channel)
             }
         }
-        thread.name = "BlueZ.l2cap.listen"
-        thread.start()
     }
 
     package func close() {

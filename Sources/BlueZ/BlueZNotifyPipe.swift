@@ -1,5 +1,5 @@
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -56,7 +56,7 @@ package final class BlueZNotifyPipe: Sendable {
     /// Watches the socket: `ready` when room came back after a refused send, `ended` once when bluetoothd closed
     /// its end (or ``close()`` was called).
     package func start(ready: @escaping @Sendable () -> Void, ended: @escaping @Sendable () -> Void) {
-        let thread = Thread { [self] in
+        DetachedThread.spawn(named: "OpenCoreBluetooth.bluez.notify") { [self] in
             defer { ended() }
             while !state.load().closed {
                 let waiting = state.load().waitingForRoom
@@ -78,8 +78,6 @@ package final class BlueZNotifyPipe: Sendable {
                 }
             }
         }
-        thread.name = "OpenCoreBluetooth.bluez.notify"
-        thread.start()
     }
 
     /// Hands one value to bluetoothd (truncated to ``maximumValueLength``); false when the socket is full (nothing

@@ -1,6 +1,7 @@
 import BluetoothRuntime
 package import DBus
-import Foundation
+import BluetoothCore
+import FoundationEssentials
 
 /// The pairing prompts of OpenCoreBluetooth's managers on bluetoothd. On iOS the system asks the user (Just Works
 /// consent, the Numeric Comparison value, a passkey); on bluetoothd the *default agent* asks, which on a desktop is
@@ -24,13 +25,13 @@ package struct BlueZPairingAgent: Sendable {
 
     /// The agent the environment asks for, nil when none (or an unknown capability, logged as a warning).
     package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> BlueZPairingAgent? {
-        guard let text = environment[environmentVariable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-        guard let capability = BlueZAgent.Capability.allCases.first(where: { $0.rawValue.caseInsensitiveCompare(text) == .orderedSame }) else {
+        guard let text = environment[environmentVariable]?.trimmingWhitespace(), !text.isEmpty else { return nil }
+        guard let capability = BlueZAgent.Capability.allCases.first(where: { $0.rawValue.lowercased() == text.lowercased() }) else {
             let capabilities = BlueZAgent.Capability.allCases.map(\.rawValue).joined(separator: ", ")
             Log.bluez.warning("\(environmentVariable)=\(text) is not an IO capability (\(capabilities)); bluetoothd's agent answers")
             return nil
         }
-        let passkey = environment[passkeyVariable].flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 <= 999_999 ? $0 : nil }
+        let passkey = environment[passkeyVariable].flatMap { UInt32($0.trimmingWhitespace()) }.flatMap { $0 <= 999_999 ? $0 : nil }
         return BlueZPairingAgent(capability: capability, passkey: passkey)
     }
 
@@ -63,7 +64,7 @@ package struct BlueZPairingAgent: Sendable {
     /// "AA:BB:CC:DD:EE:FF" from a device path.
     package static func name(_ device: String) -> String {
         guard let last = device.split(separator: "/").last, last.hasPrefix("dev_") else { return device }
-        return last.dropFirst(4).replacingOccurrences(of: "_", with: ":")
+        return String(last.dropFirst(4)).replacing("_", with: ":")
     }
 
     package static func six(_ value: UInt32) -> String {

@@ -7,7 +7,7 @@ public enum BlueZPaths {
 
     /// The device object of `address` ("AA:BB:…") under `adapter`.
     public static func device(adapter: String, address: String) -> String {
-        adapter + "/dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
+        adapter + "/dev_" + address.uppercased().replacing(":", with: "_")
     }
 
     /// The attribute handle the last element of an attribute path names (`char002a` → 0x2A); nil for others.

@@ -170,17 +170,6 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     }
 }
 
-extension String {
-    /// The string without leading and trailing whitespace (Foundation-free).
-    func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
-        else { return "" }
-        return String(scalars[first...last])
-    }
-}
-
 /// Coded as its string ("180D", "0CDBE648-EED0-11E6-BC64-92361F002671"), read back through ``init(string:)``.
 extension BluetoothUUID: Codable {
     public init(from decoder: any Decoder) throws {

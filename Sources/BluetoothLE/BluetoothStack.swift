@@ -94,7 +94,7 @@ public final class BluetoothStack: Sendable {
     /// started when none runs), `air:PATH`, `in-process` (the process's own air, shared with its CoreBluetooth
     /// managers), or any `--hci` transport of our host (`tcp:HOST:PORT`, `hci0`...).
     public static func open(_ name: String) async throws -> BluetoothStack {
-        let given = name.trimmingCharacters(in: .whitespaces)
+        let given = name.trimmingWhitespace()
         let text = given.isEmpty ? "virtual" : given
         let options = StackLaunchOptions(label: "BluetoothLE.stack")
         do throws(StackLaunchError) {

@@ -1,6 +1,6 @@
 public import BluetoothCore
 public import Dispatch
-import Foundation
+import SystemInterface
 import HeapModule
 
 /// One clock for a set of ``DispatchEventLoop``s (a test kit's world: its air and every stack on it) that follows the
@@ -27,7 +27,7 @@ public final class SharedTime: @unchecked Sendable {
         static func == (lhs: Timer, rhs: Timer) -> Bool { lhs.sequence == rhs.sequence }
     }
 
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     // Guarded by `condition`.
     private var held: StackInstant = .zero
     private var realBase = ContinuousClock.now
@@ -53,9 +53,7 @@ public final class SharedTime: @unchecked Sendable {
     /// A clock at zero, following the wall clock until someone waits; its driver thread runs until ``stop()``.
     public init(maximumPace: Double = 10) {
         self.maximumPace = max(1, maximumPace)
-        let thread = Thread { [self] in drive() }
-        thread.name = "OpenCoreBluetooth.sharedTime"
-        thread.start()
+        DetachedThread.spawn(named: "OpenCoreBluetooth.sharedTime") { [self] in drive() }
     }
 
     /// The time now.
@@ -204,14 +202,14 @@ public final class SharedTime: @unchecked Sendable {
                         paceLimited += 1
                         if allowed > held { held = allowed }
                         let seconds = Double((wanted - allowed).nanosecondsClamped) / 1e9 / maximumPace
-                        _ = condition.wait(until: Date(timeIntervalSinceNow: min(max(seconds, 0.0005), 0.05)))
+                        _ = condition.wait(seconds: min(max(seconds, 0.0005), 0.05))
                         continue
                     }
                 }
                 // A loop is busy (or the horizon is reached): look again when something changes. Work that stays
                 // busy for long (a start-up waiting on a timer of these loops) sees the clock at the wall clock's pace.
                 let before = ContinuousClock.now
-                _ = condition.wait(until: Date(timeIntervalSinceNow: 0.002))
+                _ = condition.wait(seconds: 0.002)
                 if busy > 0 {
                     let stalled = ContinuousClock.now - (busySince ?? before)
                     if busySince == nil { busySince = before }
@@ -224,7 +222,7 @@ public final class SharedTime: @unchecked Sendable {
                 }
             } else {
                 let seconds = Double((next.deadline - now).nanosecondsClamped) / 1e9
-                _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 1)))
+                _ = condition.wait(seconds: min(seconds, 1))
             }
         }
         condition.unlock()

@@ -2,7 +2,7 @@ import BluetoothRuntime
 import BluetoothCore
 import BluetoothEngine
 import Host
-import Foundation
+import FoundationEssentials
 import Logging
 import ServiceEngine
 import SharedAir
@@ -211,7 +211,7 @@ public final class BluetoothService: Sendable {
                 return false
             }
             if taken {
-                Thread.detachNewThread { stack.end() }
+                DetachedThread.spawn { stack.end() }
                 return refuse(session, "\(identifier) is in use by a running program")
             }
         } else {
@@ -262,6 +262,6 @@ public final class BluetoothService: Sendable {
         }
         forget(stack)
         anonymous.withLock { $0[ObjectIdentifier(session)] = nil }
-        Thread.detachNewThread { stack.end() }
+        DetachedThread.spawn { stack.end() }
     }
 }

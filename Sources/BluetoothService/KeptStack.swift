@@ -6,7 +6,9 @@ import ATT
 import GATT
 import ServiceEngine
 import StackLauncher
-import Foundation
+import Dispatch
+import FoundationEssentials
+import SystemInterface
 import Logging
 import SharedAir
 #if canImport(Glibc)
@@ -159,7 +161,7 @@ final class KeptStack: Sendable {
                                                        environment: environment, log: launchLog)
             logger.info("relaunched \(identifier) for a \(environment["OCB_LAUNCH_EVENT"] ?? "") (pid \(pid))")
             // Reaped when it ends, so that no zombie stays behind the service.
-            Thread.detachNewThread {
+            DetachedThread.spawn {
                 var status: Int32 = 0
                 while waitpid(pid, &status, 0) < 0, errno == EINTR {}
             }
@@ -338,7 +340,7 @@ final class KeptStack: Sendable {
         }
         client?.send(.lost(reason))
         client?.finish()
-        Thread.detachNewThread { [self] in end() }
+        DetachedThread.spawn { [self] in end() }
     }
 
     /// Ends the stack (once): terminates each link (Remote User Terminated Connection, so that peers see it at

@@ -1,6 +1,8 @@
+import BluetoothCore
 import BluetoothRuntime
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Synchronization
 import SystemInterface
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +62,7 @@ public final class DBusConnection: Sendable {
     private let fd: Int32
     private let wake: (read: Int32, write: Int32)
     private let state = LockedValue(State())
-    private let writeLock = NSLock()
+    private let writeLock = Mutex(())
 
     private init(address: String, fd: Int32, wake: (read: Int32, write: Int32), guid: String, canPassUnixFDs: Bool,
                  uniqueName: String) {
@@ -94,7 +96,7 @@ public final class DBusConnection: Sendable {
             for pair in entry.dropFirst(5).split(separator: ",") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 guard parts.count == 2, parts[0] == "path" else { continue }
-                guard let path = String(parts[1]).removingPercentEncoding, !path.isEmpty else { break }
+                guard let path = PercentEncoding.decode(parts[1]), !path.isEmpty else { break }
                 return path
             }
         }
@@ -159,12 +161,15 @@ public final class DBusConnection: Sendable {
     /// ``connect(address:timeout:)`` on a thread of its own.
     public static func connect(address: String, timeout: Duration = .seconds(5)) async throws(DBusError) -> DBusConnection {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DBusConnection, DBusError>, Never>) in
-            Thread.detachNewThread {
+            let started = DetachedThread.spawn(named: "DBus.connect") {
                 do throws(DBusError) {
                     continuation.resume(returning: .success(try connect(address: address, timeout: timeout)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
+            }
+            if !started {
+                continuation.resume(returning: .failure(DBusError(.connectFailed, "no thread to connect on: \(POSIX.errorText(errno))")))
             }
         }
         return try result.get()
@@ -175,7 +180,7 @@ public final class DBusConnection: Sendable {
     /// Specification, "Authentication Protocol"). Returns the GUID and whether descriptors pass.
     private static func authenticate(_ fd: Int32, timeout: Duration) throws(DBusError) -> (guid: String, canPassUnixFDs: Bool) {
         let uid = String(getuid())
-        let hex = uid.utf8.map { String(format: "%02x", $0) }.joined()
+        let hex = Hex.encode(uid.utf8)
         try write(fd, [0] + Array("AUTH EXTERNAL \(hex)\r\n".utf8))
         let deadline = ContinuousClock.now + timeout
         let answer = try readLine(fd, until: deadline)
@@ -268,8 +273,15 @@ public final class DBusConnection: Sendable {
         numbered.unixFDs = message.fileDescriptors.isEmpty ? nil : UInt32(message.fileDescriptors.count)
         // Serial assignment and the write stay in order under the write lock (the bus requires nothing of the
         // order, but a reply must never arrive before its call is registered).
-        writeLock.lock()
-        defer { writeLock.unlock() }
+        return try writeLock.withLock { _ throws(DBusError) -> UInt32 in
+            try sendInOrder(numbered, registering: completion)
+        }
+    }
+
+    /// Numbers and writes `message` (under the write lock).
+    private func sendInOrder(_ message: DBusMessage, registering completion: (@Sendable (Result<DBusMessage, DBusError>) -> Void)?)
+        throws(DBusError) -> UInt32 {
+        var numbered = message
         let closed: DBusError? = state.withLock { state in
             if let closed = state.closed { return closed }
             numbered.serial = state.nextSerial
@@ -401,7 +413,7 @@ public final class DBusConnection: Sendable {
     }
 
     private func startReader(inbox initial: DBusInbox) {
-        let thread = Thread { [self] in
+        DetachedThread.spawn(named: "DBus.reader") { [self] in
             var inbox = initial
             // Whatever the reader leaves (a partial message's descriptors) is closed when it ends.
             defer { inbox.closeDescriptors() }
@@ -432,8 +444,6 @@ public final class DBusConnection: Sendable {
                 }
             }
         }
-        thread.name = "DBus.reader"
-        thread.start()
     }
 
     /// Hands a message to its taker; its descriptors go to a call's completion (which closes those that reach

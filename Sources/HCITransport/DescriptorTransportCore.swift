@@ -92,7 +92,7 @@ final class DescriptorTransportCore: @unchecked Sendable {
             return nil
         }
         if let refusal { throw refusal }
-        let started = ReaderThread.spawn { [self] in self.readLoop() }
+        let started = DetachedThread.spawn { [self] in self.readLoop() }
         if !started {
             let reason = POSIX.lastErrorText
             state.withLock { $0.started = false; $0.onFrames = nil; $0.onClose = nil }
@@ -338,40 +338,5 @@ enum WakeablePoll {
         POSIX.closeDescriptor(fd)
         POSIX.closeDescriptor(wake.read)
         POSIX.closeDescriptor(wake.write)
-    }
-}
-
-/// A detached POSIX thread running one closure (the transports' readers and the listener's accept loop).
-enum ReaderThread {
-    private final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-
-    /// Starts `body` on a new detached thread; false (errno set) when the thread could not be created.
-    static func spawn(_ body: @escaping @Sendable () -> Void) -> Bool {
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        #if canImport(Darwin)
-        var thread: pthread_t?
-        #else
-        var thread = pthread_t()
-        #endif
-        let result = pthread_create(&thread, nil, { raw in
-            guard let raw else { return nil }
-            let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
-        guard result == 0 else {
-            Unmanaged<Box>.fromOpaque(box).release()
-            errno = result
-            return false
-        }
-        #if canImport(Darwin)
-        if let thread { pthread_detach(thread) }
-        #else
-        pthread_detach(thread)
-        #endif
-        return true
     }
 }

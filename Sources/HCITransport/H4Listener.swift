@@ -156,7 +156,7 @@ public final class H4Listener: Sendable {
             throw HCITransportError(.openFailed, "listen on \(name): cannot create a wake pipe: \(reason)")
         }
         let listener = H4Listener(fd: fd, wake: wake, name: name, port: port, path: path)
-        guard ReaderThread.spawn({ listener.acceptLoop(onAccept) }) else {
+        guard DetachedThread.spawn({ listener.acceptLoop(onAccept) }) else {
             let reason = POSIX.lastErrorText
             listener.closeDescriptors()
             throw HCITransportError(.openFailed, "listen on \(name): cannot start the accept thread: \(reason)")

@@ -1,5 +1,5 @@
 public import BluetoothCore
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -29,13 +29,13 @@ public final class FileBondStore: BondStore {
     public static func defaultDirectory() -> String {
         let environment = ProcessInfo.processInfo.environment
         if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/opencorebluetooth/bonds" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         return home + "/.local/share/opencorebluetooth/bonds"
     }
 
     /// The file of one identity: `AABBCCDDEEFF-public.json` / `-random.json`.
     public func path(for identityAddress: BluetoothAddress) -> String {
-        let hex = identityAddress.string.replacingOccurrences(of: ":", with: "")
+        let hex = identityAddress.string.replacing(":", with: "")
         return "\(directory)/\(hex)-\(identityAddress.type == .public ? "public" : "random").json"
     }
 

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import BluetoothRuntime
 import SystemInterface
 
@@ -48,7 +48,7 @@ public enum PrivateFile {
     /// (``prepareDirectory(_:private:)``, the chosen rule), then ``writeTemporary(_:beside:)`` and rename(2) over
     /// the target, which replaces a symbolic link planted there rather than writing through it.
     public static func replace(_ target: String, with data: Data) throws(BondStoreError) {
-        let directory = (target as NSString).deletingLastPathComponent
+        let directory = PathComponents.parent(of: target)
         if !directory.isEmpty { try prepareDirectory(directory, private: false) }
         let temporary = try writeTemporary(data, beside: target)
         guard rename(temporary, target) == 0 else {
@@ -66,7 +66,7 @@ public enum PrivateFile {
     public static func prepareDirectory(_ directory: String, private: Bool) throws(BondStoreError) {
         var info = stat()
         let missing = lstat(directory, &info) != 0 && errno == ENOENT
-        let parent = (directory as NSString).deletingLastPathComponent
+        let parent = PathComponents.parent(of: directory)
         if missing, !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
             do {
                 try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,

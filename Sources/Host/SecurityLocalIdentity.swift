@@ -1,6 +1,6 @@
 public import BluetoothCore
 public import BluetoothCrypto
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

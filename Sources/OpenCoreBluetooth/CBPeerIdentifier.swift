@@ -1,66 +1,17 @@
 public import BluetoothCore
 public import Foundation
 
-/// How a peer's `identifier` is made: a name-based UUID (RFC 9562 §5.5, version 5, SHA-1) of the text
-/// "AA:BB:CC:DD:EE:FF/public" (the identity address and its type, Core 5.4 Vol 6 Part B §1.3) in the namespace
-/// ``namespace``. The same device therefore has the same identifier in every run and every process, without a
-/// store, and the address itself does not appear in it (as on Apple platforms, it is "not the BD_ADDR"). Unlike
-/// Apple's, it does not depend on the local adapter.
+/// How a peer's `identifier` is made: BluetoothCore's ``PeerIdentifier`` (a name-based UUID, RFC 9562 §5.5, of the
+/// identity address and its type), as a `UUID`. The same device has the same identifier in every run and every
+/// process, without a store; the address itself does not appear in it.
 public enum CBPeerIdentifier {
     /// The OpenCoreBluetooth peer namespace.
     public static let namespace = UUID(uuidString: "6F70656E-4342-5065-6572-4944656E7469") ?? UUID()
 
     /// The identifier of the device with this identity address.
     public static func identifier(for address: BluetoothAddress) -> UUID {
-        let name = "\(address.string)/\(address.type == .public ? "public" : "random")"
-        let ns = namespace.uuid
-        var message: [UInt8] = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7, ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
-        message += Array(name.utf8)
-        var digest = SHA1.hash(message)
-        digest[6] = (digest[6] & 0x0F) | 0x50
-        digest[8] = (digest[8] & 0x3F) | 0x80
-        return UUID(uuid: (digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
-                           digest[8], digest[9], digest[10], digest[11], digest[12], digest[13], digest[14], digest[15]))
-    }
-}
-
-/// SHA-1 (FIPS 180-4 §6.1), only for name-based UUIDs; not for security.
-enum SHA1 {
-    static func hash(_ message: [UInt8]) -> [UInt8] {
-        var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
-        var data = message
-        let bitLength = UInt64(message.count) &* 8
-        data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        var w = [UInt32](repeating: 0, count: 80)
-        for chunk in stride(from: 0, to: data.count, by: 64) {
-            for i in 0..<16 {
-                let b = chunk + i * 4
-                w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
-            }
-            for i in 16..<80 {
-                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-                w[i] = (x << 1) | (x >> 31)
-            }
-            var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4]
-            for i in 0..<80 {
-                let f: UInt32, k: UInt32
-                switch i {
-                case 0..<20: f = (b & c) | (~b & d); k = 0x5A82_7999
-                case 20..<40: f = b ^ c ^ d; k = 0x6ED9_EBA1
-                case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1B_BCDC
-                default: f = b ^ c ^ d; k = 0xCA62_C1D6
-                }
-                let temp = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w[i]
-                e = d
-                d = c
-                c = (b << 30) | (b >> 2)
-                b = a
-                a = temp
-            }
-            h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d; h[4] = h[4] &+ e
-        }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+        let octets = PeerIdentifier.octets(for: address)
+        return UUID(uuid: (octets[0], octets[1], octets[2], octets[3], octets[4], octets[5], octets[6], octets[7],
+                           octets[8], octets[9], octets[10], octets[11], octets[12], octets[13], octets[14], octets[15]))
     }
 }

@@ -1,6 +1,7 @@
 import BluetoothRuntime
 import DequeModule
-import Foundation
+import Dispatch
+import FoundationEssentials
 import SystemInterface
 #if canImport(Glibc)
 import Glibc
@@ -66,7 +67,7 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
 
     /// Starts reading on a thread of its own.
     public func start(onMessage: @escaping @Sendable (Inbound) -> Void, onEnd: @escaping @Sendable (ServiceConnectionEnd) -> Void) {
-        let thread = Thread { [self] in
+        DetachedThread.spawn(named: label + ".reader") { [self] in
             let end = readLoop(onMessage)
             let first = outbox.withLock { state -> ServiceConnectionEnd in
                 state.closed = true
@@ -84,8 +85,6 @@ public final class ServiceConnection<Inbound: Decodable & Sendable, Outbound: En
             }
             onEnd(first)
         }
-        thread.name = label + ".reader"
-        thread.start()
     }
 
     /// Queues `message`; false when the connection is over (or this message put it past its bound).

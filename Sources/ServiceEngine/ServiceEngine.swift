@@ -7,7 +7,8 @@ public import BluetoothRuntime
 public import GATT
 public import HCI
 public import L2CAP
-import Foundation
+import Dispatch
+import FoundationEssentials
 import SystemInterface
 #if canImport(Glibc)
 import Glibc

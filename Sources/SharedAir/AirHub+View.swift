@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemInterface
 public import BluetoothCore
 public import HCI
 import HCITransport
@@ -60,7 +61,7 @@ extension AirHub {
     /// it was cut), and its file name; nil when the hub does not record.
     public func recordingSoFar() -> (filename: String, bytes: [UInt8])? {
         guard let recorder = recording.load(), let bytes = recorder.contentsSoFar() else { return nil }
-        return ((recorder.path as NSString).lastPathComponent, bytes)
+        return (PathComponents.last(of: recorder.path), bytes)
     }
 
     /// Gives every packet on the air to `tap` (nil: to nobody), on the air's loop, as `--sniff` records them (the

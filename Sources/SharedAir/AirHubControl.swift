@@ -1,9 +1,14 @@
 import BluetoothRuntime
 import Dispatch
-import Foundation
+import FoundationEssentials
 import HCITransport
 import SystemInterface
 import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The hub's control socket (`SOCKET.control`, beside `SOCKET.monitor`): faults on demand at run time
 /// (``AirHubFault``; `blue fault` is its client). A client connects, writes one command line (at most

@@ -5,7 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import FoundationEssentials
 import VirtualController
 
 /// Starts `blue air` in the background when no hub runs, so that commands in two terminals meet with no flags

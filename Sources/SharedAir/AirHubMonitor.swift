@@ -1,10 +1,15 @@
 import BluetoothRuntime
 import Dispatch
-import Foundation
+import FoundationEssentials
 import HCI
 import HCITransport
 import SystemInterface
 import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The hub's monitor socket (`SOCKET.monitor`): every controller's HCI traffic, and each join and leave, for any
 /// number of readers (`blue monitor`). The stream is a sequence of records, each the device number (2 octets,

@@ -1,8 +1,13 @@
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import HCITransport
 import SystemInterface
 import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A listening UNIX socket beside the hub's own (`SOCKET.monitor`, `SOCKET.control`) with a wake pipe, and the
 /// accept loop its thread runs until ``close()``: what ``AirHubMonitor`` and ``AirHubControl`` share.
@@ -40,7 +45,7 @@ package final class AirHubSideSocket: Sendable {
     /// file's mode 0600 already keeps other users out, this holds even where the file is reachable.
     package func acceptOnThread(named threadName: String, refuse: @escaping @Sendable (Int32, String) -> Void,
                         onClient: @escaping @Sendable (Int32) -> Void) {
-        let thread = Thread { [self] in
+        DetachedThread.spawn(named: threadName) { [self] in
             while true {
                 var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
                 let ready = poll(&descriptors, 2, -1)
@@ -59,8 +64,6 @@ package final class AirHubSideSocket: Sendable {
             POSIX.closeDescriptor(fd)
             POSIX.closeDescriptor(wake.read)
         }
-        thread.name = threadName
-        thread.start()
     }
 
     /// Ends the connection to a refused client so that it reads what it was told: what it sent and we did not read

@@ -1,8 +1,14 @@
 public import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
+import SystemInterface
 public import HCI
 public import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Writes every step of a ``VirtualAir`` to a file, in the order and at the time the air took it, so that
 /// ``AirReplay`` can take the same steps again and reproduce the run packet for packet (issue 13 item 7;
@@ -81,7 +87,7 @@ public final class AirRecorder: AirStepRecording, @unchecked Sendable {
         let size = state.withLock { state -> Int? in
             guard state.file.isOpen else { return nil }
             state.file.flush()
-            return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
+            return POSIX.fileSize(path)
         }
         guard let size, let data = FileManager.default.contents(atPath: path), data.count >= size else { return nil }
         return Array(data.prefix(size))

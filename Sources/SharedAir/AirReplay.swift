@@ -1,9 +1,15 @@
 public import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
+import SystemInterface
 public import HCI
 import HCITransport
 import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Takes the steps of an ``AirRecorder`` recording again, on a fresh air with the recorded seed and radio model,
 /// on virtual time (a `ManualEventLoop` moved to each step's recorded time), with no host: the recorded host frames
@@ -161,7 +167,7 @@ public enum AirReplay {
                 do {
                     try FileManager.default.createDirectory(atPath: snoopDirectory, withIntermediateDirectories: true)
                 } catch {
-                    throw AirHubError(.snoopFailed, "cannot create \(snoopDirectory): \(error.localizedDescription)")
+                    throw AirHubError(.snoopFailed, "cannot create \(snoopDirectory): \(POSIX.describe(error))")
                 }
             }
         }

@@ -1,6 +1,12 @@
 import BluetoothCore
 public import BluetoothRuntime
-import Foundation
+import FoundationEssentials
+import SystemInterface
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A scenario file (issue 29 item 6): a timeline of faults and moves that `blue air --scenario FILE` plays on the
 /// shared air, each step a `blue fault` line at a time after the hub starts, so a field problem ("at 5 s dev2 walks
@@ -97,16 +103,14 @@ public struct AirScenario: Hashable, Sendable {
 
     /// Reads and parses the scenario at `path` (at most ``maximumFileSize`` octets).
     public static func load(path: String) throws(AirHubError) -> AirScenario {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw AirHubError(.invalidCommand, "cannot read the scenario \(path)")
+        guard let data = POSIX.readFile(path, limit: maximumFileSize) else {
+            throw AirHubError(.invalidCommand, "cannot read the scenario \(path): \(POSIX.lastErrorText)")
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: maximumFileSize + 1)) ?? Data()
         guard data.count <= maximumFileSize else {
             throw AirHubError(.invalidCommand, "the scenario \(path) is larger than \(maximumFileSize) octets")
         }
         do throws(AirHubError) {
-            return try AirScenario(parsing: Array(data))
+            return try AirScenario(parsing: data)
         } catch {
             throw AirHubError(.invalidCommand, "scenario \(path): \(error.reason)")
         }

@@ -1,4 +1,3 @@
-import Foundation
 import SystemInterface
 import VirtualController
 
@@ -6,7 +5,7 @@ import VirtualController
 /// ``LinkLayerSniffer``), which append on the air's loop and must not make a system call per packet. Not
 /// thread-safe: its owner keeps it under its lock. The first write error closes it and is kept in ``failure``.
 struct BufferedOutputFile {
-    private var handle: FileHandle?
+    private var handle: OwnedDescriptor?
     private var buffer: [UInt8] = []
     /// What went wrong, once something did (the file is closed then).
     private(set) var failure: String?
@@ -17,7 +16,7 @@ struct BufferedOutputFile {
     /// nil when it cannot be created.
     init?(path: String, what: String) {
         guard case .success(let fd) = POSIX.createOutputFile(path) else { return nil }
-        self.handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        self.handle = OwnedDescriptor(fd)
         self.what = what
     }
 
@@ -31,11 +30,8 @@ struct BufferedOutputFile {
 
     mutating func flush() {
         guard let handle, !buffer.isEmpty else { return }
-        do {
-            try handle.write(contentsOf: Data(buffer))
-        } catch {
-            failure = "writing \(what) failed: \(error.localizedDescription)"
-            try? handle.close()
+        if let code = POSIX.writeAll(handle.fd, buffer, style: .file) {
+            failure = "writing \(what) failed: \(POSIX.errorText(code))"
             self.handle = nil
         }
         buffer = []
@@ -43,10 +39,23 @@ struct BufferedOutputFile {
 
     /// Flushes and closes (idempotent); the failure, if any.
     mutating func close() -> String? {
-        guard let handle else { return failure }
+        guard handle != nil else { return failure }
         flush()
-        try? handle.close()
-        self.handle = nil
+        handle = nil  // the descriptor is closed with its last holder
         return failure
+    }
+}
+
+/// A file descriptor closed when its last holder lets go (a ``BufferedOutputFile`` may be copied or dropped without
+/// ``BufferedOutputFile/close()``).
+private final class OwnedDescriptor {
+    let fd: Int32
+
+    init(_ fd: Int32) {
+        self.fd = fd
+    }
+
+    deinit {
+        POSIX.closeDescriptor(fd)
     }
 }

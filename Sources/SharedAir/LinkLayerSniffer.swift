@@ -1,9 +1,14 @@
 import BluetoothRuntime
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 import HCI
 public import VirtualController
 import LinkLayer
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Writes what a sniffer on the virtual air would capture (`blue air --sniff FILE`): every PDU of ``VirtualAir``'s
 /// observer, advertising and data, as a pcap file of LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR (256), which Wireshark and

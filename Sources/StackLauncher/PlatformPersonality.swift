@@ -1,5 +1,5 @@
 public import BluetoothEngine
-import Foundation
+import FoundationEssentials
 public import Host
 public import L2CAP
 public import SMP

@@ -1,6 +1,6 @@
 public import BluetoothEngine
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import Logging
 import HCITransport
 public import ServiceEngine
@@ -74,7 +74,7 @@ extension StackLauncher {
         }
         try await ensureService(at: path, options: options)
         let stack: HCITransportSpec = transport == .virtual ? .air(path: options.hubSocketPath) : transport
-        let program = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "program"
+        let program = (CommandLine.arguments.first.map { PathComponents.last(of: $0) }) ?? "program"
         let security = options.host.security
         let hello = ServiceHello(stack: stack.description, identifier: options.serviceIdentifier, program: program,
                                  relaunch: options.serviceIdentifier == nil ? nil : options.serviceRelaunch,
@@ -96,8 +96,11 @@ extension StackLauncher {
 
     private static func ensureService(at path: String, options: StackLaunchOptions) async throws(StackLaunchError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StackLaunchError>, Never>) in
-            Thread.detachNewThread {
+            let started = DetachedThread.spawn(named: "service.ensure") {
                 continuation.resume(returning: Self.ensureServiceBlocking(at: path, starts: options.startsService))
+            }
+            if !started {
+                continuation.resume(returning: .failure(StackLaunchError(.unreachable, "no thread to reach the Bluetooth service on: \(POSIX.errorText(errno))")))
             }
         }
         try result.get()

@@ -1,6 +1,9 @@
 import BluetoothRuntime
 import Logging
-public import Foundation
+import Dispatch
+public import FoundationEssentials
+import Synchronization
+import SystemInterface
 import VirtualController
 #if canImport(Glibc)
 import Glibc
@@ -63,7 +66,7 @@ public enum SharedAirHub {
     /// The hubs this process hosts, by socket path (kept for the life of the process).
     private static let hosted = LockedValue<[String: AirHub]>([:])
     /// One start at a time in this process: the stacks opened together join the first one's hub.
-    private static let starting = NSLock()
+    private static let starting = Mutex(())
 
     /// Makes sure a hub listens at `path`, starting one with `starter` when none does. With
     /// `inExistingDirectoryOnly`, a hub is started only where `path`'s directory exists (a mistyped `air:PATH` fails
@@ -71,8 +74,14 @@ public enum SharedAirHub {
     /// waited for, up to 5 s): call it off any executor that must stay responsive, or use the async form.
     public static func ensure(at path: String, starter: Starter, inExistingDirectoryOnly: Bool = false)
         throws(StackLaunchError) -> Outcome {
-        starting.lock()
-        defer { starting.unlock() }
+        try starting.withLock { _ throws(StackLaunchError) -> Outcome in
+            try ensureAlone(at: path, starter: starter, inExistingDirectoryOnly: inExistingDirectoryOnly)
+        }
+    }
+
+    /// ``ensure(at:starter:inExistingDirectoryOnly:)``, no other start of this process running.
+    private static func ensureAlone(at path: String, starter: Starter, inExistingDirectoryOnly: Bool)
+        throws(StackLaunchError) -> Outcome {
         // A socket or folder of another user is refused before anything is probed, spawned or hosted there.
         do throws(AirHubError) {
             try AirHub.checkTrust(ofSocket: path)
@@ -80,7 +89,7 @@ public enum SharedAirHub {
             throw StackLaunchError(.unreachable, error.reason)
         }
         if AirHub.isRunning(at: path) { return .running }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathComponents.parent(of: path)
         if inExistingDirectoryOnly, path != StackLaunchOptions.defaultHubSocketPath, !directory.isEmpty,
            !FileManager.default.fileExists(atPath: directory) {
             throw StackLaunchError(.unreachable, "no air hub at \(path), and its directory does not exist "
@@ -109,13 +118,16 @@ public enum SharedAirHub {
     public static func ensure(at path: String, starter: Starter, inExistingDirectoryOnly: Bool = false)
         async throws(StackLaunchError) -> Outcome {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Outcome, StackLaunchError>, Never>) in
-            Thread.detachNewThread {
+            let started = DetachedThread.spawn(named: "air-hub.ensure") {
                 do throws(StackLaunchError) {
                     let outcome = try ensure(at: path, starter: starter, inExistingDirectoryOnly: inExistingDirectoryOnly)
                     continuation.resume(returning: .success(outcome))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
+            }
+            if !started {
+                continuation.resume(returning: .failure(StackLaunchError(.hubFailed, "no thread to reach the air hub on: \(POSIX.errorText(errno))")))
             }
         }
         return try result.get()

@@ -2,7 +2,7 @@ public import BluetoothRuntime
 public import BlueZ
 public import Host
 public import ServiceEngine
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,6 @@
 public import HCITransport
-public import Foundation
+import BluetoothCore
+public import FoundationEssentials
 
 /// The one reading of a stack's name, wherever a program names one: `--hci` on every `blue` command, the `OCB_HCI`
 /// environment variable (CoreBluetooth's default), `BluetoothStack.open` (DESIGN.md "Transports").
@@ -26,7 +27,7 @@ public enum StackSpecification: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses `text`; throws ``StackLaunchError/Code/invalidSpecification`` saying what was expected.
     public init(parsing text: String) throws(StackLaunchError) {
-        let name = text.trimmingCharacters(in: .whitespaces)
+        let name = text.trimmingWhitespace()
         if name == "bluez" {
             self = .bluez(adapter: nil)
             return

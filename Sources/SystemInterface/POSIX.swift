@@ -146,6 +146,33 @@ package enum POSIX {
         package var description: String { reason }
     }
 
+    /// At most `limit + 1` octets of the file at `path` (one more than allowed, so the caller can tell "too large"
+    /// from "just fits" without reading a device or a huge file to its end); nil, with `errno` set, when it cannot
+    /// be opened or read.
+    package static func readFile(_ path: String, limit: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { closeDescriptor(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count <= limit {
+            let wanted = min(chunk.count, limit + 1 - bytes.count)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, wanted) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+        }
+        return bytes
+    }
+
+    /// The size in octets of the file at `path`, nil when it cannot be examined.
+    package static func fileSize(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
     /// Closes `fd`, ignoring EINTR (on Linux the descriptor is released even then).
     package static func closeDescriptor(_ fd: Int32) {
         guard fd >= 0 else { return }

@@ -1,4 +1,11 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 
 /// The process at the other end of a UNIX socket (Linux SO_PEERCRED, then /proc/PID/cmdline): its pid and a short
 /// name from its command line ("blue serve", "Seed001Central"), for telling the hub's members apart. Nil where the
@@ -16,7 +23,7 @@ public struct PeerProcess: Hashable, Sendable, CustomStringConvertible {
     /// The peer of the connected UNIX socket `fd`.
     public static func of(socket fd: Int32) -> PeerProcess? {
         guard let credentials = PeerCredentials.of(socket: fd), credentials.pid > 0 else { return nil }
-        guard let data = FileManager.default.contents(atPath: "/proc/\(credentials.pid)/cmdline"), !data.isEmpty else {
+        guard let data = POSIX.readFile("/proc/\(credentials.pid)/cmdline", limit: 64 * 1024), !data.isEmpty else {
             return PeerProcess(pid: credentials.pid, name: "pid \(credentials.pid)")
         }
         let words = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }

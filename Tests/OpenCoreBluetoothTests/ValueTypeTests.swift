@@ -145,9 +145,9 @@ import TestSupport
         #expect(identifier.uuid.8 >> 6 == 0b10)
     }
 
-    @Test func sha1MatchesFIPSExamples() {
-        #expect(SHA1.hash(Array("abc".utf8)) == hex("a9993e364706816aba3e25717850c26c9cd0d89d"))
-        #expect(SHA1.hash([]) == hex("da39a3ee5e6b4b0d3255bfef95601890afd80709"))
-        #expect(SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)) == hex("84983e441c3bd26ebaae4aa1f95129e5e54670f1"))
+    @Test func identifierTextIsTheUUIDsText() {
+        for address in [BluetoothAddress(0xC0FFEE_123456, type: .public), BluetoothAddress(0x0A0B0C_0D0E0F, type: .random)] {
+            #expect(CBPeerIdentifier.identifier(for: address).uuidString == PeerIdentifier.text(for: address))
+        }
     }
 }

@@ -1,12 +1,17 @@
 import ArgumentParser
 import BluetoothRuntime
 import Dispatch
-import Foundation
+import FoundationEssentials
 import HCITransport
 import StackLauncher
 import VirtualController
 import SharedAir
 import AirConsole
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue air`: the shared virtual air (issue 3 item 4). Every process that connects to the hub's UNIX socket, and
 /// every host that connects to one of its `--h4-tcp` ports, gets a new virtual controller on one air, and speaks

@@ -1,6 +1,7 @@
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GATT
 import HCI
 import Host
@@ -8,6 +9,11 @@ import ATT
 import AdvertisingData
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue bench notify|write --hci TRANSPORT --role central|peripheral` (issue 13 item 5): the GATT throughput
 /// benchmark between two processes, each with its own host on its own controller, the way `bumble-bench` works,

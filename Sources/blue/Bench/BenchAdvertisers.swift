@@ -2,10 +2,15 @@ import BluetoothCore
 import BluetoothRuntime
 import HCI
 import Host
-import Foundation
+import FoundationEssentials
 import VirtualController
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue bench advertisers` (issue 13 item 1): `count` advertising devices on one in-process ``VirtualAir`` and one
 /// scanning host, all on one ``ManualEventLoop`` driven by ``BenchDriver`` (virtual time jumps to the next timer);

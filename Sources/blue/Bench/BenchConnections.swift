@@ -1,12 +1,17 @@
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import GATT
 import HCI
 import Host
 import VirtualController
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue bench connections` (issue 13 item 2, issue 31 item 5): centrals connected to `count` peripherals at once
 /// (at most `perCentral` each, so 10,000 links take ten centrals), every peripheral notifying its central; all of

@@ -1,5 +1,10 @@
 import CMallocStatistics
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The JSON the benchmarks print: one object on one line, written by `JSONEncoder` with its keys sorted (the
 /// encoder keeps no insertion order; sorted, the same run prints the same line) and slashes left alone.

@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The process's own CPU time, user and system separately (getrusage(RUSAGE_SELF), POSIX), and its peak resident
 /// size: taken at the first value and after the last of a benchmark across processes (issue 31 item 1), so anyone

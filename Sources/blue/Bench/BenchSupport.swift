@@ -1,7 +1,7 @@
 import BluetoothCore
 import BluetoothRuntime
 import GATT
-import Foundation
+import FoundationEssentials
 
 /// Why a benchmark could not run (setup failed, the stack stalled): a code and a reason.
 struct BenchError: Error, CustomStringConvertible {

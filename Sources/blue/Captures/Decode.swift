@@ -1,7 +1,12 @@
 public import ArgumentParser
 import BluetoothCore
 public import BluetoothDissector
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue decode HEX | -`: recognises one packet of any layer and prints it field by field.
 struct Decode: ParsableCommand {
@@ -38,7 +43,7 @@ struct Decode: ParsableCommand {
             var lineNumber = 0
             while let line = readLine(strippingNewline: true) {
                 lineNumber += 1
-                let text = line.trimmingCharacters(in: .whitespaces)
+                let text = line.trimmingWhitespace()
                 if text.isEmpty || text.hasPrefix("#") { continue }
                 worst = max(worst, decodeOne(text, label: "line \(lineNumber)"))
             }

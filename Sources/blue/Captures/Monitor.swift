@@ -2,12 +2,18 @@ import ArgumentParser
 import BluetoothCore
 import BluetoothDissector
 import BluetoothRuntime
-import Foundation
+import Dispatch
+import FoundationEssentials
 import HCI
 import HCITransport
 import SharedAir
 import StackLauncher
 import SystemInterface
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue monitor`: the live, decoded HCI traffic of every controller on the shared air (btmon for the virtual air;
 /// Core 5.4 Vol 4 Part E HCI packets, decoded down to L2CAP, ATT and SMP), read from the hub's monitor socket
@@ -112,9 +118,7 @@ struct Monitor: ParsableCommand, Sendable {
     private func follow(what: String, output: Int32?, read: @escaping @Sendable (@escaping @Sendable (String?) -> Void) -> Void,
                         stop: @escaping @Sendable () -> Void) async throws(CLIFailure) {
         let ended = OneShot<String?>()
-        let reader = Thread { read { ended.fire($0) } }
-        reader.name = "blue.monitor"
-        reader.start()
+        DetachedThread.spawn(named: "blue.monitor") { read { ended.fire($0) } }
         if Console.isTerminal && !json { Console.error("Monitoring \(what)... (Ctrl-C to stop)") }
         let watcher = SignalWatcher { _ in ended.fire(nil) }
         let timer = timeout.map { seconds in

@@ -1,10 +1,15 @@
 import ArgumentParser
 import BluetoothCore
 import BluetoothDissector
-import Foundation
+import FoundationEssentials
 import HCI
 import LinkLayer
 import SystemInterface
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue snoop`: btsnoop captures (the format btmon, Android and Wireshark use).
 struct Snoop: ParsableCommand {
@@ -74,7 +79,7 @@ struct Snoop: ParsableCommand {
             let start: Int64 = 1_763_769_600_000_000  // 2025-11-22T00:00:00Z
             while let line = readLine() {
                 lineNumber += 1
-                var text = line.trimmingCharacters(in: .whitespaces)
+                var text = line.trimmingWhitespace()
                 if text.isEmpty || text.hasPrefix("#") { continue }
                 var direction: BTSnoopDirection?
                 if text.hasPrefix("<") { direction = .sent; text.removeFirst() }

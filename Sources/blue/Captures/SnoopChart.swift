@@ -1,6 +1,11 @@
 import ArgumentParser
 import BluetoothDissector
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 extension Snoop {
     /// `blue snoop chart FILE...`: a sequence chart of HCI captures as one self-contained HTML page (issue 29 item 4).
@@ -49,7 +54,7 @@ extension Snoop {
             let page = chart.html(title: title)
             let destination = output ?? (URL(fileURLWithPath: files[0]).deletingPathExtension().path + ".html")
             if destination == "-" {
-                FileHandle.standardOutput.write(Data(page.utf8))
+                Console.write(page)
                 return
             }
             try Snoop.write(Array(page.utf8), to: destination)

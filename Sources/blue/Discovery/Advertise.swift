@@ -3,10 +3,15 @@ import AdvertisingData
 import ArgumentParser
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import Host
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue advertise`: a beacon or any advertising data from the command line (Core 5.4 Vol 3 Part C §9.3 modes,
 /// Vol 4 Part E §7.8.5–§7.8.9 legacy advertising; Core Supplement Part A data; iBeacon; Eddystone).

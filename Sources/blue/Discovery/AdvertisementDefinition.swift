@@ -1,6 +1,6 @@
 import AdvertisingData
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 
 /// What `blue advertise` puts on the air, from its options (Core Supplement Part A: flags, local name, service
 /// UUIDs, service data, manufacturer data; Apple's iBeacon; Google's Eddystone UID, URL and TLM frames), checked

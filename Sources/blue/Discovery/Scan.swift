@@ -3,12 +3,16 @@ import AdvertisingData
 import ArgumentParser
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import HCI
 import Host
-import OpenCoreBluetooth
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue scan`: the devices advertising around, as a live table (Core 5.4 Vol 3 Part C §9.2 discovery; Vol 4
 /// Part E §7.7.65.2 reports; Core Supplement Part A data).
@@ -257,7 +261,7 @@ final class ScanTable: Sendable {
 
     /// The RSSI in JSON output: a number, or null for ``rssiNotAvailable``.
     static func rssiJSON(_ rssi: Int8) -> Any {
-        rssi == rssiNotAvailable ? NSNull() : Int(rssi)
+        rssi == rssiNotAvailable ? JSONNull() : Int(rssi)
     }
 
     /// Five levels from -100 dBm to -40 dBm; blank when not available.

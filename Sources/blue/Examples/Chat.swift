@@ -1,3 +1,4 @@
+#if CoreBluetoothPrograms
 import ArgumentParser
 import Dispatch
 import Foundation
@@ -374,3 +375,4 @@ final class ChatReceiver: NSObject, CBCentralManagerDelegate, CBPeripheralDelega
         Foundation.exit(0)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CoreBluetoothPrograms
 import ArgumentParser
 import Dispatch
 import Foundation
@@ -156,3 +157,4 @@ final class DemoCentralEar: @unchecked Sendable {
         }
     }
 }
+#endif

@@ -1,5 +1,10 @@
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// "discovering: service 3 of 12, 148 attributes" on standard error while a database is discovered (Core 5.4 Vol 3
 /// Part G §4.4–§4.8), redrawn in place at most ten times a second and erased at the end; only when standard error

@@ -1,8 +1,13 @@
 import ArgumentParser
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 import Host
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue explore TARGET`: connect and print the peer's whole GATT database with SIG names, properties and decoded
 /// values (Core 5.4 Vol 3 Part G §4.4–§4.8, §4.12).

@@ -1,10 +1,15 @@
 import ArgumentParser
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import GATT
 import Host
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The arguments `read`, `write` and `subscribe` share.
 struct TargetArguments: ParsableArguments, Sendable {

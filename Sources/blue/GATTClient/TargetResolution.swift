@@ -1,7 +1,7 @@
 import AdvertisingData
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import Host
 import StackLauncher
 import BluetoothEngine
@@ -81,7 +81,7 @@ extension OpenedStack {
 /// peer namespace), so `blue scan` and an app agree on a device.
 enum PeerIdentifierFormat {
     static func identifier(for address: BluetoothAddress) -> String {
-        PeerIdentifierBridge.identifier(for: address)
+        PeerIdentifier.text(for: address)
     }
 }
 

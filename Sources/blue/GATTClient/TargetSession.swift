@@ -1,10 +1,15 @@
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import GATT
 import Host
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A connection to a TARGET as the GATT client commands (`explore`, `read`, `write`, `subscribe`) use it, on any
 /// engine (our host, or bluetoothd for `--hci bluez`): scan for the target, connect, and run the GATT procedures

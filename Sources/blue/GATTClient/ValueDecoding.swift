@@ -1,5 +1,10 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Turns characteristic and descriptor values into words: the SIG formats blue knows (GATT Specification
 /// Supplement: Battery Level, Heart Rate Measurement, Body Sensor Location, Temperature, Humidity, Appearance; Core
@@ -32,14 +37,12 @@ enum ValueDecoding {
     /// A binary property list (`bplist00`), shown as JSON when it converts ({"Hello":"Darkness"}).
     static func propertyList(_ value: [UInt8]) -> String? {
         guard value.count > 8, value.starts(with: Array("bplist00".utf8)) else { return nil }
-        guard let object = try? PropertyListSerialization.propertyList(from: Data(value), options: [], format: nil) else {
+        // Decoded as JSON's values: a property list holding data or dates does not convert, and is shown as bytes.
+        guard let object = try? PropertyListDecoder().decode(JSONValue.self, from: Data(value)),
+              let text = JSONWriter.text(object, escapingSlashes: true) else {
             return nil
         }
-        if JSONSerialization.isValidJSONObject(object),
-           let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
-            return "plist " + String(decoding: data, as: UTF8.self)
-        }
-        return "plist \(object)"
+        return "plist " + text
     }
 
     private static func uint16(_ value: [UInt8], at index: Int) -> UInt16? {

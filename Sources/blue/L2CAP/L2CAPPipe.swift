@@ -2,9 +2,15 @@ import BluetoothCore
 import BluetoothEngine
 import BluetoothRuntime
 import Dispatch
-import Foundation
+import FoundationEssentials
+import SystemInterface
 import L2CAP
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// One LE credit-based channel (Core 5.4 Vol 3 Part A §4.22–§4.24) pumped to and from the process's standard input
 /// and output, for `blue l2cap listen|connect`.
@@ -149,7 +155,7 @@ final class L2CAPPipe: Sendable {
         guard let (handle, info) = adopted else { return }
         let engine = stack.engine, continuation = continuation
         let chunk = max(1, min(Int(info.remoteMTU), 65_536))
-        let thread = Thread { [self] in
+        DetachedThread.spawn(named: "blue.l2cap.input") { [self] in
             var buffer = [UInt8](repeating: 0, count: chunk)
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, chunk) }
@@ -180,8 +186,6 @@ final class L2CAPPipe: Sendable {
                 }
             }
         }
-        thread.name = "blue.l2cap.input"
-        thread.start()
     }
 
     /// One line on the channel for `--verbose`: its PSM, CIDs, MTUs and MPSs.

@@ -1,8 +1,13 @@
 import ArgumentParser
 import BluetoothCore
 import BluetoothEngine
-import Foundation
+import FoundationEssentials
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue bonds list|remove`: the bonds a stack keeps (Core 5.4 Vol 3 Part H §2.4.1 keys kept per peer identity;
 /// Vol 3 Part G §3.3.3.3 CCCDs of bonded clients), through StackLauncher's ``BondKeeper``: our host's bond folder

@@ -1,8 +1,13 @@
 import BluetoothCore
 import BluetoothCrypto
 import BluetoothEngine
-import Foundation
+import FoundationEssentials
 import Host
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Why an out-of-band file or key given on the command line cannot be used.
 struct OutOfBandFileError: Error, Sendable, CustomStringConvertible {
@@ -67,24 +72,23 @@ struct OutOfBandFile: Hashable, Sendable {
 
     /// The document text (one line and a newline).
     var text: String {
-        let data = (try? JSONSerialization.data(withJSONObject: jsonObject, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self) + "\n"
+        (JSONWriter.text(jsonObject, escapingSlashes: true) ?? "{}") + "\n"
     }
 
     /// Parses the document; `source` names it in errors ("--oob-in peer.json").
     static func parse(_ data: Data, source: String) throws(OutOfBandFileError) -> OutOfBandFile {
-        let parsed: Any
+        let parsed: JSONValue
         do {
-            parsed = try JSONSerialization.jsonObject(with: data)
+            parsed = try JSONReader.parse(Array(data))
         } catch {
             throw OutOfBandFileError(.malformed, "\(source): not JSON (expected {\"address\", \"addressType\", \"random\", \"confirm\"})")
         }
-        guard let object = parsed as? [String: Any] else {
+        guard case .object(let object) = parsed else {
             throw OutOfBandFileError(.malformed, "\(source): expected a JSON object with address, addressType, random and confirm")
         }
         func string(_ key: String) throws(OutOfBandFileError) -> String {
             guard let value = object[key] else { throw OutOfBandFileError(.malformed, "\(source): no \"\(key)\"") }
-            guard let text = value as? String else { throw OutOfBandFileError(.malformed, "\(source): \"\(key)\" is not a string") }
+            guard case .string(let text) = value else { throw OutOfBandFileError(.malformed, "\(source): \"\(key)\" is not a string") }
             return text
         }
         let typeText = try string("addressType")
@@ -139,8 +143,8 @@ struct OutOfBandFile: Hashable, Sendable {
     /// a folder itself).
     static func checkWritable(path: String, option: String) throws(OutOfBandFileError) {
         let url = URL(fileURLWithPath: path)
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
+        var isFolder = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder {
             throw OutOfBandFileError(.unwritable, "\(option) \(path): is a folder")
         }
         let folder = url.deletingLastPathComponent().path

@@ -2,11 +2,17 @@ import ArgumentParser
 import BlueZ
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Host
 import SMP
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The association model `blue pair` asks for (Core 5.4 Vol 3 Part H §2.3.5.1): the IO capability, MITM and
 /// Secure Connections policy it implies for our side.
@@ -207,7 +213,7 @@ struct Pair: ParsableCommand, Sendable {
                     DispatchQueue.global().async {
                         if !json { Console.line("Type the passkey shown on the device:") }
                         let line = readLine(strippingNewline: true)
-                        engine.answerPairing(connectionHandle: handle, .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
+                        engine.answerPairing(connectionHandle: handle, .passkey(line.flatMap { UInt32($0.trimmingWhitespace()) }))
                     }
                 }
             }

@@ -1,7 +1,13 @@
 import ArgumentParser
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
+import SystemInterface
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue clone DEVICE FILE`: connects to DEVICE (a real or virtual peripheral, on any transport) and writes a serve
 /// definition of it (Docs/serve-format.md) with its advertising data, its GATT tree (Core 5.4 Vol 3 Part G §4.4–§4.7
@@ -47,8 +53,8 @@ struct Clone: ParsableCommand, Sendable {
         if file != "-" {
             // Before any radio work: a file that cannot be written is the user's to fix first.
             let folder = URL(fileURLWithPath: file).deletingLastPathComponent().path
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue,
+            var isFolder = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder,
                   FileManager.default.isWritableFile(atPath: folder) else {
                 throw CLIFailure(.usage, "cannot write \(file): \(folder) is not a folder we may write in")
             }
@@ -91,7 +97,7 @@ struct Clone: ParsableCommand, Sendable {
             do {
                 try data.write(to: URL(fileURLWithPath: file), options: .atomic)
             } catch {
-                throw CLIFailure(.usage, "cannot write \(file): \(error.localizedDescription)")
+                throw CLIFailure(.usage, "cannot write \(file): \(POSIX.describe(error))")
             }
         }
         let summary = "cloned \"\(definition.name ?? session.displayName)\" (\(address)): \(definition.services.count) services, "
@@ -111,7 +117,6 @@ struct Clone: ParsableCommand, Sendable {
     }
 
     private static func jsonLine(_ object: [String: Any]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        JSONWriter.text(object) ?? "{}"
     }
 }

@@ -3,7 +3,8 @@ import ArgumentParser
 import ATT
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GATT
 import HCI
 import L2CAP
@@ -11,6 +12,11 @@ import Host
 import SMP
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// What a platform's GATT server leaves to the app (``PlatformPersonality``): ours answers at once and sends every
 /// notification; Android's `BluetoothGattServer` hands every request to the app, adds no CCCD, and takes one
@@ -267,7 +273,7 @@ final class GATTServeState: Sendable {
                             if !json { Console.line("Type the passkey shown on the other side:") }
                             let line = readLine(strippingNewline: true)
                             host.answerPairing(connectionHandle: handle,
-                                               .passkey(line.flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) }))
+                                               .passkey(line.flatMap { UInt32($0.trimmingWhitespace()) }))
                         }
                     }
                 }

@@ -3,7 +3,7 @@ import ArgumentParser
 import ATT
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import GATT
 import HCI
 import Host
@@ -11,6 +11,11 @@ import L2CAP
 import SMP
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue serve`: a GATT server (Core 5.4 Vol 3 Part G §3) from a JSON definition or a built-in profile, advertised
 /// under its name and service UUIDs (Vol 3 Part C §11), printing connections, reads, writes and subscriptions.

@@ -1,9 +1,14 @@
 import BluetoothCore
-import Foundation
+import FoundationEssentials
 import AdvertisingData
 import GATT
 import Host
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The JSON definition `blue serve FILE.json` reads (the format is documented in Docs/serve-format.md): the device
 /// name, what to advertise, and the services (Core 5.4 Vol 3 Part G §3) with their characteristics, values,
@@ -112,8 +117,9 @@ struct ServeDefinition: Codable, Sendable {
             if let uint32 { return (0..<4).map { UInt8(truncatingIfNeeded: uint32 >> (8 * $0)) } }
             if let plist {
                 do {
-                    let data = try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
-                    return Array(data)
+                    let encoder = PropertyListEncoder()
+                    encoder.outputFormat = .binary
+                    return Array(try encoder.encode(plist))
                 } catch {
                     throw CLIFailure(.usage, "\(context): cannot encode the plist: \(error)")
                 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Checks a `blue serve` definition before it is decoded (Docs/serve-format.md), so that a mistake is one precise
 /// line: a syntax error with its line and column, an unknown key anywhere named with where it is (and the known key
@@ -54,44 +54,26 @@ enum ServeDefinitionCheck {
 
     /// Parses `data` and checks it against the format; the failure names `source`, the place and the problem.
     static func check(_ data: Data, source: String) throws(CLIFailure) {
-        let object: Any
+        let bytes = Array(data)
+        let object: JSONValue
         do {
-            object = try JSONSerialization.jsonObject(with: data)
+            object = try JSONReader.parse(bytes)
         } catch {
-            throw CLIFailure(.usage, "\(source): \(syntaxProblem(error, data))")
+            throw CLIFailure(.usage, "\(source): \(syntaxProblem(error, bytes))")
         }
         try check(object, as: .definition, at: "", source: source)
     }
 
-    /// "line 3, column 21: not valid JSON (Invalid value)" from Foundation's "… around character 47."
-    static func syntaxProblem(_ error: any Error, _ data: Data) -> String {
-        let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-        guard let range = detail.range(of: "character "),
-              let offset = Int(detail[range.upperBound...].prefix { $0.isNumber }) else {
-            return "not valid JSON: \(detail)"
-        }
-        let (line, column) = position(of: offset, in: Array(data))
-        let reason = detail.components(separatedBy: " around ").first ?? detail
-        return "line \(line), column \(column): not valid JSON (\(reason))"
-    }
-
-    /// The 1-based line and column of a byte offset (columns count characters, not bytes).
-    static func position(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
-        let end = min(max(offset, 0), bytes.count)
-        var line = 1
-        var lineStart = 0
-        for index in 0..<end where bytes[index] == 0x0A {
-            line += 1
-            lineStart = index + 1
-        }
-        let column = String(decoding: bytes[lineStart..<end], as: UTF8.self).count + 1
-        return (line, column)
+    /// "line 3, column 19: not valid JSON (Badly formed object: expected a name in quotes)".
+    static func syntaxProblem(_ error: JSONSyntaxError, _ bytes: [UInt8]) -> String {
+        let (line, column) = error.position(in: bytes)
+        return "line \(line), column \(column): not valid JSON (\(error.reason))"
     }
 
     private static func place(_ path: String) -> String { path.isEmpty ? "the top level" : path }
 
-    private static func check(_ value: Any, as kind: Kind, at path: String, source: String) throws(CLIFailure) {
-        guard let object = value as? [String: Any] else {
+    private static func check(_ value: JSONValue, as kind: Kind, at path: String, source: String) throws(CLIFailure) {
+        guard case .object(let object) = value else {
             throw CLIFailure(.usage, "\(source): \(place(path)): expected an object")
         }
         let keys = kind.keys
@@ -100,41 +82,40 @@ enum ServeDefinitionCheck {
                 let hint = suggestion(for: name, among: Array(keys.keys)).map { " (did you mean \"\($0)\"?)" } ?? ""
                 throw CLIFailure(.usage, "\(source): unknown key \"\(name)\" in \(place(path))\(hint)")
             }
-            try check(object[name] as Any, expected, at: path + "." + name, source: source)
+            try check(object[name] ?? .null, expected, at: path + "." + name, source: source)
         }
     }
 
-    private static func check(_ value: Any, _ expected: Expected, at path: String, source: String) throws(CLIFailure) {
+    private static func check(_ value: JSONValue, _ expected: Expected, at path: String, source: String) throws(CLIFailure) {
         func wrong(_ what: String) -> CLIFailure { CLIFailure(.usage, "\(source): \(path): expected \(what)") }
         switch expected {
         case .string:
-            guard value is String else { throw wrong("a string") }
+            guard case .string = value else { throw wrong("a string") }
         case .bool:
-            guard value is NSNumber || value is Bool else { throw wrong("true or false") }
+            guard case .bool = value else { throw wrong("true or false") }
         case .number:
-            guard !(value is String), let number = value as? NSNumber, number.doubleValue.isFinite else { throw wrong("a number") }
+            guard let number = value.double, number.isFinite else { throw wrong("a number") }
         case .integer(let range):
-            guard !(value is String), let number = value as? NSNumber else { throw wrong("an integer") }
-            let double = number.doubleValue
-            guard double.isFinite, double.rounded() == double else { throw wrong("an integer, not \(number)") }
+            guard case .number(let text) = value, let double = value.double else { throw wrong("an integer") }
+            guard double.isFinite, double.rounded() == double else { throw wrong("an integer, not \(text)") }
             guard range.contains(double) else {
-                throw CLIFailure(.usage, "\(source): \(path): \(number) is out of range "
+                throw CLIFailure(.usage, "\(source): \(path): \(text) is out of range "
                                  + "(\(Int64(range.lowerBound))...\(Int64(range.upperBound)))")
             }
         case .strings:
-            guard let list = value as? [Any] else { throw wrong("a list of strings") }
-            for (index, element) in list.enumerated() where !(element is String) {
-                throw CLIFailure(.usage, "\(source): \(path)[\(index)]: expected a string")
+            guard case .array(let list) = value else { throw wrong("a list of strings") }
+            for (index, element) in list.enumerated() {
+                guard case .string = element else { throw CLIFailure(.usage, "\(source): \(path)[\(index)]: expected a string") }
             }
         case .stringMap:
-            guard let map = value as? [String: Any] else { throw wrong("an object of strings") }
-            for key in map.keys.sorted() where !(map[key] is String) {
-                throw CLIFailure(.usage, "\(source): \(path).\(key): expected a string")
+            guard case .object(let map) = value else { throw wrong("an object of strings") }
+            for key in map.keys.sorted() {
+                guard case .string = map[key] else { throw CLIFailure(.usage, "\(source): \(path).\(key): expected a string") }
             }
         case .object(let kind):
             try check(value, as: kind, at: path, source: source)
         case .objects(let kind):
-            guard let list = value as? [Any] else { throw wrong("a list") }
+            guard case .array(let list) = value else { throw wrong("a list") }
             for (index, element) in list.enumerated() { try check(element, as: kind, at: "\(path)[\(index)]", source: source) }
         }
     }

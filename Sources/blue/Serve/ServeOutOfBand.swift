@@ -2,9 +2,14 @@ import BluetoothCore
 import BluetoothCrypto
 import BluetoothEngine
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import Host
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue serve`'s out-of-band pairing as peripheral (Core 5.4 Vol 3 Part H §2.3.5.6.4 LE Secure Connections OOB
 /// data, §2.3.5.4 the legacy OOB temporary key).

@@ -1,4 +1,10 @@
-import Foundation
+import BluetoothCore
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The interactive line of `blue shell` (the readline subset a BLE console needs): the terminal in raw mode while a
 /// line is typed; printable characters, Backspace, Left/Right, Home/End (Ctrl-A/Ctrl-E), Up/Down through the history,
@@ -36,7 +42,7 @@ final class LineEditor: @unchecked Sendable {
             case 0x0D, 0x0A:
                 Console.write("\r\n")
                 let text = String(line)
-                if !text.trimmingCharacters(in: .whitespaces).isEmpty, history.last != text { history.append(text) }
+                if !text.trimmingWhitespace().isEmpty, history.last != text { history.append(text) }
                 return text
             case 0x03:
                 Console.write("^C\r\n")

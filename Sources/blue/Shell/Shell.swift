@@ -2,9 +2,14 @@ import BlueZ
 import ArgumentParser
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import Host
 import StackLauncher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `blue shell`: one stack, one connection, many commands (as bluetoothctl and bumble-console give): scan, connect,
 /// then reads, writes, subscriptions, pairing and link changes on the same link, on our host or through bluetoothd
@@ -36,7 +41,7 @@ struct Shell: ParsableCommand, Sendable {
         var number = 0
         while let line = await input.next(prompt: session.prompt) {
             number += 1
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingWhitespace()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             if trimmed == "quit" || trimmed == "exit" { break }
             do throws(CLIFailure) {

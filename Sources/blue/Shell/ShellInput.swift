@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+import SystemInterface
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The lines `blue shell` runs, read on a thread of their own (never a task's, which a blocking read would hold):
 /// from the ``LineEditor`` with a prompt on a terminal, else one command a line from standard input. The next prompt
@@ -14,12 +20,11 @@ final class ShellInput: Sendable {
     func next(prompt: String) async -> String? {
         await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
             let editor = editor
-            let thread = Thread {
+            let started = DetachedThread.spawn(named: "blue.shell-input") {
                 let line = editor.map { $0.readLine(prompt: prompt) } ?? Swift.readLine(strippingNewline: true)
                 continuation.resume(returning: line)
             }
-            thread.name = "blue.shell-input"
-            thread.start()
+            if !started { continuation.resume(returning: nil) }  // no thread to read on: the input ends
         }
     }
 }

@@ -1,12 +1,17 @@
 import ATT
 import BluetoothCore
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
 import GATT
 import HCI
 import Host
 import StackLauncher
 import BluetoothEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The state of `blue shell` and its commands: one stack, at most one connection (as central), the database found
 /// on it, the devices heard (for completion). Commands run one after the other on the shell's task; completions are

@@ -2,12 +2,17 @@ import BlueZ
 import ArgumentParser
 import BluetoothRuntime
 import Dispatch
-import Foundation
+import FoundationEssentials
+import SystemInterface
 import HCITransport
-import OpenCoreBluetooth
 import Host
 import StackLauncher
 import VirtualController
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `--hci` and `--snoop`, shared by every command that runs a stack (DESIGN.md "Transports").
 struct StackOptions: ParsableArguments, Sendable {
@@ -268,17 +273,6 @@ enum CommandRun {
         done.store(true)
     }
 
-    /// For commands that do not run through ``runCommand(_:)`` (the CoreBluetooth ones: `chat`, `demo`): the loss of
-    /// any controller of the process ends it with "NAME: lost the controller: ..." and exit 69.
-    static func exitOnLoss(name: String) {
-        HostBackend.reportsControllerLoss = false  // this line is the one the user reads
-        HostBackend.reopensLostStacks = false  // the command ends: no hub started on its way out
-        LaunchedStack.observeLosses { loss in
-            Console.error("\(name): \(loss)")
-            exitNow(CLIFailure.Kind.unavailable.rawValue)
-        }
-    }
-
     /// Exits without running anything more (stdio flushed).
     static func exitNow(_ status: Int32) -> Never {
         fflush(nil)
@@ -374,7 +368,7 @@ enum Console {
         guard fstat(1, &status) == 0 else { return }
         let kind = status.st_mode & S_IFMT
         guard kind == S_IFIFO || kind == S_IFSOCK else { return }
-        let thread = Thread {
+        DetachedThread.spawn(named: "blue.stdout-watch") {
             var entry = pollfd(fd: 1, events: 0, revents: 0)
             while true {
                 let ready = poll(&entry, 1, -1)
@@ -389,8 +383,6 @@ enum Console {
             guard first else { return }
             if let handler = closeHandler.load() { handler() } else { CommandRun.exitNow(0) }
         }
-        thread.name = "blue.stdout-watch"
-        thread.start()
     }
 
     /// Writes every byte unless the descriptor fails; returns the failing errno, or 0.
@@ -414,10 +406,8 @@ enum Console {
 
     /// One JSON object on one line (keys sorted).
     static func json(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return
-        }
-        line(String(decoding: data, as: UTF8.self))
+        guard let text = JSONWriter.text(object) else { return }
+        line(text)
     }
 }
 

@@ -1,5 +1,6 @@
 import BluetoothRuntime
-import Foundation
+import FoundationEssentials
+import SystemInterface
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +58,7 @@ enum ProcessSignals {
         sigaddset(&set, SIGTERM)
         _ = pthread_sigmask(SIG_UNBLOCK, &set, nil)
         let readEnd = fds[0]
-        let thread = Thread {
+        DetachedThread.spawn(named: "blue.signals") {
             var byte: UInt8 = 0
             while true {
                 let count = read(readEnd, &byte, 1)
@@ -66,7 +67,5 @@ enum ProcessSignals {
                 handler(Int32(byte))
             }
         }
-        thread.name = "blue.signals"
-        thread.start()
     }
 }

@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Colours and weight on a terminal, none in a pipe (https://no-color.org): on when the stream is a terminal whose
 /// TERM is not "dumb", or when FORCE_COLOR is set (a pager that understands colours); NO_COLOR, when set and not

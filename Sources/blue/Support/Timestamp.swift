@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// When something was seen, as `blue` prints it: the local time of day with milliseconds on text lines
 /// ("14:03:07.215", with `--timestamps`), ISO 8601 in UTC with milliseconds in JSON ("time").
@@ -15,9 +20,7 @@ enum Timestamp {
 
     /// "2026-11-24T14:03:07.215Z".
     static func iso(_ date: Date = Date()) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
     private static func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
