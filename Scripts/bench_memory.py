@@ -3,7 +3,9 @@
 
     python3 Scripts/bench_memory.py [--blue PATH ...] [--settle 2.5] [--json]
 
-For each `blue` given (default: the release build, and the static one when Scripts/build-static.sh made it), starts
+For each `blue` given (default: the release build, and when they were made, the lean one, `swift build -c release
+--product blue --disable-default-traits --scratch-path .build/lean`, and the static ones, Scripts/build-static.sh
+[--lean]), starts
 a private shared air (`blue air --socket DIR/air.sock` in a folder of its own), then `blue serve --profile
 heart-rate` and, once it advertises, `blue scan`; when the scan has reported the server, reads each program's
 /proc/PID/smaps: resident (Rss), proportional (Pss: shared pages divided among the processes mapping them), private
@@ -122,9 +124,11 @@ def measure(blue, settle):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     defaults = [os.path.join(ROOT, ".build", "release", "blue")]
-    static = os.path.join(ROOT, ".build-static", "blue")
-    if os.path.exists(static):
-        defaults.append(static)
+    # The lean builds (no CoreBluetoothPrograms trait: FoundationEssentials only) and the static ones, when made.
+    for optional in ((".build", "lean", "release", "blue"), (".build-static", "blue"), (".build-static-lean", "blue")):
+        path = os.path.join(ROOT, *optional)
+        if os.path.exists(path):
+            defaults.append(path)
     parser.add_argument("--blue", action="append", help="a blue executable (repeatable)")
     parser.add_argument("--settle", type=float, default=2.5, help="seconds to wait after the scan found the server")
     parser.add_argument("--json", action="store_true")

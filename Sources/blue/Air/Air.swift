@@ -278,7 +278,7 @@ struct Air: ParsableCommand {
             }
         }
         let seconds = Double(outcome.duration.components.seconds) + Double(outcome.duration.components.attoseconds) / 1e18
-        let summary = "replayed \(outcome.steps) steps, \(String(format: "%.3f", seconds)) s of air time, seed \(outcome.seed): "
+        let summary = "replayed \(outcome.steps) steps, \(TextFormat.printf("%.3f", seconds)) s of air time, seed \(outcome.seed): "
             + (outcome.matches == true ? "every controller sent its host what it sent in the recording"
                : outcome.matches == false ? "the replay diverged from the recording" : "no digests to compare (the recording was cut)")
         if json {

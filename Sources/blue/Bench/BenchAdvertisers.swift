@@ -119,10 +119,10 @@ final class AdvertisersBenchmark: @unchecked Sendable, ReportsProgress {
         figures.add("airSeconds", .number(airTime, decimals: 6))
         figures.add("setupSeconds", .number(setupSeconds, decimals: 3))
         figures.lines = [
-            "advertisers: \(seen.addresses.count) of \(count) found in \(String(format: "%.3f", elapsed)) s (wall clock), "
-                + "\(String(format: "%.3f", airTime)) s of air time; \(seen.reports) reports",
-            "  advertising every \(String(format: "%g", Double(interval) * 0.625)) ms, scanner passive with a continuous window; "
-                + "setup \(String(format: "%.2f", setupSeconds)) s (not timed)",
+            "advertisers: \(seen.addresses.count) of \(count) found in \(TextFormat.printf("%.3f", elapsed)) s (wall clock), "
+                + "\(TextFormat.printf("%.3f", airTime)) s of air time; \(seen.reports) reports",
+            "  advertising every \(TextFormat.printf("%g", Double(interval) * 0.625)) ms, scanner passive with a continuous window; "
+                + "setup \(TextFormat.printf("%.2f", setupSeconds)) s (not timed)",
             "  OpenCoreBluetooth on the in-process virtual air; loop: \(BenchDriver.description)",
         ]
         return figures

@@ -314,9 +314,9 @@ final class ConnectionsBenchmark: @unchecked Sendable, ReportsProgress {
         figures.add("heapBytesPerLink", .integer(Int(heapPerLink.rounded())))
         figures.lines = [
             "connections: \(links) links established (\(centrals.count) central\(centrals.count == 1 ? "" : "s")), \(counters.lost) lost; \(counters.totalReceived) of \(total) notifications "
-                + "of \(size) octets in \(String(format: "%.3f", elapsed)) s (wall clock)",
+                + "of \(size) octets in \(TextFormat.printf("%.3f", elapsed)) s (wall clock)",
             "  \(Int(rate.rounded())) notifications/s in all (\(Int(airRate.rounded()))/s of air time, "
-                + "\(String(format: "%.3f", airTime)) s of air at a \(String(format: "%g", Double(parameters.interval) * 1.25)) ms interval)"
+                + "\(TextFormat.printf("%.3f", airTime)) s of air at a \(TextFormat.printf("%g", Double(parameters.interval) * 1.25)) ms interval)"
                 + (counters.outOfOrder > 0 ? "; \(counters.outOfOrder) out of order" : ""),
             "  memory per link (both ends in this process): \(Int((residentPerLink / 1024).rounded())) KiB resident, "
                 + "\(Int((heapPerLink / 1024).rounded())) KiB of heap",

@@ -134,7 +134,7 @@ final class LatencyBenchmark: @unchecked Sendable, ReportsProgress {
         figures.lines = ["latency: scan to first notification in \(Self.milliseconds(total.seconds)) of the stacks' time "
                          + "(wall clock), \(Self.milliseconds(total.airSeconds)) of air time"]
         for step in steps {
-            figures.lines.append("  \(step.name.padding(toLength: 19, withPad: " ", startingAt: 0)) "
+            figures.lines.append("  \(TextFormat.padded(step.name, to: 19)) "
                                  + "\(Self.milliseconds(step.seconds)) wall, \(Self.milliseconds(step.airSeconds)) air")
         }
         figures.lines.append("  advertising every 20 ms, connection interval 7.5 ms, scanner passive with a continuous window; "
@@ -144,7 +144,7 @@ final class LatencyBenchmark: @unchecked Sendable, ReportsProgress {
         return figures
     }
 
-    static func milliseconds(_ seconds: Double) -> String { String(format: "%.3f ms", seconds * 1000) }
+    static func milliseconds(_ seconds: Double) -> String { TextFormat.printf("%.3f ms", seconds * 1000) }
 
     /// Starts both stacks; the peripheral serves 0xBE00 with a notifying characteristic, advertises, and notifies
     /// as soon as a central subscribes. Returns the value handle.

@@ -55,7 +55,7 @@ struct BenchCPU: Sendable {
     var contextSwitchesPerValue: Double { values > 0 ? Double(contextSwitches) / Double(values) : 0 }
 
     var text: String {
-        String(format: "  CPU over the span: %.3f s user + %.3f s system = %.1f µs user + %.1f µs system per value; "
+        TextFormat.printf("  CPU over the span: %.3f s user + %.3f s system = %.1f µs user + %.1f µs system per value; "
                + "%.2f context switches per value; resident %.1f MB (peak %.1f MB)", userSeconds, systemSeconds,
                userMicrosecondsPerValue, systemMicrosecondsPerValue, contextSwitchesPerValue,
                Double(residentBytes) / 1e6, Double(peakResidentBytes) / 1e6)

@@ -90,7 +90,7 @@ struct BenchResult {
     var text: String {
         let rate = Int(packetsPerSecond.rounded()), kilobytes = Int((bytesPerSecond / 1000).rounded())
         var lines = [
-            "\(benchmark): \(received) of \(sent) packets of \(size) octets in \(String(format: "%.3f", seconds)) s (wall clock)",
+            "\(benchmark): \(received) of \(sent) packets of \(size) octets in \(TextFormat.printf("%.3f", seconds)) s (wall clock)",
             "  \(rate) packets/s, \(kilobytes) kB/s; lost \(lost)\(outOfOrder > 0 ? ", \(outOfOrder) out of order" : "")",
         ]
         if mtu > 0 {
@@ -99,14 +99,14 @@ struct BenchResult {
             lines.append("  LE data length \(dataLength)")
         }
         if airSeconds > 0 {
-            lines.append("  \(String(format: "%.3f", airSeconds)) s of air time (\(Int(airPacketsPerSecond.rounded())) packets/s of air time)")
+            lines.append("  \(TextFormat.printf("%.3f", airSeconds)) s of air time (\(Int(airPacketsPerSecond.rounded())) packets/s of air time)")
         }
         if let link {
-            let interval = String(format: "%g", link.intervalMilliseconds)
+            let interval = TextFormat.printf("%g", link.intervalMilliseconds)
             var line = "  \(link.phy) PHY, \(interval) ms interval, \(link.realtime ? "real radio timing" : "radio time free (no --realtime)"): "
-                + "\(String(format: "%.1f", airBitsPerSecond / 1000)) kbit/s of air time"
+                + "\(TextFormat.printf("%.1f", airBitsPerSecond / 1000)) kbit/s of air time"
             if link.realtime, let ceiling = link.ceilingBitsPerSecond, ceiling > 0 {
-                line += String(format: " (the air's ceiling %.1f kbit/s: %.1f%%)", ceiling / 1000, 100 * airBitsPerSecond / ceiling)
+                line += TextFormat.printf(" (the air's ceiling %.1f kbit/s: %.1f%%)", ceiling / 1000, 100 * airBitsPerSecond / ceiling)
             }
             lines.append(line)
         }

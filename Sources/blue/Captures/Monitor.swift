@@ -269,7 +269,7 @@ final class MonitorPrinter: Sendable {
     func note(_ text: String) {
         let words = text.split(separator: " ")
         if words.count > 1, words[1].hasPrefix("dev"), let number = Int(words[1].dropFirst(3)),
-           let via = text.range(of: " via "), let pid = text.range(of: " (pid ", range: via.upperBound..<text.endIndex) {
+           let via = text.firstRange(of: " via "), let pid = text[via.upperBound...].firstRange(of: " (pid ") {
             let name = String(text[via.upperBound..<pid.lowerBound])
             state.withLock { $0.names[number] = name }
         }

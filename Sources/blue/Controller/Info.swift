@@ -71,7 +71,7 @@ struct Info: ParsableCommand, Sendable {
     // MARK: Text
 
     static func row(_ label: String, _ value: String) -> String {
-        label.padding(toLength: max(14, label.count + 1), withPad: " ", startingAt: 0) + value
+        TextFormat.padded(label, to: max(14, label.count + 1)) + value
     }
 
     static func lines(_ details: ControllerDetails, transport: String, commands: Bool) -> [String] {

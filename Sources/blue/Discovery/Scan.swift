@@ -199,7 +199,7 @@ final class ScanTable: Sendable {
         let width = max(20, size.columns - 1)
         let withBar = size.columns >= 80
         var text = state.linesDrawn > 0 ? "\u{1B}[\(state.linesDrawn)A" : ""
-        let header = Self.pad("NAME", 20) + "  " + Self.pad("ADDRESS", 17) + "  " + Self.pad("RSSI", withBar ? 17 : 9)
+        let header = TextFormat.padded("NAME", to: 20) + "  " + TextFormat.padded("ADDRESS", to: 17) + "  " + TextFormat.padded("RSSI", to: withBar ? 17 : 9)
             + "  SERVICES / MANUFACTURER"
         let rows = Self.sorted(state.order.compactMap { state.rows[$0] }, by: order)
         let room = max(1, size.rows - 2)
@@ -213,7 +213,7 @@ final class ScanTable: Sendable {
                 shown = TerminalStyle.bold(shown)
             } else if withBar, index <= rows.count, case let rssi = rows[index - 1].report.rssi, rssi != Self.rssiNotAvailable {
                 let bar = Self.bar(rssi)
-                if let range = shown.range(of: bar) {
+                if let range = shown.firstRange(of: bar) {
                     let colour = rssi >= -60 ? TerminalStyle.green(bar) : rssi >= -80 ? TerminalStyle.yellow(bar) : TerminalStyle.red(bar)
                     shown.replaceSubrange(range, with: colour)
                 }
@@ -237,17 +237,13 @@ final class ScanTable: Sendable {
         case .name:
             return rows.sorted { lhs, rhs in
                 switch (lhs.report.localName, rhs.report.localName) {
-                case let (left?, right?) where left != right: left.localizedCaseInsensitiveCompare(right) == .orderedAscending
+                case let (left?, right?) where left != right: left.lowercased() < right.lowercased()
                 case (nil, _?): false
                 case (_?, nil): true
                 default: lhs.report.address.string < rhs.report.address.string
                 }
             }
         }
-    }
-
-    static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
     }
 
     /// 127: "RSSI is not available" (Core 5.4 Vol 4 Part E §7.7.65.2), which some controllers (BlueZ's emulator)
@@ -301,8 +297,8 @@ final class ScanTable: Sendable {
             extras.append("\(manufacturer.company) \(Hex.encode(manufacturer.data))")
         }
         let name = report.localName ?? "(no name)"
-        let rssi = rssiText(report.rssi).padding(toLength: 9, withPad: " ", startingAt: 0) + (withBar ? " " + bar(report.rssi) : "")
-        return pad(name, 20) + "  " + pad(report.address.string, 17) + "  " + pad(rssi, withBar ? 17 : 9) + "  "
+        let rssi = TextFormat.padded(rssiText(report.rssi), to: 9) + (withBar ? " " + bar(report.rssi) : "")
+        return TextFormat.padded(name, to: 20) + "  " + TextFormat.padded(report.address.string, to: 17) + "  " + TextFormat.padded(rssi, to: withBar ? 17 : 9) + "  "
             + (extras.isEmpty ? "-" : extras.joined(separator: ", "))
     }
 

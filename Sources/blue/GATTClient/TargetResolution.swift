@@ -46,7 +46,7 @@ struct TargetMatcher: Sendable, CustomStringConvertible {
             return PeerIdentifierFormat.identifier(for: report.address) == identifier
         case .name(let name):
             guard let local = report.localName else { return false }
-            return local.caseInsensitiveCompare(name) == .orderedSame
+            return local.lowercased() == name.lowercased()
         }
     }
 }

@@ -68,10 +68,10 @@ enum ValueDecoding {
             return Appearance(rawValue: raw).description
         case 0x2A6E:  // Temperature, sint16 in 0.01 °C
             guard let raw = uint16(value, at: 0), value.count == 2 else { return nil }
-            return String(format: "%.2f °C", Double(Int16(bitPattern: raw)) / 100)
+            return TextFormat.printf("%.2f °C", Double(Int16(bitPattern: raw)) / 100)
         case 0x2A6F:  // Humidity, uint16 in 0.01 %
             guard let raw = uint16(value, at: 0), value.count == 2 else { return nil }
-            return String(format: "%.2f %%", Double(raw) / 100)
+            return TextFormat.printf("%.2f %%", Double(raw) / 100)
         case 0x2902:  // Client Characteristic Configuration
             guard let raw = uint16(value, at: 0), value.count == 2 else { return nil }
             var parts: [String] = []
@@ -121,7 +121,7 @@ enum ValueDecoding {
         if flags & 0x10 != 0 {
             var intervals: [String] = []
             while let raw = uint16(value, at: index) {
-                intervals.append(String(format: "%.3f s", Double(raw) / 1024))
+                intervals.append(TextFormat.printf("%.3f s", Double(raw) / 1024))
                 index += 2
             }
             if !intervals.isEmpty { parts.append("RR " + intervals.joined(separator: ", ")) }
