@@ -8,6 +8,10 @@
 // numbers, generated into Generated/ by Scripts/generate-assigned-numbers.py and committed; `Dissection`, the tree
 // every codec describes its PDUs with; `StackInstant`, a point on a stack's timeline (nanoseconds from its loop's
 // epoch), so that the sans-I/O layers (L2CAP, ATT, GATT, SMP) take time as a value and import no runtime.
+// Also the few text and identity helpers the upper layers would otherwise take from Foundation: `PeerIdentifier`
+// (a peer's stable identifier, a name-based UUID over `SHA1`, RFC 9562 §5.5; `CBPeerIdentifier` wraps it),
+// `PercentEncoding` (RFC 3986 §2.1, decoding D-Bus addresses and the console's query strings) and
+// `trimmingWhitespace()`.
 //
 // State: none. Everything here is a Sendable value; any thread may use it. No Foundation.
 //

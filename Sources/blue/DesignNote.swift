@@ -25,3 +25,11 @@
 // reading standard input, each read one SDU awaited before the next (the send completes when the peer's credits
 // took its K-frames, so the peer paces it), and one serial queue writing received SDUs to standard output in order
 // (a slow reader never blocks the engine's loop).
+//
+// What it links: FoundationEssentials only (no Foundation, no ICU), so a `blue` that only serves or scans maps
+// neither; JSON goes through Support's `JSONReader`/`JSONWriter` (Foundation's key order for ASCII keys, checked
+// against JSONSerialization in the tests), text through `TextFormat` (vsnprintf in the C locale). The exceptions are
+// `blue demo` and `blue chat` (Examples/), which run the seed apps and OpenCoreBluetooth, which re-exports Foundation
+// as CoreBluetooth does: they are built only with the package's `CoreBluetoothPrograms` trait (on by default);
+// `--disable-default-traits` gives the lean `blue`, in which those two print one line and exit 69
+// (Examples/ProgramsLeftOut.swift). Scripts/check-lean.sh proves the lean build's libraries and that it serves and scans.
