@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=.build/lean-check
+mkdir -p .build
 echo "== lean blue: building (swift build --product blue --disable-default-traits)"
 swift build --product blue --disable-default-traits --scratch-path "$scratch" > "$scratch.log" 2>&1 \
     || { tail -30 "$scratch.log" >&2; echo "lean blue: build failed" >&2; exit 1; }

@@ -8,23 +8,16 @@ import Musl
 /// which FoundationEssentials does not have: C's `vsnprintf` in the "C" locale (blue never sets another, so "0.5"
 /// never becomes "0,5"), and padding by characters.
 enum TextFormat {
-    /// `format` with `arguments`, as printf formats them ("%.3f", "%g", "%.1f%%").
+    /// `format` with `arguments`, as printf formats them ("%.3f", "%g", "%.1f%%"). A result longer than the first
+    /// buffer is formatted again into one of its size (vsnprintf says how many bytes it needed).
     static func printf(_ format: String, _ arguments: any CVarArg...) -> String {
-        withVaList(arguments) { list in
-            var buffer = [CChar](repeating: 0, count: 256)
-            let needed = Int(vsnprintf(&buffer, buffer.count, format, list))
+        var capacity = 256
+        while true {
+            var buffer = [CChar](repeating: 0, count: capacity)
+            let needed = Int(withVaList(arguments) { vsnprintf(&buffer, capacity, format, $0) })
             guard needed >= 0 else { return "" }
-            if needed < buffer.count { return String(decoding: buffer.prefix(needed).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
-            return longPrintf(format, arguments, length: needed)
-        }
-    }
-
-    /// The rare result longer than the first buffer: formatted again into one of its size.
-    private static func longPrintf(_ format: String, _ arguments: [any CVarArg], length: Int) -> String {
-        withVaList(arguments) { list in
-            var buffer = [CChar](repeating: 0, count: length + 1)
-            _ = vsnprintf(&buffer, buffer.count, format, list)
-            return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if needed < capacity { return String(decoding: buffer.prefix(needed).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+            capacity = needed + 1
         }
     }
 
