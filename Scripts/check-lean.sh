@@ -25,7 +25,9 @@ refusal=$(timeout 30 "$blue" demo 2>&1 >/dev/null) || status=$?
 grep -q "CoreBluetoothPrograms" <<< "$refusal" || fail "blue demo said: $refusal"
 # A server found by a scan, on a private shared air.
 folder=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; pkill -f "air --socket $folder" 2>/dev/null; rm -rf "$folder"' EXIT
+# The cleanup must not fail: under set -e a failing command in an EXIT trap becomes the script's exit status.
+cleanup() { kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$folder"; }
+trap cleanup EXIT
 export OCB_AIR_SOCKET=$folder/air.sock OCB_KNOWN_PEERS=off
 "$blue" air --socket "$OCB_AIR_SOCKET" > "$folder/air.log" 2>&1 &
 for _ in $(seq 100); do [ -S "$OCB_AIR_SOCKET" ] && break; sleep 0.1; done
